@@ -1,0 +1,214 @@
+//! haloport-host: the [`Backend`] trait on host memory and threads.
+//!
+//! A CPU reference backend with the trait's full semantics, so every strategy, the MPI layer
+//! and the CLI run and are tested on machines without a GPU (SPEC 1).
+//!
+//! ## Memory
+//! Device memory and pinned memory are page-aligned heap allocations; device addresses are host
+//! addresses. Host memory is always coherent: non-coherent requests are served as coherent and
+//! reported so ([`PinnedMemory::coherence_served`]).
+//!
+//! ## Streams and events
+//! A stream is a worker thread executing queued work in order; stream and event queries report
+//! what has really completed. Copies and kernels are queued work.
+//!
+//! ## Kernels
+//! The shared kernels are re-implemented in Rust (`kernels.rs`) with the CUDA/HIP sources'
+//! semantics; a launch runs grid blocks concurrently, one thread per block.
+//!
+//! ## Timer
+//! The device timer is a monotonic host clock in nanoseconds ([`kernels::timer_ns`]).
+
+mod kernels;
+mod memory;
+mod stream;
+
+use std::time::Instant;
+
+use haloport_core::shared::hp_exchange_args;
+use haloport_core::{
+    Backend, Coherence, DeviceInfo, Error, Kernel, LaunchDims, PinnedMemory, Result,
+};
+
+pub use kernels::timer_ns;
+pub use memory::HostAllocation;
+pub use stream::{HostEvent, HostStream};
+
+/// The host backend.
+pub struct HostBackend {
+    info: DeviceInfo,
+}
+
+impl HostBackend {
+    /// Most threads per block the host backend accepts (as CUDA and HIP devices).
+    pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+
+    /// Creates the host backend. It has one device, which every local rank shares
+    /// (`local_rank % 1`, as SPEC 2 maps ranks to devices).
+    ///
+    /// # Errors
+    /// None today; the signature matches the GPU backends, whose creation can fail.
+    pub fn new(local_rank: usize) -> Result<HostBackend> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        // Start the device timer's epoch now, not at the first kernel.
+        timer_ns();
+        Ok(HostBackend {
+            info: DeviceInfo {
+                vendor: "host".into(),
+                name: format!("host CPU ({threads} hardware threads)"),
+                ordinal: local_rank % 1,
+                device_count: 1,
+                multiprocessors: threads,
+                warp_width: 1,
+                max_threads_per_block: Self::MAX_THREADS_PER_BLOCK,
+                timer_hz: 1_000_000_000,
+                coherence_kinds: vec![Coherence::Coherent],
+                driver: format!("haloport-host {}", env!("CARGO_PKG_VERSION")),
+            },
+        })
+    }
+}
+
+fn copy_work(dst: u64, src: u64, bytes: usize) -> stream::Work {
+    Box::new(move || {
+        // SAFETY: both ranges were checked against their allocations when queued, and the
+        // allocations outlive the queued work (the caller synchronizes before freeing them).
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+        Ok(())
+    })
+}
+
+impl Backend for HostBackend {
+    type Stream = HostStream;
+    type Event = HostEvent;
+    type DeviceMemory = HostAllocation;
+    type PinnedMemory = HostAllocation;
+
+    fn name(&self) -> &'static str {
+        "host"
+    }
+
+    fn device_info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc_device(&self, bytes: usize) -> Result<HostAllocation> {
+        HostAllocation::new(bytes, Coherence::Coherent, "device memory")
+    }
+
+    fn alloc_pinned(&self, bytes: usize, coherence: Coherence) -> Result<HostAllocation> {
+        HostAllocation::new(bytes, coherence, "pinned host memory")
+    }
+
+    fn create_stream(&self) -> Result<HostStream> {
+        HostStream::new()
+    }
+
+    fn stream_query(&self, stream: &HostStream) -> Result<bool> {
+        stream.query()
+    }
+
+    fn stream_synchronize(&self, stream: &HostStream, deadline: Instant) -> Result<()> {
+        stream.synchronize(deadline)
+    }
+
+    fn create_event(&self) -> Result<HostEvent> {
+        Ok(HostEvent::default())
+    }
+
+    fn record_event(&self, event: &HostEvent, stream: &HostStream) -> Result<()> {
+        event.record(stream)
+    }
+
+    fn event_query(&self, event: &HostEvent) -> Result<bool> {
+        Ok(event.query())
+    }
+
+    fn event_synchronize(&self, event: &HostEvent, deadline: Instant) -> Result<()> {
+        event.synchronize(deadline)
+    }
+
+    fn event_elapsed_ms(&self, start: &HostEvent, end: &HostEvent) -> Result<f32> {
+        match (start.reached(), end.reached()) {
+            (Some(a), Some(b)) => Ok(if b >= a {
+                b.duration_since(a).as_secs_f32() * 1e3
+            } else {
+                -(a.duration_since(b).as_secs_f32() * 1e3)
+            }),
+            _ => Err(Error::InvalidInput(
+                "host: elapsed time of an event that has not completed".into(),
+            )),
+        }
+    }
+
+    fn copy_to_device_async(
+        &self,
+        dst: &HostAllocation,
+        dst_offset: usize,
+        src: &HostAllocation,
+        src_offset: usize,
+        bytes: usize,
+        stream: &HostStream,
+    ) -> Result<()> {
+        dst.check_range(dst_offset, bytes, "copy to device, destination")?;
+        src.check_range(src_offset, bytes, "copy to device, source")?;
+        stream.enqueue(copy_work(
+            dst.addr() + dst_offset as u64,
+            src.addr() + src_offset as u64,
+            bytes,
+        ))
+    }
+
+    fn copy_to_host_async(
+        &self,
+        dst: &HostAllocation,
+        dst_offset: usize,
+        src: &HostAllocation,
+        src_offset: usize,
+        bytes: usize,
+        stream: &HostStream,
+    ) -> Result<()> {
+        dst.check_range(dst_offset, bytes, "copy to host, destination")?;
+        src.check_range(src_offset, bytes, "copy to host, source")?;
+        stream.enqueue(copy_work(
+            dst.host_ptr() as u64 + dst_offset as u64,
+            src.addr() + src_offset as u64,
+            bytes,
+        ))
+    }
+
+    unsafe fn launch(
+        &self,
+        kernel: Kernel,
+        dims: LaunchDims,
+        args: &hp_exchange_args,
+        stream: &HostStream,
+    ) -> Result<()> {
+        if !matches!(kernel, Kernel::Pack | Kernel::Unpack) {
+            return Err(Error::Unsupported {
+                backend: "host",
+                what: format!("kernel {kernel:?}"),
+            });
+        }
+        if dims.blocks == 0 || dims.threads == 0 || dims.threads > Self::MAX_THREADS_PER_BLOCK {
+            return Err(Error::InvalidInput(format!(
+                "host: launch of {} blocks x {} threads",
+                dims.blocks, dims.threads
+            )));
+        }
+        if args.blocks == 0 || args.checks == 0 {
+            return Err(Error::InvalidInput(
+                "host: launch with a null block table or check table".into(),
+            ));
+        }
+        let args = *args;
+        stream.enqueue(Box::new(move || {
+            // SAFETY: the caller upheld Backend::launch's contract for these addresses.
+            unsafe { kernels::run(kernel, dims, args) };
+            Ok(())
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,231 @@
+//! Streams and events on host threads.
+//!
+//! A stream is a worker thread fed by a channel: work runs in the order it was queued, one item
+//! at a time, and `submitted`/`completed` counters make stream queries truthful. An error in an
+//! item is sticky, like a device error: it is reported by the next query or synchronize of that
+//! stream. An event is recorded by queueing a marker: it completes, with a timestamp, when the
+//! worker reaches it. Dropping a stream lets its queued work finish, then joins the worker.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::Instant;
+
+use haloport_core::{Error, Result};
+
+pub(crate) type Work = Box<dyn FnOnce() -> std::result::Result<(), String> + Send>;
+
+#[derive(Default)]
+struct Progress {
+    submitted: u64,
+    completed: u64,
+    error: Option<String>,
+}
+
+#[derive(Default)]
+struct Shared {
+    progress: Mutex<Progress>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An in-order work queue served by one thread.
+pub struct HostStream {
+    sender: Option<mpsc::Sender<Work>>,
+    shared: Arc<Shared>,
+    worker: Option<thread::JoinHandle<()>>,
+}
+
+fn sticky(error: &Option<String>) -> Result<()> {
+    match error {
+        Some(e) => Err(Error::Backend {
+            backend: "host",
+            call: "stream work",
+            code: 1,
+            name: e.clone(),
+            context: String::new(),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn timeout(since: Instant, what: &str) -> Error {
+    Error::Timeout {
+        rank: None,
+        what: what.to_owned(),
+        after: since.elapsed(),
+    }
+}
+
+impl HostStream {
+    pub(crate) fn new() -> Result<HostStream> {
+        let (sender, receiver) = mpsc::channel::<Work>();
+        let shared = Arc::new(Shared::default());
+        let worker_shared = Arc::clone(&shared);
+        let worker = thread::Builder::new()
+            .name("haloport-host-stream".into())
+            .spawn(move || {
+                for work in receiver {
+                    let result = work();
+                    let mut p = worker_shared.lock();
+                    p.completed += 1;
+                    if let Err(e) = result {
+                        p.error.get_or_insert(e);
+                    }
+                    worker_shared.changed.notify_all();
+                }
+            })
+            .map_err(|e| Error::Backend {
+                backend: "host",
+                call: "thread::spawn",
+                code: i64::from(e.raw_os_error().unwrap_or(0)),
+                name: e.to_string(),
+                context: "starting a stream's worker thread".into(),
+            })?;
+        Ok(HostStream {
+            sender: Some(sender),
+            shared,
+            worker: Some(worker),
+        })
+    }
+
+    /// Queues `work`; it runs after everything queued before it.
+    pub(crate) fn enqueue(&self, work: Work) -> Result<()> {
+        let mut p = self.shared.lock();
+        let sent = self.sender.as_ref().map(|s| s.send(work));
+        match sent {
+            Some(Ok(())) => {
+                p.submitted += 1;
+                Ok(())
+            }
+            _ => Err(Error::Backend {
+                backend: "host",
+                call: "stream enqueue",
+                code: 2,
+                name: "stream worker has stopped".into(),
+                context: String::new(),
+            }),
+        }
+    }
+
+    pub(crate) fn query(&self) -> Result<bool> {
+        let p = self.shared.lock();
+        sticky(&p.error)?;
+        Ok(p.completed == p.submitted)
+    }
+
+    pub(crate) fn synchronize(&self, deadline: Instant) -> Result<()> {
+        let since = Instant::now();
+        let mut p = self.shared.lock();
+        while p.completed < p.submitted {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(timeout(
+                    since,
+                    &format!(
+                        "waiting for a host stream ({} of {} queued items done)",
+                        p.completed, p.submitted
+                    ),
+                ));
+            }
+            p = self
+                .shared
+                .changed
+                .wait_timeout(p, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        sticky(&p.error)
+    }
+}
+
+impl Drop for HostStream {
+    fn drop(&mut self) {
+        self.sender = None;
+        if let Some(worker) = self.worker.take() {
+            if worker.join().is_err() {
+                tracing::error!("host: a stream worker panicked");
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct EventState {
+    /// Incremented by every record; a marker completes only the record that queued it.
+    generation: u64,
+    reached: Option<Instant>,
+    recorded: bool,
+}
+
+#[derive(Default)]
+struct EventShared {
+    state: Mutex<EventState>,
+    changed: Condvar,
+}
+
+impl EventShared {
+    fn lock(&self) -> MutexGuard<'_, EventState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A marker on a stream, with the time its stream reached it.
+#[derive(Default)]
+pub struct HostEvent {
+    shared: Arc<EventShared>,
+}
+
+impl HostEvent {
+    pub(crate) fn record(&self, stream: &HostStream) -> Result<()> {
+        let generation = {
+            let mut s = self.shared.lock();
+            s.generation += 1;
+            s.reached = None;
+            s.recorded = true;
+            s.generation
+        };
+        let shared = Arc::clone(&self.shared);
+        stream.enqueue(Box::new(move || {
+            let mut s = shared.lock();
+            if s.generation == generation {
+                s.reached = Some(Instant::now());
+                shared.changed.notify_all();
+            }
+            Ok(())
+        }))
+    }
+
+    /// Like cuEventQuery: an event never recorded counts as complete.
+    pub(crate) fn query(&self) -> bool {
+        let s = self.shared.lock();
+        !s.recorded || s.reached.is_some()
+    }
+
+    pub(crate) fn synchronize(&self, deadline: Instant) -> Result<()> {
+        let since = Instant::now();
+        let mut s = self.shared.lock();
+        while s.recorded && s.reached.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(timeout(since, "waiting for a host event"));
+            }
+            s = self
+                .shared
+                .changed
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn reached(&self) -> Option<Instant> {
+        self.shared.lock().reached
+    }
+}

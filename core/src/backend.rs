@@ -1,0 +1,240 @@
+//! The Backend trait: everything haloport needs from one GPU, with the vendor hidden (SPEC 2).
+//!
+//! Strategies are generic over `B: Backend` and never see vendor types. A backend owns memory
+//! (device and pinned host), streams and events, copies, and launches the shared kernels of
+//! `kernels-cu/` (on the host backend: their Rust twins with the same semantics). Handles are
+//! associated types with RAII: dropping one frees it, and `Drop` never panics.
+//!
+//! Threading: a backend value is used from the thread that created it; its handles may be
+//! moved between threads (`Send`) but are not used concurrently.
+
+// `Backend::launch` is an unsafe method: kernels dereference raw device addresses.
+#![allow(unsafe_code)]
+
+use std::fmt;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::shared::hp_exchange_args;
+
+/// Which kind of pinned host memory to allocate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Coherence {
+    /// Writes become visible to the other side while kernels run (flags, polling).
+    /// CUDA: cuMemHostAlloc(PORTABLE | DEVICEMAP). HIP: hipHostMallocCoherent | hipHostMallocMapped.
+    Coherent,
+    /// Contents are defined only at stream/event synchronization points: the CPU may read what a
+    /// kernel wrote only after the kernel is known complete, and a kernel sees CPU writes made
+    /// before its launch. HIP: hipHostMallocNonCoherent. CUDA has no such kind and serves it as
+    /// Coherent, and says so in [`PinnedMemory::coherence_served`].
+    NonCoherent,
+}
+
+impl fmt::Display for Coherence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Coherence::Coherent => "coherent",
+            Coherence::NonCoherent => "non-coherent",
+        })
+    }
+}
+
+/// What a device is and offers.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceInfo {
+    /// "NVIDIA", "AMD", or "host".
+    pub vendor: String,
+    /// The device's name as the driver reports it.
+    pub name: String,
+    /// Index of the device this rank uses (SPEC 2: `local_rank % device_count`).
+    pub ordinal: usize,
+    /// Devices of this backend visible to this process.
+    pub device_count: usize,
+    /// Streaming multiprocessors / compute units (host: hardware threads).
+    pub multiprocessors: u32,
+    /// Warp / wavefront width in threads (host: 1).
+    pub warp_width: u32,
+    /// Most threads one block may have.
+    pub max_threads_per_block: u32,
+    /// Rate of the device timer that kernels read for timestamps, in Hz.
+    pub timer_hz: u64,
+    /// Pinned-memory coherence kinds the device really offers (not those it serves as another).
+    pub coherence_kinds: Vec<Coherence>,
+    /// Driver and runtime versions, free text.
+    pub driver: String,
+}
+
+/// Grid and block dimensions of a launch (1-D: haloport's kernels work per block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchDims {
+    /// Blocks in the grid.
+    pub blocks: u32,
+    /// Threads per block.
+    pub threads: u32,
+}
+
+/// The shared kernels every backend launches. Their semantics are defined by `kernels-cu/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kernel {
+    /// Fill every element of each block's send buffer with the packed value (SPEC 5),
+    /// stamping pack start and end per block.
+    Pack,
+    /// Check `threads` evenly spaced elements of each block's receive buffer against the value
+    /// its source rank packed, recording wrong values in the block's check record, stamping
+    /// unpack start and end per block.
+    Unpack,
+}
+
+/// Device memory: only kernels and copies touch it.
+pub trait DeviceMemory: Send {
+    /// Size in bytes.
+    fn len_bytes(&self) -> usize;
+    /// The address kernels dereference.
+    fn device_addr(&self) -> u64;
+}
+
+/// Pinned (page-locked, device-mapped) host memory, reachable from the CPU and from kernels.
+pub trait PinnedMemory: Send {
+    /// Size in bytes.
+    fn len_bytes(&self) -> usize;
+    /// The address the CPU dereferences. Valid for `len_bytes()` bytes while `self` lives.
+    fn host_ptr(&self) -> *mut u8;
+    /// The address kernels dereference (Vendor: cuMemHostGetDevicePointer /
+    /// hipHostGetDevicePointer; host backend: the host address).
+    fn device_addr(&self) -> u64;
+    /// The coherence kind that was asked for.
+    fn coherence_requested(&self) -> Coherence;
+    /// The coherence kind the backend actually allocated.
+    fn coherence_served(&self) -> Coherence;
+}
+
+/// A device: memory, streams, events, copies and kernel launches.
+///
+/// Every method that can fail returns a [`Result`](crate::Result) whose error names the vendor
+/// call and what haloport was doing.
+pub trait Backend: Sized {
+    /// An in-order queue of work on the device.
+    type Stream: Send;
+    /// A marker recorded on a stream; completes when the stream reaches it.
+    type Event: Send;
+    /// Memory on the device.
+    type DeviceMemory: DeviceMemory;
+    /// Pinned host memory.
+    type PinnedMemory: PinnedMemory;
+
+    /// Short backend name used in outputs: "host", "cuda", "hip".
+    fn name(&self) -> &'static str;
+
+    /// What the device is and offers.
+    fn device_info(&self) -> &DeviceInfo;
+
+    /// Allocates `bytes` of device memory, zeroed.
+    ///
+    /// Vendor: cuMemAlloc / hipMalloc.
+    fn alloc_device(&self, bytes: usize) -> Result<Self::DeviceMemory>;
+
+    /// Allocates `bytes` of pinned host memory of the given coherence, zeroed, mapped into the
+    /// device, never write-combined (the CPU reads it).
+    ///
+    /// Vendor: cuMemHostAlloc(PORTABLE | DEVICEMAP) / hipHostMalloc(Mapped | Coherent or NonCoherent).
+    fn alloc_pinned(&self, bytes: usize, coherence: Coherence) -> Result<Self::PinnedMemory>;
+
+    /// Creates a stream.
+    ///
+    /// Vendor: cuStreamCreate / hipStreamCreate.
+    fn create_stream(&self) -> Result<Self::Stream>;
+
+    /// True when all work queued on `stream` has completed.
+    ///
+    /// Vendor: cuStreamQuery / hipStreamQuery.
+    fn stream_query(&self, stream: &Self::Stream) -> Result<bool>;
+
+    /// Waits until all work queued on `stream` has completed, or `deadline` passes.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`](crate::Error::Timeout) when the deadline passes first.
+    ///
+    /// Vendor: cuStreamSynchronize / hipStreamSynchronize (polled, so that it can time out).
+    fn stream_synchronize(&self, stream: &Self::Stream, deadline: Instant) -> Result<()>;
+
+    /// Creates an event.
+    ///
+    /// Vendor: cuEventCreate / hipEventCreate.
+    fn create_event(&self) -> Result<Self::Event>;
+
+    /// Records `event` on `stream`: it completes when the stream reaches this point.
+    ///
+    /// Vendor: cuEventRecord / hipEventRecord.
+    fn record_event(&self, event: &Self::Event, stream: &Self::Stream) -> Result<()>;
+
+    /// True when the work before the event's last record has completed.
+    ///
+    /// Vendor: cuEventQuery / hipEventQuery.
+    fn event_query(&self, event: &Self::Event) -> Result<bool>;
+
+    /// Waits until `event` completes, or `deadline` passes.
+    ///
+    /// Vendor: cuEventSynchronize / hipEventSynchronize (polled, so that it can time out).
+    fn event_synchronize(&self, event: &Self::Event, deadline: Instant) -> Result<()>;
+
+    /// Milliseconds between two completed events.
+    ///
+    /// Vendor: cuEventElapsedTime / hipEventElapsedTime.
+    fn event_elapsed_ms(&self, start: &Self::Event, end: &Self::Event) -> Result<f32>;
+
+    /// Queues a copy of `bytes` from pinned host memory to device memory on `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) if a range lies outside its allocation.
+    ///
+    /// Vendor: cuMemcpyHtoDAsync / hipMemcpyHtoDAsync.
+    fn copy_to_device_async(
+        &self,
+        dst: &Self::DeviceMemory,
+        dst_offset: usize,
+        src: &Self::PinnedMemory,
+        src_offset: usize,
+        bytes: usize,
+        stream: &Self::Stream,
+    ) -> Result<()>;
+
+    /// Queues a copy of `bytes` from device memory to pinned host memory on `stream`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) if a range lies outside its allocation.
+    ///
+    /// Vendor: cuMemcpyDtoHAsync / hipMemcpyDtoHAsync.
+    fn copy_to_host_async(
+        &self,
+        dst: &Self::PinnedMemory,
+        dst_offset: usize,
+        src: &Self::DeviceMemory,
+        src_offset: usize,
+        bytes: usize,
+        stream: &Self::Stream,
+    ) -> Result<()>;
+
+    /// Queues one of the shared kernels on `stream`.
+    ///
+    /// # Safety
+    /// 1. Every address in `args` (and in the block table it points to) is a device address of
+    ///    memory allocated by this backend that stays allocated until the kernel completes.
+    /// 2. Each such range is as large as the block table says.
+    /// 3. The CPU does not write the memory the kernel writes until the kernel has completed
+    ///    (except flags designed for concurrent access, through atomics).
+    ///
+    /// Vendor: cuLaunchKernel / hipModuleLaunchKernel.
+    unsafe fn launch(
+        &self,
+        kernel: Kernel,
+        dims: LaunchDims,
+        args: &hp_exchange_args,
+        stream: &Self::Stream,
+    ) -> Result<()>;
+
+}

@@ -1,0 +1,231 @@
+//! The conformance suite every backend must pass, generic over `B: Backend` (STYLE: one suite,
+//! instantiated per backend by [`backend_conformance_tests!`](crate::backend_conformance_tests)).
+//!
+//! Each check returns `Err` with a message saying what broke; the macro turns each into a test.
+//! GPU backends instantiate it in tests that skip, with a printed line, where no device exists.
+
+// The checks launch kernels on raw device addresses, as strategies do.
+#![allow(unsafe_code)]
+
+use std::time::{Duration, Instant};
+
+use crate::backend::{Backend, Coherence, Kernel, LaunchDims, PinnedMemory};
+use crate::exchange::ExchangeBuffers;
+use crate::pattern::{BlockSpec, RankPattern};
+use crate::workload::packed_value;
+
+type Check = std::result::Result<(), String>;
+
+fn deadline() -> Instant {
+    Instant::now() + Duration::from_secs(30)
+}
+
+fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Check {
+    if cond {
+        Ok(())
+    } else {
+        Err(msg())
+    }
+}
+
+fn e(err: crate::Error) -> String {
+    err.to_string()
+}
+
+/// A rank-0 pattern that sends to itself, sizes from one element to many.
+fn self_pattern() -> RankPattern {
+    RankPattern {
+        rank: 0,
+        blocks: [1_u64, 15, 1000, 130_000]
+            .iter()
+            .map(|&elems| BlockSpec {
+                elems,
+                dest: 0,
+                source: 0,
+            })
+            .collect(),
+    }
+}
+
+/// Copies every block's send buffer into its receive buffer on the CPU, as a transport would.
+fn loop_back<B: Backend>(buffers: &ExchangeBuffers<B>) {
+    for b in 0..buffers.blocks() {
+        let (s, r) = (buffers.send_region(b), buffers.recv_region(b));
+        // SAFETY: both regions are valid for elems f64 values and do not overlap; no kernel runs.
+        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), r.as_ptr(), s.elems()) };
+    }
+}
+
+fn pack_loop_unpack<B: Backend>(
+    backend: &B,
+    coherence: Coherence,
+    corrupt: Option<usize>,
+) -> std::result::Result<ExchangeBuffers<B>, String> {
+    let pattern = self_pattern();
+    let mut buffers = ExchangeBuffers::new(backend, &pattern, coherence).map_err(e)?;
+    let stream = backend.create_stream().map_err(e)?;
+    let dims = LaunchDims {
+        blocks: buffers.blocks() as u32,
+        threads: 32,
+    };
+    let args = buffers.kernel_args(0, 7);
+    // SAFETY: args point into `buffers`, alive until after the synchronize below.
+    unsafe { backend.launch(Kernel::Pack, dims, &args, &stream) }.map_err(e)?;
+    backend.stream_synchronize(&stream, deadline()).map_err(e)?;
+    loop_back(&buffers);
+    if let Some(block) = corrupt {
+        buffers.corrupt_recv(block, 0, -1.0);
+    }
+    // SAFETY: as above.
+    unsafe { backend.launch(Kernel::Unpack, dims, &args, &stream) }.map_err(e)?;
+    backend.stream_synchronize(&stream, deadline()).map_err(e)?;
+    Ok(buffers)
+}
+
+/// Pack writes the packed value everywhere; unpack of the same data finds nothing wrong and
+/// checks one element per thread per block.
+pub fn pack_then_unpack_verifies<B: Backend>(backend: &B) -> Check {
+    let mut buffers = pack_loop_unpack(backend, Coherence::Coherent, None)?;
+    for b in 0..buffers.blocks() {
+        let region = buffers.send_region(b);
+        // SAFETY: the region is valid for elems values; no kernel runs.
+        let data = unsafe { std::slice::from_raw_parts(region.as_ptr(), region.elems()) };
+        let want = packed_value(7, 0, b as u32);
+        ensure(data.iter().all(|&v| v == want), || {
+            format!("block {b}: pack did not write {want} into every element")
+        })?;
+    }
+    let checks = buffers.take_checks();
+    for (b, c) in checks.iter().enumerate() {
+        ensure(c.checked == 32 && c.wrong == 0, || {
+            format!("block {b}: unpack checked {} and found {} wrong, expected 32 and 0", c.checked, c.wrong)
+        })?;
+    }
+    let again = buffers.take_checks();
+    ensure(again.iter().all(|c| c.checked == 0), || {
+        "take_checks did not reset the check records".into()
+    })
+}
+
+/// A corrupted element is found, with its index, expected and found values.
+pub fn unpack_reports_a_wrong_value<B: Backend>(backend: &B) -> Check {
+    let mut buffers = pack_loop_unpack(backend, Coherence::Coherent, Some(2))?;
+    let checks = buffers.take_checks();
+    let c = checks[2];
+    ensure(c.wrong == 1 && c.first_index == 0, || {
+        format!("block 2: expected one wrong value at index 0, got {} at {}", c.wrong, c.first_index)
+    })?;
+    ensure(c.first_found == -1.0 && c.first_expected == packed_value(7, 0, 2), || {
+        format!("block 2: recorded expected {} found {}", c.first_expected, c.first_found)
+    })?;
+    ensure(checks.iter().enumerate().all(|(b, c)| b == 2 || c.wrong == 0), || {
+        "a block other than the corrupted one reported wrong values".into()
+    })
+}
+
+/// Non-coherent buffers work for the baseline's pattern of use, and the served kind is reported
+/// truthfully: either what was asked or a kind the device says it offers.
+pub fn non_coherent_buffers_work_and_report_what_they_are<B: Backend>(backend: &B) -> Check {
+    let mut buffers = pack_loop_unpack(backend, Coherence::NonCoherent, None)?;
+    ensure(buffers.take_checks().iter().all(|c| c.wrong == 0), || {
+        "unpack found wrong values in non-coherent buffers".into()
+    })?;
+    let (asked, served) = buffers.coherence();
+    ensure(asked == Coherence::NonCoherent, || format!("requested kind recorded as {asked}"))?;
+    ensure(backend.device_info().coherence_kinds.contains(&served), || {
+        format!("served {served}, which the device does not list as offered")
+    })
+}
+
+/// Device timestamps are stamped in order: pack start <= pack end <= unpack start <= unpack end.
+pub fn kernels_stamp_device_times_in_order<B: Backend>(backend: &B) -> Check {
+    let buffers = pack_loop_unpack(backend, Coherence::Coherent, None)?;
+    for (b, t) in buffers.read_times().iter().enumerate() {
+        ensure(
+            t.pack_start > 0
+                && t.pack_start <= t.pack_end
+                && t.pack_end <= t.unpack_start
+                && t.unpack_start <= t.unpack_end,
+            || format!("block {b}: timestamps out of order: {t:?}"),
+        )?;
+    }
+    Ok(())
+}
+
+/// Copies to the device and back return the same bytes; events around them complete and give a
+/// non-negative elapsed time; stream and event queries say complete after synchronization.
+pub fn copies_round_trip_and_events_complete<B: Backend>(backend: &B) -> Check {
+    const N: usize = 1 << 20;
+    let src = backend.alloc_pinned(N, Coherence::Coherent).map_err(e)?;
+    let dst = backend.alloc_pinned(N, Coherence::Coherent).map_err(e)?;
+    let dev = backend.alloc_device(N).map_err(e)?;
+    // SAFETY: src is valid for N bytes and no copy is queued yet.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(src.host_ptr(), N) };
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    let stream = backend.create_stream().map_err(e)?;
+    let (start, end) = (backend.create_event().map_err(e)?, backend.create_event().map_err(e)?);
+    backend.record_event(&start, &stream).map_err(e)?;
+    backend.copy_to_device_async(&dev, 0, &src, 0, N, &stream).map_err(e)?;
+    backend.copy_to_host_async(&dst, 0, &dev, 0, N, &stream).map_err(e)?;
+    backend.record_event(&end, &stream).map_err(e)?;
+    backend.event_synchronize(&end, deadline()).map_err(e)?;
+    ensure(backend.event_query(&end).map_err(e)?, || "event incomplete after synchronize".into())?;
+    backend.stream_synchronize(&stream, deadline()).map_err(e)?;
+    ensure(backend.stream_query(&stream).map_err(e)?, || "stream busy after synchronize".into())?;
+    let ms = backend.event_elapsed_ms(&start, &end).map_err(e)?;
+    ensure(ms >= 0.0, || format!("elapsed time {ms} ms is negative"))?;
+    // SAFETY: dst is valid for N bytes; the stream is idle.
+    let back = unsafe { std::slice::from_raw_parts(dst.host_ptr(), N) };
+    ensure(back.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8), || {
+        "bytes changed on the way to the device and back".into()
+    })
+}
+
+/// Copies outside an allocation are refused with an error, not performed.
+pub fn out_of_range_copies_are_refused<B: Backend>(backend: &B) -> Check {
+    let src = backend.alloc_pinned(64, Coherence::Coherent).map_err(e)?;
+    let dev = backend.alloc_device(32).map_err(e)?;
+    let stream = backend.create_stream().map_err(e)?;
+    ensure(backend.copy_to_device_async(&dev, 0, &src, 0, 64, &stream).is_err(), || {
+        "a 64-byte copy into a 32-byte allocation was accepted".into()
+    })
+}
+
+/// Instantiates the conformance suite as `#[test]` functions for a backend.
+///
+/// `$make` is an expression returning `Option<B>`: `None` means no device is present, and each
+/// test prints `SKIPPED: ...` (or fails, if `HALOPORT_REQUIRE_GPU=1`).
+#[macro_export]
+macro_rules! backend_conformance_tests {
+    ($make:expr) => {
+        $crate::backend_conformance_tests!(@each $make;
+            pack_then_unpack_verifies,
+            unpack_reports_a_wrong_value,
+            non_coherent_buffers_work_and_report_what_they_are,
+            kernels_stamp_device_times_in_order,
+            copies_round_trip_and_events_complete,
+            out_of_range_copies_are_refused);
+    };
+    (@each $make:expr; $($name:ident),*) => {
+        $(
+            #[test]
+            fn $name() {
+                match $make {
+                    Some(backend) => {
+                        if let Err(msg) = $crate::conformance::$name(&backend) {
+                            panic!("{}: {msg}", stringify!($name));
+                        }
+                    }
+                    None => {
+                        if std::env::var("HALOPORT_REQUIRE_GPU").as_deref() == Ok("1") {
+                            panic!("HALOPORT_REQUIRE_GPU=1 but no device for {}", stringify!($name));
+                        }
+                        println!("SKIPPED: {}: no device for this backend", stringify!($name));
+                    }
+                }
+            }
+        )*
+    };
+}

@@ -1,0 +1,199 @@
+//! The memory every strategy exchanges through: per-block send and receive buffers in pinned
+//! host memory, and the tables the kernels read and write (block table, check records,
+//! timestamps), laid out once at set-up (thesis 3.1.3, figure 3.2).
+//!
+//! Invariants: each block's buffers start on a 512-byte boundary inside one allocation per
+//! direction; the block table is written once, before any launch; check records and timestamps
+//! are read by the CPU only after the kernels that write them completed (stream synchronized).
+//! This module touches raw pinned memory and says why at each place.
+
+#![allow(unsafe_code)]
+
+use crate::backend::{Backend, Coherence, PinnedMemory};
+use crate::error::Result;
+use crate::pattern::RankPattern;
+use crate::shared::{hp_block, hp_block_check, hp_block_times, hp_exchange_args};
+use crate::transport::HostRegion;
+
+/// Elements between block starts are rounded up to this many (512 bytes).
+const ALIGN_ELEMS: usize = 64;
+
+/// Buffers and kernel tables for one rank's pattern.
+pub struct ExchangeBuffers<B: Backend> {
+    send: B::PinnedMemory,
+    recv: B::PinnedMemory,
+    table: B::PinnedMemory,
+    checks: B::PinnedMemory,
+    times: B::PinnedMemory,
+    offsets: Vec<usize>,
+    pattern: RankPattern,
+}
+
+fn layout(pattern: &RankPattern) -> (Vec<usize>, usize) {
+    let mut offsets = Vec::with_capacity(pattern.blocks.len());
+    let mut at = 0_usize;
+    for block in &pattern.blocks {
+        offsets.push(at);
+        at += (block.elems as usize).div_ceil(ALIGN_ELEMS) * ALIGN_ELEMS;
+    }
+    (offsets, at)
+}
+
+impl<B: Backend> ExchangeBuffers<B> {
+    /// Allocates send and receive buffers with the given coherence, and the kernel tables in
+    /// coherent pinned memory, and writes the block table.
+    ///
+    /// # Errors
+    /// The backend's allocation errors.
+    pub fn new(backend: &B, pattern: &RankPattern, buffers: Coherence) -> Result<Self> {
+        let (offsets, total_elems) = layout(pattern);
+        let n = pattern.blocks.len();
+        let bytes = total_elems * std::mem::size_of::<f64>();
+        let send = backend.alloc_pinned(bytes, buffers)?;
+        let recv = backend.alloc_pinned(bytes, buffers)?;
+        let table = backend.alloc_pinned(n * std::mem::size_of::<hp_block>(), Coherence::Coherent)?;
+        let checks = backend.alloc_pinned(
+            n * std::mem::size_of::<hp_block_check>(),
+            Coherence::Coherent,
+        )?;
+        let times = backend.alloc_pinned(
+            n * std::mem::size_of::<hp_block_times>(),
+            Coherence::Coherent,
+        )?;
+        let f64_bytes = std::mem::size_of::<f64>() as u64;
+        let entries: Vec<hp_block> = pattern
+            .blocks
+            .iter()
+            .zip(&offsets)
+            .map(|(block, &off)| hp_block {
+                send: send.device_addr() + off as u64 * f64_bytes,
+                recv: recv.device_addr() + off as u64 * f64_bytes,
+                elems: block.elems,
+                source: block.source,
+                dest: block.dest,
+            })
+            .collect();
+        // SAFETY: table was allocated for exactly n hp_block entries, page-aligned by the backend;
+        // no kernel runs yet.
+        unsafe {
+            std::ptr::copy_nonoverlapping(entries.as_ptr(), table.host_ptr().cast::<hp_block>(), n);
+        }
+        Ok(ExchangeBuffers {
+            send,
+            recv,
+            table,
+            checks,
+            times,
+            offsets,
+            pattern: pattern.clone(),
+        })
+    }
+
+    /// The pattern these buffers were laid out for.
+    pub fn pattern(&self) -> &RankPattern {
+        &self.pattern
+    }
+
+    /// Number of blocks.
+    pub fn blocks(&self) -> usize {
+        self.offsets.len()
+    }
+
+    fn region(&self, memory: &B::PinnedMemory, block: usize) -> HostRegion {
+        let elems = self.pattern.blocks[block].elems as usize;
+        // SAFETY: the block's range [offset, offset + elems) lies inside `memory` by layout();
+        // the memory lives as long as self, which the strategies keep alive past every request
+        // (their transports are dropped first).
+        unsafe { HostRegion::new(memory.host_ptr().cast::<f64>().add(self.offsets[block]), elems) }
+    }
+
+    /// Block `block`'s send buffer, for the transport.
+    pub fn send_region(&self, block: usize) -> HostRegion {
+        self.region(&self.send, block)
+    }
+
+    /// Block `block`'s receive buffer, for the transport.
+    pub fn recv_region(&self, block: usize) -> HostRegion {
+        self.region(&self.recv, block)
+    }
+
+    /// The kernels' argument for one iteration.
+    pub fn kernel_args(&self, rank: i32, iteration: u32) -> hp_exchange_args {
+        hp_exchange_args {
+            blocks: self.table.device_addr(),
+            checks: self.checks.device_addr(),
+            times: self.times.device_addr(),
+            num_blocks: self.blocks() as u32,
+            rank,
+            iteration,
+            reserved: 0,
+        }
+    }
+
+    /// The coherence the send and receive buffers were asked for and got.
+    pub fn coherence(&self) -> (Coherence, Coherence) {
+        (self.send.coherence_requested(), self.send.coherence_served())
+    }
+
+    /// Reads every block's check record and zeroes it for the next iteration.
+    ///
+    /// Call only when no unpack kernel is running (after the stream synchronized).
+    pub fn take_checks(&mut self) -> Vec<hp_block_check> {
+        let n = self.blocks();
+        let ptr = self.checks.host_ptr().cast::<hp_block_check>();
+        // SAFETY: checks holds n records; no kernel writes them now (caller's contract); &mut self
+        // keeps other CPU users out.
+        unsafe {
+            let taken = std::slice::from_raw_parts(ptr, n).to_vec();
+            std::ptr::write_bytes(ptr, 0, n);
+            taken
+        }
+    }
+
+    /// Reads every block's device timestamps of the last iteration.
+    ///
+    /// Call only when no kernel is running (after the stream synchronized).
+    pub fn read_times(&self) -> Vec<hp_block_times> {
+        // SAFETY: times holds one record per block; no kernel writes them now (caller's contract).
+        unsafe {
+            std::slice::from_raw_parts(self.times.host_ptr().cast::<hp_block_times>(), self.blocks())
+                .to_vec()
+        }
+    }
+
+    /// Fault injection for tests: overwrites element `index` of block `block`'s receive buffer
+    /// with `value`, as a transport bug would. Call between receive completion and unpack.
+    pub fn corrupt_recv(&mut self, block: usize, index: usize, value: f64) {
+        let region = self.recv_region(block);
+        if index < region.elems() {
+            // SAFETY: index is inside the block's receive buffer; its receive completed and its
+            // unpack has not been launched (caller's contract); &mut self excludes other writers.
+            unsafe { region.as_ptr().add(index).write_volatile(value) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::BlockSpec;
+
+    #[test]
+    fn blocks_start_aligned_and_do_not_overlap() {
+        let pattern = RankPattern {
+            rank: 0,
+            blocks: [1_u64, 64, 65, 130_000]
+                .iter()
+                .map(|&elems| BlockSpec { elems, dest: 0, source: 0 })
+                .collect(),
+        };
+        let (offsets, total) = layout(&pattern);
+        assert_eq!(offsets, vec![0, 64, 128, 256]);
+        assert_eq!(total, 256 + 130_048);
+        for (b, block) in pattern.blocks.iter().enumerate() {
+            let end = offsets[b] + block.elems as usize;
+            assert!(end <= offsets.get(b + 1).copied().unwrap_or(total));
+            assert_eq!(offsets[b] % ALIGN_ELEMS, 0);
+        }
+    }
+}

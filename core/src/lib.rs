@@ -1,0 +1,34 @@
+//! haloport-core: the vendor-neutral heart of haloport.
+//!
+//! It holds the [`Backend`] trait every GPU vendor implements, exchange [patterns](pattern) and
+//! [workloads](workload), the [strategies](strategy) (written against the trait only, so they
+//! run unchanged on CUDA, HIP and the host backend), the MPI [transport], the measurement
+//! protocol and statistics. It contains no vendor code.
+//!
+//! Unsafe code is denied except in the modules that must touch raw memory: [`exchange`]
+//! (pinned buffers shared with kernels) and [`transport::mpi`] (the MPI bridge).
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod collective;
+pub mod conformance;
+pub mod error;
+pub mod exchange;
+pub mod measure;
+pub mod pattern;
+pub mod shared;
+pub mod stats;
+pub mod strategy;
+pub mod transport;
+pub mod variant;
+pub mod watchdog;
+pub mod workload;
+
+pub use backend::{Backend, Coherence, DeviceInfo, DeviceMemory, Kernel, LaunchDims, PinnedMemory};
+pub use error::{Error, Result};
+pub use pattern::{BuiltinPattern, PatternSource, RankPattern};
+pub use strategy::{ExchangeOptions, Fault, Strategy};
+pub use variant::Variant;
+pub use workload::Workload;

@@ -1,0 +1,179 @@
+//! The baseline exchange (thesis 3.3): pack kernel, MPI, unpack kernel, in sequence.
+//!
+//! Per iteration: launch the pack kernel for all blocks; post `MPI_Irecv` for every block while
+//! it runs; wait for it (the thesis's `hipDeviceSynchronize`); send every block, blocking or
+//! not; wait for the receives with `MPI_Waitall` or a loop of `MPI_Testany`; launch the unpack
+//! kernel; wait for non-blocking sends; wait for unpack; `MPI_Barrier`. Buffers are pinned host
+//! memory, coherent or not: the CPU touches them only between kernels, so non-coherent memory
+//! is enough (thesis 3.3.2).
+
+// Kernel launches take raw device addresses into the exchange buffers (Backend::launch).
+#![allow(unsafe_code)]
+
+use std::time::Instant;
+
+use crate::backend::{Backend, Coherence, Kernel, LaunchDims};
+use crate::error::{Error, Result};
+use crate::exchange::ExchangeBuffers;
+use crate::pattern::RankPattern;
+use crate::shared::{hp_block_check, hp_block_times};
+use crate::strategy::{ExchangeOptions, Fault, Strategy};
+use crate::transport::Transport;
+use crate::variant::{BaselineOptions, SendMode, WaitMode};
+
+/// The baseline strategy on backend `B` over transport `T`.
+pub struct Baseline<'b, B: Backend, T: Transport> {
+    // Drop order matters: pending transport requests and queued stream work refer to the
+    // buffers, so the transport and the stream go first.
+    transport: T,
+    stream: B::Stream,
+    buffers: ExchangeBuffers<B>,
+    backend: &'b B,
+    options: BaselineOptions,
+    exchange: ExchangeOptions,
+    dims: LaunchDims,
+}
+
+impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
+    /// Allocates buffers and a stream for `pattern`, `threads` threads per block.
+    ///
+    /// # Errors
+    /// Backend allocation errors; [`Error::InvalidInput`] if the device cannot run blocks of
+    /// `threads` threads.
+    pub fn new(
+        backend: &'b B,
+        mut transport: T,
+        pattern: &RankPattern,
+        threads: u32,
+        options: BaselineOptions,
+        exchange: ExchangeOptions,
+    ) -> Result<Self> {
+        let max = backend.device_info().max_threads_per_block;
+        if threads == 0 || threads > max {
+            return Err(Error::InvalidInput(format!(
+                "{threads} threads per block: the {} backend runs 1 to {max}",
+                backend.name()
+            )));
+        }
+        transport.prepare(pattern.blocks.len())?;
+        let buffers = ExchangeBuffers::new(backend, pattern, options.buffers)?;
+        let stream = backend.create_stream()?;
+        Ok(Baseline {
+            transport,
+            stream,
+            dims: LaunchDims {
+                blocks: buffers.blocks() as u32,
+                threads,
+            },
+            buffers,
+            backend,
+            options,
+            exchange,
+        })
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.exchange.timeout
+    }
+
+    fn pending_blocks(received: &[bool]) -> Vec<usize> {
+        received
+            .iter()
+            .enumerate()
+            .filter(|(_, done)| !**done)
+            .map(|(b, _)| b)
+            .collect()
+    }
+
+    /// The thesis's listing 3.11: `MPI_Testany` until every receive completed, with a time-out.
+    fn test_any_until_all_received(&mut self) -> Result<()> {
+        let deadline = self.deadline();
+        let mut received = vec![false; self.buffers.blocks()];
+        while self.transport.pending_recvs() > 0 {
+            match self.transport.test_any_recv()? {
+                Some(block) => received[block] = true,
+                None if Instant::now() >= deadline => {
+                    return Err(Error::Timeout {
+                        rank: Some(self.transport.rank()),
+                        what: format!(
+                            "in the MPI_Testany loop waiting for the receives of blocks {:?}",
+                            Self::pending_blocks(&received)
+                        ),
+                        after: self.exchange.timeout,
+                    });
+                }
+                None => std::hint::spin_loop(),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
+    fn iteration(&mut self, iteration: u32) -> Result<()> {
+        let rank = self.transport.rank();
+        let blocks = self.buffers.blocks();
+        let args = self.buffers.kernel_args(rank, iteration);
+
+        // SAFETY: args points into self.buffers' allocations, which outlive the kernel: the
+        // stream is synchronized below before the buffers can be touched or dropped.
+        unsafe { self.backend.launch(Kernel::Pack, self.dims, &args, &self.stream)? };
+        for b in 0..blocks {
+            let source = self.buffers.pattern().blocks[b].source;
+            self.transport
+                .post_recv(b, self.buffers.recv_region(b), source)?;
+        }
+        self.backend
+            .stream_synchronize(&self.stream, self.deadline())
+            .map_err(|e| e.on_rank(rank))?;
+
+        for b in 0..blocks {
+            let dest = self.buffers.pattern().blocks[b].dest;
+            let region = self.buffers.send_region(b);
+            match self.options.send {
+                SendMode::Blocking => {
+                    let deadline = self.deadline();
+                    self.transport.send(b, region, dest, deadline)?;
+                }
+                SendMode::NonBlocking => self.transport.isend(b, region, dest)?,
+            }
+        }
+        match self.options.wait {
+            WaitMode::WaitAll => {
+                let deadline = self.deadline();
+                self.transport.wait_recvs(deadline)?;
+            }
+            WaitMode::TestAny => self.test_any_until_all_received()?,
+        }
+
+        if let Some(Fault::CorruptRecv { block }) = self.exchange.fault {
+            if block < self.buffers.blocks() {
+                self.buffers.corrupt_recv(block, 0, -1.0);
+            }
+        }
+
+        // SAFETY: as for the pack launch; receives completed, so MPI no longer writes them.
+        unsafe { self.backend.launch(Kernel::Unpack, self.dims, &args, &self.stream)? };
+        if self.options.send == SendMode::NonBlocking {
+            let deadline = self.deadline();
+            self.transport.wait_sends(deadline)?;
+        }
+        self.backend
+            .stream_synchronize(&self.stream, self.deadline())
+            .map_err(|e| e.on_rank(rank))?;
+        let deadline = self.deadline();
+        self.transport.barrier(deadline)
+    }
+
+    fn take_checks(&mut self) -> Vec<hp_block_check> {
+        self.buffers.take_checks()
+    }
+
+    fn device_times(&self) -> Vec<hp_block_times> {
+        self.buffers.read_times()
+    }
+
+    fn buffer_coherence(&self) -> (Coherence, Coherence) {
+        self.buffers.coherence()
+    }
+}

@@ -1,0 +1,118 @@
+//! Command-line arguments (clap).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use haloport::core::measure::Protocol;
+use haloport::core::{Fault, PatternSource, Variant, Workload};
+
+/// Halo exchange between GPUs over MPI, portable across CUDA and HIP. Run under mpirun.
+#[derive(Debug, Parser)]
+#[command(name = "haloport", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Backends built in, devices, coherence support, MPI library, toolchains.
+    Info(InfoArgs),
+    /// Run one variant of one strategy on one workload, verified and timed.
+    Run(RunArgs),
+}
+
+/// Which backend runs the exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendKind {
+    /// CPU reference backend: host memory and threads.
+    Host,
+    /// NVIDIA GPUs through CUDA.
+    Cuda,
+    /// AMD GPUs through HIP/ROCm.
+    Hip,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Host => "host",
+            BackendKind::Cuda => "cuda",
+            BackendKind::Hip => "hip",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Print as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
+fn parse_workload(s: &str) -> Result<Workload, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
+fn parse_pattern(s: &str) -> Result<PatternSource, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
+fn parse_fault(s: &str) -> Result<Fault, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Ok(t),
+        _ => Err(format!("'{s}' is not a time-out in seconds between 0 and 86400")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Backend that runs the kernels and owns the memory.
+    #[arg(long, value_enum, default_value = "host")]
+    pub backend: BackendKind,
+    /// Variant, e.g. base-nb-wait, base-bl-test-nc.
+    #[arg(long, value_parser = parse_variant, default_value = "base-nb-wait")]
+    pub variant: Variant,
+    /// Workload: small, thesis-4, thesis-9, thesis-27, large.
+    #[arg(long, value_parser = parse_workload, default_value = "thesis-9")]
+    pub workload: Workload,
+    /// Built-in pattern (pairwise, ring, mixed) or a pattern file (.toml or .json).
+    #[arg(long, value_parser = parse_pattern, default_value = "pairwise")]
+    pub pattern: PatternSource,
+    /// Iterations per run, warm-up included.
+    #[arg(long, default_value_t = Protocol::default().iterations)]
+    pub iters: u32,
+    /// Warm-up iterations per run (not timed, still verified).
+    #[arg(long, default_value_t = Protocol::default().warmup)]
+    pub warmup: u32,
+    /// Runs.
+    #[arg(long, default_value_t = Protocol::default().runs)]
+    pub runs: u32,
+    /// Write the result as JSON to this file (rank 0).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Seconds any single wait may take before the run ends with a time-out error.
+    #[arg(long, value_parser = parse_timeout, default_value = "10")]
+    pub timeout: f64,
+    /// Inject a fault to test verification: corrupt-recv=BLOCK.
+    #[arg(long, value_parser = parse_fault)]
+    pub inject: Option<Fault>,
+}
+
+impl RunArgs {
+    pub fn protocol(&self) -> Protocol {
+        Protocol {
+            iterations: self.iters,
+            warmup: self.warmup,
+            runs: self.runs,
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! `haloport info`: what this binary can do here. Backends built in, the device each rank
+//! would use and its coherence support, the MPI library, and the toolchain it was built with.
+
+use haloport::core::collective::all_gather;
+use haloport::core::{DeviceInfo, Error};
+use haloport::provenance::{provenance, Provenance};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::InfoArgs;
+use crate::commands::{host_name, local_rank, mpi_library};
+
+/// What one rank reports.
+#[derive(Debug, Serialize, Deserialize)]
+struct RankInfo {
+    rank: i32,
+    host: String,
+    local_rank: usize,
+    /// One line per backend: its device for this rank, or why there is none.
+    backends: Vec<(String, Result<DeviceSummary, String>)>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct DeviceSummary {
+    name: String,
+    vendor: String,
+    ordinal: usize,
+    device_count: usize,
+    multiprocessors: u32,
+    warp_width: u32,
+    timer_hz: u64,
+    coherence_kinds: Vec<String>,
+    driver: String,
+}
+
+impl From<&DeviceInfo> for DeviceSummary {
+    fn from(d: &DeviceInfo) -> Self {
+        DeviceSummary {
+            name: d.name.clone(),
+            vendor: d.vendor.clone(),
+            ordinal: d.ordinal,
+            device_count: d.device_count,
+            multiprocessors: d.multiprocessors,
+            warp_width: d.warp_width,
+            timer_hz: d.timer_hz,
+            coherence_kinds: d.coherence_kinds.iter().map(ToString::to_string).collect(),
+            driver: d.driver.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Info {
+    build: Provenance,
+    mpi_library: String,
+    ranks: i32,
+    per_rank: Vec<RankInfo>,
+}
+
+fn probe_backends(local: usize) -> Vec<(String, Result<DeviceSummary, String>)> {
+    let mut out = Vec::new();
+    #[cfg(feature = "host")]
+    {
+        use haloport::Backend;
+        out.push((
+            "host".to_owned(),
+            haloport::host::HostBackend::new(local)
+                .map(|b| DeviceSummary::from(b.device_info()))
+                .map_err(|e| e.to_string()),
+        ));
+    }
+    for name in ["cuda", "hip"] {
+        out.push((
+            name.to_owned(),
+            Err(format!(
+                "not available in this binary (built with: {})",
+                env!("HALOPORT_BACKENDS")
+            )),
+        ));
+    }
+    let _ = local;
+    out
+}
+
+pub fn run(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
+    let local = local_rank(world);
+    let mine = RankInfo {
+        rank: world.rank(),
+        host: host_name(),
+        local_rank: local,
+        backends: probe_backends(local),
+    };
+    let per_rank = all_gather(world, Ok(mine), |r, msg| {
+        Error::InvalidInput(format!("rank {r} could not report: {msg}"))
+    })?;
+    if world.rank() != 0 {
+        return Ok(());
+    }
+    let info = Info {
+        build: provenance(),
+        mpi_library: mpi_library(),
+        ranks: world.size(),
+        per_rank,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+        return Ok(());
+    }
+    let b = &info.build;
+    println!("haloport {} (git {}, {} build, {})", b.version, b.git, b.profile, b.target);
+    println!("toolchain: {}", b.rustc);
+    println!("backends built in: {}", b.backends);
+    println!("MPI library: {}", info.mpi_library);
+    println!("ranks: {}", info.ranks);
+    for r in &info.per_rank {
+        println!("rank {} on {} (local rank {}):", r.rank, r.host, r.local_rank);
+        for (backend, device) in &r.backends {
+            match device {
+                Ok(d) => println!(
+                    "  {backend}: device {} of {}: {} ({}), {} multiprocessors, warp {}, timer {} Hz, pinned memory offered: {}; {}",
+                    d.ordinal,
+                    d.device_count,
+                    d.name,
+                    d.vendor,
+                    d.multiprocessors,
+                    d.warp_width,
+                    d.timer_hz,
+                    d.coherence_kinds.join(", "),
+                    d.driver
+                ),
+                Err(why) => println!("  {backend}: {why}"),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! The `haloport` command: `info` and `run`, started under `mpirun`/`srun`.
+//!
+//! Errors every rank detects alike (bad input, a pattern that fails the collective check) are
+//! printed once, by rank 0, and every rank exits with code 2 after finalizing MPI. An error of
+//! one rank (a failed device or MPI call, a time-out) is printed by that rank, which then aborts
+//! the job (`MPI_Abort`, exit code 3) so no other rank waits for it.
+
+mod cli;
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+use cli::{Cli, Command};
+
+/// Exit code for bad input.
+const EXIT_USAGE: u8 = 2;
+/// Exit code (via MPI_Abort) for a failure of one rank.
+const EXIT_FAILURE: i32 = 3;
+
+/// This process's rank as the launcher told it, without initializing MPI (for messages that
+/// come before MPI exists).
+fn launcher_rank() -> Option<u32> {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HALOPORT_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let only_rank0 = launcher_rank().unwrap_or(0) == 0;
+            if !e.use_stderr() || only_rank0 {
+                // Help and version go to stdout; usage errors to stderr, once per job.
+                let _ = e.print();
+            }
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+
+    let Some(universe) = mpi::initialize() else {
+        eprintln!("error: MPI was already initialized");
+        return ExitCode::from(EXIT_USAGE);
+    };
+    let world = universe.world();
+    let result = match cli.command {
+        Command::Info(args) => commands::info::run(&world, &args),
+        Command::Run(args) => commands::run::run(&world, &args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&world, e),
+    }
+}
+
+fn fail(world: &SimpleCommunicator, e: anyhow::Error) -> ExitCode {
+    let collective = e
+        .downcast_ref::<haloport::Error>()
+        .is_some_and(haloport::Error::is_collective);
+    if collective {
+        if world.rank() == 0 {
+            eprintln!("error: {e:#}");
+        }
+        return ExitCode::from(EXIT_USAGE);
+    }
+    eprintln!("error: rank {}: {e:#}", world.rank());
+    if world.size() > 1 {
+        world.abort(EXIT_FAILURE);
+    }
+    ExitCode::from(EXIT_FAILURE as u8)
+}
