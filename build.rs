@@ -16,8 +16,8 @@ fn main() {
     let git = command_output("git", &["rev-parse", "--short=12", "HEAD"]).map_or_else(
         || "unknown".to_owned(),
         |rev| {
-            let dirty = command_output("git", &["status", "--porcelain", "--untracked-files=no"])
-                .is_some();
+            let dirty =
+                command_output("git", &["status", "--porcelain", "--untracked-files=no"]).is_some();
             if dirty {
                 format!("{rev}-dirty")
             } else {

@@ -5,7 +5,8 @@ use std::env;
 use std::path::PathBuf;
 
 fn main() {
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let header = manifest.join("../kernels-cu/haloport_shared.h");
     println!("cargo:rerun-if-changed={}", header.display());
 

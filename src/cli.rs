@@ -69,7 +69,9 @@ fn parse_fault(s: &str) -> Result<Fault, String> {
 fn parse_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Ok(t),
-        _ => Err(format!("'{s}' is not a time-out in seconds between 0 and 86400")),
+        _ => Err(format!(
+            "'{s}' is not a time-out in seconds between 0 and 86400"
+        )),
     }
 }
 
@@ -102,7 +104,7 @@ pub struct RunArgs {
     /// Seconds any single wait may take before the run ends with a time-out error.
     #[arg(long, value_parser = parse_timeout, default_value = "10")]
     pub timeout: f64,
-    /// Inject a fault to test verification: corrupt-recv=BLOCK.
+    /// Inject a fault to test verification and time-outs: corrupt-recv=BLOCK, drop-send=BLOCK.
     #[arg(long, value_parser = parse_fault)]
     pub inject: Option<Fault>,
 }

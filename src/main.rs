@@ -3,7 +3,8 @@
 //! Errors every rank detects alike (bad input, a pattern that fails the collective check) are
 //! printed once, by rank 0, and every rank exits with code 2 after finalizing MPI. An error of
 //! one rank (a failed device or MPI call, a time-out) is printed by that rank, which then aborts
-//! the job (`MPI_Abort`, exit code 3) so no other rank waits for it.
+//! the job (`MPI_Abort`, exit code 3) so no other rank waits for it. A run whose verification
+//! found wrong values exits with code 1 on every rank, after writing its results.
 
 mod cli;
 mod commands;
@@ -15,6 +16,8 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 
 use cli::{Cli, Command};
 
+/// Exit code when the exchange delivered wrong data.
+const EXIT_WRONG_DATA: u8 = 1;
 /// Exit code for bad input.
 const EXIT_USAGE: u8 = 2;
 /// Exit code (via MPI_Abort) for a failure of one rank.
@@ -23,9 +26,14 @@ const EXIT_FAILURE: i32 = 3;
 /// This process's rank as the launcher told it, without initializing MPI (for messages that
 /// come before MPI exists).
 fn launcher_rank() -> Option<u32> {
-    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
 fn main() -> ExitCode {
@@ -76,9 +84,23 @@ fn fail(world: &SimpleCommunicator, e: anyhow::Error) -> ExitCode {
         if world.rank() == 0 {
             eprintln!("error: {e:#}");
         }
-        return ExitCode::from(EXIT_USAGE);
+        let verification = matches!(
+            e.downcast_ref::<haloport::Error>(),
+            Some(haloport::Error::VerificationFailed(_))
+        );
+        return ExitCode::from(if verification {
+            EXIT_WRONG_DATA
+        } else {
+            EXIT_USAGE
+        });
     }
-    eprintln!("error: rank {}: {e:#}", world.rank());
+    let message = format!("{e:#}");
+    let rank = format!("rank {}: ", world.rank());
+    if message.contains(&rank) {
+        eprintln!("error: {message}");
+    } else {
+        eprintln!("error: {rank}{message}");
+    }
     if world.size() > 1 {
         world.abort(EXIT_FAILURE);
     }

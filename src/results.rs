@@ -130,7 +130,10 @@ mod tests {
     fn verified_needs_checks_and_no_wrong_value_on_any_rank() {
         assert!(verification(&[outcome(0, 10, 0), outcome(1, 10, 0)]).0);
         assert!(!verification(&[outcome(0, 10, 0), outcome(1, 10, 1)]).0);
-        assert!(!verification(&[outcome(0, 0, 0)]).0, "nothing checked is not verified");
+        assert!(
+            !verification(&[outcome(0, 0, 0)]).0,
+            "nothing checked is not verified"
+        );
     }
 
     #[test]
@@ -140,6 +143,9 @@ mod tests {
             warmup: 1,
             runs: 2,
         };
-        assert_eq!(per_run(&outcome(0, 1, 0), p), vec![vec![1.0, 2.0], vec![3.0, 4.0]]);
+        assert_eq!(
+            per_run(&outcome(0, 1, 0), p),
+            vec![vec![1.0, 2.0], vec![3.0, 4.0]]
+        );
     }
 }

@@ -44,11 +44,11 @@ impl HostBackend {
     pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
 
     /// Creates the host backend. It has one device, which every local rank shares
-    /// (`local_rank % 1`, as SPEC 2 maps ranks to devices).
+    /// (`local_rank % 1 == 0`, as SPEC 2 maps ranks to devices).
     ///
     /// # Errors
     /// None today; the signature matches the GPU backends, whose creation can fail.
-    pub fn new(local_rank: usize) -> Result<HostBackend> {
+    pub fn new(_local_rank: usize) -> Result<HostBackend> {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         // Start the device timer's epoch now, not at the first kernel.
         timer_ns();
@@ -56,7 +56,7 @@ impl HostBackend {
             info: DeviceInfo {
                 vendor: "host".into(),
                 name: format!("host CPU ({threads} hardware threads)"),
-                ordinal: local_rank % 1,
+                ordinal: 0,
                 device_count: 1,
                 multiprocessors: threads,
                 warp_width: 1,

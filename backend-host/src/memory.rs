@@ -26,11 +26,12 @@ unsafe impl Send for HostAllocation {}
 impl HostAllocation {
     pub(crate) fn new(bytes: usize, requested: Coherence, kind: &'static str) -> Result<Self> {
         // Zero-byte allocations are legal in the trait; give them a page so pointers stay valid.
-        let layout = Layout::from_size_align(bytes.max(1), PAGE).map_err(|_| Error::OutOfMemory {
-            backend: "host",
-            bytes,
-            kind,
-        })?;
+        let layout =
+            Layout::from_size_align(bytes.max(1), PAGE).map_err(|_| Error::OutOfMemory {
+                backend: "host",
+                bytes,
+                kind,
+            })?;
         // SAFETY: layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).ok_or(Error::OutOfMemory {

@@ -17,10 +17,18 @@ fn stream_and_event_queries_report_unfinished_work() {
         .enqueue(Box::new(move || gate.recv().map_err(|e| e.to_string())))
         .expect("enqueue");
     backend.record_event(&event, &stream).expect("record");
-    assert!(!backend.stream_query(&stream).expect("query"), "stream reported idle while blocked");
-    assert!(!backend.event_query(&event).expect("query"), "event reported complete while blocked");
+    assert!(
+        !backend.stream_query(&stream).expect("query"),
+        "stream reported idle while blocked"
+    );
+    assert!(
+        !backend.event_query(&event).expect("query"),
+        "event reported complete while blocked"
+    );
     let soon = Instant::now() + Duration::from_millis(50);
-    let err = backend.stream_synchronize(&stream, soon).expect_err("must time out");
+    let err = backend
+        .stream_synchronize(&stream, soon)
+        .expect_err("must time out");
     assert!(err.to_string().contains("timed out"), "{err}");
     open.send(()).expect("open the gate");
     backend

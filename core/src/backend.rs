@@ -236,5 +236,4 @@ pub trait Backend: Sized {
         args: &hp_exchange_args,
         stream: &Self::Stream,
     ) -> Result<()>;
-
 }

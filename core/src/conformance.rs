@@ -98,7 +98,10 @@ pub fn pack_then_unpack_verifies<B: Backend>(backend: &B) -> Check {
     let checks = buffers.take_checks();
     for (b, c) in checks.iter().enumerate() {
         ensure(c.checked == 32 && c.wrong == 0, || {
-            format!("block {b}: unpack checked {} and found {} wrong, expected 32 and 0", c.checked, c.wrong)
+            format!(
+                "block {b}: unpack checked {} and found {} wrong, expected 32 and 0",
+                c.checked, c.wrong
+            )
         })?;
     }
     let again = buffers.take_checks();
@@ -113,14 +116,27 @@ pub fn unpack_reports_a_wrong_value<B: Backend>(backend: &B) -> Check {
     let checks = buffers.take_checks();
     let c = checks[2];
     ensure(c.wrong == 1 && c.first_index == 0, || {
-        format!("block 2: expected one wrong value at index 0, got {} at {}", c.wrong, c.first_index)
+        format!(
+            "block 2: expected one wrong value at index 0, got {} at {}",
+            c.wrong, c.first_index
+        )
     })?;
-    ensure(c.first_found == -1.0 && c.first_expected == packed_value(7, 0, 2), || {
-        format!("block 2: recorded expected {} found {}", c.first_expected, c.first_found)
-    })?;
-    ensure(checks.iter().enumerate().all(|(b, c)| b == 2 || c.wrong == 0), || {
-        "a block other than the corrupted one reported wrong values".into()
-    })
+    ensure(
+        c.first_found == -1.0 && c.first_expected == packed_value(7, 0, 2),
+        || {
+            format!(
+                "block 2: recorded expected {} found {}",
+                c.first_expected, c.first_found
+            )
+        },
+    )?;
+    ensure(
+        checks
+            .iter()
+            .enumerate()
+            .all(|(b, c)| b == 2 || c.wrong == 0),
+        || "a block other than the corrupted one reported wrong values".into(),
+    )
 }
 
 /// Non-coherent buffers work for the baseline's pattern of use, and the served kind is reported
@@ -131,10 +147,13 @@ pub fn non_coherent_buffers_work_and_report_what_they_are<B: Backend>(backend: &
         "unpack found wrong values in non-coherent buffers".into()
     })?;
     let (asked, served) = buffers.coherence();
-    ensure(asked == Coherence::NonCoherent, || format!("requested kind recorded as {asked}"))?;
-    ensure(backend.device_info().coherence_kinds.contains(&served), || {
-        format!("served {served}, which the device does not list as offered")
-    })
+    ensure(asked == Coherence::NonCoherent, || {
+        format!("requested kind recorded as {asked}")
+    })?;
+    ensure(
+        backend.device_info().coherence_kinds.contains(&served),
+        || format!("served {served}, which the device does not list as offered"),
+    )
 }
 
 /// Device timestamps are stamped in order: pack start <= pack end <= unpack start <= unpack end.
@@ -165,22 +184,34 @@ pub fn copies_round_trip_and_events_complete<B: Backend>(backend: &B) -> Check {
         *b = (i % 251) as u8;
     }
     let stream = backend.create_stream().map_err(e)?;
-    let (start, end) = (backend.create_event().map_err(e)?, backend.create_event().map_err(e)?);
+    let (start, end) = (
+        backend.create_event().map_err(e)?,
+        backend.create_event().map_err(e)?,
+    );
     backend.record_event(&start, &stream).map_err(e)?;
-    backend.copy_to_device_async(&dev, 0, &src, 0, N, &stream).map_err(e)?;
-    backend.copy_to_host_async(&dst, 0, &dev, 0, N, &stream).map_err(e)?;
+    backend
+        .copy_to_device_async(&dev, 0, &src, 0, N, &stream)
+        .map_err(e)?;
+    backend
+        .copy_to_host_async(&dst, 0, &dev, 0, N, &stream)
+        .map_err(e)?;
     backend.record_event(&end, &stream).map_err(e)?;
     backend.event_synchronize(&end, deadline()).map_err(e)?;
-    ensure(backend.event_query(&end).map_err(e)?, || "event incomplete after synchronize".into())?;
+    ensure(backend.event_query(&end).map_err(e)?, || {
+        "event incomplete after synchronize".into()
+    })?;
     backend.stream_synchronize(&stream, deadline()).map_err(e)?;
-    ensure(backend.stream_query(&stream).map_err(e)?, || "stream busy after synchronize".into())?;
+    ensure(backend.stream_query(&stream).map_err(e)?, || {
+        "stream busy after synchronize".into()
+    })?;
     let ms = backend.event_elapsed_ms(&start, &end).map_err(e)?;
     ensure(ms >= 0.0, || format!("elapsed time {ms} ms is negative"))?;
     // SAFETY: dst is valid for N bytes; the stream is idle.
     let back = unsafe { std::slice::from_raw_parts(dst.host_ptr(), N) };
-    ensure(back.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8), || {
-        "bytes changed on the way to the device and back".into()
-    })
+    ensure(
+        back.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8),
+        || "bytes changed on the way to the device and back".into(),
+    )
 }
 
 /// Copies outside an allocation are refused with an error, not performed.
@@ -188,9 +219,12 @@ pub fn out_of_range_copies_are_refused<B: Backend>(backend: &B) -> Check {
     let src = backend.alloc_pinned(64, Coherence::Coherent).map_err(e)?;
     let dev = backend.alloc_device(32).map_err(e)?;
     let stream = backend.create_stream().map_err(e)?;
-    ensure(backend.copy_to_device_async(&dev, 0, &src, 0, 64, &stream).is_err(), || {
-        "a 64-byte copy into a 32-byte allocation was accepted".into()
-    })
+    ensure(
+        backend
+            .copy_to_device_async(&dev, 0, &src, 0, 64, &stream)
+            .is_err(),
+        || "a 64-byte copy into a 32-byte allocation was accepted".into(),
+    )
 }
 
 /// Instantiates the conformance suite as `#[test]` functions for a backend.

@@ -51,7 +51,8 @@ impl<B: Backend> ExchangeBuffers<B> {
         let bytes = total_elems * std::mem::size_of::<f64>();
         let send = backend.alloc_pinned(bytes, buffers)?;
         let recv = backend.alloc_pinned(bytes, buffers)?;
-        let table = backend.alloc_pinned(n * std::mem::size_of::<hp_block>(), Coherence::Coherent)?;
+        let table =
+            backend.alloc_pinned(n * std::mem::size_of::<hp_block>(), Coherence::Coherent)?;
         let checks = backend.alloc_pinned(
             n * std::mem::size_of::<hp_block_check>(),
             Coherence::Coherent,
@@ -104,7 +105,12 @@ impl<B: Backend> ExchangeBuffers<B> {
         // SAFETY: the block's range [offset, offset + elems) lies inside `memory` by layout();
         // the memory lives as long as self, which the strategies keep alive past every request
         // (their transports are dropped first).
-        unsafe { HostRegion::new(memory.host_ptr().cast::<f64>().add(self.offsets[block]), elems) }
+        unsafe {
+            HostRegion::new(
+                memory.host_ptr().cast::<f64>().add(self.offsets[block]),
+                elems,
+            )
+        }
     }
 
     /// Block `block`'s send buffer, for the transport.
@@ -132,7 +138,10 @@ impl<B: Backend> ExchangeBuffers<B> {
 
     /// The coherence the send and receive buffers were asked for and got.
     pub fn coherence(&self) -> (Coherence, Coherence) {
-        (self.send.coherence_requested(), self.send.coherence_served())
+        (
+            self.send.coherence_requested(),
+            self.send.coherence_served(),
+        )
     }
 
     /// Reads every block's check record and zeroes it for the next iteration.
@@ -156,8 +165,11 @@ impl<B: Backend> ExchangeBuffers<B> {
     pub fn read_times(&self) -> Vec<hp_block_times> {
         // SAFETY: times holds one record per block; no kernel writes them now (caller's contract).
         unsafe {
-            std::slice::from_raw_parts(self.times.host_ptr().cast::<hp_block_times>(), self.blocks())
-                .to_vec()
+            std::slice::from_raw_parts(
+                self.times.host_ptr().cast::<hp_block_times>(),
+                self.blocks(),
+            )
+            .to_vec()
         }
     }
 
@@ -184,7 +196,11 @@ mod tests {
             rank: 0,
             blocks: [1_u64, 64, 65, 130_000]
                 .iter()
-                .map(|&elems| BlockSpec { elems, dest: 0, source: 0 })
+                .map(|&elems| BlockSpec {
+                    elems,
+                    dest: 0,
+                    source: 0,
+                })
                 .collect(),
         };
         let (offsets, total) = layout(&pattern);

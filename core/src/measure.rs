@@ -169,7 +169,11 @@ mod tests {
             warmup: 3,
             runs: 1,
         };
-        let msg = p.validate().err().map(|e| e.to_string()).unwrap_or_default();
+        let msg = p
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(msg.contains("--iters must exceed --warmup"), "{msg}");
         let p = Protocol {
             runs: 0,

@@ -242,7 +242,9 @@ impl PatternFile {
             reason,
         };
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
         if is_json {
             serde_json::from_str(&text).map_err(|e| fail(format!("not valid pattern JSON: {e}")))
         } else {
@@ -449,19 +451,53 @@ mod tests {
 
     #[test]
     fn pairwise_pairs_neighbours_and_ring_goes_forward() {
-        let p = BuiltinPattern::Pairwise.resolve(2, 4, &[7]).expect("resolves");
-        assert_eq!(p.blocks[0], BlockSpec { elems: 7, dest: 3, source: 3 });
+        let p = BuiltinPattern::Pairwise
+            .resolve(2, 4, &[7])
+            .expect("resolves");
+        assert_eq!(
+            p.blocks[0],
+            BlockSpec {
+                elems: 7,
+                dest: 3,
+                source: 3
+            }
+        );
         let r = BuiltinPattern::Ring.resolve(3, 4, &[7]).expect("resolves");
-        assert_eq!(r.blocks[0], BlockSpec { elems: 7, dest: 0, source: 2 });
+        assert_eq!(
+            r.blocks[0],
+            BlockSpec {
+                elems: 7,
+                dest: 0,
+                source: 2
+            }
+        );
     }
 
     #[test]
     fn mixed_follows_thesis_figure_2_6() {
-        let p = BuiltinPattern::Mixed.resolve(1, 4, &[1; 9]).expect("resolves");
-        assert_eq!((p.blocks[0].dest, p.blocks[0].source), (0, 0), "block 0 pairwise");
-        assert_eq!((p.blocks[1].dest, p.blocks[1].source), (2, 0), "block 1 to rank+1");
-        assert_eq!((p.blocks[8].dest, p.blocks[8].source), (0, 2), "last block to rank-1");
-        assert_eq!((p.blocks[3].dest, p.blocks[3].source), (0, 0), "3 % 3 == 0: pairwise");
+        let p = BuiltinPattern::Mixed
+            .resolve(1, 4, &[1; 9])
+            .expect("resolves");
+        assert_eq!(
+            (p.blocks[0].dest, p.blocks[0].source),
+            (0, 0),
+            "block 0 pairwise"
+        );
+        assert_eq!(
+            (p.blocks[1].dest, p.blocks[1].source),
+            (2, 0),
+            "block 1 to rank+1"
+        );
+        assert_eq!(
+            (p.blocks[8].dest, p.blocks[8].source),
+            (0, 2),
+            "last block to rank-1"
+        );
+        assert_eq!(
+            (p.blocks[3].dest, p.blocks[3].source),
+            (0, 0),
+            "3 % 3 == 0: pairwise"
+        );
     }
 
     #[test]
@@ -472,14 +508,19 @@ mod tests {
 
     #[test]
     fn zero_sizes_and_missing_ranks_are_named() {
-        let mut p = BuiltinPattern::Ring.resolve(0, 2, &[4, 4]).expect("resolves");
+        let mut p = BuiltinPattern::Ring
+            .resolve(0, 2, &[4, 4])
+            .expect("resolves");
         p.blocks[1].elems = 0;
         let msg = message(validate_local(&p, 2));
         assert!(msg.contains("rank 0 block 1 has zero elements"), "{msg}");
         p.blocks[1].elems = 4;
         p.blocks[0].dest = 5;
         let msg = message(validate_local(&p, 2));
-        assert!(msg.contains("rank 0 block 0 sends to rank 5, which does not exist"), "{msg}");
+        assert!(
+            msg.contains("rank 0 block 0 sends to rank 5, which does not exist"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -498,7 +539,10 @@ mod tests {
         let mut all = all_ranks(BuiltinPattern::Ring, 3, &[10]);
         all[0].blocks[0].dest = 2;
         let msg = message(validate_global(&all));
-        assert!(msg.contains("rank 0 block 0 sends to rank 2, but rank 2 block 0 receives from rank 1"), "{msg}");
+        assert!(
+            msg.contains("rank 0 block 0 sends to rank 2, but rank 2 block 0 receives from rank 1"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -506,7 +550,10 @@ mod tests {
         let mut all = all_ranks(BuiltinPattern::Pairwise, 2, &[10, 20]);
         all[1].blocks.pop();
         let msg = message(validate_global(&all));
-        assert!(msg.contains("rank 0 block 1 sends to rank 1, which has only 1 blocks"), "{msg}");
+        assert!(
+            msg.contains("rank 0 block 1 sends to rank 1, which has only 1 blocks"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -539,19 +586,27 @@ mod tests {
             rank: vec![],
         };
         let msg = message(file.resolve(Path::new("p.toml"), 0, 2, &[1]));
-        assert!(msg.contains("written for 4 ranks, but the job has 2"), "{msg}");
+        assert!(
+            msg.contains("written for 4 ranks, but the job has 2"),
+            "{msg}"
+        );
         let file = PatternFile {
             ranks: None,
             rank: vec![PatternFileRank {
                 rank: 0,
-                blocks: vec![PatternFileBlock { dest: 0, source: 0, elems: None }],
+                blocks: vec![PatternFileBlock {
+                    dest: 0,
+                    source: 0,
+                    elems: None,
+                }],
             }],
         };
         let msg = message(file.resolve(Path::new("p.toml"), 1, 2, &[1]));
         assert!(msg.contains("has no entry for rank 1"), "{msg}");
         let msg = message(file.resolve(Path::new("p.toml"), 0, 1, &[]));
         assert!(msg.contains("rank 0 block 0 has no elems"), "{msg}");
-        let bad: std::result::Result<PatternFile, _> = toml::from_str("[[rank]]\nrank = 0\nblocks = [ { dest = 1, sauce = 1 } ]");
+        let bad: std::result::Result<PatternFile, _> =
+            toml::from_str("[[rank]]\nrank = 0\nblocks = [ { dest = 1, sauce = 1 } ]");
         assert!(bad.is_err());
     }
 }

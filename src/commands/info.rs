@@ -107,13 +107,19 @@ pub fn run(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let b = &info.build;
-    println!("haloport {} (git {}, {} build, {})", b.version, b.git, b.profile, b.target);
+    println!(
+        "haloport {} (git {}, {} build, {})",
+        b.version, b.git, b.profile, b.target
+    );
     println!("toolchain: {}", b.rustc);
     println!("backends built in: {}", b.backends);
     println!("MPI library: {}", info.mpi_library);
     println!("ranks: {}", info.ranks);
     for r in &info.per_rank {
-        println!("rank {} on {} (local rank {}):", r.rank, r.host, r.local_rank);
+        println!(
+            "rank {} on {} (local rank {}):",
+            r.rank, r.host, r.local_rank
+        );
         for (backend, device) in &r.backends {
             match device {
                 Ok(d) => println!(

@@ -14,7 +14,13 @@ pub fn local_rank(world: &SimpleCommunicator) -> usize {
 /// MPI library version string, or why it is unknown.
 pub fn mpi_library() -> String {
     mpi::environment::library_version()
-        .map(|s| s.trim_matches(|c: char| c == '\0' || c.is_whitespace()).lines().next().unwrap_or_default().to_owned())
+        .map(|s| {
+            s.trim_matches(|c: char| c == '\0' || c.is_whitespace())
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
         .unwrap_or_else(|e| format!("unknown ({e})"))
 }
 

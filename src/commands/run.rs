@@ -84,8 +84,13 @@ fn execute<B: Backend>(
     let protocol = args.protocol();
     let pattern = &patterns[rank as usize];
     let (outcome, coherence) = {
-        let mut strategy = make_strategy(backend, world, args, pattern)
-            .with_context(|| format!("setting up {} on the {} backend", args.variant, backend.name()))?;
+        let mut strategy = make_strategy(backend, world, args, pattern).with_context(|| {
+            format!(
+                "setting up {} on the {} backend",
+                args.variant,
+                backend.name()
+            )
+        })?;
         world.barrier();
         let outcome = measure(strategy.as_mut(), rank, protocol, |_, _| {})
             .with_context(|| format!("running {}", args.variant))?;
@@ -164,7 +169,7 @@ fn build_result<B: Backend>(
         errors,
         patterns: patterns.to_vec(),
         timeout_s: args.timeout,
-        fault: args.inject.map(|f| format!("{f:?}")),
+        fault: args.inject.map(|f| f.to_string()),
     }
 }
 

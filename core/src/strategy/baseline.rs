@@ -117,7 +117,10 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
 
         // SAFETY: args points into self.buffers' allocations, which outlive the kernel: the
         // stream is synchronized below before the buffers can be touched or dropped.
-        unsafe { self.backend.launch(Kernel::Pack, self.dims, &args, &self.stream)? };
+        unsafe {
+            self.backend
+                .launch(Kernel::Pack, self.dims, &args, &self.stream)?
+        };
         for b in 0..blocks {
             let source = self.buffers.pattern().blocks[b].source;
             self.transport
@@ -128,6 +131,9 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
             .map_err(|e| e.on_rank(rank))?;
 
         for b in 0..blocks {
+            if self.exchange.drops_send(b) {
+                continue;
+            }
             let dest = self.buffers.pattern().blocks[b].dest;
             let region = self.buffers.send_region(b);
             match self.options.send {
@@ -153,7 +159,10 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         }
 
         // SAFETY: as for the pack launch; receives completed, so MPI no longer writes them.
-        unsafe { self.backend.launch(Kernel::Unpack, self.dims, &args, &self.stream)? };
+        unsafe {
+            self.backend
+                .launch(Kernel::Unpack, self.dims, &args, &self.stream)?
+        };
         if self.options.send == SendMode::NonBlocking {
             let deadline = self.deadline();
             self.transport.wait_sends(deadline)?;

@@ -23,39 +23,59 @@ pub enum Fault {
         /// The block whose receive buffer is corrupted.
         block: usize,
     },
+    /// Never send this block, on every rank: its receivers must end with a time-out error
+    /// naming the block, not hang.
+    DropSend {
+        /// The block whose send is never posted.
+        block: usize,
+    },
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::CorruptRecv { block } => write!(f, "corrupt-recv={block}"),
+            Fault::DropSend { block } => write!(f, "drop-send={block}"),
+        }
+    }
 }
 
 impl std::str::FromStr for Fault {
     type Err = crate::Error;
 
-    /// `corrupt-recv=BLOCK`.
+    /// `corrupt-recv=BLOCK` or `drop-send=BLOCK`.
     fn from_str(s: &str) -> crate::Result<Fault> {
         let bad = || {
             crate::Error::InvalidInput(format!(
-                "unknown fault '{s}'; known faults: corrupt-recv=BLOCK"
+                "unknown fault '{s}'; known faults: corrupt-recv=BLOCK, drop-send=BLOCK"
             ))
         };
         let (kind, arg) = s.split_once('=').ok_or_else(bad)?;
+        let block = arg.parse().map_err(|_| {
+            crate::Error::InvalidInput(format!("fault '{s}': '{arg}' is not a block number"))
+        });
         match kind {
-            "corrupt-recv" => Ok(Fault::CorruptRecv {
-                block: arg.parse().map_err(|_| {
-                    crate::Error::InvalidInput(format!(
-                        "fault '{s}': '{arg}' is not a block number"
-                    ))
-                })?,
-            }),
+            "corrupt-recv" => Ok(Fault::CorruptRecv { block: block? }),
+            "drop-send" => Ok(Fault::DropSend { block: block? }),
             _ => Err(bad()),
         }
     }
 }
 
 /// Options every strategy takes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ExchangeOptions {
     /// How long any single wait may take before the run ends with a time-out error.
     pub timeout: Duration,
     /// A fault to inject, if any.
     pub fault: Option<Fault>,
+}
+
+impl ExchangeOptions {
+    /// True when the fault options say block `block`'s send must not be posted.
+    pub fn drops_send(&self, block: usize) -> bool {
+        self.fault == Some(Fault::DropSend { block })
+    }
 }
 
 impl Default for ExchangeOptions {
@@ -83,4 +103,40 @@ pub trait Strategy {
 
     /// Coherence of the send and receive buffers: (requested, served).
     fn buffer_coherence(&self) -> (Coherence, Coherence);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_parse_and_bad_ones_are_named() {
+        assert_eq!(
+            "drop-send=3".parse::<Fault>().ok(),
+            Some(Fault::DropSend { block: 3 })
+        );
+        assert_eq!(
+            "corrupt-recv=0".parse::<Fault>().ok(),
+            Some(Fault::CorruptRecv { block: 0 })
+        );
+        let msg = |s: &str| {
+            s.parse::<Fault>()
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(msg("drop-send=x").contains("'x' is not a block number"));
+        assert!(msg("explode=1").contains("unknown fault 'explode=1'"));
+        let options = ExchangeOptions {
+            fault: Some(Fault::DropSend { block: 2 }),
+            ..ExchangeOptions::default()
+        };
+        assert!(options.drops_send(2) && !options.drops_send(1));
+        for fault in [
+            Fault::DropSend { block: 4 },
+            Fault::CorruptRecv { block: 1 },
+        ] {
+            assert_eq!(fault.to_string().parse::<Fault>().ok(), Some(fault));
+        }
+    }
 }

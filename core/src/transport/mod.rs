@@ -70,8 +70,13 @@ pub trait Transport {
     fn post_recv(&mut self, block: usize, region: HostRegion, source: i32) -> Result<()>;
 
     /// Sends block `block` to rank `dest` and returns when `region` may be reused (MPI_Send).
-    fn send(&mut self, block: usize, region: HostRegion, dest: i32, deadline: Instant)
-        -> Result<()>;
+    fn send(
+        &mut self,
+        block: usize,
+        region: HostRegion,
+        dest: i32,
+        deadline: Instant,
+    ) -> Result<()>;
 
     /// Starts sending block `block` to rank `dest` (MPI_Isend); completed by [`Self::wait_sends`].
     fn isend(&mut self, block: usize, region: HostRegion, dest: i32) -> Result<()>;

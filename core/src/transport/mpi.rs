@@ -44,8 +44,7 @@ impl MpiTransport {
     pub fn new(comm: &SimpleCommunicator) -> Result<MpiTransport> {
         let comm = comm.duplicate();
         // SAFETY: comm is a valid communicator we own; RSMPI_ERRORS_RETURN is a predefined handler.
-        let code =
-            unsafe { ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN) };
+        let code = unsafe { ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN) };
         check("MPI_Comm_set_errhandler", code, || {
             "making the transport's communicator return errors".into()
         })?;
@@ -97,16 +96,17 @@ impl MpiTransport {
             // SAFETY: reading a predefined MPI constant.
             .filter(|r| **r != unsafe { ffi::RSMPI_REQUEST_NULL })
             .count();
-        let _armed = self.watchdog.arm(deadline, || {
-            format!("in MPI_Waitall for {pending} {what}")
-        });
+        let _armed = self
+            .watchdog
+            .arm(deadline, || format!("in MPI_Waitall for {pending} {what}"));
         let n = c_int::try_from(requests.len()).map_err(|_| too_many(requests.len()))?;
         // SAFETY: requests holds `n` valid or null requests; statuses are ignored. Buffers of
         // pending requests are alive (HostRegion's contract).
-        let code = unsafe {
-            ffi::MPI_Waitall(n, requests.as_mut_ptr(), ffi::RSMPI_STATUSES_IGNORE)
-        };
-        check("MPI_Waitall", code, || format!("rank {rank} waiting for {what}"))?;
+        let code =
+            unsafe { ffi::MPI_Waitall(n, requests.as_mut_ptr(), ffi::RSMPI_STATUSES_IGNORE) };
+        check("MPI_Waitall", code, || {
+            format!("rank {rank} waiting for {what}")
+        })?;
         if !sends {
             self.pending_recvs = 0;
         }
@@ -235,7 +235,9 @@ impl Transport for MpiTransport {
             )
         };
         let rank = self.rank;
-        check("MPI_Testany", code, || format!("rank {rank} testing receives"))?;
+        check("MPI_Testany", code, || {
+            format!("rank {rank} testing receives")
+        })?;
         // SAFETY: reading a predefined MPI constant.
         if flag != 0 && index != unsafe { ffi::RSMPI_UNDEFINED } {
             self.pending_recvs -= 1;
@@ -257,7 +259,9 @@ impl Transport for MpiTransport {
         // SAFETY: comm is a valid communicator.
         let code = unsafe { ffi::MPI_Barrier(self.comm.as_raw()) };
         let rank = self.rank;
-        check("MPI_Barrier", code, || format!("rank {rank} at the end of an iteration"))
+        check("MPI_Barrier", code, || {
+            format!("rank {rank} at the end of an iteration")
+        })
     }
 }
 

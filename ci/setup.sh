@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what haloport needs to build and test on Debian/Ubuntu: OpenMPI (runtime and headers),
+# libclang for bindgen, a C compiler, and the Rust toolchain with rustfmt and clippy.
+# Idempotent: installs only what is missing. Run as root or with sudo available.
+set -euo pipefail
+
+need_apt=()
+command -v mpirun >/dev/null 2>&1 || need_apt+=(openmpi-bin)
+[ -e /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] || [ -n "$(find /usr/include /usr/lib -name mpi.h -path '*openmpi*' 2>/dev/null | head -n1)" ] || need_apt+=(libopenmpi-dev)
+ldconfig -p 2>/dev/null | grep -q 'libclang' || need_apt+=(libclang-dev)
+command -v clang >/dev/null 2>&1 || need_apt+=(clang)
+command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    echo "setup: installing ${need_apt[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+        export PATH="$HOME/.cargo/bin:$PATH"
+    else
+        echo "setup: installing the Rust toolchain (rustup)"
+        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c rustfmt,clippy
+        export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+fi
+if command -v rustup >/dev/null 2>&1; then
+    rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+echo "setup: $(cargo --version), $(mpirun --version 2>/dev/null | head -n1)"

@@ -1,0 +1,189 @@
+//! Every baseline variant under `mpirun -np 2` and `-np 4` with every built-in pattern, on the
+//! host backend, verified; and the wrong-value and time-out faults caught.
+
+mod common;
+
+use common::{mpirun, read_json};
+
+const VARIANTS: [&str; 8] = [
+    "base-nb-wait",
+    "base-nb-test",
+    "base-bl-wait",
+    "base-bl-test",
+    "base-nb-wait-nc",
+    "base-nb-test-nc",
+    "base-bl-wait-nc",
+    "base-bl-test-nc",
+];
+
+const PATTERNS: [&str; 3] = ["pairwise", "ring", "mixed"];
+
+/// Runs every variant with every pattern on `np` ranks and checks each result file: verified,
+/// with exactly the number of checks the workload implies (so a check that silently did not run
+/// cannot pass), and one time per measured iteration.
+fn every_variant_verifies(np: u32, workload: &str, blocks: u64, threads: u64) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (runs, iters, warmup) = (2_u64, 4_u64, 1_u64);
+    for pattern in PATTERNS {
+        for variant in VARIANTS {
+            let json = dir.path().join(format!("{variant}-{pattern}.json"));
+            let job = mpirun(
+                np,
+                &[
+                    "run",
+                    "--backend",
+                    "host",
+                    "--variant",
+                    variant,
+                    "--workload",
+                    workload,
+                    "--pattern",
+                    pattern,
+                    "--runs",
+                    "2",
+                    "--iters",
+                    "4",
+                    "--warmup",
+                    "1",
+                    "--json",
+                    json.to_str().expect("utf-8 path"),
+                ],
+            );
+            assert_eq!(
+                job.code,
+                Some(0),
+                "{variant} {pattern} -np {np}: {}",
+                job.explain()
+            );
+            assert!(job.stdout.contains("verified: true"), "{}", job.explain());
+            let r = read_json(&json);
+            assert_eq!(r["verified"], true, "{variant} {pattern}");
+            assert_eq!(r["variant"], variant);
+            assert_eq!(r["pattern"], pattern);
+            assert_eq!(r["ranks"], np);
+            assert_eq!(r["wrong"], 0);
+            let expected_checks = u64::from(np) * blocks * threads * runs * iters;
+            assert_eq!(
+                r["checked"], expected_checks,
+                "{variant} {pattern}: checks performed"
+            );
+            let times = r["iteration_us"]
+                .as_array()
+                .expect("iteration_us is a list");
+            assert_eq!(times.len() as u64, runs);
+            for run in times {
+                let run = run.as_array().expect("a run's times");
+                assert_eq!(run.len() as u64, iters - warmup);
+                assert!(run.iter().all(|t| t.as_f64().is_some_and(|t| t > 0.0)));
+            }
+            let median = r["median_us"].as_f64().expect("median");
+            assert!(median > 0.0 && r["stddev_us"].as_f64().is_some());
+        }
+    }
+}
+
+#[test]
+fn every_baseline_variant_and_pattern_verifies_on_2_ranks() {
+    every_variant_verifies(2, "thesis-9", 9, 128);
+}
+
+#[test]
+fn every_baseline_variant_and_pattern_verifies_on_4_ranks() {
+    every_variant_verifies(4, "thesis-4", 4, 128);
+}
+
+#[test]
+fn a_corrupted_receive_buffer_fails_verification_with_the_wrong_values_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("corrupt.json");
+    let job = mpirun(
+        2,
+        &[
+            "run",
+            "--variant",
+            "base-nb-test",
+            "--workload",
+            "small",
+            "--runs",
+            "1",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--inject",
+            "corrupt-recv=2",
+            "--json",
+            json.to_str().expect("utf-8 path"),
+        ],
+    );
+    job.assert_fails_with(
+        1,
+        "verification failed: 6 of 384 checked elements were wrong",
+    );
+    assert!(job.stdout.contains("verified: false"), "{}", job.explain());
+    let r = read_json(&json);
+    assert_eq!(r["verified"], false);
+    assert_eq!(r["wrong"], 6);
+    let errors = r["errors"].as_array().expect("errors list");
+    assert_eq!(errors.len(), 6, "one record per rank and iteration");
+    // Rank 1's block 2 comes from rank 0: 1000 * (iteration + 1) + 0 * 100 + 2.
+    let e = errors
+        .iter()
+        .find(|e| e["rank"] == 1 && e["iteration"] == 1)
+        .expect("rank 1, iteration 1 recorded");
+    assert_eq!(e["block"], 2);
+    assert_eq!(e["expected"], 2002.0);
+    assert_eq!(e["found"], -1.0);
+    assert_eq!(e["index"], 0);
+}
+
+#[test]
+fn a_dropped_send_ends_in_a_time_out_naming_the_block_not_a_hang() {
+    // Testany loop: the strategy's own time-out names the missing block.
+    let job = mpirun(
+        2,
+        &[
+            "run",
+            "--variant",
+            "base-bl-test",
+            "--inject",
+            "drop-send=2",
+            "--timeout",
+            "1",
+            "--runs",
+            "1",
+        ],
+    );
+    assert_ne!(job.code, Some(0), "{}", job.explain());
+    assert!(
+        job.stderr.contains(
+            "timed out after 1.0 s in the MPI_Testany loop waiting for the receives of blocks [2]"
+        ),
+        "{}",
+        job.explain()
+    );
+    assert!(job.took.as_secs() < 30, "took {:?}", job.took);
+    // Waitall blocks inside MPI: the watchdog ends the rank.
+    let job = mpirun(
+        2,
+        &[
+            "run",
+            "--variant",
+            "base-nb-wait",
+            "--inject",
+            "drop-send=0",
+            "--timeout",
+            "1",
+            "--runs",
+            "1",
+        ],
+    );
+    assert_ne!(job.code, Some(0), "{}", job.explain());
+    assert!(
+        job.stderr.contains("timed out after 1.0 s in MPI_Waitall"),
+        "{}",
+        job.explain()
+    );
+    assert!(!job.stderr.contains("panicked"), "{}", job.explain());
+    assert!(job.took.as_secs() < 30, "took {:?}", job.took);
+}

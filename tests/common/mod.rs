@@ -1,0 +1,100 @@
+//! Running the `haloport` binary under `mpirun` from tests.
+//!
+//! mpirun jobs are run one at a time (a lock), since CI machines have few cores and every
+//! job oversubscribes them; `--oversubscribe` lets 4 ranks run on 2 cores.
+
+#![allow(dead_code)] // each test binary uses part of these helpers
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// What a job printed and how it ended.
+pub struct Job {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+impl Job {
+    fn from(output: Output, took: Duration) -> Job {
+        Job {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            took,
+        }
+    }
+
+    /// Fails the test with everything the job printed.
+    pub fn explain(&self) -> String {
+        format!(
+            "exit code {:?} after {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.took, self.stdout, self.stderr
+        )
+    }
+
+    /// Asserts the job failed with `code` and said `needle` on stderr, with no panic.
+    pub fn assert_fails_with(&self, code: i32, needle: &str) {
+        assert_eq!(self.code, Some(code), "{}", self.explain());
+        assert!(
+            self.stderr.contains(needle),
+            "expected '{needle}' in stderr; {}",
+            self.explain()
+        );
+        assert!(
+            !self.stderr.contains("panicked"),
+            "a panic; {}",
+            self.explain()
+        );
+        assert!(
+            !self.stderr.contains("RUST_BACKTRACE"),
+            "a panic; {}",
+            self.explain()
+        );
+    }
+}
+
+/// Runs `haloport ARGS` under `mpirun -np NP`.
+pub fn mpirun(np: u32, args: &[&str]) -> Job {
+    let _one = ONE_JOB_AT_A_TIME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let start = Instant::now();
+    let output = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", &np.to_string()])
+        .arg(env!("CARGO_BIN_EXE_haloport"))
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .output()
+        .expect("mpirun must be installed (see README: ci/setup.sh)");
+    Job::from(output, start.elapsed())
+}
+
+/// Runs `haloport ARGS` without mpirun (a singleton MPI job).
+pub fn alone(args: &[&str]) -> Job {
+    let _one = ONE_JOB_AT_A_TIME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let start = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_haloport"))
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("the haloport binary runs");
+    Job::from(output, start.elapsed())
+}
+
+/// Reads a result JSON file.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
