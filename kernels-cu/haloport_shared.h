@@ -66,4 +66,31 @@ typedef struct hp_exchange_args {
     uint32_t reserved;
 } hp_exchange_args;
 
+/*
+ * Clock ping-pong (SPEC 6): one GPU thread and the CPU take turns through two sequence flags in
+ * coherent pinned memory. For sample i the kernel stamps gpu_before, publishes gpu_seq = i + 1
+ * (release), waits for cpu_seq == i + 1 (acquire), stamps gpu_after. The CPU waits for
+ * gpu_seq == i + 1, stamps cpu, publishes cpu_seq = i + 1. The CPU's stamp lies between the two
+ * GPU stamps, so the pair (midpoint of gpu stamps, cpu) aligns the clocks within half the round
+ * trip.
+ */
+typedef struct hp_clock_sample {
+    uint64_t gpu_before;
+    uint64_t gpu_after;
+    /* Host clock, nanoseconds since haloport's host epoch. */
+    uint64_t cpu;
+} hp_clock_sample;
+
+typedef struct hp_pingpong_args {
+    /* Device address of hp_clock_sample[count]. */
+    uint64_t samples;
+    /* Device addresses of the two uint32_t sequence flags. */
+    uint64_t gpu_seq;
+    uint64_t cpu_seq;
+    /* The kernel gives up waiting for the CPU after this many device timer ticks. */
+    uint64_t timeout_ticks;
+    uint32_t count;
+    uint32_t reserved;
+} hp_pingpong_args;
+
 #endif /* HALOPORT_SHARED_H */

@@ -5,9 +5,11 @@
 //! iteration time (per run), statistics, and the verification verdict with every recorded
 //! wrong value.
 
+use haloport_core::clock::ClockFit;
 use haloport_core::measure::{Protocol, RankOutcome, WrongValue};
 use haloport_core::pattern::RankPattern;
 use haloport_core::stats::Summary;
+use haloport_core::timeline::IterationTimeline;
 use haloport_core::{Coherence, DeviceInfo};
 use serde::Serialize;
 
@@ -77,6 +79,11 @@ pub struct RunResult {
     pub errors: Vec<WrongValue>,
     /// Every rank's pattern as validated.
     pub patterns: Vec<RankPattern>,
+    /// Each rank's clock fit (device timer to host clock), where one was made.
+    pub clock: Vec<Option<ClockFit>>,
+    /// Each rank's last run on the host clock: per measured iteration, per block, pack and unpack
+    /// start and end in microseconds since the iteration started.
+    pub timelines: Vec<Vec<IterationTimeline>>,
     /// Time-out of every wait, seconds.
     pub timeout_s: f64,
     /// Injected fault, if any.
@@ -123,6 +130,7 @@ mod tests {
             checked,
             wrong,
             errors: vec![],
+            ..RankOutcome::default()
         }
     }
 

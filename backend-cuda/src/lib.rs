@@ -1,1 +1,335 @@
-//! placeholder
+//! haloport-cuda: the [`Backend`] trait on NVIDIA GPUs through the CUDA driver API (cudarc's
+//! `sys` layer, loaded at run time, so a binary without a GPU still starts and says so).
+//!
+//! ## Devices and contexts
+//! Each process uses the primary context of device `local_rank % device_count` (SPEC 2), made
+//! current on the thread that creates the backend; use the backend from that thread. Two ranks
+//! on one GPU share it, time-sliced.
+//!
+//! ## Memory
+//! Device memory is `cuMemAlloc`. Pinned memory is `cuMemHostAlloc(PORTABLE | DEVICEMAP)`:
+//! page-locked, mapped, coherent, never write-combined; kernels use the device pointer the
+//! driver gives for it. CUDA has no non-coherent pinned memory: such requests are served as
+//! coherent and reported so.
+//!
+//! ## Kernels
+//! `build.rs` compiles `kernels-cu/haloport.cu` with nvcc into one fatbin (sm_80, sm_90 and PTX by
+//! default) embedded in the binary and loaded with `cuModuleLoadData`. Each kernel takes one
+//! struct from `kernels-cu/haloport_shared.h` by value.
+//!
+//! ## Timer
+//! Kernels stamp with `%globaltimer` (nanoseconds); `haloport_core::clock` aligns it with the
+//! host clock by ping-pong.
+
+mod ffi;
+mod kernels;
+mod memory;
+mod module;
+mod stream;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use haloport_core::{Backend, Coherence, DeviceInfo, Error, Kernel, Launch, LaunchDims, Result};
+
+pub use memory::{CudaDeviceMemory, CudaPinnedMemory};
+pub use stream::{CudaEvent, CudaStream};
+
+/// A retained primary context; released when the last handle using it is dropped.
+pub(crate) struct Context {
+    device: ffi::CUdevice,
+    raw: ffi::CUcontext,
+}
+
+// SAFETY: a CUDA context handle may be used from any thread.
+unsafe impl Send for Context {}
+// SAFETY: as above; the handle is only read.
+unsafe impl Sync for Context {}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        if let Err(e) = ffi::release_primary_context(self.device) {
+            tracing::error!("{e}");
+        }
+    }
+}
+
+/// The CUDA backend, on one device.
+pub struct CudaBackend {
+    info: DeviceInfo,
+    compute_capability: (i32, i32),
+    // Declared before ctx: the module is unloaded while the context is still retained.
+    module: module::Module,
+    ctx: Arc<Context>,
+}
+
+/// Whether a CUDA driver and device are present, without touching them further: `Ok(count)` or
+/// why not.
+///
+/// # Errors
+/// [`Error::NoDevice`] when libcuda is absent, fails to initialize, or sees no device.
+pub fn device_count() -> Result<usize> {
+    if !ffi::driver_present() {
+        return Err(Error::NoDevice {
+            backend: "cuda",
+            reason: "no CUDA driver (libcuda) on this machine".into(),
+        });
+    }
+    ffi::init().map_err(|e| Error::NoDevice {
+        backend: "cuda",
+        reason: format!("the CUDA driver did not initialize: {e}"),
+    })?;
+    match ffi::device_count()? {
+        0 => Err(Error::NoDevice {
+            backend: "cuda",
+            reason: "the CUDA driver sees no device".into(),
+        }),
+        n => Ok(n),
+    }
+}
+
+impl CudaBackend {
+    /// Opens device `local_rank % device_count` and loads the kernels.
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] without driver or device; [`Error::KernelsUnavailable`] when this
+    /// build has no kernels or they do not load on the device; driver errors.
+    pub fn new(local_rank: usize) -> Result<CudaBackend> {
+        let count = device_count()?;
+        let ordinal = local_rank % count;
+        let device = ffi::device(ordinal)?;
+        let attr = |a| ffi::attribute(device, a);
+        if attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? == 0 {
+            return Err(Error::Unsupported {
+                backend: "cuda",
+                what: format!("device {ordinal} cannot map pinned host memory"),
+            });
+        }
+        let compute_capability = (
+            attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        );
+        let info = DeviceInfo {
+            vendor: "NVIDIA".into(),
+            name: ffi::device_name(device)?,
+            ordinal,
+            device_count: count,
+            multiprocessors: attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            warp_width: attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32,
+            max_threads_per_block: attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?
+                as u32,
+            timer_hz: 1_000_000_000,
+            coherence_kinds: vec![Coherence::Coherent],
+            driver: format!(
+                "CUDA driver {}, compute capability {}.{}, kernels for sm {}",
+                ffi::driver_version()?,
+                compute_capability.0,
+                compute_capability.1,
+                kernels::architectures()
+            ),
+        };
+        let ctx = Arc::new(Context {
+            device,
+            raw: ffi::retain_primary_context(device)?,
+        });
+        let image = kernels::image().ok_or_else(|| Error::KernelsUnavailable {
+            backend: "cuda",
+            reason: "this build has no CUDA kernels (build haloport with --features cuda)".into(),
+        })?;
+        let module = module::Module::load(&ctx, image).map_err(|e| Error::KernelsUnavailable {
+            backend: "cuda",
+            reason: format!(
+                "the kernels (sm {}) do not load on {} (compute capability {}.{}): {e}",
+                kernels::architectures(),
+                info.name,
+                compute_capability.0,
+                compute_capability.1
+            ),
+        })?;
+        Ok(CudaBackend {
+            info,
+            compute_capability,
+            module,
+            ctx,
+        })
+    }
+
+    /// The device's compute capability (major, minor).
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.compute_capability
+    }
+
+    /// Makes this backend's context current on the calling thread (e.g. a helper thread).
+    ///
+    /// # Errors
+    /// The driver's error.
+    pub fn make_current(&self) -> Result<()> {
+        // SAFETY: the context is retained while self.ctx lives.
+        unsafe { ffi::set_current(self.ctx.raw) }
+    }
+}
+
+fn check_copy(what: &str, offset: usize, bytes: usize, len: usize) -> Result<()> {
+    match offset.checked_add(bytes) {
+        Some(end) if end <= len => Ok(()),
+        _ => Err(Error::InvalidInput(format!(
+            "cuda: {what}: range {offset}..{} is outside an allocation of {len} bytes",
+            offset.saturating_add(bytes)
+        ))),
+    }
+}
+
+impl Backend for CudaBackend {
+    type Stream = CudaStream;
+    type Event = CudaEvent;
+    type DeviceMemory = CudaDeviceMemory;
+    type PinnedMemory = CudaPinnedMemory;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn device_info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc_device(&self, bytes: usize) -> Result<CudaDeviceMemory> {
+        CudaDeviceMemory::new(&self.ctx, bytes)
+    }
+
+    fn alloc_pinned(&self, bytes: usize, coherence: Coherence) -> Result<CudaPinnedMemory> {
+        CudaPinnedMemory::new(&self.ctx, bytes, coherence)
+    }
+
+    fn create_stream(&self) -> Result<CudaStream> {
+        CudaStream::new(&self.ctx)
+    }
+
+    fn stream_query(&self, stream: &CudaStream) -> Result<bool> {
+        stream.query()
+    }
+
+    fn stream_synchronize(&self, stream: &CudaStream, deadline: Instant) -> Result<()> {
+        stream.synchronize(deadline)
+    }
+
+    fn create_event(&self) -> Result<CudaEvent> {
+        CudaEvent::new(&self.ctx)
+    }
+
+    fn record_event(&self, event: &CudaEvent, stream: &CudaStream) -> Result<()> {
+        event.record(stream)
+    }
+
+    fn event_query(&self, event: &CudaEvent) -> Result<bool> {
+        event.query()
+    }
+
+    fn event_synchronize(&self, event: &CudaEvent, deadline: Instant) -> Result<()> {
+        event.synchronize(deadline)
+    }
+
+    fn event_elapsed_ms(&self, start: &CudaEvent, end: &CudaEvent) -> Result<f32> {
+        start.elapsed_ms(end)
+    }
+
+    fn copy_to_device_async(
+        &self,
+        dst: &CudaDeviceMemory,
+        dst_offset: usize,
+        src: &CudaPinnedMemory,
+        src_offset: usize,
+        bytes: usize,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        use haloport_core::{DeviceMemory, PinnedMemory};
+        check_copy(
+            "copy to device, destination",
+            dst_offset,
+            bytes,
+            dst.len_bytes(),
+        )?;
+        check_copy("copy to device, source", src_offset, bytes, src.len_bytes())?;
+        // SAFETY: both ranges lie inside live allocations (checked above), which outlive the copy:
+        // they are freed only after the stream is dropped, and dropping a stream waits for it.
+        unsafe {
+            ffi::memcpy_htod_async(
+                dst.device_addr() + dst_offset as u64,
+                src.host_ptr().add(src_offset),
+                bytes,
+                stream.raw,
+            )
+        }
+    }
+
+    fn copy_to_host_async(
+        &self,
+        dst: &CudaPinnedMemory,
+        dst_offset: usize,
+        src: &CudaDeviceMemory,
+        src_offset: usize,
+        bytes: usize,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        use haloport_core::{DeviceMemory, PinnedMemory};
+        check_copy(
+            "copy to host, destination",
+            dst_offset,
+            bytes,
+            dst.len_bytes(),
+        )?;
+        check_copy("copy to host, source", src_offset, bytes, src.len_bytes())?;
+        // SAFETY: as for copy_to_device_async.
+        unsafe {
+            ffi::memcpy_dtoh_async(
+                dst.host_ptr().add(dst_offset),
+                src.device_addr() + src_offset as u64,
+                bytes,
+                stream.raw,
+            )
+        }
+    }
+
+    unsafe fn launch(
+        &self,
+        launch: Launch<'_>,
+        dims: LaunchDims,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        if dims.blocks == 0 || dims.threads == 0 || dims.threads > self.info.max_threads_per_block {
+            return Err(Error::InvalidInput(format!(
+                "cuda: launch of {} blocks x {} threads (1 to {} threads per block)",
+                dims.blocks, dims.threads, self.info.max_threads_per_block
+            )));
+        }
+        let kernel = launch.kernel();
+        let f = self.module.function(kernel)?;
+        let what = kernel.symbol();
+        // SAFETY: each kernel's single parameter is the struct passed here (hp_kernels.cuh);
+        // addresses inside it satisfy this method's contract (forwarded to the caller).
+        unsafe {
+            match launch {
+                Launch::Pack(args) | Launch::Unpack(args) => {
+                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
+                }
+                Launch::ClockPingPong(args) => {
+                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
+                }
+                other => Err(Error::Unsupported {
+                    backend: "cuda",
+                    what: format!("kernel {:?}", other.kernel()),
+                }),
+            }
+        }
+    }
+
+    fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32> {
+        let f = self.module.function(kernel)?;
+        // SAFETY: f belongs to the live module.
+        let per_sm = unsafe { ffi::occupancy_per_sm(f, threads)? };
+        Ok(per_sm * self.info.multiprocessors)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -25,10 +25,10 @@ mod stream;
 
 use std::time::Instant;
 
-use haloport_core::shared::hp_exchange_args;
 use haloport_core::{
-    Backend, Coherence, DeviceInfo, Error, Kernel, LaunchDims, PinnedMemory, Result,
+    Backend, Coherence, DeviceInfo, Error, Kernel, Launch, LaunchDims, PinnedMemory, Result,
 };
+use kernels::HostLaunch;
 
 pub use kernels::timer_ns;
 pub use memory::HostAllocation;
@@ -42,6 +42,9 @@ pub struct HostBackend {
 impl HostBackend {
     /// Most threads per block the host backend accepts (as CUDA and HIP devices).
     pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+
+    /// Most blocks of one launch that run at once (one OS thread each).
+    pub const MAX_RESIDENT_BLOCKS: u32 = 4096;
 
     /// Creates the host backend. It has one device, which every local rank shares
     /// (`local_rank % 1 == 0`, as SPEC 2 maps ranks to devices).
@@ -179,34 +182,50 @@ impl Backend for HostBackend {
 
     unsafe fn launch(
         &self,
-        kernel: Kernel,
+        launch: Launch<'_>,
         dims: LaunchDims,
-        args: &hp_exchange_args,
         stream: &HostStream,
     ) -> Result<()> {
-        if !matches!(kernel, Kernel::Pack | Kernel::Unpack) {
-            return Err(Error::Unsupported {
-                backend: "host",
-                what: format!("kernel {kernel:?}"),
-            });
-        }
         if dims.blocks == 0 || dims.threads == 0 || dims.threads > Self::MAX_THREADS_PER_BLOCK {
             return Err(Error::InvalidInput(format!(
                 "host: launch of {} blocks x {} threads",
                 dims.blocks, dims.threads
             )));
         }
-        if args.blocks == 0 || args.checks == 0 {
-            return Err(Error::InvalidInput(
-                "host: launch with a null block table or check table".into(),
-            ));
-        }
-        let args = *args;
+        let work = match launch {
+            Launch::Pack(args) | Launch::Unpack(args) => {
+                if args.blocks == 0 || args.checks == 0 {
+                    return Err(Error::InvalidInput(
+                        "host: launch with a null block table or check table".into(),
+                    ));
+                }
+                HostLaunch::Exchange(launch.kernel(), *args)
+            }
+            Launch::ClockPingPong(args) => HostLaunch::ClockPingPong(*args),
+            other => {
+                return Err(Error::Unsupported {
+                    backend: "host",
+                    what: format!("kernel {:?}", other.kernel()),
+                })
+            }
+        };
         stream.enqueue(Box::new(move || {
             // SAFETY: the caller upheld Backend::launch's contract for these addresses.
-            unsafe { kernels::run(kernel, dims, args) };
+            unsafe { kernels::run(work, dims) };
             Ok(())
         }))
+    }
+
+    /// Blocks are OS threads, all resident at once; the bound keeps a runaway grid from
+    /// exhausting the process's threads.
+    fn max_resident_blocks(&self, _kernel: Kernel, threads: u32) -> Result<u32> {
+        if threads == 0 || threads > Self::MAX_THREADS_PER_BLOCK {
+            return Err(Error::InvalidInput(format!(
+                "host: {threads} threads per block (1 to {})",
+                Self::MAX_THREADS_PER_BLOCK
+            )));
+        }
+        Ok(Self::MAX_RESIDENT_BLOCKS)
     }
 }
 

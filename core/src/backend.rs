@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::shared::hp_exchange_args;
+use crate::shared::{hp_exchange_args, hp_pingpong_args};
 
 /// Which kind of pinned host memory to allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -77,7 +77,7 @@ pub struct LaunchDims {
     pub threads: u32,
 }
 
-/// The shared kernels every backend launches. Their semantics are defined by `kernels-cu/`.
+/// The shared kernels every backend has. Their semantics are defined by `kernels-cu/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kernel {
@@ -85,9 +85,47 @@ pub enum Kernel {
     /// stamping pack start and end per block.
     Pack,
     /// Check `threads` evenly spaced elements of each block's receive buffer against the value
-    /// its source rank packed, recording wrong values in the block's check record, stamping
-    /// unpack start and end per block.
+    /// its source rank packed, writing the block's check record, stamping unpack start and end.
     Unpack,
+    /// Play clock ping-pong with the CPU through pinned flags (SPEC 6), one thread.
+    ClockPingPong,
+}
+
+impl Kernel {
+    /// The kernel's entry-point name in the compiled module.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Kernel::Pack => "hp_pack",
+            Kernel::Unpack => "hp_unpack",
+            Kernel::ClockPingPong => "hp_clock_pingpong",
+        }
+    }
+
+    /// Every kernel, for loading modules and checking they are all present.
+    pub const ALL: [Kernel; 3] = [Kernel::Pack, Kernel::Unpack, Kernel::ClockPingPong];
+}
+
+/// A kernel launch with its argument, passed to the kernel by value.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Launch<'a> {
+    /// [`Kernel::Pack`].
+    Pack(&'a hp_exchange_args),
+    /// [`Kernel::Unpack`].
+    Unpack(&'a hp_exchange_args),
+    /// [`Kernel::ClockPingPong`].
+    ClockPingPong(&'a hp_pingpong_args),
+}
+
+impl Launch<'_> {
+    /// Which kernel this launches.
+    pub fn kernel(&self) -> Kernel {
+        match self {
+            Launch::Pack(_) => Kernel::Pack,
+            Launch::Unpack(_) => Kernel::Unpack,
+            Launch::ClockPingPong(_) => Kernel::ClockPingPong,
+        }
+    }
 }
 
 /// Device memory: only kernels and copies touch it.
@@ -222,18 +260,25 @@ pub trait Backend: Sized {
     /// Queues one of the shared kernels on `stream`.
     ///
     /// # Safety
-    /// 1. Every address in `args` (and in the block table it points to) is a device address of
-    ///    memory allocated by this backend that stays allocated until the kernel completes.
-    /// 2. Each such range is as large as the block table says.
-    /// 3. The CPU does not write the memory the kernel writes until the kernel has completed
-    ///    (except flags designed for concurrent access, through atomics).
+    /// 1. Every address in the launch's argument (and in the tables it points to) is a device
+    ///    address of memory allocated by this backend that stays allocated until the kernel
+    ///    completes.
+    /// 2. Each such range is as large as the argument and its tables say.
+    /// 3. The CPU does not write the memory the kernel writes until the kernel has completed,
+    ///    except flags designed for concurrent access, which both sides access atomically.
     ///
     /// Vendor: cuLaunchKernel / hipModuleLaunchKernel.
     unsafe fn launch(
         &self,
-        kernel: Kernel,
+        launch: Launch<'_>,
         dims: LaunchDims,
-        args: &hp_exchange_args,
         stream: &Self::Stream,
     ) -> Result<()>;
+
+    /// How many blocks of `kernel` with `threads` threads each can be resident on the device at
+    /// once (occupancy per multiprocessor times multiprocessors). A kernel whose blocks wait for
+    /// each other must not be launched with more.
+    ///
+    /// Vendor: cuOccupancyMaxActiveBlocksPerMultiprocessor / hipOccupancyMaxActiveBlocksPerMultiprocessor.
+    fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32>;
 }

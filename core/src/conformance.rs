@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Coherence, Kernel, LaunchDims, PinnedMemory};
+use crate::backend::{Backend, Coherence, Launch, LaunchDims, PinnedMemory};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::{BlockSpec, RankPattern};
 use crate::workload::packed_value;
@@ -70,14 +70,14 @@ fn pack_loop_unpack<B: Backend>(
     };
     let args = buffers.kernel_args(0, 7);
     // SAFETY: args point into `buffers`, alive until after the synchronize below.
-    unsafe { backend.launch(Kernel::Pack, dims, &args, &stream) }.map_err(e)?;
+    unsafe { backend.launch(Launch::Pack(&args), dims, &stream) }.map_err(e)?;
     backend.stream_synchronize(&stream, deadline()).map_err(e)?;
     loop_back(&buffers);
     if let Some(block) = corrupt {
         buffers.corrupt_recv(block, 0, -1.0);
     }
     // SAFETY: as above.
-    unsafe { backend.launch(Kernel::Unpack, dims, &args, &stream) }.map_err(e)?;
+    unsafe { backend.launch(Launch::Unpack(&args), dims, &stream) }.map_err(e)?;
     backend.stream_synchronize(&stream, deadline()).map_err(e)?;
     Ok(buffers)
 }
@@ -227,6 +227,37 @@ pub fn out_of_range_copies_are_refused<B: Backend>(backend: &B) -> Check {
     )
 }
 
+/// Clock ping-pong completes, every sample's host stamp is ordered, and the fit's rate matches
+/// the timer rate the device reports within 1 %.
+pub fn clock_ping_pong_fits_the_reported_timer_rate<B: Backend>(backend: &B) -> Check {
+    let mut samples = crate::clock::ping_pong(backend, 16, Duration::from_secs(10)).map_err(e)?;
+    // Start and end sets far apart, as around a measurement, so scheduling noise in single
+    // samples (up to milliseconds on busy CI machines) cannot move the slope by 1 %.
+    std::thread::sleep(Duration::from_millis(500));
+    samples.extend(crate::clock::ping_pong(backend, 16, Duration::from_secs(10)).map_err(e)?);
+    ensure(
+        samples.windows(2).all(|w| w[0].cpu_ns < w[1].cpu_ns),
+        || "host stamps of consecutive samples are not increasing".into(),
+    )?;
+    ensure(samples.iter().all(|s| s.gpu_before <= s.gpu_after), || {
+        "a sample's device stamps are out of order".into()
+    })?;
+    let fit = crate::clock::ClockFit::fit(&samples).ok_or("no fit through the samples")?;
+    let expected = 1e9 / backend.device_info().timer_hz as f64;
+    ensure((fit.slope / expected - 1.0).abs() < 0.01, || {
+        format!("fit slope {} ns/tick, timer says {expected}", fit.slope)
+    })
+}
+
+/// The occupancy query answers for every kernel with at least one resident block.
+pub fn occupancy_is_reported<B: Backend>(backend: &B) -> Check {
+    for kernel in crate::backend::Kernel::ALL {
+        let n = backend.max_resident_blocks(kernel, 128).map_err(e)?;
+        ensure(n >= 1, || format!("{kernel:?}: {n} resident blocks"))?;
+    }
+    Ok(())
+}
+
 /// Instantiates the conformance suite as `#[test]` functions for a backend.
 ///
 /// `$make` is an expression returning `Option<B>`: `None` means no device is present, and each
@@ -240,7 +271,9 @@ macro_rules! backend_conformance_tests {
             non_coherent_buffers_work_and_report_what_they_are,
             kernels_stamp_device_times_in_order,
             copies_round_trip_and_events_complete,
-            out_of_range_copies_are_refused);
+            out_of_range_copies_are_refused,
+            clock_ping_pong_fits_the_reported_timer_rate,
+            occupancy_is_reported);
     };
     (@each $make:expr; $($name:ident),*) => {
         $(

@@ -83,6 +83,15 @@ pub enum Error {
         what: String,
     },
 
+    /// The backend was built without its compiled kernels, or they do not load on this device.
+    #[error("{backend}: kernels unavailable: {reason}")]
+    KernelsUnavailable {
+        /// Which backend.
+        backend: &'static str,
+        /// Why.
+        reason: String,
+    },
+
     /// The device ran out of memory.
     #[error("{backend}: out of memory allocating {bytes} bytes of {kind}")]
     OutOfMemory {

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod clock;
 pub mod collective;
 pub mod conformance;
 pub mod error;
@@ -21,12 +22,15 @@ pub mod pattern;
 pub mod shared;
 pub mod stats;
 pub mod strategy;
+pub mod timeline;
 pub mod transport;
 pub mod variant;
 pub mod watchdog;
 pub mod workload;
 
-pub use backend::{Backend, Coherence, DeviceInfo, DeviceMemory, Kernel, LaunchDims, PinnedMemory};
+pub use backend::{
+    Backend, Coherence, DeviceInfo, DeviceMemory, Kernel, Launch, LaunchDims, PinnedMemory,
+};
 pub use error::{Error, Result};
 pub use pattern::{BuiltinPattern, PatternSource, RankPattern};
 pub use strategy::{ExchangeOptions, Fault, Strategy};

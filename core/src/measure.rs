@@ -6,12 +6,12 @@
 //! Global iteration numbers run on across runs, so a stale buffer from an earlier run can never
 //! carry the expected value.
 
-use std::time::Instant;
-
 use serde::{Deserialize, Serialize};
 
+use crate::clock::{host_now_ns, ClockFit};
 use crate::error::{Error, Result};
 use crate::strategy::Strategy;
+use crate::timeline::{convert, IterationTimeline, RawIteration};
 
 /// Most wrong-value records one rank keeps; all of them are counted.
 pub const MAX_RECORDED_ERRORS: usize = 100;
@@ -101,6 +101,21 @@ pub struct RankOutcome {
     pub wrong: u64,
     /// The first [`MAX_RECORDED_ERRORS`] wrong values, one record per block and iteration.
     pub errors: Vec<WrongValue>,
+    /// Raw stamps of the last run's measured iterations; emptied by [`Self::attach_clock`].
+    pub raw_timeline: Vec<RawIteration>,
+    /// The clock fit of this rank's device, once attached.
+    pub clock: Option<ClockFit>,
+    /// The last run's measured iterations on the host clock, once the clock is attached.
+    pub timeline: Vec<IterationTimeline>,
+}
+
+impl RankOutcome {
+    /// Attaches this rank's clock fit and converts the raw timeline with it.
+    pub fn attach_clock(&mut self, fit: ClockFit) {
+        self.timeline = convert(&self.raw_timeline, &fit);
+        self.raw_timeline.clear();
+        self.clock = Some(fit);
+    }
 }
 
 /// Runs the protocol on one rank. Every rank must call it with the same protocol.
@@ -126,11 +141,20 @@ pub fn measure(
     for run in 0..protocol.runs {
         for it in 0..protocol.iterations {
             let global = run * protocol.iterations + it;
-            let start = Instant::now();
+            let start = host_now_ns();
             strategy.iteration(global)?;
-            let elapsed = start.elapsed();
-            if it >= protocol.warmup {
-                outcome.iteration_us.push(elapsed.as_secs_f64() * 1e6);
+            let end = host_now_ns();
+            let measured = it >= protocol.warmup;
+            if measured {
+                outcome.iteration_us.push((end - start) as f64 / 1e3);
+            }
+            if measured && run + 1 == protocol.runs {
+                outcome.raw_timeline.push(RawIteration {
+                    iteration: it,
+                    cpu_start_ns: start,
+                    cpu_end_ns: end,
+                    device: RawIteration::device_stamps(&strategy.device_times()),
+                });
             }
             for (block, check) in strategy.take_checks().into_iter().enumerate() {
                 outcome.checked += u64::from(check.checked);

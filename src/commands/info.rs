@@ -57,27 +57,38 @@ struct Info {
     per_rank: Vec<RankInfo>,
 }
 
+fn not_built(name: &str) -> (String, Result<DeviceSummary, String>) {
+    (
+        name.to_owned(),
+        Err(format!(
+            "not available in this binary (built with: {})",
+            env!("HALOPORT_BACKENDS")
+        )),
+    )
+}
+
+// Which entries exist depends on the features compiled in.
+#[allow(clippy::vec_init_then_push)]
 fn probe_backends(local: usize) -> Vec<(String, Result<DeviceSummary, String>)> {
+    use haloport::Backend;
     let mut out = Vec::new();
     #[cfg(feature = "host")]
-    {
-        use haloport::Backend;
-        out.push((
-            "host".to_owned(),
-            haloport::host::HostBackend::new(local)
-                .map(|b| DeviceSummary::from(b.device_info()))
-                .map_err(|e| e.to_string()),
-        ));
-    }
-    for name in ["cuda", "hip"] {
-        out.push((
-            name.to_owned(),
-            Err(format!(
-                "not available in this binary (built with: {})",
-                env!("HALOPORT_BACKENDS")
-            )),
-        ));
-    }
+    out.push((
+        "host".to_owned(),
+        haloport::host::HostBackend::new(local)
+            .map(|b| DeviceSummary::from(b.device_info()))
+            .map_err(|e| e.to_string()),
+    ));
+    #[cfg(feature = "cuda")]
+    out.push((
+        "cuda".to_owned(),
+        haloport::cuda::CudaBackend::new(local)
+            .map(|b| DeviceSummary::from(b.device_info()))
+            .map_err(|e| e.to_string()),
+    ));
+    #[cfg(not(feature = "cuda"))]
+    out.push(not_built("cuda"));
+    out.push(not_built("hip"));
     let _ = local;
     out
 }

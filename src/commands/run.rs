@@ -4,10 +4,13 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use haloport::core::clock::{ping_pong, ClockFit};
 use haloport::core::collective::{agree_on_pattern, all_gather};
 use haloport::core::measure::{measure, RankOutcome, WrongValue};
 use haloport::core::pattern::RankPattern;
+use haloport::core::stats::Summary;
 use haloport::core::strategy::{Baseline, ExchangeOptions, Strategy};
+use haloport::core::timeline::BlockPhases;
 use haloport::core::transport::mpi::MpiTransport;
 use haloport::core::{Backend, Coherence, Error, Variant};
 use haloport::provenance::provenance;
@@ -17,6 +20,9 @@ use mpi::traits::CommunicatorCollectives;
 
 use crate::cli::{BackendKind, RunArgs};
 use crate::commands::{host_name, local_rank, mpi_library};
+
+/// Ping-pong samples taken before and after the measurement, each (SPEC 6).
+const CLOCK_SAMPLES: u32 = 16;
 
 pub fn run(world: &SimpleCommunicator, args: &RunArgs) -> anyhow::Result<()> {
     let rank = world.rank();
@@ -28,21 +34,26 @@ pub fn run(world: &SimpleCommunicator, args: &RunArgs) -> anyhow::Result<()> {
     match args.backend {
         BackendKind::Host => {
             #[cfg(feature = "host")]
-            {
-                let backend = haloport::host::HostBackend::new(local)?;
-                execute(&backend, world, args, &patterns)
-            }
-            #[cfg(not(feature = "host"))]
-            {
-                let _ = local;
-                Err(not_built(BackendKind::Host).into())
-            }
+            return execute(
+                &haloport::host::HostBackend::new(local)?,
+                world,
+                args,
+                &patterns,
+            );
         }
-        kind @ (BackendKind::Cuda | BackendKind::Hip) => {
-            let _ = local;
-            Err(not_built(kind).into())
+        BackendKind::Cuda => {
+            #[cfg(feature = "cuda")]
+            return execute(
+                &haloport::cuda::CudaBackend::new(local)?,
+                world,
+                args,
+                &patterns,
+            );
         }
+        BackendKind::Hip => {}
     }
+    let _ = (local, &patterns);
+    Err(not_built(args.backend).into())
 }
 
 /// The error for a backend this binary cannot run.
@@ -83,7 +94,10 @@ fn execute<B: Backend>(
     let rank = world.rank();
     let protocol = args.protocol();
     let pattern = &patterns[rank as usize];
-    let (outcome, coherence) = {
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let mut clock_samples =
+        ping_pong(backend, CLOCK_SAMPLES, timeout).context("aligning clocks before the run")?;
+    let (mut outcome, coherence) = {
         let mut strategy = make_strategy(backend, world, args, pattern).with_context(|| {
             format!(
                 "setting up {} on the {} backend",
@@ -96,6 +110,16 @@ fn execute<B: Backend>(
             .with_context(|| format!("running {}", args.variant))?;
         (outcome, strategy.buffer_coherence())
     };
+    clock_samples.extend(
+        ping_pong(backend, CLOCK_SAMPLES, timeout).context("aligning clocks after the run")?,
+    );
+    match ClockFit::fit(&clock_samples) {
+        Some(fit) => outcome.attach_clock(fit),
+        None => tracing::warn!(
+            "rank {rank}: no clock fit through {} samples",
+            clock_samples.len()
+        ),
+    }
     let outcomes = all_gather(world, Ok(outcome), |r, msg| {
         Error::InvalidInput(format!("rank {r} could not report its results: {msg}"))
     })?;
@@ -105,7 +129,7 @@ fn execute<B: Backend>(
             backend,
             args,
             patterns,
-            &outcomes[0],
+            &outcomes,
             coherence,
             (verified, checked, wrong, errors),
         );
@@ -132,11 +156,12 @@ fn build_result<B: Backend>(
     backend: &B,
     args: &RunArgs,
     patterns: &[RankPattern],
-    rank0: &RankOutcome,
+    outcomes: &[RankOutcome],
     (buffers, served): (Coherence, Coherence),
     (verified, checked, wrong, errors): (bool, u64, u64, Vec<WrongValue>),
 ) -> RunResult {
     let protocol = args.protocol();
+    let rank0 = &outcomes[0];
     let stats = summary(rank0);
     RunResult {
         format: RESULT_FORMAT,
@@ -168,6 +193,8 @@ fn build_result<B: Backend>(
         wrong,
         errors,
         patterns: patterns.to_vec(),
+        clock: outcomes.iter().map(|o| o.clock).collect(),
+        timelines: outcomes.iter().map(|o| o.timeline.clone()).collect(),
         timeout_s: args.timeout,
         fault: args.inject.map(|f| f.to_string()),
     }
@@ -202,6 +229,7 @@ fn print_summary(r: &RunResult) {
         "time per iteration (rank 0): median {:.1} us, mean {:.1} us, stddev {:.1} us, min {:.1} us, max {:.1} us",
         r.median_us, r.mean_us, r.stddev_us, r.min_us, r.max_us
     );
+    print_device_phases(r);
     println!(
         "verified: {} ({} elements checked on {} ranks, {} wrong)",
         r.verified, r.checked, r.ranks, r.wrong
@@ -215,4 +243,41 @@ fn print_summary(r: &RunResult) {
     if r.errors.len() > 10 {
         println!("  ... {} more recorded wrong values", r.errors.len() - 10);
     }
+}
+
+/// Rank 0's kernel phases over the last run, from the device timeline, and its clock fit.
+fn print_device_phases(r: &RunResult) {
+    let (Some(Some(fit)), Some(timeline)) = (r.clock.first(), r.timelines.first()) else {
+        println!("device timeline: none (no clock fit)");
+        return;
+    };
+    let phase = |pick: fn(&BlockPhases) -> [f64; 2]| {
+        let spans: Vec<f64> = timeline
+            .iter()
+            .map(|it| {
+                let first = it
+                    .blocks
+                    .iter()
+                    .map(|b| pick(b)[0])
+                    .fold(f64::INFINITY, f64::min);
+                let last = it
+                    .blocks
+                    .iter()
+                    .map(|b| pick(b)[1])
+                    .fold(f64::NEG_INFINITY, f64::max);
+                last - first
+            })
+            .collect();
+        Summary::of(&spans).map_or(0.0, |s| s.median)
+    };
+    println!(
+        "device (rank 0, last run, median): pack {:.1} us, unpack {:.1} us, first to last block; clock fit {:.6} ns/tick, uncertainty {:.0} ns (residual rms {:.0} ns, half round trip {:.0} ns, {} samples)",
+        phase(|b| b.pack_us),
+        phase(|b| b.unpack_us),
+        fit.slope,
+        fit.uncertainty_ns,
+        fit.residual_rms_ns,
+        fit.half_round_trip_ns,
+        fit.samples
+    );
 }

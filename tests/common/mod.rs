@@ -59,15 +59,30 @@ impl Job {
     }
 }
 
+/// The binary under test: `HALOPORT_BIN` when set (test binaries carried to a GPU machine, where
+/// the build tree's path does not exist), else the one cargo built.
+pub fn binary() -> String {
+    std::env::var("HALOPORT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_haloport").to_owned())
+}
+
 /// Runs `haloport ARGS` under `mpirun -np NP`.
 pub fn mpirun(np: u32, args: &[&str]) -> Job {
+    mpirun_with_env(np, &[], args)
+}
+
+/// Runs `haloport ARGS` under `mpirun -np NP` with extra environment variables for every rank.
+pub fn mpirun_with_env(np: u32, env: &[(&str, &str)], args: &[&str]) -> Job {
     let _one = ONE_JOB_AT_A_TIME
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     let start = Instant::now();
-    let output = Command::new("mpirun")
-        .args(["--oversubscribe", "-np", &np.to_string()])
-        .arg(env!("CARGO_BIN_EXE_haloport"))
+    let mut command = Command::new("mpirun");
+    command.args(["--oversubscribe", "-np", &np.to_string()]);
+    for (name, value) in env {
+        command.env(name, value).args(["-x", name]);
+    }
+    let output = command
+        .arg(binary())
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -83,7 +98,7 @@ pub fn alone(args: &[&str]) -> Job {
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     let start = Instant::now();
-    let output = Command::new(env!("CARGO_BIN_EXE_haloport"))
+    let output = Command::new(binary())
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

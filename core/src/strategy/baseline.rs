@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use crate::backend::{Backend, Coherence, Kernel, LaunchDims};
+use crate::backend::{Backend, Coherence, Launch, LaunchDims};
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
@@ -119,7 +119,7 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         // stream is synchronized below before the buffers can be touched or dropped.
         unsafe {
             self.backend
-                .launch(Kernel::Pack, self.dims, &args, &self.stream)?
+                .launch(Launch::Pack(&args), self.dims, &self.stream)?
         };
         for b in 0..blocks {
             let source = self.buffers.pattern().blocks[b].source;
@@ -161,7 +161,7 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         // SAFETY: as for the pack launch; receives completed, so MPI no longer writes them.
         unsafe {
             self.backend
-                .launch(Kernel::Unpack, self.dims, &args, &self.stream)?
+                .launch(Launch::Unpack(&args), self.dims, &self.stream)?
         };
         if self.options.send == SendMode::NonBlocking {
             let deadline = self.deadline();

@@ -1,0 +1,109 @@
+//! Compiles the shared kernels (`kernels-cu/`) with nvcc into one fatbin, SASS for each
+//! architecture in `HALOPORT_CUDA_ARCHS` (default `80;90`) plus PTX for the newest, and leaves it
+//! in `OUT_DIR` for `include_bytes!`. Only with the `kernels` feature (which haloport's `cuda`
+//! feature turns on): without it the crate builds without nvcc and reports at run time that it
+//! has no kernels. Never queries a GPU.
+
+#[path = "build/toolchain.rs"]
+mod toolchain;
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+const INSTALL_HINT: &str = "\
+install the CUDA compiler, for example from pip into the repository's virtualenv:
+    python3 -m venv .venv && .venv/bin/pip install nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 \\
+        nvidia-cuda-runtime==13.0.96 nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
+(`bash ci/setup.sh` does exactly this), or install the CUDA toolkit, or point NVCC at nvcc.";
+
+fn main() {
+    let manifest =
+        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let kernels = manifest.join("../kernels-cu");
+    for file in [
+        "haloport.cu",
+        "hp_kernels.cuh",
+        "hp_compat.h",
+        "haloport_shared.h",
+    ] {
+        println!("cargo:rerun-if-changed={}", kernels.join(file).display());
+    }
+    println!("cargo:rerun-if-changed=build/toolchain.rs");
+    for var in [
+        "NVCC",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "PATH",
+        "VIRTUAL_ENV",
+        "HALOPORT_CUDA_ARCHS",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    if env::var_os("CARGO_FEATURE_KERNELS").is_none() {
+        return;
+    }
+
+    let mut venvs = vec![manifest.join("../.venv")];
+    if let Some(v) = env::var_os("VIRTUAL_ENV") {
+        venvs.push(PathBuf::from(v));
+    }
+    let search = toolchain::Search {
+        program: "nvcc",
+        program_vars: &["NVCC"],
+        root_vars: &["CUDA_HOME", "CUDA_PATH"],
+        default_roots: &["/usr/local/cuda"],
+        extra: toolchain::pip_nvcc_candidates(&venvs),
+    };
+    let nvcc = match toolchain::find(&search, &|v| env::var(v).ok()) {
+        Ok(nvcc) => nvcc,
+        Err(tried) => {
+            eprintln!("error: haloport's cuda feature needs nvcc to compile its kernels, and none was found.");
+            eprintln!("looked in:\n  {}", tried.join("\n  "));
+            eprintln!("{INSTALL_HINT}");
+            std::process::exit(1);
+        }
+    };
+
+    let archs =
+        toolchain::arch_list(&env::var("HALOPORT_CUDA_ARCHS").unwrap_or_else(|_| "80;90".into()));
+    let Some(newest) = archs
+        .iter()
+        .max_by_key(|a| a.parse::<u32>().unwrap_or(0))
+        .cloned()
+    else {
+        eprintln!("error: HALOPORT_CUDA_ARCHS names no architecture");
+        std::process::exit(1);
+    };
+    let out =
+        PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("haloport.fatbin");
+    let mut cmd = Command::new(&nvcc);
+    cmd.arg("--fatbin")
+        .arg("-O3")
+        .arg("-std=c++17")
+        .arg("-I")
+        .arg(&kernels);
+    for arch in &archs {
+        cmd.arg("-gencode")
+            .arg(format!("arch=compute_{arch},code=sm_{arch}"));
+    }
+    cmd.arg("-gencode")
+        .arg(format!("arch=compute_{newest},code=compute_{newest}"));
+    cmd.arg("-o").arg(&out).arg(kernels.join("haloport.cu"));
+    let output = cmd.output().unwrap_or_else(|e| {
+        eprintln!("error: could not run {}: {e}", nvcc.display());
+        std::process::exit(1);
+    });
+    if !output.status.success() {
+        eprintln!("error: nvcc failed to compile haloport's kernels:\n{cmd:?}");
+        eprintln!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::process::exit(1);
+    }
+    println!("cargo:rustc-cfg=haloport_kernels");
+    println!("cargo:rustc-env=HALOPORT_NVCC={}", nvcc.display());
+    println!("cargo:rustc-env=HALOPORT_CUDA_ARCHS={}", archs.join(";"));
+}

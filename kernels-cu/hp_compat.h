@@ -1,0 +1,49 @@
+/*
+ * hp_compat.h: the few things CUDA and HIP spell differently, behind one set of names.
+ *
+ *   hp_timer()                       the device's global timer (ticks at DeviceInfo::timer_hz)
+ *   hp_load_acquire_system(p)        32-bit load, acquire, system scope (CPU writes are seen)
+ *   hp_store_release_system(p, v)    32-bit store, release, system scope (CPU sees prior writes)
+ *   hp_fence_system()                fence ordering this thread's writes for the CPU
+ *
+ * The kernels use nothing vendor-specific beyond these. AMD's definitions live in
+ * kernels-hip/hp_amd.h (found through the include path hipcc is given).
+ */
+#ifndef HP_COMPAT_H
+#define HP_COMPAT_H
+
+#include <stdint.h>
+
+#if defined(__HIPCC__)
+#include "hp_amd.h"
+#elif defined(__CUDACC__)
+
+#define HP_DEVICE __device__ __forceinline__
+
+/* %globaltimer: nanoseconds, shared by all SMs of the device. */
+HP_DEVICE uint64_t hp_timer(void) {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* PTX memory model (sm_70+): .sys scope makes the access ordered with respect to the host. */
+HP_DEVICE uint32_t hp_load_acquire_system(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+HP_DEVICE void hp_store_release_system(uint32_t* p, uint32_t v) {
+    asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+HP_DEVICE void hp_fence_system(void) { __threadfence_system(); }
+
+HP_DEVICE uint64_t hp_double_bits(double v) { return (uint64_t)__double_as_longlong(v); }
+
+#else
+#error "hp_compat.h needs nvcc (__CUDACC__) or hipcc (__HIPCC__)"
+#endif
+
+#endif /* HP_COMPAT_H */

@@ -1,0 +1,141 @@
+//! The baseline on NVIDIA GPUs through the CLI: every variant under `mpirun -np 2`, verified,
+//! with device timelines and a clock fit. Compiled always; without the `cuda` feature or a CUDA
+//! device each test prints `SKIPPED: ...` and passes, unless `HALOPORT_REQUIRE_GPU=1`.
+
+mod common;
+
+use common::{alone, mpirun, mpirun_with_env, read_json};
+
+/// `Some(reason)` when these tests cannot run here.
+fn skip_reason() -> Option<String> {
+    let job = alone(&["info", "--json"]);
+    if job.code != Some(0) {
+        return Some(format!("haloport info failed: {}", job.explain()));
+    }
+    let info: serde_json::Value = serde_json::from_str(&job.stdout).expect("info --json is JSON");
+    let backends = info["per_rank"][0]["backends"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let cuda = backends.iter().find(|b| b[0] == "cuda")?;
+    cuda[1]
+        .get("Err")
+        .map(|why| why.as_str().unwrap_or("unknown").to_owned())
+}
+
+fn require_gpu() -> bool {
+    match skip_reason() {
+        None => true,
+        Some(why) => {
+            if std::env::var("HALOPORT_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("HALOPORT_REQUIRE_GPU=1 but no CUDA device: {why}");
+            }
+            println!("SKIPPED: no CUDA device: {why}");
+            false
+        }
+    }
+}
+
+#[test]
+fn every_baseline_variant_verifies_on_cuda_with_a_clock_fit() {
+    if !require_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    for variant in [
+        "base-nb-wait",
+        "base-nb-test",
+        "base-bl-wait",
+        "base-bl-test",
+        "base-nb-wait-nc",
+        "base-nb-test-nc",
+        "base-bl-wait-nc",
+        "base-bl-test-nc",
+    ] {
+        let json = dir.path().join(format!("{variant}.json"));
+        let job = mpirun(
+            2,
+            &[
+                "run",
+                "--backend",
+                "cuda",
+                "--variant",
+                variant,
+                "--workload",
+                "thesis-9",
+                "--runs",
+                "2",
+                "--json",
+                json.to_str().expect("utf-8 path"),
+            ],
+        );
+        assert_eq!(job.code, Some(0), "{variant}: {}", job.explain());
+        let r = read_json(&json);
+        assert_eq!(r["verified"], true, "{variant}");
+        assert_eq!(r["backend"], "cuda");
+        assert_eq!(
+            r["checked"],
+            2 * 9 * 128 * 2 * 13,
+            "{variant}: checks performed"
+        );
+        let fit = &r["clock"][0];
+        let slope = fit["slope"].as_f64().expect("a clock fit");
+        assert!(
+            (slope - 1.0).abs() < 0.01,
+            "{variant}: globaltimer runs at {slope} ns/tick"
+        );
+        assert!(
+            fit["uncertainty_ns"].as_f64().is_some_and(|u| u < 1e6),
+            "{variant}: {fit}"
+        );
+        // Pack precedes unpack in every block of every timed iteration, and both fall inside
+        // their iteration on the host clock (within the fit's uncertainty).
+        let slack = fit["uncertainty_ns"].as_f64().unwrap_or(0.0) / 1e3 + 5.0;
+        for it in r["timelines"][0].as_array().expect("timeline") {
+            let duration = it["duration_us"].as_f64().expect("duration");
+            for b in it["blocks"].as_array().expect("blocks") {
+                let (p0, p1) = (
+                    b["pack_us"][0].as_f64().unwrap_or(f64::NAN),
+                    b["pack_us"][1].as_f64().unwrap_or(f64::NAN),
+                );
+                let (u0, u1) = (
+                    b["unpack_us"][0].as_f64().unwrap_or(f64::NAN),
+                    b["unpack_us"][1].as_f64().unwrap_or(f64::NAN),
+                );
+                assert!(
+                    p0 <= p1 && p1 <= u0 && u0 <= u1,
+                    "{variant}: phases out of order: {b}"
+                );
+                assert!(
+                    p0 > -slack && u1 < duration + slack,
+                    "{variant}: {b} outside 0..{duration} us"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn two_ranks_sharing_one_gpu_still_verify() {
+    if !require_gpu() {
+        return;
+    }
+    // Only device 0 visible: both ranks map to it (local_rank % 1), time-sliced.
+    let job = mpirun_with_env(
+        2,
+        &[("CUDA_VISIBLE_DEVICES", "0")],
+        &[
+            "run",
+            "--backend",
+            "cuda",
+            "--variant",
+            "base-nb-test",
+            "--workload",
+            "small",
+            "--runs",
+            "2",
+        ],
+    );
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    assert!(job.stdout.contains("verified: true"), "{}", job.explain());
+}
