@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what haloport needs to build and test on Debian/Ubuntu: OpenMPI (runtime and headers),
-# libclang for bindgen, a C compiler, and the Rust toolchain with rustfmt and clippy.
-# Idempotent: installs only what is missing. Run as root or with sudo available.
+# libclang for bindgen, a C compiler, the Rust toolchain with rustfmt and clippy, and the CUDA
+# compiler (pip wheels, pinned to CUDA 13.0, in .venv) that the cuda feature's kernels need.
+# No GPU is needed for any of it. Idempotent: installs only what is missing. Run as root or with
+# sudo available.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v mpirun >/dev/null 2>&1 || need_apt+=(openmpi-bin)
@@ -13,6 +16,8 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -m venv --help >/dev/null 2>&1 || need_apt+=(python3-venv)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
     sudo=""
@@ -34,4 +39,14 @@ fi
 if command -v rustup >/dev/null 2>&1; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
-echo "setup: $(cargo --version), $(mpirun --version 2>/dev/null | head -n1)"
+# nvcc 13.0 from pip; nvvm pinned with it, or ptxas rejects the PTX a newer one emits.
+nvcc_glob=(.venv/lib/python3*/site-packages/nvidia/cu13/bin/nvcc)
+if [ ! -x "${nvcc_glob[0]}" ]; then
+    echo "setup: installing the CUDA 13.0 compiler into .venv (pip)"
+    [ -d .venv ] || python3 -m venv .venv
+    .venv/bin/pip install -q --disable-pip-version-check \
+        nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-runtime==13.0.96 \
+        nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
+    nvcc_glob=(.venv/lib/python3*/site-packages/nvidia/cu13/bin/nvcc)
+fi
+echo "setup: $(cargo --version), $(mpirun --version 2>/dev/null | head -n1), $("${nvcc_glob[0]}" --version | tail -n1)"

@@ -22,7 +22,7 @@
 //! host clock by ping-pong.
 
 mod ffi;
-mod kernels;
+pub mod kernels;
 mod memory;
 mod module;
 mod stream;
@@ -121,11 +121,11 @@ impl CudaBackend {
             timer_hz: 1_000_000_000,
             coherence_kinds: vec![Coherence::Coherent],
             driver: format!(
-                "CUDA driver {}, compute capability {}.{}, kernels for sm {}",
+                "CUDA driver {}, compute capability {}.{}, kernels: {}",
                 ffi::driver_version()?,
                 compute_capability.0,
                 compute_capability.1,
-                kernels::architectures()
+                kernels::describe()
             ),
         };
         let ctx = Arc::new(Context {
@@ -139,8 +139,8 @@ impl CudaBackend {
         let module = module::Module::load(&ctx, image).map_err(|e| Error::KernelsUnavailable {
             backend: "cuda",
             reason: format!(
-                "the kernels (sm {}) do not load on {} (compute capability {}.{}): {e}",
-                kernels::architectures(),
+                "the kernels ({}) do not load on {} (compute capability {}.{}): {e}",
+                kernels::describe(),
                 info.name,
                 compute_capability.0,
                 compute_capability.1

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds, here, everything a GPU machine runs (it has no Rust toolchain): the release binary with
+# the cuda feature and the GPU test binaries, copied under stable names into carry/ (git-ignored),
+# which the device tool carries along. Needs nvcc (ci/setup.sh installs it into .venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+mkdir -p carry
+rm -f carry/*
+cargo build --release --features cuda
+cp target/release/haloport carry/haloport
+# Test binaries: cargo prints where each one is.
+cargo test --release --workspace --features cuda --no-run --message-format=json 2>/dev/null |
+    python3 -c '
+import json, shutil, sys
+wanted = {"haloport_cuda": "cuda-conformance", "gpu_cuda": "gpu-cuda-cli"}
+for line in sys.stdin:
+    msg = json.loads(line)
+    exe = msg.get("executable")
+    name = msg.get("target", {}).get("name")
+    if exe and name in wanted:
+        shutil.copy(exe, "carry/" + wanted[name])
+        print("carry/" + wanted[name])
+'
+strip carry/* 2>/dev/null || true
+cp ci/gpu-test.sh ci/gpu-baseline.sh carry/
+ls -la carry
