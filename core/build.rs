@@ -13,6 +13,7 @@ fn main() {
     let bindings = bindgen::Builder::default()
         .header(header.to_string_lossy())
         .allowlist_type("hp_.*")
+        .allowlist_var("HP_.*")
         .derive_default(true)
         .derive_debug(true)
         .derive_copy(true)

@@ -17,8 +17,10 @@
 
 /* One block of the exchange pattern, as the kernels see it (SPEC 3). */
 typedef struct hp_block {
-    /* Device address of this block's send buffer (f64 elements). */
+    /* Device address of this block's send buffer (f64 elements), in pinned host memory. */
     uint64_t send;
+    /* Device address of this block's send buffer in device memory (memcpy taskqueue), or 0. */
+    uint64_t send_device;
     /* Device address of this block's receive buffer (f64 elements). */
     uint64_t recv;
     /* Elements in both buffers: block b has the same size on sender and receiver. */
@@ -92,5 +94,51 @@ typedef struct hp_pingpong_args {
     uint32_t count;
     uint32_t reserved;
 } hp_pingpong_args;
+
+/*
+ * Taskqueue (thesis 3.4, 3.5). One persistent kernel; grid block b runs the state machine of
+ * thesis figures 3.7 / 3.11 and publishes its state in states[b] (for time-out reports):
+ */
+#define HP_TQ_IDLE 0u
+#define HP_TQ_WAIT_COPY 1u  /* memcpy: waiting for the CPU to say the H2D copy finished */
+#define HP_TQ_PACKING 2u
+#define HP_TQ_WAIT_RECV 3u  /* task posted; waiting for the go flag (receive arrived) */
+#define HP_TQ_UNPACKING 4u
+#define HP_TQ_DONE 5u
+#define HP_TQ_TIMED_OUT 6u  /* gave up waiting after timeout_ticks */
+#define HP_TQ_ABORTED 7u    /* the CPU raised the abort flag */
+
+/* Mode bits. */
+#define HP_TQ_MODE_QUEUE 1u  /* one task queue under a GPU-side lock; else one channel per block */
+#define HP_TQ_MODE_MEMCPY 2u /* pack into device memory between CPU-issued H2D and D2H copies */
+
+/*
+ * Flags live in coherent pinned memory, one per block, `stride` bytes apart (a cache line or
+ * more by default, thesis 3.6.3), each written by one side and read by the other with
+ * release/acquire ordering. Values are the iteration's epoch (never 0), so nothing needs a
+ * reset between iterations:
+ *   tasks[b]      channel mode: GPU -> CPU, u32 := epoch when block b packed.
+ *   tasks[slot]   queue mode: u64 entries := (epoch << 32) | (b + 1), slot = tail % num_blocks,
+ *                 appended under queue_lock; queue_lock and queue_tail (u32) in device memory.
+ *   pack_go[b]    memcpy mode: CPU -> GPU, u32 := epoch when block b's H2D copy finished.
+ *   unpack_go[b]  CPU -> GPU, u32 := epoch when block b's receive completed.
+ *   states[b]     GPU -> CPU, u32 HP_TQ_* state.
+ *   abort_flag    CPU -> GPU, u32 := epoch to make every waiting block give up.
+ */
+typedef struct hp_taskqueue_args {
+    hp_exchange_args exchange;
+    uint64_t tasks;
+    uint64_t pack_go;
+    uint64_t unpack_go;
+    uint64_t states;
+    uint64_t abort_flag;
+    uint64_t queue_lock;
+    uint64_t queue_tail;
+    uint64_t timeout_ticks;
+    uint32_t mode;
+    uint32_t stride;
+    uint32_t epoch;
+    uint32_t reserved;
+} hp_taskqueue_args;
 
 #endif /* HALOPORT_SHARED_H */

@@ -26,13 +26,18 @@ HP_DEVICE hp_block_times* hp_times_of(const hp_exchange_args& a, uint32_t b) {
     return a.times ? (hp_block_times*)a.times + b : (hp_block_times*)0;
 }
 
-__device__ void hp_pack_block(const hp_exchange_args& a, uint32_t b) {
+/* Packs block b into `send`: its pinned send buffer, or its device copy (memcpy taskqueue). */
+__device__ void hp_pack_block_into(const hp_exchange_args& a, uint32_t b, uint64_t send_addr) {
     const hp_block blk = ((const hp_block*)a.blocks)[b];
-    double* send = (double*)blk.send;
+    double* send = (double*)send_addr;
     const double value = hp_packed_value(a.iteration, a.rank, b);
     for (uint64_t i = threadIdx.x; i < blk.elems; i += blockDim.x) {
         send[i] = value;
     }
+}
+
+__device__ void hp_pack_block(const hp_exchange_args& a, uint32_t b) {
+    hp_pack_block_into(a, b, ((const hp_block*)a.blocks)[b].send);
 }
 
 __device__ void hp_unpack_block(const hp_exchange_args& a, uint32_t b) {
@@ -106,6 +111,105 @@ extern "C" __global__ void hp_clock_pingpong(hp_pingpong_args a) {
         samples[i].gpu_after = hp_timer();
     }
     hp_fence_system();
+}
+
+/* ---- Taskqueue (thesis 3.4-3.5): one persistent kernel, flags in coherent pinned memory. ---- */
+
+HP_DEVICE uint32_t* hp_tq_flag(uint64_t base, uint32_t stride, uint32_t b) {
+    return (uint32_t*)(base + (uint64_t)stride * b);
+}
+
+/* Thread 0 waits until *flag == epoch. Returns 0, or HP_TQ_ABORTED / HP_TQ_TIMED_OUT. */
+HP_DEVICE uint32_t hp_tq_wait(const hp_taskqueue_args& a, const uint32_t* flag) {
+    const uint64_t since = hp_timer();
+    for (uint32_t spins = 0;; ++spins) {
+        if (hp_load_acquire_system(flag) == a.epoch) return 0;
+        /* The abort flag is a second PCIe read: look at it every 16th spin only. */
+        if ((spins & 15u) == 15u) {
+            if (hp_load_acquire_system((const uint32_t*)a.abort_flag) == a.epoch) return HP_TQ_ABORTED;
+            if (hp_timer() - since > a.timeout_ticks) return HP_TQ_TIMED_OUT;
+        }
+    }
+}
+
+/* Thread 0 appends block b to the task queue under the GPU-side lock (thesis listing 3.12). */
+HP_DEVICE uint32_t hp_tq_post_queue(const hp_taskqueue_args& a, uint32_t b) {
+    uint32_t* lock = (uint32_t*)a.queue_lock;
+    uint32_t* tail = (uint32_t*)a.queue_tail;
+    const uint64_t since = hp_timer();
+    while (atomicCAS(lock, 0u, b + 1) != 0u) {
+        if (hp_timer() - since > a.timeout_ticks) return HP_TQ_TIMED_OUT;
+    }
+    __threadfence();
+    const uint32_t index = *(volatile uint32_t*)tail;
+    uint64_t* entry = (uint64_t*)(a.tasks + (uint64_t)a.stride * (index % a.exchange.num_blocks));
+    hp_store_release_system_u64(entry, ((uint64_t)a.epoch << 32) | (uint64_t)(b + 1));
+    atomicAdd(tail, 1u);
+    __threadfence();
+    atomicExch(lock, 0u);
+    return 0;
+}
+
+extern "C" __global__ void hp_taskqueue(hp_taskqueue_args a) {
+    const uint32_t b = blockIdx.x;
+    if (b >= a.exchange.num_blocks) return;
+    __shared__ uint32_t outcome;
+    uint32_t* state = hp_tq_flag(a.states, a.stride, b);
+    hp_block_times* t = hp_times_of(a.exchange, b);
+    const hp_block blk = ((const hp_block*)a.exchange.blocks)[b];
+    const bool memcpy_mode = (a.mode & HP_TQ_MODE_MEMCPY) != 0;
+
+    if (threadIdx.x == 0) {
+        outcome = 0;
+        if (memcpy_mode) {
+            hp_store_release_system(state, HP_TQ_WAIT_COPY);
+            outcome = hp_tq_wait(a, hp_tq_flag(a.pack_go, a.stride, b));
+        }
+        if (outcome == 0) {
+            hp_store_release_system(state, HP_TQ_PACKING);
+            if (t) t->pack_start = hp_timer();
+        }
+    }
+    __syncthreads();
+    if (outcome != 0) {
+        if (threadIdx.x == 0) hp_store_release_system(state, outcome);
+        return;
+    }
+
+    hp_pack_block_into(a.exchange, b, memcpy_mode ? blk.send_device : blk.send);
+    /* Every thread's packing writes are ordered before the task the CPU will act on. */
+    hp_fence_system();
+    __syncthreads();
+
+    if (threadIdx.x == 0) {
+        if (t) t->pack_end = hp_timer();
+        if (a.mode & HP_TQ_MODE_QUEUE) {
+            outcome = hp_tq_post_queue(a, b);
+        } else {
+            hp_store_release_system(hp_tq_flag(a.tasks, a.stride, b), a.epoch);
+        }
+        if (outcome == 0) {
+            hp_store_release_system(state, HP_TQ_WAIT_RECV);
+            outcome = hp_tq_wait(a, hp_tq_flag(a.unpack_go, a.stride, b));
+        }
+        if (outcome == 0) {
+            hp_store_release_system(state, HP_TQ_UNPACKING);
+            if (t) t->unpack_start = hp_timer();
+        }
+    }
+    __syncthreads();
+    if (outcome != 0) {
+        if (threadIdx.x == 0) hp_store_release_system(state, outcome);
+        return;
+    }
+
+    hp_unpack_block(a.exchange, b);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (t) t->unpack_end = hp_timer();
+        hp_fence_system();
+        hp_store_release_system(state, HP_TQ_DONE);
+    }
 }
 
 #endif /* HP_KERNELS_CUH */

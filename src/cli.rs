@@ -20,6 +20,9 @@ pub enum Command {
     Info(InfoArgs),
     /// Run one variant of one strategy on one workload, verified and timed.
     Run(RunArgs),
+    /// Run many variants on many workloads in one job, interleaved run by run, with the
+    /// mpi-only floor; writes sweep.json and sweep.csv.
+    Sweep(SweepArgs),
 }
 
 /// Which backend runs the exchange.
@@ -80,7 +83,7 @@ pub struct RunArgs {
     /// Backend that runs the kernels and owns the memory.
     #[arg(long, value_enum, default_value = "host")]
     pub backend: BackendKind,
-    /// Variant, e.g. base-nb-wait, base-bl-test-nc.
+    /// Variant: base-{nb|bl}-{wait|test}[-nc], tq-{nb|bl}-{tq|pb}, tqm-{nb|bl}-{tq|pb}.
     #[arg(long, value_parser = parse_variant, default_value = "base-nb-wait")]
     pub variant: Variant,
     /// Workload: small, thesis-4, thesis-9, thesis-27, large.
@@ -104,6 +107,10 @@ pub struct RunArgs {
     /// Seconds any single wait may take before the run ends with a time-out error.
     #[arg(long, value_parser = parse_timeout, default_value = "10")]
     pub timeout: f64,
+    /// Bytes between the taskqueue's per-block flags: 128 keeps each on its own cache line
+    /// (thesis 3.6.3); 8 packs them densely. A multiple of 8.
+    #[arg(long, default_value_t = 128)]
+    pub flag_stride: u32,
     /// Inject a fault to test verification and time-outs: corrupt-recv=BLOCK, drop-send=BLOCK.
     #[arg(long, value_parser = parse_fault)]
     pub inject: Option<Fault>,
@@ -116,5 +123,107 @@ impl RunArgs {
             warmup: self.warmup,
             runs: self.runs,
         }
+    }
+}
+
+/// Variants named on the command line.
+#[derive(Debug, Clone)]
+pub struct VariantList(pub Vec<Variant>);
+
+/// Workloads named on the command line.
+#[derive(Debug, Clone)]
+pub struct WorkloadList(pub Vec<Workload>);
+
+/// Parses a variant list: `all`, `baseline`, `taskqueue`, or names separated by commas.
+pub fn parse_variant_list(s: &str) -> Result<VariantList, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        match item {
+            "all" => out.extend(Variant::all()),
+            "baseline" | "taskqueue" => {
+                out.extend(Variant::all().into_iter().filter(|v| v.strategy() == item))
+            }
+            name => out.push(parse_variant(name)?),
+        }
+    }
+    out.retain(|v| *v != Variant::MpiOnly);
+    let mut seen = Vec::new();
+    out.retain(|v| {
+        let new = !seen.contains(v);
+        seen.push(*v);
+        new
+    });
+    if out.is_empty() {
+        return Err("no variants named".into());
+    }
+    Ok(VariantList(out))
+}
+
+/// Parses a workload list separated by commas.
+pub fn parse_workload_list(s: &str) -> Result<WorkloadList, String> {
+    let list: Vec<Workload> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .map(parse_workload)
+        .collect::<Result<_, _>>()?;
+    if list.is_empty() {
+        return Err("no workloads named".into());
+    }
+    Ok(WorkloadList(list))
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Backend that runs the kernels and owns the memory.
+    #[arg(long, value_enum, default_value = "host")]
+    pub backend: BackendKind,
+    /// Variants: all, baseline, taskqueue, or names separated by commas. The mpi-only floor is
+    /// always added.
+    #[arg(long, value_parser = parse_variant_list, default_value = "all")]
+    pub variants: VariantList,
+    /// Workloads separated by commas.
+    #[arg(long, value_parser = parse_workload_list, default_value = "small,thesis-4,thesis-9,thesis-27,large")]
+    pub workloads: WorkloadList,
+    /// Built-in pattern or a pattern file.
+    #[arg(long, value_parser = parse_pattern, default_value = "pairwise")]
+    pub pattern: PatternSource,
+    /// Iterations per run, warm-up included.
+    #[arg(long, default_value_t = Protocol::default().iterations)]
+    pub iters: u32,
+    /// Warm-up iterations per run.
+    #[arg(long, default_value_t = Protocol::default().warmup)]
+    pub warmup: u32,
+    /// Runs of every variant on every workload, interleaved.
+    #[arg(long, default_value_t = Protocol::default().runs)]
+    pub runs: u32,
+    /// Directory for sweep.json and sweep.csv (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seconds any single wait may take before the sweep ends with a time-out error.
+    #[arg(long, value_parser = parse_timeout, default_value = "10")]
+    pub timeout: f64,
+    /// Bytes between the taskqueue's per-block flags (a multiple of 8).
+    #[arg(long, default_value_t = 128)]
+    pub flag_stride: u32,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl SweepArgs {
+    pub fn protocol(&self) -> Protocol {
+        Protocol {
+            iterations: self.iters,
+            warmup: self.warmup,
+            runs: self.runs,
+        }
+    }
+
+    /// The variants to run: the mpi-only floor first, then those named.
+    pub fn variant_list(&self) -> Vec<Variant> {
+        std::iter::once(Variant::MpiOnly)
+            .chain(self.variants.0.iter().copied())
+            .collect()
     }
 }

@@ -6,6 +6,7 @@
 //! result file format.
 
 pub mod provenance;
+pub mod report;
 pub mod results;
 
 pub use haloport_core as core;

@@ -9,7 +9,9 @@
 mod cli;
 mod commands;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -20,6 +22,8 @@ use cli::{Cli, Command};
 const EXIT_WRONG_DATA: u8 = 1;
 /// Exit code for bad input.
 const EXIT_USAGE: u8 = 2;
+/// How long a timed-out rank waits before aborting the job, so others can report too.
+const TIMEOUT_REPORT_GRACE: Duration = Duration::from_secs(2);
 /// Exit code (via MPI_Abort) for a failure of one rank.
 const EXIT_FAILURE: i32 = 3;
 
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 
     let cli = match Cli::try_parse() {
@@ -69,6 +74,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Info(args) => commands::info::run(&world, &args),
         Command::Run(args) => commands::run::run(&world, &args),
+        Command::Sweep(args) => commands::sweep::run(&world, &args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -102,6 +108,14 @@ fn fail(world: &SimpleCommunicator, e: anyhow::Error) -> ExitCode {
         eprintln!("error: {rank}{message}");
     }
     if world.size() > 1 {
+        // Ranks stuck on the same lost message time out within moments of each other: let
+        // them report their own time-outs before the abort ends them.
+        if matches!(
+            e.downcast_ref::<haloport::Error>(),
+            Some(haloport::Error::Timeout { .. })
+        ) {
+            std::thread::sleep(TIMEOUT_REPORT_GRACE);
+        }
         world.abort(EXIT_FAILURE);
     }
     ExitCode::from(EXIT_FAILURE as u8)

@@ -1,28 +1,32 @@
-//! The result file of `haloport run`: one self-describing JSON document per run command.
+//! Result files: one self-describing JSON document per `haloport run` and per `haloport sweep`.
 //!
-//! It carries what is needed to interpret it without the command line: build provenance, host,
-//! MPI library, backend and device, variant, workload, pattern, the protocol, every measured
-//! iteration time (per run), statistics, and the verification verdict with every recorded
-//! wrong value.
+//! Both carry a [`ResultHeader`] (build provenance, host, MPI library, backend and device,
+//! ranks, pattern, protocol, every rank's clock fit) and per (variant, workload) a
+//! [`VariantResult`] (every measured iteration time per run, statistics, verification with every
+//! recorded wrong value, timelines, event-loop profiles). A run's file flattens both into one
+//! object, so its keys (`variant`, `median_us`, `verified`, ...) sit at the top level.
 
 use haloport_core::clock::ClockFit;
 use haloport_core::measure::{Protocol, RankOutcome, WrongValue};
 use haloport_core::pattern::RankPattern;
 use haloport_core::stats::Summary;
+use haloport_core::strategy::EventProfile;
 use haloport_core::timeline::IterationTimeline;
 use haloport_core::{Coherence, DeviceInfo};
 use serde::Serialize;
 
 use crate::provenance::Provenance;
 
-/// Format version of [`RunResult`]; bumped when a key changes meaning.
-pub const RESULT_FORMAT: u32 = 1;
+/// Format version of the result files; bumped when a key changes meaning.
+pub const RESULT_FORMAT: u32 = 2;
 
-/// One `haloport run`, as written by rank 0.
+/// What every result file starts with.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunResult {
+pub struct ResultHeader {
     /// Format version.
     pub format: u32,
+    /// "run" or "sweep".
+    pub kind: &'static str,
     /// How the binary was built.
     pub build: Provenance,
     /// Host name of rank 0.
@@ -33,26 +37,39 @@ pub struct RunResult {
     pub backend: String,
     /// Rank 0's device.
     pub device: DeviceInfo,
-    /// Variant name, e.g. `base-nb-test`.
-    pub variant: String,
-    /// Strategy the variant belongs to.
-    pub strategy: String,
-    /// Workload name.
-    pub workload: String,
-    /// Pattern name or file.
-    pub pattern: String,
     /// Ranks in the job.
     pub ranks: i32,
-    /// Blocks per rank (rank 0's count).
-    pub blocks: usize,
-    /// Threads per block.
-    pub threads: u32,
+    /// Pattern name or file.
+    pub pattern: String,
     /// Iterations per run, warm-up included.
     pub iterations: u32,
     /// Warm-up iterations per run.
     pub warmup: u32,
     /// Runs.
     pub runs: u32,
+    /// Time-out of every wait, seconds.
+    pub timeout_s: f64,
+    /// Bytes between the taskqueue's per-block flags.
+    pub flag_stride: u32,
+    /// Injected fault, if any.
+    pub fault: Option<String>,
+    /// Each rank's clock fit (device timer to host clock), where one was made.
+    pub clock: Vec<Option<ClockFit>>,
+}
+
+/// One variant on one workload: times, statistics, verification, timelines.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantResult {
+    /// Variant name, e.g. `base-nb-test`.
+    pub variant: String,
+    /// Strategy the variant belongs to: "baseline", "taskqueue" or "reference".
+    pub strategy: String,
+    /// Workload name.
+    pub workload: String,
+    /// Blocks per rank (rank 0's count).
+    pub blocks: usize,
+    /// Threads per block.
+    pub threads: u32,
     /// Coherence of the send/receive buffers: asked for and served.
     pub buffers_requested: Coherence,
     /// See `buffers_requested`.
@@ -79,49 +96,123 @@ pub struct RunResult {
     pub errors: Vec<WrongValue>,
     /// Every rank's pattern as validated.
     pub patterns: Vec<RankPattern>,
-    /// Each rank's clock fit (device timer to host clock), where one was made.
-    pub clock: Vec<Option<ClockFit>>,
     /// Each rank's last run on the host clock: per measured iteration, per block, pack and unpack
-    /// start and end in microseconds since the iteration started.
+    /// start and end, and the CPU's events, in microseconds since the iteration started.
     pub timelines: Vec<Vec<IterationTimeline>>,
-    /// Time-out of every wait, seconds.
-    pub timeout_s: f64,
-    /// Injected fault, if any.
-    pub fault: Option<String>,
+    /// Each rank's event-loop profile (thesis 4.4), for strategies with an event loop.
+    pub profile: Vec<Option<EventProfile>>,
 }
 
-/// Verification over all ranks: (verified, checked, wrong, errors).
-pub fn verification(outcomes: &[RankOutcome]) -> (bool, u64, u64, Vec<WrongValue>) {
-    let checked = outcomes.iter().map(|o| o.checked).sum();
-    let wrong = outcomes.iter().map(|o| o.wrong).sum();
-    let errors: Vec<_> = outcomes.iter().flat_map(|o| o.errors.clone()).collect();
-    (wrong == 0 && checked > 0, checked, wrong, errors)
+impl VariantResult {
+    /// Builds the result of one variant on one workload from every rank's outcome.
+    pub fn from_outcomes(
+        variant: &haloport_core::Variant,
+        workload: haloport_core::Workload,
+        patterns: &[RankPattern],
+        outcomes: &[RankOutcome],
+        protocol: Protocol,
+        (requested, served): (Coherence, Coherence),
+    ) -> VariantResult {
+        let rank0 = &outcomes[0];
+        let stats = Summary::of(&rank0.iteration_us).unwrap_or(Summary {
+            count: 0,
+            median: 0.0,
+            mean: 0.0,
+            stddev: 0.0,
+            min: 0.0,
+            max: 0.0,
+        });
+        let checked = outcomes.iter().map(|o| o.checked).sum();
+        let wrong = outcomes.iter().map(|o| o.wrong).sum();
+        VariantResult {
+            variant: variant.name(),
+            strategy: variant.strategy().to_owned(),
+            workload: workload.name().to_owned(),
+            blocks: patterns[0].blocks.len(),
+            threads: workload.threads(),
+            buffers_requested: requested,
+            buffers_served: served,
+            iteration_us: rank0
+                .iteration_us
+                .chunks(protocol.measured() as usize)
+                .map(<[f64]>::to_vec)
+                .collect(),
+            median_us: stats.median,
+            mean_us: stats.mean,
+            stddev_us: stats.stddev,
+            min_us: stats.min,
+            max_us: stats.max,
+            verified: wrong == 0 && checked > 0,
+            checked,
+            wrong,
+            errors: outcomes.iter().flat_map(|o| o.errors.clone()).collect(),
+            patterns: patterns.to_vec(),
+            timelines: outcomes.iter().map(|o| o.timeline.clone()).collect(),
+            profile: outcomes.iter().map(|o| o.profile).collect(),
+        }
+    }
 }
 
-/// Splits rank 0's flat list of measured times into runs.
-pub fn per_run(outcome: &RankOutcome, protocol: Protocol) -> Vec<Vec<f64>> {
-    outcome
-        .iteration_us
-        .chunks(protocol.measured() as usize)
-        .map(<[f64]>::to_vec)
-        .collect()
+/// The file `haloport run --json` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// Build, host, device, protocol, clocks.
+    #[serde(flatten)]
+    pub header: ResultHeader,
+    /// The one variant's result.
+    #[serde(flatten)]
+    pub result: VariantResult,
 }
 
-/// Statistics of rank 0's times, or zeros when nothing was measured.
-pub fn summary(outcome: &RankOutcome) -> Summary {
-    Summary::of(&outcome.iteration_us).unwrap_or(Summary {
-        count: 0,
-        median: 0.0,
-        mean: 0.0,
-        stddev: 0.0,
-        min: 0.0,
-        max: 0.0,
-    })
+/// The file `haloport sweep` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepResult {
+    /// Build, host, device, protocol, clocks.
+    #[serde(flatten)]
+    pub header: ResultHeader,
+    /// Variants requested, in order (the `mpi-only` reference first).
+    pub variants: Vec<String>,
+    /// Workloads requested, in order.
+    pub workloads: Vec<String>,
+    /// One entry per (workload, variant).
+    pub results: Vec<VariantResult>,
+}
+
+impl SweepResult {
+    /// One CSV row per (variant, workload, run): the run's statistics over its measured
+    /// iterations, and the variant's verification verdict.
+    pub fn csv(&self) -> String {
+        let mut out = String::from(
+            "variant,strategy,workload,run,iterations,median_us,mean_us,stddev_us,min_us,max_us,verified\n",
+        );
+        for r in &self.results {
+            for (run, times) in r.iteration_us.iter().enumerate() {
+                if let Some(s) = Summary::of(times) {
+                    out.push_str(&format!(
+                        "{},{},{},{run},{},{:.3},{:.3},{:.3},{:.3},{:.3},{}\n",
+                        r.variant,
+                        r.strategy,
+                        r.workload,
+                        s.count,
+                        s.median,
+                        s.mean,
+                        s.stddev,
+                        s.min,
+                        s.max,
+                        r.verified
+                    ));
+                }
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use haloport_core::pattern::BuiltinPattern;
+    use haloport_core::{Variant, Workload};
 
     fn outcome(rank: i32, checked: u64, wrong: u64) -> RankOutcome {
         RankOutcome {
@@ -129,31 +220,47 @@ mod tests {
             iteration_us: vec![1.0, 2.0, 3.0, 4.0],
             checked,
             wrong,
-            errors: vec![],
             ..RankOutcome::default()
         }
     }
 
+    fn result(outcomes: &[RankOutcome]) -> VariantResult {
+        let protocol = Protocol {
+            iterations: 3,
+            warmup: 1,
+            runs: 2,
+        };
+        let patterns: Vec<_> = (0..outcomes.len() as i32)
+            .map(|r| {
+                BuiltinPattern::Ring
+                    .resolve(r, outcomes.len() as i32, &[1, 2])
+                    .expect("pattern")
+            })
+            .collect();
+        VariantResult::from_outcomes(
+            &Variant::MpiOnly,
+            Workload::Small,
+            &patterns,
+            outcomes,
+            protocol,
+            (Coherence::Coherent, Coherence::Coherent),
+        )
+    }
+
     #[test]
     fn verified_needs_checks_and_no_wrong_value_on_any_rank() {
-        assert!(verification(&[outcome(0, 10, 0), outcome(1, 10, 0)]).0);
-        assert!(!verification(&[outcome(0, 10, 0), outcome(1, 10, 1)]).0);
+        assert!(result(&[outcome(0, 10, 0), outcome(1, 10, 0)]).verified);
+        assert!(!result(&[outcome(0, 10, 0), outcome(1, 10, 1)]).verified);
         assert!(
-            !verification(&[outcome(0, 0, 0)]).0,
+            !result(&[outcome(0, 0, 0)]).verified,
             "nothing checked is not verified"
         );
     }
 
     #[test]
-    fn times_are_split_per_run() {
-        let p = Protocol {
-            iterations: 3,
-            warmup: 1,
-            runs: 2,
-        };
-        assert_eq!(
-            per_run(&outcome(0, 1, 0), p),
-            vec![vec![1.0, 2.0], vec![3.0, 4.0]]
-        );
+    fn times_are_split_per_run_and_summarised() {
+        let r = result(&[outcome(0, 1, 0)]);
+        assert_eq!(r.iteration_us, vec![vec![1.0, 2.0], vec![3.0, 4.0]]);
+        assert_eq!((r.median_us, r.min_us, r.max_us), (2.5, 1.0, 4.0));
     }
 }

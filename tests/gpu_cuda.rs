@@ -139,3 +139,99 @@ fn two_ranks_sharing_one_gpu_still_verify() {
     assert_eq!(job.code, Some(0), "{}", job.explain());
     assert!(job.stdout.contains("verified: true"), "{}", job.explain());
 }
+
+#[test]
+fn every_taskqueue_variant_verifies_on_cuda_with_its_events_counted() {
+    if !require_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    for variant in [
+        "tq-nb-tq",
+        "tq-nb-pb",
+        "tq-bl-tq",
+        "tq-bl-pb",
+        "tqm-nb-tq",
+        "tqm-nb-pb",
+        "tqm-bl-tq",
+        "tqm-bl-pb",
+    ] {
+        let json = dir.path().join(format!("{variant}.json"));
+        let job = mpirun(
+            2,
+            &[
+                "run",
+                "--backend",
+                "cuda",
+                "--variant",
+                variant,
+                "--workload",
+                "thesis-27",
+                "--runs",
+                "2",
+                "--json",
+                json.to_str().expect("utf-8 path"),
+            ],
+        );
+        assert_eq!(job.code, Some(0), "{variant}: {}", job.explain());
+        let r = read_json(&json);
+        assert_eq!(r["verified"], true, "{variant}");
+        assert_eq!(
+            r["checked"],
+            2 * 27 * 128 * 2 * 13,
+            "{variant}: checks performed"
+        );
+        let per_block = if variant.starts_with("tqm-") { 4 } else { 2 };
+        for profile in r["profile"].as_array().expect("profiles") {
+            assert_eq!(profile["events"], per_block * 27 * 2 * 10, "{variant}");
+        }
+        // In the persistent kernel every block unpacks after it packed, within its iteration.
+        for it in r["timelines"][0].as_array().expect("timeline") {
+            for b in it["blocks"].as_array().expect("blocks") {
+                let pack_end = b["pack_us"][1].as_f64().unwrap_or(f64::NAN);
+                let unpack_start = b["unpack_us"][0].as_f64().unwrap_or(f64::NAN);
+                assert!(pack_end <= unpack_start, "{variant}: {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_dropped_send_in_the_gpu_taskqueue_times_out_on_both_ranks() {
+    if !require_gpu() {
+        return;
+    }
+    let job = mpirun(
+        2,
+        &[
+            "run",
+            "--backend",
+            "cuda",
+            "--variant",
+            "tq-nb-pb",
+            "--workload",
+            "thesis-9",
+            "--runs",
+            "1",
+            "--inject",
+            "drop-send=3",
+            "--timeout",
+            "2",
+        ],
+    );
+    assert_ne!(job.code, Some(0), "{}", job.explain());
+    for (rank, peer) in [(0, 1), (1, 0)] {
+        let expected = format!(
+            "rank {rank}: timed out after 2.0 s in the taskqueue event loop (17 of 18 events): block 3: \
+             GPU waiting for its go flag (receive not arrived); CPU: its send dropped by fault \
+             injection, receive from rank {peer} not completed"
+        );
+        assert!(
+            job.stderr.contains(&expected),
+            "expected\n{expected}\n{}",
+            job.explain()
+        );
+    }
+    assert!(job.took.as_secs() < 20, "took {:?}", job.took);
+    println!("{}", job.stderr);
+}

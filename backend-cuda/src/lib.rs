@@ -315,6 +315,9 @@ impl Backend for CudaBackend {
                 Launch::ClockPingPong(args) => {
                     ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
                 }
+                Launch::Taskqueue(args) => {
+                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
+                }
                 other => Err(Error::Unsupported {
                     backend: "cuda",
                     what: format!("kernel {:?}", other.kernel()),

@@ -37,6 +37,7 @@ pub use stream::{HostEvent, HostStream};
 /// The host backend.
 pub struct HostBackend {
     info: DeviceInfo,
+    max_resident_blocks: u32,
 }
 
 impl HostBackend {
@@ -68,7 +69,15 @@ impl HostBackend {
                 coherence_kinds: vec![Coherence::Coherent],
                 driver: format!("haloport-host {}", env!("CARGO_PKG_VERSION")),
             },
+            max_resident_blocks: Self::MAX_RESIDENT_BLOCKS,
         })
+    }
+
+    /// Pretends the device holds at most `blocks` resident blocks, like a small GPU: for testing
+    /// how strategies treat occupancy limits.
+    pub fn with_max_resident_blocks(mut self, blocks: u32) -> HostBackend {
+        self.max_resident_blocks = blocks;
+        self
     }
 }
 
@@ -202,6 +211,7 @@ impl Backend for HostBackend {
                 HostLaunch::Exchange(launch.kernel(), *args)
             }
             Launch::ClockPingPong(args) => HostLaunch::ClockPingPong(*args),
+            Launch::Taskqueue(args) => HostLaunch::Taskqueue(*args),
             other => {
                 return Err(Error::Unsupported {
                     backend: "host",
@@ -225,7 +235,7 @@ impl Backend for HostBackend {
                 Self::MAX_THREADS_PER_BLOCK
             )));
         }
-        Ok(Self::MAX_RESIDENT_BLOCKS)
+        Ok(self.max_resident_blocks)
     }
 }
 

@@ -69,3 +69,130 @@ fn non_coherent_requests_are_served_as_coherent_and_say_so() {
     assert_eq!(m.coherence_requested(), Coherence::NonCoherent);
     assert_eq!(m.coherence_served(), Coherence::Coherent);
 }
+
+/// A transport that moves nothing: enough to set strategies up without MPI.
+struct NullTransport;
+
+impl haloport_core::transport::Transport for NullTransport {
+    fn rank(&self) -> i32 {
+        0
+    }
+    fn size(&self) -> i32 {
+        1
+    }
+    fn prepare(&mut self, _blocks: usize) -> haloport_core::Result<()> {
+        Ok(())
+    }
+    fn post_recv(
+        &mut self,
+        _: usize,
+        _: haloport_core::transport::HostRegion,
+        _: i32,
+    ) -> haloport_core::Result<()> {
+        Ok(())
+    }
+    fn send(
+        &mut self,
+        _: usize,
+        _: haloport_core::transport::HostRegion,
+        _: i32,
+        _: Instant,
+    ) -> haloport_core::Result<()> {
+        Ok(())
+    }
+    fn isend(
+        &mut self,
+        _: usize,
+        _: haloport_core::transport::HostRegion,
+        _: i32,
+    ) -> haloport_core::Result<()> {
+        Ok(())
+    }
+    fn wait_recvs(&mut self, _: Instant) -> haloport_core::Result<()> {
+        Ok(())
+    }
+    fn test_any_recv(&mut self) -> haloport_core::Result<Option<usize>> {
+        Ok(None)
+    }
+    fn pending_recvs(&self) -> usize {
+        0
+    }
+    fn wait_sends(&mut self, _: Instant) -> haloport_core::Result<()> {
+        Ok(())
+    }
+    fn barrier(&mut self, _: Instant) -> haloport_core::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_taskqueue_refuses_a_grid_that_cannot_be_resident_at_once() {
+    use haloport_core::pattern::BuiltinPattern;
+    use haloport_core::strategy::{ExchangeOptions, Taskqueue};
+    use haloport_core::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
+
+    let backend = HostBackend::new(0)
+        .expect("host backend")
+        .with_max_resident_blocks(3);
+    let pattern = BuiltinPattern::Ring
+        .resolve(0, 1, &[8, 8, 8, 8])
+        .expect("pattern");
+    let options = TaskqueueOptions {
+        send: SendMode::NonBlocking,
+        tasks: TaskPosting::Channel,
+        buffers: SendBuffers::ZeroCopy,
+    };
+    let result = Taskqueue::new(
+        &backend,
+        NullTransport,
+        &pattern,
+        128,
+        options,
+        ExchangeOptions::default(),
+    );
+    let err = result.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        err.contains("the taskqueue kernel needs all 4 blocks of 128 threads resident at once")
+            && err.contains("holds only 3"),
+        "{err}"
+    );
+    let fits = HostBackend::new(0)
+        .expect("host backend")
+        .with_max_resident_blocks(4);
+    assert!(Taskqueue::new(
+        &fits,
+        NullTransport,
+        &pattern,
+        128,
+        options,
+        ExchangeOptions::default()
+    )
+    .is_ok());
+}
+
+#[test]
+fn the_taskqueue_refuses_a_flag_stride_that_is_not_a_multiple_of_8() {
+    use haloport_core::pattern::BuiltinPattern;
+    use haloport_core::strategy::{ExchangeOptions, Taskqueue};
+    use haloport_core::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
+
+    let backend = HostBackend::new(0).expect("host backend");
+    let pattern = BuiltinPattern::Ring.resolve(0, 1, &[8]).expect("pattern");
+    let options = TaskqueueOptions {
+        send: SendMode::Blocking,
+        tasks: TaskPosting::Queue,
+        buffers: SendBuffers::Memcpy,
+    };
+    let exchange = ExchangeOptions {
+        flag_stride: 12,
+        ..ExchangeOptions::default()
+    };
+    let err = Taskqueue::new(&backend, NullTransport, &pattern, 16, options, exchange)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("flag stride 12 bytes: must be a multiple of 8"),
+        "{err}"
+    );
+}

@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::shared::{hp_exchange_args, hp_pingpong_args};
+use crate::shared::{hp_exchange_args, hp_pingpong_args, hp_taskqueue_args};
 
 /// Which kind of pinned host memory to allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -89,6 +89,9 @@ pub enum Kernel {
     Unpack,
     /// Play clock ping-pong with the CPU through pinned flags (SPEC 6), one thread.
     ClockPingPong,
+    /// The taskqueue's persistent kernel (thesis 3.4-3.5): per block, pack, post a task, wait for
+    /// the go flag, unpack. Its blocks wait for the CPU, so all must be resident at once.
+    Taskqueue,
 }
 
 impl Kernel {
@@ -98,11 +101,17 @@ impl Kernel {
             Kernel::Pack => "hp_pack",
             Kernel::Unpack => "hp_unpack",
             Kernel::ClockPingPong => "hp_clock_pingpong",
+            Kernel::Taskqueue => "hp_taskqueue",
         }
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 3] = [Kernel::Pack, Kernel::Unpack, Kernel::ClockPingPong];
+    pub const ALL: [Kernel; 4] = [
+        Kernel::Pack,
+        Kernel::Unpack,
+        Kernel::ClockPingPong,
+        Kernel::Taskqueue,
+    ];
 }
 
 /// A kernel launch with its argument, passed to the kernel by value.
@@ -115,6 +124,8 @@ pub enum Launch<'a> {
     Unpack(&'a hp_exchange_args),
     /// [`Kernel::ClockPingPong`].
     ClockPingPong(&'a hp_pingpong_args),
+    /// [`Kernel::Taskqueue`].
+    Taskqueue(&'a hp_taskqueue_args),
 }
 
 impl Launch<'_> {
@@ -124,6 +135,7 @@ impl Launch<'_> {
             Launch::Pack(_) => Kernel::Pack,
             Launch::Unpack(_) => Kernel::Unpack,
             Launch::ClockPingPong(_) => Kernel::ClockPingPong,
+            Launch::Taskqueue(_) => Kernel::Taskqueue,
         }
     }
 }

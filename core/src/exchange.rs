@@ -9,7 +9,7 @@
 
 #![allow(unsafe_code)]
 
-use crate::backend::{Backend, Coherence, PinnedMemory};
+use crate::backend::{Backend, Coherence, DeviceMemory, PinnedMemory};
 use crate::error::Result;
 use crate::pattern::RankPattern;
 use crate::shared::{hp_block, hp_block_check, hp_block_times, hp_exchange_args};
@@ -20,6 +20,7 @@ const ALIGN_ELEMS: usize = 64;
 
 /// Buffers and kernel tables for one rank's pattern.
 pub struct ExchangeBuffers<B: Backend> {
+    send_device: Option<B::DeviceMemory>,
     send: B::PinnedMemory,
     recv: B::PinnedMemory,
     table: B::PinnedMemory,
@@ -68,6 +69,7 @@ impl<B: Backend> ExchangeBuffers<B> {
             .zip(&offsets)
             .map(|(block, &off)| hp_block {
                 send: send.device_addr() + off as u64 * f64_bytes,
+                send_device: 0,
                 recv: recv.device_addr() + off as u64 * f64_bytes,
                 elems: block.elems,
                 source: block.source,
@@ -80,6 +82,7 @@ impl<B: Backend> ExchangeBuffers<B> {
             std::ptr::copy_nonoverlapping(entries.as_ptr(), table.host_ptr().cast::<hp_block>(), n);
         }
         Ok(ExchangeBuffers {
+            send_device: None,
             send,
             recv,
             table,
@@ -88,6 +91,43 @@ impl<B: Backend> ExchangeBuffers<B> {
             offsets,
             pattern: pattern.clone(),
         })
+    }
+
+    /// Adds a device-memory copy of the send buffers, same layout, and points every block's
+    /// `send_device` at its part (memcpy taskqueue, thesis 3.5).
+    ///
+    /// # Errors
+    /// The backend's allocation error.
+    pub fn attach_device_send(&mut self, backend: &B) -> Result<()> {
+        let device = backend.alloc_device(self.send.len_bytes())?;
+        let table = self.table.host_ptr().cast::<hp_block>();
+        for (b, &off) in self.offsets.iter().enumerate() {
+            let addr = device.device_addr() + (off * std::mem::size_of::<f64>()) as u64;
+            // SAFETY: the table holds one entry per block; no kernel runs while buffers are set
+            // up (&mut self).
+            unsafe { (*table.add(b)).send_device = addr };
+        }
+        self.send_device = Some(device);
+        Ok(())
+    }
+
+    /// The device copy of the send buffers, if attached.
+    pub fn device_send(&self) -> Option<&B::DeviceMemory> {
+        self.send_device.as_ref()
+    }
+
+    /// The pinned send buffers.
+    pub fn pinned_send(&self) -> &B::PinnedMemory {
+        &self.send
+    }
+
+    /// Byte offset and length of block `block`'s buffers inside their allocations.
+    pub fn byte_range(&self, block: usize) -> (usize, usize) {
+        let f64_bytes = std::mem::size_of::<f64>();
+        (
+            self.offsets[block] * f64_bytes,
+            self.pattern.blocks[block].elems as usize * f64_bytes,
+        )
     }
 
     /// The pattern these buffers were laid out for.

@@ -15,6 +15,7 @@ pub mod backend;
 pub mod clock;
 pub mod collective;
 pub mod conformance;
+pub mod control;
 pub mod error;
 pub mod exchange;
 pub mod measure;

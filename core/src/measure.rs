@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{host_now_ns, ClockFit};
 use crate::error::{Error, Result};
-use crate::strategy::Strategy;
+use crate::strategy::{EventProfile, Strategy};
 use crate::timeline::{convert, IterationTimeline, RawIteration};
 
 /// Most wrong-value records one rank keeps; all of them are counted.
@@ -107,9 +107,20 @@ pub struct RankOutcome {
     pub clock: Option<ClockFit>,
     /// The last run's measured iterations on the host clock, once the clock is attached.
     pub timeline: Vec<IterationTimeline>,
+    /// Event-loop profile over all measured iterations (strategies with an event loop).
+    pub profile: Option<EventProfile>,
 }
 
 impl RankOutcome {
+    /// An empty outcome for `rank`, with room for the protocol's measured iterations.
+    pub fn new(rank: i32, protocol: Protocol) -> RankOutcome {
+        RankOutcome {
+            rank,
+            iteration_us: Vec::with_capacity((protocol.runs * protocol.measured()) as usize),
+            ..RankOutcome::default()
+        }
+    }
+
     /// Attaches this rank's clock fit and converts the raw timeline with it.
     pub fn attach_clock(&mut self, fit: ClockFit) {
         self.timeline = convert(&self.raw_timeline, &fit);
@@ -118,9 +129,8 @@ impl RankOutcome {
     }
 }
 
-/// Runs the protocol on one rank. Every rank must call it with the same protocol.
-///
-/// `on_iteration` is called after every iteration (for progress displays).
+/// Runs the protocol on one rank: every run on the same strategy. Every rank must call it with
+/// the same protocol. `on_iteration(run, iteration)` is called after every iteration.
 ///
 /// # Errors
 /// The strategy's errors, which end the measurement at once.
@@ -131,53 +141,80 @@ pub fn measure(
     mut on_iteration: impl FnMut(u32, u32),
 ) -> Result<RankOutcome> {
     protocol.validate()?;
-    let mut outcome = RankOutcome {
-        rank,
-        iteration_us: Vec::with_capacity((protocol.runs * protocol.measured()) as usize),
-        ..RankOutcome::default()
-    };
-    // The first iteration's check records start zeroed; clear anything a previous user left.
-    strategy.take_checks();
+    let mut outcome = RankOutcome::new(rank, protocol);
     for run in 0..protocol.runs {
-        for it in 0..protocol.iterations {
-            let global = run * protocol.iterations + it;
-            let start = host_now_ns();
-            strategy.iteration(global)?;
-            let end = host_now_ns();
-            let measured = it >= protocol.warmup;
-            if measured {
-                outcome.iteration_us.push((end - start) as f64 / 1e3);
-            }
-            if measured && run + 1 == protocol.runs {
-                outcome.raw_timeline.push(RawIteration {
-                    iteration: it,
-                    cpu_start_ns: start,
-                    cpu_end_ns: end,
-                    device: RawIteration::device_stamps(&strategy.device_times()),
-                });
-            }
-            for (block, check) in strategy.take_checks().into_iter().enumerate() {
-                outcome.checked += u64::from(check.checked);
-                if check.wrong > 0 {
-                    outcome.wrong += u64::from(check.wrong);
-                    if outcome.errors.len() < MAX_RECORDED_ERRORS {
-                        outcome.errors.push(WrongValue {
-                            rank,
-                            block,
-                            run,
-                            iteration: it,
-                            index: check.first_index,
-                            expected: check.first_expected,
-                            found: check.first_found,
-                            wrong_in_block: check.wrong,
-                        });
-                    }
-                }
-            }
-            on_iteration(run, it);
-        }
+        measure_run(strategy, &mut outcome, protocol, run, &mut on_iteration)?;
     }
     Ok(outcome)
+}
+
+/// Runs run `run` of the protocol on `strategy`, adding to `outcome`. A sweep calls this with
+/// a fresh strategy per run, interleaving variants between runs.
+///
+/// # Errors
+/// The strategy's errors, which end the measurement at once.
+pub fn measure_run(
+    strategy: &mut dyn Strategy,
+    outcome: &mut RankOutcome,
+    protocol: Protocol,
+    run: u32,
+    on_iteration: &mut dyn FnMut(u32, u32),
+) -> Result<()> {
+    let rank = outcome.rank;
+    // The first iteration's check records start zeroed; clear anything a previous user left.
+    strategy.take_checks();
+    for it in 0..protocol.iterations {
+        // Global iteration numbers run on across runs: a stale buffer never holds the value
+        // the current iteration expects.
+        let global = run * protocol.iterations + it;
+        strategy.prepare(global)?;
+        let start = host_now_ns();
+        strategy.iteration(global)?;
+        let end = host_now_ns();
+        let measured = it >= protocol.warmup;
+        if measured {
+            outcome.iteration_us.push((end - start) as f64 / 1e3);
+        }
+        if measured && run + 1 == protocol.runs {
+            outcome.raw_timeline.push(RawIteration {
+                iteration: it,
+                cpu_start_ns: start,
+                cpu_end_ns: end,
+                device: RawIteration::device_stamps(&strategy.device_times()),
+                cpu: strategy.take_cpu_events(),
+            });
+        }
+        // Events of iterations not kept are taken and dropped, so they never pile up.
+        strategy.take_cpu_events();
+        if let Some(profile) = strategy.take_profile() {
+            if measured {
+                outcome
+                    .profile
+                    .get_or_insert_with(EventProfile::default)
+                    .merge(&profile);
+            }
+        }
+        for (block, check) in strategy.take_checks().into_iter().enumerate() {
+            outcome.checked += u64::from(check.checked);
+            if check.wrong > 0 {
+                outcome.wrong += u64::from(check.wrong);
+                if outcome.errors.len() < MAX_RECORDED_ERRORS {
+                    outcome.errors.push(WrongValue {
+                        rank,
+                        block,
+                        run,
+                        iteration: it,
+                        index: check.first_index,
+                        expected: check.first_expected,
+                        found: check.first_found,
+                        wrong_in_block: check.wrong,
+                    });
+                }
+            }
+        }
+        on_iteration(run, it);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,6 +9,66 @@ use serde::{Deserialize, Serialize};
 use crate::clock::ClockFit;
 use crate::shared::hp_block_times;
 
+/// Something the CPU did or saw during an iteration (SPEC 6: CPU events with their block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum CpuEventKind {
+    /// A kernel launch was queued.
+    Launch,
+    /// The pack kernel completed (baseline).
+    PackDone,
+    /// A block's H2D copy completed; the block may pack (memcpy taskqueue).
+    CopyInDone,
+    /// A block's task arrived from the GPU (taskqueue).
+    Task,
+    /// A block's D2H copy completed (memcpy taskqueue).
+    CopyOutDone,
+    /// A block's send was posted (MPI_Isend) or completed (MPI_Send).
+    Send,
+    /// A block's receive completed (or, with MPI_Waitall, all of them).
+    Recv,
+    /// All kernels of the iteration completed.
+    KernelsDone,
+    /// Non-blocking sends completed.
+    SendsDone,
+    /// The closing barrier passed.
+    Barrier,
+}
+
+/// A CPU event with its block, stamped on the host clock ([`crate::clock::host_now_ns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuEvent {
+    /// What happened.
+    pub kind: CpuEventKind,
+    /// The block it concerns, if one.
+    pub block: Option<u32>,
+    /// When, host nanoseconds.
+    pub at_ns: u64,
+}
+
+impl CpuEvent {
+    /// An event now.
+    pub fn now(kind: CpuEventKind, block: Option<usize>) -> CpuEvent {
+        CpuEvent {
+            kind,
+            block: block.map(|b| b as u32),
+            at_ns: crate::clock::host_now_ns(),
+        }
+    }
+}
+
+/// A CPU event on an iteration's timeline, microseconds since the iteration started.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimedCpuEvent {
+    /// What happened.
+    pub kind: CpuEventKind,
+    /// The block it concerns, if one.
+    pub block: Option<u32>,
+    /// When, microseconds since the iteration started.
+    pub at_us: f64,
+}
+
 /// One iteration as measured: host stamps around it, device stamps per block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RawIteration {
@@ -20,6 +80,8 @@ pub struct RawIteration {
     pub cpu_end_ns: u64,
     /// Per block: pack start, pack end, unpack start, unpack end, in device ticks.
     pub device: Vec<[u64; 4]>,
+    /// What the CPU did, in order.
+    pub cpu: Vec<CpuEvent>,
 }
 
 impl RawIteration {
@@ -50,6 +112,8 @@ pub struct IterationTimeline {
     pub duration_us: f64,
     /// Per block, in block order.
     pub blocks: Vec<BlockPhases>,
+    /// CPU events, in order.
+    pub cpu: Vec<TimedCpuEvent>,
 }
 
 /// Converts raw iterations to host-clock timelines with `fit`.
@@ -67,6 +131,15 @@ pub fn convert(raw: &[RawIteration], fit: &ClockFit) -> Vec<IterationTimeline> {
                     .map(|d| BlockPhases {
                         pack_us: [us(d[0]), us(d[1])],
                         unpack_us: [us(d[2]), us(d[3])],
+                    })
+                    .collect(),
+                cpu: it
+                    .cpu
+                    .iter()
+                    .map(|e| TimedCpuEvent {
+                        kind: e.kind,
+                        block: e.block,
+                        at_us: (e.at_ns as f64 - start) / 1e3,
                     })
                     .collect(),
             }
@@ -102,6 +175,11 @@ mod tests {
                 offset + 30_000,
                 offset + 31_000,
             ]],
+            cpu: vec![CpuEvent {
+                kind: CpuEventKind::Recv,
+                block: Some(0),
+                at_ns: 25_000,
+            }],
         };
         let t = convert(&[raw], &fit);
         assert_eq!(t[0].iteration, 4);
@@ -112,5 +190,7 @@ mod tests {
             "{b:?}"
         );
         assert!((b.unpack_us[0] - 20.0).abs() < 1e-6 && (b.unpack_us[1] - 21.0).abs() < 1e-6);
+        assert_eq!(t[0].cpu[0].block, Some(0));
+        assert!((t[0].cpu[0].at_us - 15.0).abs() < 1e-9);
     }
 }

@@ -1,6 +1,7 @@
 //! Variant names and what they select (SPEC 4): the strategy and its options.
 //!
-//! Names follow the thesis's figures: `base-{nb|bl}-{wait|test}[-nc]`. Parsing is the only way
+//! Names follow the thesis's figures: `base-{nb|bl}-{wait|test}[-nc]`, `tq-{nb|bl}-{tq|pb}`
+//! (zero-copy taskqueue) and `tqm-{nb|bl}-{tq|pb}` (memcpy taskqueue). Parsing is the only way
 //! from a user's string to a variant, so every output uses the same spelling.
 
 use std::fmt;
@@ -42,16 +43,52 @@ pub struct BaselineOptions {
     pub buffers: Coherence,
 }
 
+/// How taskqueue blocks tell the CPU they packed (thesis 3.4.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskPosting {
+    /// One task queue: blocks append under a GPU-side lock with atomics; the CPU reads the head.
+    Queue,
+    /// One flag per block: no atomics; the CPU scans every block's flag.
+    Channel,
+}
+
+/// Where taskqueue blocks pack (thesis 3.2.1, 3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SendBuffers {
+    /// Straight into the pinned send buffer (zero-copy).
+    ZeroCopy,
+    /// Into device memory, between a CPU-issued H2D copy and a D2H copy on a per-block stream.
+    Memcpy,
+}
+
+/// The options of the taskqueue strategy (thesis table 3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct TaskqueueOptions {
+    /// Blocking or non-blocking sends.
+    pub send: SendMode,
+    /// Task queue or per-block channel.
+    pub tasks: TaskPosting,
+    /// Zero-copy or memcpy send buffers.
+    pub buffers: SendBuffers,
+}
+
 /// One variant of one strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Variant {
     /// The baseline: pack kernel, MPI, unpack kernel (thesis 3.3).
     Baseline(BaselineOptions),
+    /// The taskqueue: one persistent kernel calling back to the CPU (thesis 3.4, 3.5).
+    Taskqueue(TaskqueueOptions),
+    /// The reference floor: the same messages between host buffers, no GPU (`mpi-only`).
+    MpiOnly,
 }
 
 impl Variant {
-    /// Every variant haloport implements, in the order outputs list them.
+    /// Every exchange variant haloport implements (not the `mpi-only` reference), in the order
+    /// outputs list them.
     pub fn all() -> Vec<Variant> {
         let mut all = Vec::new();
         for buffers in [Coherence::Coherent, Coherence::NonCoherent] {
@@ -65,17 +102,41 @@ impl Variant {
                 }
             }
         }
+        for buffers in [SendBuffers::ZeroCopy, SendBuffers::Memcpy] {
+            for send in [SendMode::NonBlocking, SendMode::Blocking] {
+                for tasks in [TaskPosting::Queue, TaskPosting::Channel] {
+                    all.push(Variant::Taskqueue(TaskqueueOptions {
+                        send,
+                        tasks,
+                        buffers,
+                    }));
+                }
+            }
+        }
         all
     }
 
     /// The name used on the command line and in every output.
     pub fn name(&self) -> String {
+        let send_name = |send: SendMode| match send {
+            SendMode::NonBlocking => "nb",
+            SendMode::Blocking => "bl",
+        };
         match self {
-            Variant::Baseline(o) => {
-                let send = match o.send {
-                    SendMode::NonBlocking => "nb",
-                    SendMode::Blocking => "bl",
+            Variant::MpiOnly => "mpi-only".to_owned(),
+            Variant::Taskqueue(o) => {
+                let prefix = match o.buffers {
+                    SendBuffers::ZeroCopy => "tq",
+                    SendBuffers::Memcpy => "tqm",
                 };
+                let tasks = match o.tasks {
+                    TaskPosting::Queue => "tq",
+                    TaskPosting::Channel => "pb",
+                };
+                format!("{prefix}-{}-{tasks}", send_name(o.send))
+            }
+            Variant::Baseline(o) => {
+                let send = send_name(o.send);
                 let wait = match o.wait {
                     WaitMode::WaitAll => "wait",
                     WaitMode::TestAny => "test",
@@ -93,6 +154,17 @@ impl Variant {
     pub fn strategy(&self) -> &'static str {
         match self {
             Variant::Baseline(_) => "baseline",
+            Variant::Taskqueue(_) => "taskqueue",
+            Variant::MpiOnly => "reference",
+        }
+    }
+
+    /// How this variant sends.
+    pub fn send_mode(&self) -> SendMode {
+        match self {
+            Variant::Baseline(o) => o.send,
+            Variant::Taskqueue(o) => o.send,
+            Variant::MpiOnly => SendMode::NonBlocking,
         }
     }
 }
@@ -113,11 +185,15 @@ impl FromStr for Variant {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
+        if s == "mpi-only" {
+            return Ok(Variant::MpiOnly);
+        }
         Variant::all()
             .into_iter()
             .find(|v| v.name() == s)
             .ok_or_else(|| {
-                let known: Vec<_> = Variant::all().iter().map(Variant::name).collect();
+                let mut known: Vec<_> = Variant::all().iter().map(Variant::name).collect();
+                known.push(Variant::MpiOnly.name());
                 Error::InvalidInput(format!(
                     "unknown variant '{s}'; known variants: {}",
                     known.join(", ")
@@ -131,15 +207,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn there_are_eight_baseline_variants_with_distinct_names() {
+    fn there_are_eight_baseline_and_eight_taskqueue_variants_with_distinct_names() {
         let names: Vec<_> = Variant::all().iter().map(Variant::name).collect();
-        assert_eq!(names.len(), 8);
+        assert_eq!(names.len(), 16);
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
-        assert_eq!(unique.len(), 8);
-        assert!(names.contains(&"base-nb-wait".to_owned()));
-        assert!(names.contains(&"base-bl-test-nc".to_owned()));
+        assert_eq!(unique.len(), 16);
+        for name in [
+            "base-nb-wait",
+            "base-bl-test-nc",
+            "tq-nb-tq",
+            "tq-bl-pb",
+            "tqm-nb-pb",
+            "tqm-bl-tq",
+        ] {
+            assert!(names.contains(&name.to_owned()), "{name}");
+        }
+        let strategies = Variant::all()
+            .iter()
+            .filter(|v| v.strategy() == "taskqueue")
+            .count();
+        assert_eq!(strategies, 8);
     }
 
     #[test]
@@ -153,6 +242,12 @@ mod tests {
         assert_eq!(o.send, SendMode::Blocking);
         assert_eq!(o.wait, WaitMode::TestAny);
         assert_eq!(o.buffers, Coherence::NonCoherent);
+        let Ok(Variant::Taskqueue(t)) = "tqm-bl-pb".parse::<Variant>() else {
+            panic!("tqm-bl-pb must parse");
+        };
+        assert_eq!(t.send, SendMode::Blocking);
+        assert_eq!(t.tasks, TaskPosting::Channel);
+        assert_eq!(t.buffers, SendBuffers::Memcpy);
     }
 
     #[test]

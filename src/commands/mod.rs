@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
+pub mod exchange;
 pub mod info;
 pub mod run;
+pub mod sweep;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 

@@ -4,215 +4,138 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use haloport::core::clock::{ping_pong, ClockFit};
-use haloport::core::collective::{agree_on_pattern, all_gather};
-use haloport::core::measure::{measure, RankOutcome, WrongValue};
+use haloport::core::collective::agree_on_pattern;
+use haloport::core::measure::measure;
 use haloport::core::pattern::RankPattern;
 use haloport::core::stats::Summary;
-use haloport::core::strategy::{Baseline, ExchangeOptions, Strategy};
+use haloport::core::strategy::ExchangeOptions;
 use haloport::core::timeline::BlockPhases;
-use haloport::core::transport::mpi::MpiTransport;
-use haloport::core::{Backend, Coherence, Error, Variant};
-use haloport::provenance::provenance;
-use haloport::results::{per_run, summary, verification, RunResult, RESULT_FORMAT};
+use haloport::core::{Backend, Error};
+use haloport::results::{RunResult, VariantResult};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
 
-use crate::cli::{BackendKind, RunArgs};
-use crate::commands::{host_name, local_rank, mpi_library};
-
-/// Ping-pong samples taken before and after the measurement, each (SPEC 6).
-const CLOCK_SAMPLES: u32 = 16;
+use crate::cli::RunArgs;
+use crate::commands::exchange::{
+    dispatch, gather_outcomes, header, make_strategy, write_json, ClockAlignment, OnBackend,
+};
+use crate::commands::local_rank;
 
 pub fn run(world: &SimpleCommunicator, args: &RunArgs) -> anyhow::Result<()> {
-    let rank = world.rank();
     args.protocol().validate()?;
     let elems = args.workload.block_elems();
-    let mine = args.pattern.resolve(rank, world.size(), &elems);
+    let mine = args.pattern.resolve(world.rank(), world.size(), &elems);
     let patterns = agree_on_pattern(world, mine)?;
-    let local = local_rank(world);
-    match args.backend {
-        BackendKind::Host => {
-            #[cfg(feature = "host")]
-            return execute(
-                &haloport::host::HostBackend::new(local)?,
-                world,
-                args,
-                &patterns,
-            );
-        }
-        BackendKind::Cuda => {
-            #[cfg(feature = "cuda")]
-            return execute(
-                &haloport::cuda::CudaBackend::new(local)?,
-                world,
-                args,
-                &patterns,
-            );
-        }
-        BackendKind::Hip => {}
-    }
-    let _ = (local, &patterns);
-    Err(not_built(args.backend).into())
+    dispatch(
+        args.backend,
+        local_rank(world),
+        RunOne {
+            world,
+            args,
+            patterns: &patterns,
+        },
+    )
 }
 
-/// The error for a backend this binary cannot run.
-pub fn not_built(kind: BackendKind) -> Error {
-    let built = env!("HALOPORT_BACKENDS");
-    Error::InvalidInput(format!(
-        "the {} backend is not available in this binary (built with: {built}); the host backend runs everywhere",
-        kind.name()
-    ))
+struct RunOne<'a> {
+    world: &'a SimpleCommunicator,
+    args: &'a RunArgs,
+    patterns: &'a [RankPattern],
 }
 
-fn make_strategy<'b, B: Backend>(
-    backend: &'b B,
-    world: &SimpleCommunicator,
-    args: &RunArgs,
-    pattern: &RankPattern,
-) -> anyhow::Result<Box<dyn Strategy + 'b>> {
-    let transport = MpiTransport::new(world)?;
-    let exchange = ExchangeOptions {
-        timeout: Duration::from_secs_f64(args.timeout),
-        fault: args.inject,
-    };
-    let threads = args.workload.threads();
-    match args.variant {
-        Variant::Baseline(options) => Ok(Box::new(Baseline::new(
-            backend, transport, pattern, threads, options, exchange,
-        )?)),
-        other => Err(Error::InvalidInput(format!("variant {other} has no strategy yet")).into()),
-    }
-}
-
-fn execute<B: Backend>(
-    backend: &B,
-    world: &SimpleCommunicator,
-    args: &RunArgs,
-    patterns: &[RankPattern],
-) -> anyhow::Result<()> {
-    let rank = world.rank();
-    let protocol = args.protocol();
-    let pattern = &patterns[rank as usize];
-    let timeout = Duration::from_secs_f64(args.timeout);
-    let mut clock_samples =
-        ping_pong(backend, CLOCK_SAMPLES, timeout).context("aligning clocks before the run")?;
-    let (mut outcome, coherence) = {
-        let mut strategy = make_strategy(backend, world, args, pattern).with_context(|| {
-            format!(
-                "setting up {} on the {} backend",
-                args.variant,
-                backend.name()
-            )
-        })?;
-        world.barrier();
-        let outcome = measure(strategy.as_mut(), rank, protocol, |_, _| {})
-            .with_context(|| format!("running {}", args.variant))?;
-        (outcome, strategy.buffer_coherence())
-    };
-    clock_samples.extend(
-        ping_pong(backend, CLOCK_SAMPLES, timeout).context("aligning clocks after the run")?,
-    );
-    match ClockFit::fit(&clock_samples) {
-        Some(fit) => outcome.attach_clock(fit),
-        None => tracing::warn!(
-            "rank {rank}: no clock fit through {} samples",
-            clock_samples.len()
-        ),
-    }
-    let outcomes = all_gather(world, Ok(outcome), |r, msg| {
-        Error::InvalidInput(format!("rank {r} could not report its results: {msg}"))
-    })?;
-    let (verified, checked, wrong, errors) = verification(&outcomes);
-    if rank == 0 {
-        let result = build_result(
-            backend,
+impl OnBackend for RunOne<'_> {
+    fn run<B: Backend>(self, backend: &B) -> anyhow::Result<()> {
+        let RunOne {
+            world,
             args,
             patterns,
-            &outcomes,
-            coherence,
-            (verified, checked, wrong, errors),
-        );
-        print_summary(&result);
-        if let Some(path) = &args.json {
-            let text = serde_json::to_string_pretty(&result)?;
-            std::fs::write(path, text + "\n").map_err(|source| Error::Io {
-                path: path.display().to_string(),
-                source,
+        } = self;
+        let rank = world.rank();
+        let protocol = args.protocol();
+        let exchange = ExchangeOptions {
+            timeout: Duration::from_secs_f64(args.timeout),
+            fault: args.inject,
+            flag_stride: args.flag_stride,
+        };
+        let clock = ClockAlignment::start(backend, exchange.timeout)?;
+        let (mut outcome, coherence) = {
+            let mut strategy = make_strategy(
+                backend,
+                world,
+                args.variant,
+                args.workload.threads(),
+                &patterns[rank as usize],
+                exchange,
+            )
+            .with_context(|| {
+                format!(
+                    "setting up {} on the {} backend",
+                    args.variant,
+                    backend.name()
+                )
             })?;
-            println!("result written to {}", path.display());
+            world.barrier();
+            let outcome = measure(strategy.as_mut(), rank, protocol, |_, _| {})
+                .with_context(|| format!("running {}", args.variant))?;
+            (outcome, strategy.buffer_coherence())
+        };
+        let fit = clock.finish(backend, rank)?;
+        if let Some(fit) = fit {
+            outcome.attach_clock(fit);
         }
-    }
-    if !verified {
-        return Err(Error::VerificationFailed(format!(
-            "{wrong} of {checked} checked elements were wrong"
-        ))
-        .into());
-    }
-    Ok(())
-}
-
-fn build_result<B: Backend>(
-    backend: &B,
-    args: &RunArgs,
-    patterns: &[RankPattern],
-    outcomes: &[RankOutcome],
-    (buffers, served): (Coherence, Coherence),
-    (verified, checked, wrong, errors): (bool, u64, u64, Vec<WrongValue>),
-) -> RunResult {
-    let protocol = args.protocol();
-    let rank0 = &outcomes[0];
-    let stats = summary(rank0);
-    RunResult {
-        format: RESULT_FORMAT,
-        build: provenance(),
-        host: host_name(),
-        mpi_library: mpi_library(),
-        backend: backend.name().to_owned(),
-        device: backend.device_info().clone(),
-        variant: args.variant.name(),
-        strategy: args.variant.strategy().to_owned(),
-        workload: args.workload.name().to_owned(),
-        pattern: args.pattern.name(),
-        ranks: patterns.len() as i32,
-        blocks: patterns[0].blocks.len(),
-        threads: args.workload.threads(),
-        iterations: protocol.iterations,
-        warmup: protocol.warmup,
-        runs: protocol.runs,
-        buffers_requested: buffers,
-        buffers_served: served,
-        iteration_us: per_run(rank0, protocol),
-        median_us: stats.median,
-        mean_us: stats.mean,
-        stddev_us: stats.stddev,
-        min_us: stats.min,
-        max_us: stats.max,
-        verified,
-        checked,
-        wrong,
-        errors,
-        patterns: patterns.to_vec(),
-        clock: outcomes.iter().map(|o| o.clock).collect(),
-        timelines: outcomes.iter().map(|o| o.timeline.clone()).collect(),
-        timeout_s: args.timeout,
-        fault: args.inject.map(|f| f.to_string()),
+        let outcomes = gather_outcomes(world, outcome)?;
+        let result = RunResult {
+            header: header(
+                backend,
+                "run",
+                world.size(),
+                args.pattern.name(),
+                protocol,
+                &exchange,
+                outcomes.iter().map(|o| o.clock).collect(),
+            ),
+            result: VariantResult::from_outcomes(
+                &args.variant,
+                args.workload,
+                patterns,
+                &outcomes,
+                protocol,
+                coherence,
+            ),
+        };
+        if rank == 0 {
+            print_summary(&result);
+            if let Some(path) = &args.json {
+                write_json(path, &result, true)?;
+                println!("result written to {}", path.display());
+            }
+        }
+        let r = &result.result;
+        if !r.verified {
+            return Err(Error::VerificationFailed(format!(
+                "{} of {} checked elements were wrong",
+                r.wrong, r.checked
+            ))
+            .into());
+        }
+        Ok(())
     }
 }
 
-fn print_summary(r: &RunResult) {
+fn print_summary(run: &RunResult) {
+    let (h, r) = (&run.header, &run.result);
     let bytes: u64 = r.patterns[0].blocks.iter().map(|b| b.elems * 8).sum();
     println!(
         "haloport run: {} on {} ({}), workload {} ({} blocks x {} threads, {:.2} MB per rank and direction), pattern {}, {} ranks",
         r.variant,
-        r.backend,
-        r.device.name,
+        h.backend,
+        h.device.name,
         r.workload,
         r.blocks,
         r.threads,
         bytes as f64 / 1e6,
-        r.pattern,
-        r.ranks
+        h.pattern,
+        h.ranks
     );
     if r.buffers_requested != r.buffers_served {
         println!(
@@ -223,16 +146,24 @@ fn print_summary(r: &RunResult) {
     let measured: usize = r.iteration_us.iter().map(Vec::len).sum();
     println!(
         "protocol: {} runs x {} iterations ({} warm-up): {measured} measured iterations",
-        r.runs, r.iterations, r.warmup
+        h.runs, h.iterations, h.warmup
     );
     println!(
         "time per iteration (rank 0): median {:.1} us, mean {:.1} us, stddev {:.1} us, min {:.1} us, max {:.1} us",
         r.median_us, r.mean_us, r.stddev_us, r.min_us, r.max_us
     );
-    print_device_phases(r);
+    print_device_phases(run);
+    if let Some(Some(p)) = r.profile.first() {
+        println!(
+            "event loop (rank 0, measured iterations): {} events, {:.1} % right after another event, at most {} in a row",
+            p.events,
+            100.0 * p.chained_share(),
+            p.max_in_row
+        );
+    }
     println!(
         "verified: {} ({} elements checked on {} ranks, {} wrong)",
-        r.verified, r.checked, r.ranks, r.wrong
+        r.verified, r.checked, h.ranks, r.wrong
     );
     for e in r.errors.iter().take(10) {
         println!(
@@ -246,11 +177,17 @@ fn print_summary(r: &RunResult) {
 }
 
 /// Rank 0's kernel phases over the last run, from the device timeline, and its clock fit.
-fn print_device_phases(r: &RunResult) {
-    let (Some(Some(fit)), Some(timeline)) = (r.clock.first(), r.timelines.first()) else {
+fn print_device_phases(run: &RunResult) {
+    let (Some(Some(fit)), Some(timeline)) =
+        (run.header.clock.first(), run.result.timelines.first())
+    else {
         println!("device timeline: none (no clock fit)");
         return;
     };
+    if timeline.iter().all(|it| it.blocks.is_empty()) {
+        println!("device timeline: none (no kernels in this variant)");
+        return;
+    }
     let phase = |pick: fn(&BlockPhases) -> [f64; 2]| {
         let spans: Vec<f64> = timeline
             .iter()

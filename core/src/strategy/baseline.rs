@@ -17,7 +17,8 @@ use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
 use crate::shared::{hp_block_check, hp_block_times};
-use crate::strategy::{ExchangeOptions, Fault, Strategy};
+use crate::strategy::{EventProfile, ExchangeOptions, Fault, Strategy};
+use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
 use crate::variant::{BaselineOptions, SendMode, WaitMode};
 
@@ -32,6 +33,7 @@ pub struct Baseline<'b, B: Backend, T: Transport> {
     options: BaselineOptions,
     exchange: ExchangeOptions,
     dims: LaunchDims,
+    events: Vec<CpuEvent>,
 }
 
 impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
@@ -69,6 +71,7 @@ impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
             backend,
             options,
             exchange,
+            events: Vec::with_capacity(8),
         })
     }
 
@@ -91,7 +94,11 @@ impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
         let mut received = vec![false; self.buffers.blocks()];
         while self.transport.pending_recvs() > 0 {
             match self.transport.test_any_recv()? {
-                Some(block) => received[block] = true,
+                Some(block) => {
+                    received[block] = true;
+                    self.events
+                        .push(CpuEvent::now(CpuEventKind::Recv, Some(block)));
+                }
                 None if Instant::now() >= deadline => {
                     return Err(Error::Timeout {
                         rank: Some(self.transport.rank()),
@@ -114,6 +121,7 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         let rank = self.transport.rank();
         let blocks = self.buffers.blocks();
         let args = self.buffers.kernel_args(rank, iteration);
+        let event = |kind, block| CpuEvent::now(kind, block);
 
         // SAFETY: args points into self.buffers' allocations, which outlive the kernel: the
         // stream is synchronized below before the buffers can be touched or dropped.
@@ -121,6 +129,7 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
             self.backend
                 .launch(Launch::Pack(&args), self.dims, &self.stream)?
         };
+        self.events.push(event(CpuEventKind::Launch, None));
         for b in 0..blocks {
             let source = self.buffers.pattern().blocks[b].source;
             self.transport
@@ -129,6 +138,7 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         self.backend
             .stream_synchronize(&self.stream, self.deadline())
             .map_err(|e| e.on_rank(rank))?;
+        self.events.push(event(CpuEventKind::PackDone, None));
 
         for b in 0..blocks {
             if self.exchange.drops_send(b) {
@@ -143,11 +153,13 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
                 }
                 SendMode::NonBlocking => self.transport.isend(b, region, dest)?,
             }
+            self.events.push(event(CpuEventKind::Send, Some(b)));
         }
         match self.options.wait {
             WaitMode::WaitAll => {
                 let deadline = self.deadline();
                 self.transport.wait_recvs(deadline)?;
+                self.events.push(event(CpuEventKind::Recv, None));
             }
             WaitMode::TestAny => self.test_any_until_all_received()?,
         }
@@ -163,15 +175,20 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
             self.backend
                 .launch(Launch::Unpack(&args), self.dims, &self.stream)?
         };
+        self.events.push(event(CpuEventKind::Launch, None));
         if self.options.send == SendMode::NonBlocking {
             let deadline = self.deadline();
             self.transport.wait_sends(deadline)?;
+            self.events.push(event(CpuEventKind::SendsDone, None));
         }
         self.backend
             .stream_synchronize(&self.stream, self.deadline())
             .map_err(|e| e.on_rank(rank))?;
+        self.events.push(event(CpuEventKind::KernelsDone, None));
         let deadline = self.deadline();
-        self.transport.barrier(deadline)
+        self.transport.barrier(deadline)?;
+        self.events.push(event(CpuEventKind::Barrier, None));
+        Ok(())
     }
 
     fn take_checks(&mut self) -> Vec<hp_block_check> {
@@ -184,5 +201,13 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
 
     fn buffer_coherence(&self) -> (Coherence, Coherence) {
         self.buffers.coherence()
+    }
+
+    fn take_cpu_events(&mut self) -> Vec<CpuEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn take_profile(&mut self) -> Option<EventProfile> {
+        None
     }
 }

@@ -5,13 +5,21 @@
 //! sends completed, all unpacking finished and every rank passed the closing barrier.
 
 pub mod baseline;
+pub mod mpi_only;
+pub mod taskqueue;
 
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use crate::backend::Coherence;
 use crate::shared::{hp_block_check, hp_block_times};
 
 pub use baseline::Baseline;
+pub use mpi_only::MpiOnly;
+pub use taskqueue::Taskqueue;
+
+use crate::timeline::CpuEvent;
 
 /// Faults a run can inject on purpose, to prove that checks and time-outs catch them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +77,9 @@ pub struct ExchangeOptions {
     pub timeout: Duration,
     /// A fault to inject, if any.
     pub fault: Option<Fault>,
+    /// Bytes between per-block flags of the taskqueue (thesis 3.6.3: a cache line or more keeps
+    /// blocks from false sharing; 8 packs them densely).
+    pub flag_stride: u32,
 }
 
 impl ExchangeOptions {
@@ -83,12 +94,23 @@ impl Default for ExchangeOptions {
         ExchangeOptions {
             timeout: Duration::from_secs(10),
             fault: None,
+            flag_stride: 128,
         }
     }
 }
 
 /// One halo-exchange strategy, set up for one rank's pattern.
 pub trait Strategy {
+    /// Work that belongs to no timed region, before iteration `iteration` (the mpi-only
+    /// reference fills its send buffers here; GPU strategies pack inside the iteration).
+    ///
+    /// # Errors
+    /// As [`Strategy::iteration`].
+    fn prepare(&mut self, iteration: u32) -> crate::Result<()> {
+        let _ = iteration;
+        Ok(())
+    }
+
     /// Runs one iteration with global iteration number `iteration` (part of the packed values).
     ///
     /// # Errors
@@ -103,6 +125,58 @@ pub trait Strategy {
 
     /// Coherence of the send and receive buffers: (requested, served).
     fn buffer_coherence(&self) -> (Coherence, Coherence);
+
+    /// Takes the CPU events of the last iteration.
+    fn take_cpu_events(&mut self) -> Vec<CpuEvent>;
+
+    /// Takes the last iteration's event-loop profile, for strategies with an event loop.
+    fn take_profile(&mut self) -> Option<EventProfile>;
+}
+
+/// Event-loop profiling of thesis 4.4: how often the CPU found an event right after finding
+/// one (it may have been busy while events waited), and the most events it found in a row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventProfile {
+    /// Events processed.
+    pub events: u64,
+    /// Events found by a test that directly followed a positive test.
+    pub chained: u64,
+    /// Most events found in a row, with no negative test between them.
+    pub max_in_row: u64,
+    #[serde(skip)]
+    in_row: u64,
+}
+
+impl EventProfile {
+    /// Records one test for an event: `found` or not.
+    pub fn test(&mut self, found: bool) {
+        if found {
+            self.events += 1;
+            if self.in_row > 0 {
+                self.chained += 1;
+            }
+            self.in_row += 1;
+            self.max_in_row = self.max_in_row.max(self.in_row);
+        } else {
+            self.in_row = 0;
+        }
+    }
+
+    /// Adds another profile's counts (iterations are independent: runs do not carry over).
+    pub fn merge(&mut self, other: &EventProfile) {
+        self.events += other.events;
+        self.chained += other.chained;
+        self.max_in_row = self.max_in_row.max(other.max_in_row);
+    }
+
+    /// Share of events processed right after another event, 0 to 1.
+    pub fn chained_share(&self) -> f64 {
+        if self.events == 0 {
+            0.0
+        } else {
+            self.chained as f64 / self.events as f64
+        }
+    }
 }
 
 #[cfg(test)]
@@ -138,5 +212,25 @@ mod tests {
         ] {
             assert_eq!(fault.to_string().parse::<Fault>().ok(), Some(fault));
         }
+    }
+
+    #[test]
+    fn event_profile_counts_chains_and_runs() {
+        let mut p = EventProfile::default();
+        // found, found, miss, found, found, found, miss
+        for found in [true, true, false, true, true, true, false] {
+            p.test(found);
+        }
+        assert_eq!(p.events, 5);
+        assert_eq!(
+            p.chained, 3,
+            "the 2nd, 5th and 6th events followed a positive test"
+        );
+        assert_eq!(p.max_in_row, 3);
+        assert!((p.chained_share() - 0.6).abs() < 1e-12);
+        let mut total = EventProfile::default();
+        total.merge(&p);
+        total.merge(&p);
+        assert_eq!((total.events, total.chained, total.max_in_row), (10, 6, 3));
     }
 }

@@ -1,11 +1,12 @@
-//! Every baseline variant under `mpirun -np 2` and `-np 4` with every built-in pattern, on the
-//! host backend, verified; and the wrong-value and time-out faults caught.
+//! Every variant of every strategy (baseline and taskqueue) under `mpirun -np 2` and `-np 4`
+//! with every built-in pattern, on the host backend, verified; and the wrong-value and
+//! time-out faults caught.
 
 mod common;
 
 use common::{mpirun, read_json};
 
-const VARIANTS: [&str; 8] = [
+const VARIANTS: [&str; 16] = [
     "base-nb-wait",
     "base-nb-test",
     "base-bl-wait",
@@ -14,6 +15,14 @@ const VARIANTS: [&str; 8] = [
     "base-nb-test-nc",
     "base-bl-wait-nc",
     "base-bl-test-nc",
+    "tq-nb-tq",
+    "tq-nb-pb",
+    "tq-bl-tq",
+    "tq-bl-pb",
+    "tqm-nb-tq",
+    "tqm-nb-pb",
+    "tqm-bl-tq",
+    "tqm-bl-pb",
 ];
 
 const PATTERNS: [&str; 3] = ["pairwise", "ring", "mixed"];
@@ -78,17 +87,37 @@ fn every_variant_verifies(np: u32, workload: &str, blocks: u64, threads: u64) {
             }
             let median = r["median_us"].as_f64().expect("median");
             assert!(median > 0.0 && r["stddev_us"].as_f64().is_some());
+            // The taskqueue processes exactly 2 (zero-copy) or 4 (memcpy) events per block and
+            // measured iteration, on every rank.
+            let per_block = if variant.starts_with("tqm-") { 4 } else { 2 };
+            for (rank, profile) in r["profile"]
+                .as_array()
+                .expect("profile list")
+                .iter()
+                .enumerate()
+            {
+                if variant.starts_with("base-") {
+                    assert!(
+                        profile.is_null(),
+                        "{variant}: the baseline has no event loop"
+                    );
+                } else {
+                    let events = per_block * blocks * runs * (iters - warmup);
+                    assert_eq!(profile["events"], events, "{variant} {pattern} rank {rank}");
+                    assert!(profile["max_in_row"].as_u64().is_some_and(|m| m >= 1));
+                }
+            }
         }
     }
 }
 
 #[test]
-fn every_baseline_variant_and_pattern_verifies_on_2_ranks() {
+fn every_variant_and_pattern_verifies_on_2_ranks() {
     every_variant_verifies(2, "thesis-9", 9, 128);
 }
 
 #[test]
-fn every_baseline_variant_and_pattern_verifies_on_4_ranks() {
+fn every_variant_and_pattern_verifies_on_4_ranks() {
     every_variant_verifies(4, "thesis-4", 4, 128);
 }
 
@@ -186,4 +215,73 @@ fn a_dropped_send_ends_in_a_time_out_naming_the_block_not_a_hang() {
     );
     assert!(!job.stderr.contains("panicked"), "{}", job.explain());
     assert!(job.took.as_secs() < 30, "took {:?}", job.took);
+}
+
+#[test]
+fn a_corrupted_receive_fails_verification_in_the_taskqueue_too() {
+    let job = mpirun(
+        2,
+        &[
+            "run",
+            "--variant",
+            "tqm-nb-pb",
+            "--workload",
+            "small",
+            "--runs",
+            "1",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--inject",
+            "corrupt-recv=1",
+        ],
+    );
+    // Block 1 has 15 elements and 16 checking threads: threads 0 and 1 both check element 0.
+    job.assert_fails_with(
+        1,
+        "verification failed: 12 of 384 checked elements were wrong",
+    );
+    let line = "wrong value: rank 0 block 1 run 0 iteration 0: element 0 expected 1101 found -1 (2 wrong in block)";
+    assert!(job.stdout.contains(line), "{}", job.explain());
+}
+
+#[test]
+fn a_dropped_send_in_the_taskqueue_ends_in_a_time_out_on_every_rank() {
+    for variant in ["tq-nb-tq", "tq-bl-pb", "tqm-nb-pb", "tqm-bl-tq"] {
+        let job = mpirun(
+            2,
+            &[
+                "run",
+                "--variant",
+                variant,
+                "--workload",
+                "thesis-4",
+                "--runs",
+                "1",
+                "--inject",
+                "drop-send=2",
+                "--timeout",
+                "2",
+            ],
+        );
+        assert_ne!(job.code, Some(0), "{variant}: {}", job.explain());
+        for (rank, peer) in [(0, 1), (1, 0)] {
+            let expected = format!(
+                "rank {rank}: timed out after 2.0 s in the taskqueue event loop ({} of {} events): \
+                 block 2: GPU waiting for its go flag (receive not arrived); CPU: its send dropped \
+                 by fault injection, receive from rank {peer} not completed",
+                if variant.starts_with("tqm-") { 15 } else { 7 },
+                if variant.starts_with("tqm-") { 16 } else { 8 },
+            );
+            assert!(
+                job.stderr.contains(&expected),
+                "{variant}: expected\n{expected}\n{}",
+                job.explain()
+            );
+        }
+        assert!(!job.stderr.contains("panicked"), "{}", job.explain());
+        // The time-out (2 s), the grace for other ranks to report (2 s), start-up and abort.
+        assert!(job.took.as_secs() < 20, "{variant} took {:?}", job.took);
+    }
 }

@@ -1,0 +1,151 @@
+//! The reference floor: the same messages, exchanged host-to-host by the same MPI calls, with no
+//! GPU involved (`mpi-only`).
+//!
+//! Per iteration: post `MPI_Irecv` for every block, `MPI_Isend` every block, `MPI_Waitall` the
+//! receives, `MPI_Waitall` the sends, `MPI_Barrier`: the baseline's `base-nb-wait` minus its
+//! kernels. The send buffers are filled on the CPU in [`Strategy::prepare`], outside the timed
+//! region, and the received data is checked on the CPU afterwards with the kernels' rule, so the
+//! floor is verified like every exchange. Reports show each variant's time over this floor: how
+//! far an exchange is from what the host MPI path allows.
+
+#![allow(unsafe_code)]
+
+use std::time::Instant;
+
+use crate::backend::{Backend, Coherence};
+use crate::error::Result;
+use crate::exchange::ExchangeBuffers;
+use crate::pattern::RankPattern;
+use crate::shared::{hp_block_check, hp_block_times};
+use crate::strategy::{EventProfile, ExchangeOptions, Fault, Strategy};
+use crate::timeline::{CpuEvent, CpuEventKind};
+use crate::transport::Transport;
+use crate::workload::{checked_index, packed_value};
+
+/// The `mpi-only` reference on host buffers.
+pub struct MpiOnly<B: Backend, T: Transport> {
+    transport: T,
+    buffers: ExchangeBuffers<B>,
+    exchange: ExchangeOptions,
+    threads: u32,
+    /// The iteration whose data the buffers hold.
+    iteration: Option<u32>,
+    events: Vec<CpuEvent>,
+}
+
+impl<B: Backend, T: Transport> MpiOnly<B, T> {
+    /// Allocates the same pinned buffers the GPU strategies hand to MPI.
+    ///
+    /// # Errors
+    /// Allocation and transport errors.
+    pub fn new(
+        backend: &B,
+        mut transport: T,
+        pattern: &RankPattern,
+        threads: u32,
+        exchange: ExchangeOptions,
+    ) -> Result<Self> {
+        transport.prepare(pattern.blocks.len())?;
+        Ok(MpiOnly {
+            transport,
+            buffers: ExchangeBuffers::new(backend, pattern, Coherence::Coherent)?,
+            exchange,
+            threads: threads.max(1),
+            iteration: None,
+            events: Vec::new(),
+        })
+    }
+}
+
+impl<B: Backend, T: Transport> Strategy for MpiOnly<B, T> {
+    fn prepare(&mut self, iteration: u32) -> Result<()> {
+        let rank = self.transport.rank();
+        for b in 0..self.buffers.blocks() {
+            let region = self.buffers.send_region(b);
+            // SAFETY: the region is valid for its elems; no request is pending between
+            // iterations and no kernel runs on this strategy's buffers.
+            let send = unsafe { std::slice::from_raw_parts_mut(region.as_ptr(), region.elems()) };
+            send.fill(packed_value(iteration, rank, b as u32));
+        }
+        self.iteration = Some(iteration);
+        Ok(())
+    }
+
+    fn iteration(&mut self, _iteration: u32) -> Result<()> {
+        let timeout = self.exchange.timeout;
+        for b in 0..self.buffers.blocks() {
+            let source = self.buffers.pattern().blocks[b].source;
+            self.transport
+                .post_recv(b, self.buffers.recv_region(b), source)?;
+        }
+        for b in 0..self.buffers.blocks() {
+            if self.exchange.drops_send(b) {
+                continue;
+            }
+            let dest = self.buffers.pattern().blocks[b].dest;
+            self.transport.isend(b, self.buffers.send_region(b), dest)?;
+        }
+        self.transport.wait_recvs(Instant::now() + timeout)?;
+        self.events.push(CpuEvent::now(CpuEventKind::Recv, None));
+        if let Some(Fault::CorruptRecv { block }) = self.exchange.fault {
+            if block < self.buffers.blocks() {
+                self.buffers.corrupt_recv(block, 0, -1.0);
+            }
+        }
+        self.transport.wait_sends(Instant::now() + timeout)?;
+        self.events
+            .push(CpuEvent::now(CpuEventKind::SendsDone, None));
+        self.transport.barrier(Instant::now() + timeout)?;
+        self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
+        Ok(())
+    }
+
+    /// Checks the received data as unpack would, on the CPU, after the timed region.
+    fn take_checks(&mut self) -> Vec<hp_block_check> {
+        let Some(iteration) = self.iteration.take() else {
+            return vec![hp_block_check::default(); self.buffers.blocks()];
+        };
+        (0..self.buffers.blocks())
+            .map(|b| {
+                let source = self.buffers.pattern().blocks[b].source;
+                let expected = packed_value(iteration, source, b as u32);
+                let region = self.buffers.recv_region(b);
+                let mut check = hp_block_check {
+                    checked: self.threads,
+                    ..hp_block_check::default()
+                };
+                for t in 0..self.threads {
+                    let index = checked_index(t, self.threads, region.elems() as u64);
+                    // SAFETY: index < elems; the receive completed and nothing writes the buffer.
+                    let found = unsafe { region.as_ptr().add(index as usize).read() };
+                    if found.to_bits() != expected.to_bits() {
+                        if check.wrong == 0 {
+                            check.first_index = index;
+                            check.first_expected = expected;
+                            check.first_found = found;
+                        }
+                        check.wrong += 1;
+                    }
+                }
+                check
+            })
+            .collect()
+    }
+
+    /// No kernels: no device times.
+    fn device_times(&self) -> Vec<hp_block_times> {
+        Vec::new()
+    }
+
+    fn buffer_coherence(&self) -> (Coherence, Coherence) {
+        self.buffers.coherence()
+    }
+
+    fn take_cpu_events(&mut self) -> Vec<CpuEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn take_profile(&mut self) -> Option<EventProfile> {
+        None
+    }
+}

@@ -1,0 +1,174 @@
+//! What `run` and `sweep` share: choosing the backend, building a strategy for a variant,
+//! aligning clocks, writing result headers and files.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use haloport::core::clock::{ping_pong, ClockFit, ClockSample};
+use haloport::core::collective::all_gather;
+use haloport::core::measure::{Protocol, RankOutcome};
+use haloport::core::pattern::RankPattern;
+use haloport::core::strategy::{Baseline, ExchangeOptions, MpiOnly, Strategy, Taskqueue};
+use haloport::core::transport::mpi::MpiTransport;
+use haloport::core::{Backend, Error, Variant};
+use haloport::provenance::provenance;
+use haloport::results::{ResultHeader, RESULT_FORMAT};
+use mpi::topology::SimpleCommunicator;
+
+use crate::cli::BackendKind;
+use crate::commands::{host_name, mpi_library};
+
+/// Work that runs on whichever backend the command line chose.
+pub trait OnBackend {
+    /// Runs on `backend`.
+    fn run<B: Backend>(self, backend: &B) -> anyhow::Result<()>;
+}
+
+/// Opens the chosen backend for this rank's local index and runs `task` on it: the one `match`
+/// on the backend kind; everything below it is generic.
+pub fn dispatch(kind: BackendKind, local_rank: usize, task: impl OnBackend) -> anyhow::Result<()> {
+    match kind {
+        BackendKind::Host => {
+            #[cfg(feature = "host")]
+            return task.run(&haloport::host::HostBackend::new(local_rank)?);
+        }
+        BackendKind::Cuda => {
+            #[cfg(feature = "cuda")]
+            return task.run(&haloport::cuda::CudaBackend::new(local_rank)?);
+        }
+        BackendKind::Hip => {}
+    }
+    let _ = (local_rank, task);
+    Err(not_built(kind).into())
+}
+
+/// The error for a backend this binary cannot run.
+pub fn not_built(kind: BackendKind) -> Error {
+    let built = env!("HALOPORT_BACKENDS");
+    Error::InvalidInput(format!(
+        "the {} backend is not available in this binary (built with: {built}); the host backend runs everywhere",
+        kind.name()
+    ))
+}
+
+/// A strategy for `variant` on `backend`, over a fresh MPI transport.
+pub fn make_strategy<'b, B: Backend>(
+    backend: &'b B,
+    world: &SimpleCommunicator,
+    variant: Variant,
+    threads: u32,
+    pattern: &RankPattern,
+    exchange: ExchangeOptions,
+) -> anyhow::Result<Box<dyn Strategy + 'b>> {
+    let transport = MpiTransport::new(world)?;
+    let strategy: Box<dyn Strategy + 'b> = match variant {
+        Variant::Baseline(options) => Box::new(Baseline::new(
+            backend, transport, pattern, threads, options, exchange,
+        )?),
+        Variant::Taskqueue(options) => Box::new(Taskqueue::new(
+            backend, transport, pattern, threads, options, exchange,
+        )?),
+        Variant::MpiOnly => Box::new(MpiOnly::new(
+            backend, transport, pattern, threads, exchange,
+        )?),
+        other => {
+            return Err(Error::InvalidInput(format!("variant {other} has no strategy yet")).into())
+        }
+    };
+    Ok(strategy)
+}
+
+/// Ping-pong samples taken before and after a measurement, each (SPEC 6).
+const CLOCK_SAMPLES: u32 = 16;
+
+/// Clock alignment around a measurement: samples at the start, more at the end, one fit.
+pub struct ClockAlignment {
+    samples: Vec<ClockSample>,
+    timeout: Duration,
+}
+
+impl ClockAlignment {
+    /// Takes the starting samples.
+    pub fn start<B: Backend>(backend: &B, timeout: Duration) -> anyhow::Result<Self> {
+        let samples = ping_pong(backend, CLOCK_SAMPLES, timeout)
+            .context("aligning device and host clocks before measuring")?;
+        Ok(ClockAlignment { samples, timeout })
+    }
+
+    /// Takes the closing samples and fits the line; `None` (with a warning) if it cannot.
+    pub fn finish<B: Backend>(
+        mut self,
+        backend: &B,
+        rank: i32,
+    ) -> anyhow::Result<Option<ClockFit>> {
+        self.samples.extend(
+            ping_pong(backend, CLOCK_SAMPLES, self.timeout)
+                .context("aligning device and host clocks after measuring")?,
+        );
+        let fit = ClockFit::fit(&self.samples);
+        if fit.is_none() {
+            tracing::warn!(
+                "rank {rank}: no clock fit through {} samples",
+                self.samples.len()
+            );
+        }
+        Ok(fit)
+    }
+}
+
+/// Gathers every rank's outcome of one measurement onto every rank.
+pub fn gather_outcomes(
+    world: &SimpleCommunicator,
+    outcome: RankOutcome,
+) -> anyhow::Result<Vec<RankOutcome>> {
+    Ok(all_gather(world, Ok(outcome), |r, msg| {
+        Error::InvalidInput(format!("rank {r} could not report its results: {msg}"))
+    })?)
+}
+
+/// The header of a result file.
+#[allow(clippy::too_many_arguments)]
+pub fn header<B: Backend>(
+    backend: &B,
+    kind: &'static str,
+    ranks: i32,
+    pattern: String,
+    protocol: Protocol,
+    exchange: &ExchangeOptions,
+    clock: Vec<Option<ClockFit>>,
+) -> ResultHeader {
+    ResultHeader {
+        format: RESULT_FORMAT,
+        kind,
+        build: provenance(),
+        host: host_name(),
+        mpi_library: mpi_library(),
+        backend: backend.name().to_owned(),
+        device: backend.device_info().clone(),
+        ranks,
+        pattern,
+        iterations: protocol.iterations,
+        warmup: protocol.warmup,
+        runs: protocol.runs,
+        timeout_s: exchange.timeout.as_secs_f64(),
+        flag_stride: exchange.flag_stride,
+        fault: exchange.fault.map(|f| f.to_string()),
+        clock,
+    }
+}
+
+/// Writes `value` as JSON to `path`: pretty for one run, compact for sweeps (which hold every
+/// timeline of every variant and get large).
+pub fn write_json(path: &Path, value: &impl serde::Serialize, pretty: bool) -> anyhow::Result<()> {
+    let text = if pretty {
+        serde_json::to_string_pretty(value)?
+    } else {
+        serde_json::to_string(value)?
+    };
+    std::fs::write(path, text + "\n").map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(())
+}
