@@ -15,7 +15,7 @@
 //! Then it waits for the kernel, for non-blocking sends, and for the barrier. Nothing waits
 //! forever: when no event comes within the time-out, the CPU raises the abort flag (the kernel's
 //! blocks give up), waits for the kernel, and returns a time-out naming each unfinished block
-//! and the state it was stuck in. The kernel has the same time-out on its own side.
+//! and the state it was stuck in. The kernel has twice that time-out on its own side.
 
 // Kernel launches take raw device addresses into the exchange buffers (Backend::launch).
 #![allow(unsafe_code)]
@@ -294,11 +294,14 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
         let epoch = iteration + 1;
         let timeout = self.exchange.timeout;
         let timer_hz = self.backend.device_info().timer_hz as f64;
+        // The kernel waits twice as long as the CPU: the CPU, which can name the missing
+        // receive or task, reports first; the device's own time-out is the backstop for a CPU
+        // that stopped serving it.
         let args = self.control.kernel_args(
             self.buffers.kernel_args(rank, iteration),
             self.mode(),
             epoch,
-            (timeout.as_secs_f64() * timer_hz) as u64,
+            (2.0 * timeout.as_secs_f64() * timer_hz) as u64,
         );
         let memcpy = self.memcpy();
         self.steps.fill(if memcpy {
