@@ -23,5 +23,5 @@ for line in sys.stdin:
         print("carry/" + wanted[name])
 '
 strip carry/* 2>/dev/null || true
-cp ci/gpu-test.sh ci/gpu-baseline.sh ci/gpu-taskqueue.sh carry/
+cp ci/gpu-test.sh ci/gpu-baseline.sh ci/gpu-taskqueue.sh ci/gpu-sweep.sh carry/
 ls -la carry

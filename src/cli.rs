@@ -23,6 +23,29 @@ pub enum Command {
     /// Run many variants on many workloads in one job, interleaved run by run, with the
     /// mpi-only floor; writes sweep.json and sweep.csv.
     Sweep(SweepArgs),
+    /// Write a Markdown report with SVG plots and Chrome traces from a sweep (or run) result.
+    Report(ReportArgs),
+    /// Put result files from different machines, backends or vendors side by side.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A sweep directory (holding sweep.json or sweep.json.gz) or a result JSON file.
+    pub input: PathBuf,
+    /// Where to write report.md, the plots and traces (default: the input's directory).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more result files (or sweep directories); the first is the reference.
+    #[arg(required = true, num_args = 2..)]
+    pub inputs: Vec<PathBuf>,
+    /// Also write compare.md and compare.svg into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 /// Which backend runs the exchange.

@@ -66,6 +66,22 @@ fn main() -> ExitCode {
         }
     };
 
+    // Reading result files needs no MPI.
+    let offline = match &cli.command {
+        Command::Report(args) => Some(commands::report::report(args)),
+        Command::Compare(args) => Some(commands::report::compare(args)),
+        _ => None,
+    };
+    if let Some(result) = offline {
+        return match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(EXIT_USAGE)
+            }
+        };
+    }
+
     let Some(universe) = mpi::initialize() else {
         eprintln!("error: MPI was already initialized");
         return ExitCode::from(EXIT_USAGE);
@@ -75,6 +91,7 @@ fn main() -> ExitCode {
         Command::Info(args) => commands::info::run(&world, &args),
         Command::Run(args) => commands::run::run(&world, &args),
         Command::Sweep(args) => commands::sweep::run(&world, &args),
+        Command::Report(_) | Command::Compare(_) => Ok(()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

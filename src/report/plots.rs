@@ -1,0 +1,553 @@
+//! The report's SVG plots (plotters, SVG backend: text is written as SVG text, no fonts needed).
+//! Every plot has a title, labelled axes with units, and a legend where there are series.
+//! Each function returns `Ok(false)` when the results hold nothing to draw.
+
+use std::path::Path;
+
+use anyhow::anyhow;
+use plotters::prelude::*;
+
+use crate::report::headline::HeadlineRow;
+use crate::report::load::{Entry, Loaded};
+use haloport_core::stats::Summary;
+use haloport_core::timeline::{CpuEventKind, IterationTimeline};
+
+type Res = anyhow::Result<bool>;
+
+fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow!("drawing a plot: {e}")
+}
+
+/// Series colours: matplotlib's "tab10", dark enough for lines and text on white.
+const TAB10: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// The `i`-th series colour.
+pub fn color(i: usize) -> RGBColor {
+    TAB10[i % TAB10.len()]
+}
+
+/// Figure 4.7: speedup of every variant over the fastest baseline of its send kind, one bar per
+/// workload, variants down the side.
+pub fn speedup(rows: &[HeadlineRow], path: &Path) -> Res {
+    let rows: Vec<&HeadlineRow> = rows.iter().filter(|r| r.speedup.is_some()).collect();
+    if rows.is_empty() {
+        return Ok(false);
+    }
+    let mut variants: Vec<&str> = Vec::new();
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in &rows {
+        if !variants.contains(&r.variant.as_str()) {
+            variants.push(&r.variant);
+        }
+        if !workloads.contains(&r.workload.as_str()) {
+            workloads.push(&r.workload);
+        }
+    }
+    let slot = workloads.len() + 1;
+    let slots = (variants.len() * slot) as i32;
+    let max = rows
+        .iter()
+        .filter_map(|r| r.speedup)
+        .fold(1.0_f64, f64::max)
+        * 1.1;
+    let height = 120 + 14 * slots as u32;
+    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "Speedup over the fastest baseline of the same send kind",
+            ("sans-serif", 20),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(120)
+        .build_cartesian_2d(0.0..max, 0..slots)
+        .map_err(plot_err)?;
+    let labels = variants.clone();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(slots as usize)
+        .y_label_formatter(&|y| {
+            let y = *y as usize;
+            if y % slot == slot / 2 {
+                labels
+                    .get(y / slot)
+                    .map_or(String::new(), |v| (*v).to_owned())
+            } else {
+                String::new()
+            }
+        })
+        .x_desc("speedup (fastest baseline time / variant time; 1 = as fast)")
+        .y_desc("variant")
+        .draw()
+        .map_err(plot_err)?;
+    for (w, workload) in workloads.iter().enumerate() {
+        let bars: Vec<_> = rows
+            .iter()
+            .filter(|r| r.workload == *workload)
+            .filter_map(|r| {
+                let v = variants.iter().position(|v| *v == r.variant)?;
+                let y = (v * slot + w) as i32;
+                Some(Rectangle::new(
+                    [(0.0, y), (r.speedup?, y + 1)],
+                    color(w).filled(),
+                ))
+            })
+            .collect();
+        chart
+            .draw_series(bars)
+            .map_err(plot_err)?
+            .label(*workload)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(w).filled()));
+    }
+    chart
+        .draw_series(LineSeries::new(
+            [(1.0, 0), (1.0, slots)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(plot_err)?;
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    Ok(true)
+}
+
+/// Figure 4.11: spread of iteration times per variant, one panel per workload (box: quartiles,
+/// line: median, whiskers: 1.5 interquartile ranges).
+pub fn spread(data: &Loaded, path: &Path) -> Res {
+    if data.entries.is_empty() {
+        return Ok(false);
+    }
+    let per_panel = data
+        .workloads
+        .iter()
+        .map(|w| data.entries.iter().filter(|e| &e.workload == w).count())
+        .max()
+        .unwrap_or(1);
+    let panel_height = 90 + 22 * per_panel as u32;
+    let root = SVGBackend::new(path, (900, panel_height * data.workloads.len() as u32))
+        .into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    for (panel, workload) in root
+        .split_evenly((data.workloads.len(), 1))
+        .iter()
+        .zip(&data.workloads)
+    {
+        let entries: Vec<&Entry> = data
+            .entries
+            .iter()
+            .filter(|e| &e.workload == workload)
+            .collect();
+        let times: Vec<Vec<f64>> = entries.iter().map(|e| e.all_times()).collect();
+        // The axis spans the whiskers (1.5 interquartile ranges), not single outliers, so the
+        // boxes stay readable.
+        let (lo, hi) = times
+            .iter()
+            .filter(|t| !t.is_empty())
+            .map(|t| Quartiles::new(t).values())
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), q| {
+                (a.min(f64::from(q[0])), b.max(f64::from(q[4])))
+            });
+        if !lo.is_finite() {
+            continue;
+        }
+        let pad = (hi - lo).max(1.0) * 0.05;
+        let n = entries.len() as i32;
+        let names: Vec<String> = entries.iter().map(|e| e.variant.clone()).collect();
+        let mut chart = ChartBuilder::on(panel)
+            .caption(
+                format!("Time per iteration, {workload}"),
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(120)
+            .build_cartesian_2d(
+                (lo - pad) as f32..(hi + pad) as f32,
+                (0..n).into_segmented(),
+            )
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n as usize)
+            .y_label_formatter(&|y| match y {
+                SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_desc("time per iteration (us)")
+            .y_desc("variant")
+            .draw()
+            .map_err(plot_err)?;
+        let boxes: Vec<_> = times
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(i, t)| {
+                Boxplot::new_horizontal(SegmentValue::CenterOf(i as i32), &Quartiles::new(t))
+                    .width(12)
+                    .style(color(i))
+            })
+            .collect();
+        chart.draw_series(boxes).map_err(plot_err)?;
+    }
+    root.present().map_err(plot_err)?;
+    Ok(true)
+}
+
+fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+    Summary::of(&values.collect::<Vec<_>>()).map(|s| s.median)
+}
+
+/// Figure 4.9: packing time per block (rank 0, median over the last run's iterations) for the
+/// fastest non-blocking baseline and the non-blocking taskqueue variants, on the workload with
+/// the most blocks.
+pub fn packing(data: &Loaded, path: &Path) -> Res {
+    let Some(workload) = data
+        .entries
+        .iter()
+        .filter(|e| {
+            e.timelines
+                .first()
+                .is_some_and(|t| t.iter().any(|i| !i.blocks.is_empty()))
+        })
+        .max_by_key(|e| e.blocks)
+        .map(|e| e.workload.clone())
+    else {
+        return Ok(false);
+    };
+    let fastest_baseline = data
+        .entries
+        .iter()
+        .filter(|e| e.workload == workload && e.variant.starts_with("base-nb"))
+        .min_by(|a, b| a.median_us.total_cmp(&b.median_us));
+    let chosen: Vec<&Entry> = fastest_baseline
+        .into_iter()
+        .chain(data.entries.iter().filter(|e| {
+            e.workload == workload
+                && (e.variant.starts_with("tq-nb") || e.variant.starts_with("tqm-nb"))
+        }))
+        .collect();
+    let series: Vec<(String, Vec<(i32, f64)>)> = chosen
+        .iter()
+        .filter_map(|e| {
+            let timeline = e.timelines.first()?;
+            let points: Vec<(i32, f64)> = (0..e.blocks)
+                .filter_map(|b| {
+                    median(
+                        timeline
+                            .iter()
+                            .filter_map(|it| it.blocks.get(b))
+                            .map(|p| p.pack_us[1] - p.pack_us[0]),
+                    )
+                    .map(|m| (b as i32, m))
+                })
+                .collect();
+            (!points.is_empty()).then(|| (e.variant.clone(), points))
+        })
+        .collect();
+    if series.is_empty() {
+        return Ok(false);
+    }
+    let blocks = chosen.iter().map(|e| e.blocks).max().unwrap_or(1) as i32;
+    let max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1))
+        .fold(1.0, f64::max)
+        * 1.1;
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("Packing time per block, {workload} (rank 0, median of the last run)"),
+            ("sans-serif", 20),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-1..blocks, 0.0..max)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("block")
+        .y_desc("packing time (us)")
+        .draw()
+        .map_err(plot_err)?;
+    for (i, (name, points)) in series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))
+            .map_err(plot_err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))
+            .map_err(plot_err)?;
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    Ok(true)
+}
+
+/// One panel of the profiling plot: where, title, axis description, the value drawn.
+type Panel<'a, 'b> = (
+    &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    &'static str,
+    &'static str,
+    fn(&Entry) -> f64,
+);
+
+/// Figure 4.15: event-loop profiling of the taskqueue variants: share of events processed right
+/// after another event, and the most in a row (rank 0), one bar per workload.
+pub fn profile(data: &Loaded, path: &Path) -> Res {
+    let entries: Vec<&Entry> = data
+        .entries
+        .iter()
+        .filter(|e| e.profile.is_some())
+        .collect();
+    if entries.is_empty() {
+        return Ok(false);
+    }
+    let mut variants: Vec<&str> = Vec::new();
+    for e in &entries {
+        if !variants.contains(&e.variant.as_str()) {
+            variants.push(&e.variant);
+        }
+    }
+    let workloads: Vec<&String> = data
+        .workloads
+        .iter()
+        .filter(|w| entries.iter().any(|e| &&e.workload == w))
+        .collect();
+    let slot = workloads.len() + 1;
+    let slots = (variants.len() * slot) as i32;
+    let root = SVGBackend::new(path, (1100, 120 + 14 * slots as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let (left, right) = root.split_horizontally(560);
+    let panels: [Panel<'_, '_>; 2] = [
+        (
+            &left,
+            "Events right after another event",
+            "share of events (%)",
+            |e| e.profile.map_or(0.0, |p| 100.0 * p.chained_share()),
+        ),
+        (&right, "Most events in a row", "events", |e| {
+            e.profile.map_or(0.0, |p| p.max_in_row as f64)
+        }),
+    ];
+    for (p, (area, title, x_desc, value)) in panels.iter().enumerate() {
+        let max = entries.iter().map(|e| value(e)).fold(1.0, f64::max) * 1.1;
+        let mut chart = ChartBuilder::on(*area)
+            .caption(*title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(if p == 0 { 100 } else { 20 })
+            .build_cartesian_2d(0.0..max, 0..slots)
+            .map_err(plot_err)?;
+        let labels = variants.clone();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(slots as usize)
+            .y_label_formatter(&|y| {
+                let y = *y as usize;
+                if p == 0 && y % slot == slot / 2 {
+                    labels
+                        .get(y / slot)
+                        .map_or(String::new(), |v| (*v).to_owned())
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(*x_desc)
+            .draw()
+            .map_err(plot_err)?;
+        for (w, workload) in workloads.iter().enumerate() {
+            let bars: Vec<_> = entries
+                .iter()
+                .filter(|e| &&e.workload == workload)
+                .filter_map(|e| {
+                    let v = variants.iter().position(|v| *v == e.variant)?;
+                    let y = (v * slot + w) as i32;
+                    Some(Rectangle::new(
+                        [(0.0, y), (value(e), y + 1)],
+                        color(w).filled(),
+                    ))
+                })
+                .collect();
+            let series = chart.draw_series(bars).map_err(plot_err)?;
+            if p == 1 {
+                series.label(workload.as_str()).legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(w).filled())
+                });
+            }
+        }
+        if p == 1 {
+            chart
+                .configure_series_labels()
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.9))
+                .position(SeriesLabelPosition::LowerRight)
+                .draw()
+                .map_err(plot_err)?;
+        }
+    }
+    root.present().map_err(plot_err)?;
+    Ok(true)
+}
+
+/// The iteration of the median duration from rank 0's last run.
+pub fn median_iteration(entry: &Entry) -> Option<&IterationTimeline> {
+    let timeline = entry.timelines.first()?;
+    let mut sorted: Vec<&IterationTimeline> = timeline.iter().collect();
+    sorted.sort_by(|a, b| a.duration_us.total_cmp(&b.duration_us));
+    sorted.get(sorted.len() / 2).copied()
+}
+
+fn event_name(kind: CpuEventKind) -> &'static str {
+    match kind {
+        CpuEventKind::Launch => "kernel launched",
+        CpuEventKind::PackDone => "pack kernel done",
+        CpuEventKind::CopyInDone => "H2D copy done",
+        CpuEventKind::Task => "task from GPU",
+        CpuEventKind::CopyOutDone => "D2H copy done",
+        CpuEventKind::Send => "send",
+        CpuEventKind::Recv => "receive done",
+        CpuEventKind::KernelsDone => "kernels done",
+        CpuEventKind::SendsDone => "sends done",
+        CpuEventKind::Barrier => "barrier passed",
+        _ => "other",
+    }
+}
+
+/// Figures 4.4 and 4.8: one iteration (rank 0's median of the last run): per block, packing
+/// and unpacking bars on the host clock; on the top row, the CPU's events.
+pub fn timeline(entry: &Entry, path: &Path) -> Res {
+    let Some(it) = median_iteration(entry) else {
+        return Ok(false);
+    };
+    if it.blocks.is_empty() {
+        return Ok(false);
+    }
+    let rows = it.blocks.len() as i32 + 1;
+    let end = it
+        .blocks
+        .iter()
+        .map(|b| b.unpack_us[1])
+        .chain(it.cpu.iter().map(|e| e.at_us))
+        .fold(it.duration_us, f64::max);
+    let root = SVGBackend::new(path, (1000, 160 + 22 * rows as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "{} on {}: iteration {} ({:.1} us), rank 0",
+                entry.variant, entry.workload, it.iteration, it.duration_us
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..end * 1.02, (0..rows).into_segmented())
+        .map_err(plot_err)?;
+    let cpu_row = rows - 1;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(rows as usize)
+        .y_label_formatter(&|y| match y {
+            SegmentValue::CenterOf(r) if *r == cpu_row => "CPU".to_owned(),
+            SegmentValue::CenterOf(r) if *r < cpu_row => format!("block {r}"),
+            _ => String::new(),
+        })
+        .x_desc("time since the iteration started (us, host clock)")
+        .draw()
+        .map_err(plot_err)?;
+    let bar = |row: i32, span: [f64; 2], c: RGBColor| {
+        Rectangle::new(
+            [
+                (span[0], SegmentValue::Exact(row)),
+                (span[1], SegmentValue::Exact(row + 1)),
+            ],
+            c.mix(0.8).filled(),
+        )
+    };
+    let pack = RGBColor(31, 119, 180);
+    let unpack = RGBColor(44, 160, 44);
+    chart
+        .draw_series(
+            it.blocks
+                .iter()
+                .enumerate()
+                .map(|(b, p)| bar(b as i32, p.pack_us, pack)),
+        )
+        .map_err(plot_err)?
+        .label("packing (GPU)")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], pack.filled()));
+    chart
+        .draw_series(
+            it.blocks
+                .iter()
+                .enumerate()
+                .map(|(b, p)| bar(b as i32, p.unpack_us, unpack)),
+        )
+        .map_err(plot_err)?
+        .label("unpacking (GPU)")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], unpack.filled()));
+    let mut kinds: Vec<CpuEventKind> = Vec::new();
+    for e in &it.cpu {
+        if !kinds.contains(&e.kind) {
+            kinds.push(e.kind);
+        }
+    }
+    for (k, kind) in kinds.iter().enumerate() {
+        let c = color(k + 2);
+        let dots: Vec<_> = it
+            .cpu
+            .iter()
+            .filter(|e| e.kind == *kind)
+            .map(|e| {
+                let row = e.block.map_or(cpu_row, |b| b as i32);
+                Circle::new((e.at_us, SegmentValue::CenterOf(row)), 4, c.filled())
+            })
+            .collect();
+        chart
+            .draw_series(dots)
+            .map_err(plot_err)?
+            .label(format!("CPU: {}", event_name(*kind)))
+            .legend(move |(x, y)| Circle::new((x + 6, y), 4, c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    Ok(true)
+}
