@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what haloport needs to build and test on Debian/Ubuntu: OpenMPI (runtime and headers),
-# libclang for bindgen, a C compiler, the Rust toolchain with rustfmt and clippy, and the CUDA
-# compiler (pip wheels, pinned to CUDA 13.0, in .venv) that the cuda feature's kernels need.
+# libclang for bindgen, a C compiler, the Rust toolchain with rustfmt and clippy, the CUDA
+# compiler (pip wheels, pinned to CUDA 13.0, in .venv) that the cuda feature's kernels need, and
+# Debian's hipcc and HIP runtime for the hip feature.
 # No GPU is needed for any of it. Idempotent: installs only what is missing. Run as root or with
 # sudo available.
 set -euo pipefail
@@ -17,6 +18,9 @@ command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+# HIP: the compiler for the kernels and the runtime the hip feature links (no AMD GPU needed).
+command -v hipcc >/dev/null 2>&1 || need_apt+=(hipcc)
+[ -e /usr/include/hip/hip_runtime_api.h ] || [ -e /opt/rocm/include/hip/hip_runtime_api.h ] || need_apt+=(libamdhip64-dev)
 python3 -m venv --help >/dev/null 2>&1 || need_apt+=(python3-venv)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -49,4 +53,4 @@ if [ ! -x "${nvcc_glob[0]}" ]; then
         nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
     nvcc_glob=(.venv/lib/python3*/site-packages/nvidia/cu13/bin/nvcc)
 fi
-echo "setup: $(cargo --version), $(mpirun --version 2>/dev/null | head -n1), $("${nvcc_glob[0]}" --version | tail -n1)"
+echo "setup: $(cargo --version), $(mpirun --version 2>/dev/null | head -n1), $("${nvcc_glob[0]}" --version | tail -n1), hipcc at $(command -v hipcc)"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test suite: unit tests, the host backend under mpirun -np 2/3/4, bad-input and fault
-# tests, with the cuda feature built (its kernels compiled by nvcc); GPU tests print
-# "SKIPPED: no CUDA device" where there is none. Needs what ci/setup.sh installs.
+# tests, with the cuda and hip features built (kernels compiled by nvcc and by hipcc, and the
+# embedded fatbin and code objects checked); GPU tests print "SKIPPED: no CUDA device" or
+# "SKIPPED: no AMD GPU" where there is none. Needs what ci/setup.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-cargo test --workspace --features cuda -- --show-output
+cargo test --workspace --features cuda,hip -- --show-output

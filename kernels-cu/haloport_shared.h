@@ -138,7 +138,8 @@ typedef struct hp_taskqueue_args {
     uint32_t mode;
     uint32_t stride;
     uint32_t epoch;
-    uint32_t reserved;
+    /* Pause between polls of a flag, nanoseconds (0: spin). */
+    uint32_t poll_backoff_ns;
 } hp_taskqueue_args;
 
 #endif /* HALOPORT_SHARED_H */

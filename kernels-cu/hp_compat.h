@@ -6,6 +6,7 @@
  *   hp_store_release_system(p, v)    32-bit store, release, system scope (CPU sees prior writes)
  *   hp_store_release_system_u64      the same, 64 bits
  *   hp_fence_system()                fence ordering this thread's writes for the CPU
+ *   hp_backoff(ns)                   pause about ns nanoseconds between polls (0: none)
  *
  * The kernels use nothing vendor-specific beyond these. AMD's definitions live in
  * kernels-hip/hp_amd.h (found through the include path hipcc is given).
@@ -46,6 +47,10 @@ HP_DEVICE void hp_store_release_system_u64(uint64_t* p, uint64_t v) {
 HP_DEVICE void hp_fence_system(void) { __threadfence_system(); }
 
 HP_DEVICE uint64_t hp_double_bits(double v) { return (uint64_t)__double_as_longlong(v); }
+
+HP_DEVICE void hp_backoff(uint32_t ns) {
+    if (ns != 0) __nanosleep(ns);
+}
 
 #else
 #error "hp_compat.h needs nvcc (__CUDACC__) or hipcc (__HIPCC__)"

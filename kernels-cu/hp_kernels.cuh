@@ -129,6 +129,7 @@ HP_DEVICE uint32_t hp_tq_wait(const hp_taskqueue_args& a, const uint32_t* flag) 
             if (hp_load_acquire_system((const uint32_t*)a.abort_flag) == a.epoch) return HP_TQ_ABORTED;
             if (hp_timer() - since > a.timeout_ticks) return HP_TQ_TIMED_OUT;
         }
+        hp_backoff(a.poll_backoff_ns);
     }
 }
 

@@ -134,6 +134,10 @@ pub struct RunArgs {
     /// (thesis 3.6.3); 8 packs them densely. A multiple of 8.
     #[arg(long, default_value_t = 128)]
     pub flag_stride: u32,
+    /// Pause between a taskqueue block's polls of its flags, nanoseconds (0: spin). The thesis
+    /// found constant polling slowing flag propagation on AMD GPUs (4.6.2).
+    #[arg(long, default_value_t = 0)]
+    pub poll_backoff: u32,
     /// Inject a fault to test verification and time-outs: corrupt-recv=BLOCK, drop-send=BLOCK.
     #[arg(long, value_parser = parse_fault)]
     pub inject: Option<Fault>,
@@ -229,6 +233,9 @@ pub struct SweepArgs {
     /// Bytes between the taskqueue's per-block flags (a multiple of 8).
     #[arg(long, default_value_t = 128)]
     pub flag_stride: u32,
+    /// Pause between a taskqueue block's polls of its flags, nanoseconds (0: spin).
+    #[arg(long, default_value_t = 0)]
+    pub poll_backoff: u32,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,

@@ -51,6 +51,8 @@ pub struct ResultHeader {
     pub timeout_s: f64,
     /// Bytes between the taskqueue's per-block flags.
     pub flag_stride: u32,
+    /// Pause between the taskqueue's polls, nanoseconds.
+    pub poll_backoff_ns: u32,
     /// Injected fault, if any.
     pub fault: Option<String>,
     /// Each rank's clock fit (device timer to host clock), where one was made.

@@ -30,6 +30,7 @@ mod stream;
 use std::sync::Arc;
 use std::time::Instant;
 
+use haloport_core::backend::check_range;
 use haloport_core::{Backend, Coherence, DeviceInfo, Error, Kernel, Launch, LaunchDims, Result};
 
 pub use memory::{CudaDeviceMemory, CudaPinnedMemory};
@@ -169,16 +170,6 @@ impl CudaBackend {
     }
 }
 
-fn check_copy(what: &str, offset: usize, bytes: usize, len: usize) -> Result<()> {
-    match offset.checked_add(bytes) {
-        Some(end) if end <= len => Ok(()),
-        _ => Err(Error::InvalidInput(format!(
-            "cuda: {what}: range {offset}..{} is outside an allocation of {len} bytes",
-            offset.saturating_add(bytes)
-        ))),
-    }
-}
-
 impl Backend for CudaBackend {
     type Stream = CudaStream;
     type Event = CudaEvent;
@@ -243,13 +234,20 @@ impl Backend for CudaBackend {
         stream: &CudaStream,
     ) -> Result<()> {
         use haloport_core::{DeviceMemory, PinnedMemory};
-        check_copy(
+        check_range(
+            "cuda",
             "copy to device, destination",
             dst_offset,
             bytes,
             dst.len_bytes(),
         )?;
-        check_copy("copy to device, source", src_offset, bytes, src.len_bytes())?;
+        check_range(
+            "cuda",
+            "copy to device, source",
+            src_offset,
+            bytes,
+            src.len_bytes(),
+        )?;
         // SAFETY: both ranges lie inside live allocations (checked above), which outlive the copy:
         // they are freed only after the stream is dropped, and dropping a stream waits for it.
         unsafe {
@@ -272,13 +270,20 @@ impl Backend for CudaBackend {
         stream: &CudaStream,
     ) -> Result<()> {
         use haloport_core::{DeviceMemory, PinnedMemory};
-        check_copy(
+        check_range(
+            "cuda",
             "copy to host, destination",
             dst_offset,
             bytes,
             dst.len_bytes(),
         )?;
-        check_copy("copy to host, source", src_offset, bytes, src.len_bytes())?;
+        check_range(
+            "cuda",
+            "copy to host, source",
+            src_offset,
+            bytes,
+            src.len_bytes(),
+        )?;
         // SAFETY: as for copy_to_device_async.
         unsafe {
             ffi::memcpy_dtoh_async(

@@ -8,7 +8,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use haloport_core::{Error, Result};
+use haloport_core::backend::poll_until;
+use haloport_core::Result;
 
 use crate::ffi;
 use crate::Context;
@@ -21,23 +22,6 @@ pub struct CudaStream {
 
 // SAFETY: CUDA streams may be used from any thread of the process.
 unsafe impl Send for CudaStream {}
-
-fn poll(deadline: Instant, what: &str, mut done: impl FnMut() -> Result<bool>) -> Result<()> {
-    let since = Instant::now();
-    loop {
-        if done()? {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::Timeout {
-                rank: None,
-                what: format!("waiting for {what}"),
-                after: since.elapsed(),
-            });
-        }
-        std::hint::spin_loop();
-    }
-}
 
 impl CudaStream {
     pub(crate) fn new(ctx: &Arc<Context>) -> Result<Self> {
@@ -53,7 +37,7 @@ impl CudaStream {
     }
 
     pub(crate) fn synchronize(&self, deadline: Instant) -> Result<()> {
-        poll(deadline, "a CUDA stream", || self.query())
+        poll_until(deadline, "a CUDA stream", || self.query())
     }
 }
 
@@ -96,7 +80,7 @@ impl CudaEvent {
     }
 
     pub(crate) fn synchronize(&self, deadline: Instant) -> Result<()> {
-        poll(deadline, "a CUDA event", || self.query())
+        poll_until(deadline, "a CUDA event", || self.query())
     }
 
     pub(crate) fn elapsed_ms(&self, end: &CudaEvent) -> Result<f32> {

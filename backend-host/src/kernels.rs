@@ -182,8 +182,14 @@ fn wait_for(args: &hp_taskqueue_args, flag: &AtomicU32, abort: &AtomicU32) -> Re
                 return Err(shared::HP_TQ_TIMED_OUT);
             }
         }
-        // The CPU side may share this core (ranks bound to cores): let it run.
-        thread::yield_now();
+        if args.poll_backoff_ns > 0 {
+            thread::sleep(std::time::Duration::from_nanos(u64::from(
+                args.poll_backoff_ns,
+            )));
+        } else {
+            // The CPU side may share this core (ranks bound to cores): let it run.
+            thread::yield_now();
+        }
     }
     Err(shared::HP_TQ_TIMED_OUT)
 }

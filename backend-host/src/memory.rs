@@ -53,14 +53,7 @@ impl HostAllocation {
 
     /// Checks that `[offset, offset + bytes)` lies inside this allocation.
     pub(crate) fn check_range(&self, offset: usize, bytes: usize, what: &str) -> Result<()> {
-        match offset.checked_add(bytes) {
-            Some(end) if end <= self.len => Ok(()),
-            _ => Err(Error::InvalidInput(format!(
-                "host: {what}: range {offset}..{} is outside an allocation of {} bytes",
-                offset.saturating_add(bytes),
-                self.len
-            ))),
-        }
+        haloport_core::backend::check_range("host", what, offset, bytes, self.len)
     }
 }
 

@@ -294,3 +294,50 @@ pub trait Backend: Sized {
     /// Vendor: cuOccupancyMaxActiveBlocksPerMultiprocessor / hipOccupancyMaxActiveBlocksPerMultiprocessor.
     fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32>;
 }
+
+/// Polls `done` until it says true or `deadline` passes: how GPU backends wait for streams and
+/// events without blocking inside the driver, so that every wait can time out (SPEC 8).
+///
+/// # Errors
+/// `done`'s errors; [`Error::Timeout`](crate::Error::Timeout) naming `what` when the deadline
+/// passes first.
+pub fn poll_until(
+    deadline: Instant,
+    what: &str,
+    mut done: impl FnMut() -> Result<bool>,
+) -> Result<()> {
+    let since = Instant::now();
+    loop {
+        if done()? {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(crate::Error::Timeout {
+                rank: None,
+                what: format!("waiting for {what}"),
+                after: since.elapsed(),
+            });
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// Checks that `[offset, offset + bytes)` lies inside an allocation of `len` bytes, for copies.
+///
+/// # Errors
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the backend, the copy and the range.
+pub fn check_range(
+    backend: &str,
+    what: &str,
+    offset: usize,
+    bytes: usize,
+    len: usize,
+) -> Result<()> {
+    match offset.checked_add(bytes) {
+        Some(end) if end <= len => Ok(()),
+        _ => Err(crate::Error::InvalidInput(format!(
+            "{backend}: {what}: range {offset}..{} is outside an allocation of {len} bytes",
+            offset.saturating_add(bytes)
+        ))),
+    }
+}

@@ -86,6 +86,7 @@ impl<B: Backend> ControlBlock<B> {
         mode: u32,
         epoch: u32,
         timeout_ticks: u64,
+        poll_backoff_ns: u32,
     ) -> hp_taskqueue_args {
         let base = self.memory.device_addr();
         let at = |array| base + self.offset(array, 0) as u64;
@@ -102,7 +103,7 @@ impl<B: Backend> ControlBlock<B> {
             mode,
             stride: self.stride as u32,
             epoch,
-            reserved: 0,
+            poll_backoff_ns,
         }
     }
 

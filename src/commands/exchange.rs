@@ -29,18 +29,16 @@ pub trait OnBackend {
 /// on the backend kind; everything below it is generic.
 pub fn dispatch(kind: BackendKind, local_rank: usize, task: impl OnBackend) -> anyhow::Result<()> {
     match kind {
-        BackendKind::Host => {
-            #[cfg(feature = "host")]
-            return task.run(&haloport::host::HostBackend::new(local_rank)?);
-        }
-        BackendKind::Cuda => {
-            #[cfg(feature = "cuda")]
-            return task.run(&haloport::cuda::CudaBackend::new(local_rank)?);
-        }
-        BackendKind::Hip => {}
+        #[cfg(feature = "host")]
+        BackendKind::Host => task.run(&haloport::host::HostBackend::new(local_rank)?),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => task.run(&haloport::cuda::CudaBackend::new(local_rank)?),
+        #[cfg(feature = "hip")]
+        BackendKind::Hip => task.run(&haloport::hip::HipBackend::new(local_rank)?),
+        // Reached only for backends this binary was built without.
+        #[allow(unreachable_patterns)]
+        other => Err(not_built(other).into()),
     }
-    let _ = (local_rank, task);
-    Err(not_built(kind).into())
 }
 
 /// The error for a backend this binary cannot run.
@@ -153,6 +151,7 @@ pub fn header<B: Backend>(
         runs: protocol.runs,
         timeout_s: exchange.timeout.as_secs_f64(),
         flag_stride: exchange.flag_stride,
+        poll_backoff_ns: exchange.poll_backoff_ns,
         fault: exchange.fault.map(|f| f.to_string()),
         clock,
     }

@@ -57,6 +57,7 @@ struct Info {
     per_rank: Vec<RankInfo>,
 }
 
+#[cfg(not(all(feature = "cuda", feature = "hip")))]
 fn not_built(name: &str) -> (String, Result<DeviceSummary, String>) {
     (
         name.to_owned(),
@@ -88,6 +89,14 @@ fn probe_backends(local: usize) -> Vec<(String, Result<DeviceSummary, String>)> 
     ));
     #[cfg(not(feature = "cuda"))]
     out.push(not_built("cuda"));
+    #[cfg(feature = "hip")]
+    out.push((
+        "hip".to_owned(),
+        haloport::hip::HipBackend::new(local)
+            .map(|b| DeviceSummary::from(b.device_info()))
+            .map_err(|e| e.to_string()),
+    ));
+    #[cfg(not(feature = "hip"))]
     out.push(not_built("hip"));
     let _ = local;
     out

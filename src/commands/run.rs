@@ -56,6 +56,7 @@ impl OnBackend for RunOne<'_> {
             timeout: Duration::from_secs_f64(args.timeout),
             fault: args.inject,
             flag_stride: args.flag_stride,
+            poll_backoff_ns: args.poll_backoff,
         };
         let clock = ClockAlignment::start(backend, exchange.timeout)?;
         let (mut outcome, coherence) = {

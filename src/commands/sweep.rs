@@ -78,6 +78,7 @@ impl OnBackend for Sweep<'_> {
             timeout: Duration::from_secs_f64(args.timeout),
             fault: None,
             flag_stride: args.flag_stride,
+            poll_backoff_ns: args.poll_backoff,
         };
         let variants = args.variant_list();
         let mut cells: Vec<Cell> = Vec::new();

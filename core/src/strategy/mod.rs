@@ -80,6 +80,9 @@ pub struct ExchangeOptions {
     /// Bytes between per-block flags of the taskqueue (thesis 3.6.3: a cache line or more keeps
     /// blocks from false sharing; 8 packs them densely).
     pub flag_stride: u32,
+    /// Pause between a taskqueue block's polls of its flags, nanoseconds; 0 spins. The thesis
+    /// (4.6.2) found constant polling delaying flag propagation on AMD GPUs.
+    pub poll_backoff_ns: u32,
 }
 
 impl ExchangeOptions {
@@ -95,6 +98,7 @@ impl Default for ExchangeOptions {
             timeout: Duration::from_secs(10),
             fault: None,
             flag_stride: 128,
+            poll_backoff_ns: 0,
         }
     }
 }

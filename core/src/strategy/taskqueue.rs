@@ -302,6 +302,7 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
             self.mode(),
             epoch,
             (2.0 * timeout.as_secs_f64() * timer_hz) as u64,
+            self.exchange.poll_backoff_ns,
         );
         let memcpy = self.memcpy();
         self.steps.fill(if memcpy {

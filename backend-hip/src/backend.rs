@@ -1,0 +1,258 @@
+//! [`HipBackend`]: the Backend trait on one AMD GPU.
+
+use std::time::Instant;
+
+use haloport_core::backend::check_range;
+use haloport_core::{
+    Backend, Coherence, DeviceInfo, DeviceMemory, Error, Kernel, Launch, LaunchDims, PinnedMemory,
+    Result,
+};
+
+use crate::ffi::{self, Attribute};
+use crate::kernels;
+use crate::memory::{HipDeviceMemory, HipPinnedMemory};
+use crate::module::Module;
+use crate::stream::{HipEvent, HipStream};
+
+/// The HIP backend, on one device.
+pub struct HipBackend {
+    info: DeviceInfo,
+    module: Module,
+}
+
+/// How many AMD GPUs the HIP runtime sees.
+///
+/// # Errors
+/// [`Error::NoDevice`] when it sees none (`hipErrorNoDevice`: no GPU or no driver).
+pub fn device_count() -> Result<usize> {
+    match ffi::device_count()? {
+        0 => Err(Error::NoDevice {
+            backend: "hip",
+            reason: "the HIP runtime sees no AMD GPU (hipErrorNoDevice)".into(),
+        }),
+        n => Ok(n),
+    }
+}
+
+impl HipBackend {
+    /// Opens device `local_rank % device_count` and loads the kernels.
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] without a GPU; [`Error::KernelsUnavailable`] when the code objects do
+    /// not load on the device (a target not built); runtime errors.
+    pub fn new(local_rank: usize) -> Result<HipBackend> {
+        let count = device_count()?;
+        let ordinal = local_rank % count;
+        ffi::set_device(ordinal)?;
+        let attr = |a| ffi::attribute(ordinal, a);
+        if attr(Attribute::hipDeviceAttributeCanMapHostMemory)? == 0 {
+            return Err(Error::Unsupported {
+                backend: "hip",
+                what: format!("device {ordinal} cannot map pinned host memory"),
+            });
+        }
+        let wall_clock_khz = attr(Attribute::hipDeviceAttributeWallClockRate)?;
+        if wall_clock_khz <= 0 {
+            return Err(Error::Unsupported {
+                backend: "hip",
+                what: format!("device {ordinal} reports no wall-clock rate for kernel timestamps"),
+            });
+        }
+        let name = ffi::device_name(ordinal)?;
+        let info = DeviceInfo {
+            vendor: "AMD".into(),
+            name: name.clone(),
+            ordinal,
+            device_count: count,
+            multiprocessors: attr(Attribute::hipDeviceAttributeMultiprocessorCount)? as u32,
+            warp_width: attr(Attribute::hipDeviceAttributeWarpSize)? as u32,
+            max_threads_per_block: attr(Attribute::hipDeviceAttributeMaxThreadsPerBlock)? as u32,
+            timer_hz: wall_clock_khz as u64 * 1000,
+            coherence_kinds: vec![Coherence::Coherent, Coherence::NonCoherent],
+            driver: format!(
+                "HIP driver {}, kernels: {}",
+                ffi::driver_version()?,
+                kernels::describe()
+            ),
+        };
+        let image = kernels::image().ok_or_else(|| Error::KernelsUnavailable {
+            backend: "hip",
+            reason: "this build has no HIP kernels (build haloport with --features hip)".into(),
+        })?;
+        let module = Module::load(image).map_err(|e| Error::KernelsUnavailable {
+            backend: "hip",
+            reason: format!(
+                "the kernels ({}) do not load on {name}: {e}",
+                kernels::describe()
+            ),
+        })?;
+        Ok(HipBackend { info, module })
+    }
+}
+
+impl Backend for HipBackend {
+    type Stream = HipStream;
+    type Event = HipEvent;
+    type DeviceMemory = HipDeviceMemory;
+    type PinnedMemory = HipPinnedMemory;
+
+    fn name(&self) -> &'static str {
+        "hip"
+    }
+
+    fn device_info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc_device(&self, bytes: usize) -> Result<HipDeviceMemory> {
+        HipDeviceMemory::new(bytes)
+    }
+
+    fn alloc_pinned(&self, bytes: usize, coherence: Coherence) -> Result<HipPinnedMemory> {
+        HipPinnedMemory::new(bytes, coherence)
+    }
+
+    fn create_stream(&self) -> Result<HipStream> {
+        HipStream::new()
+    }
+
+    fn stream_query(&self, stream: &HipStream) -> Result<bool> {
+        stream.query()
+    }
+
+    fn stream_synchronize(&self, stream: &HipStream, deadline: Instant) -> Result<()> {
+        stream.synchronize(deadline)
+    }
+
+    fn create_event(&self) -> Result<HipEvent> {
+        HipEvent::new()
+    }
+
+    fn record_event(&self, event: &HipEvent, stream: &HipStream) -> Result<()> {
+        event.record(stream)
+    }
+
+    fn event_query(&self, event: &HipEvent) -> Result<bool> {
+        event.query()
+    }
+
+    fn event_synchronize(&self, event: &HipEvent, deadline: Instant) -> Result<()> {
+        event.synchronize(deadline)
+    }
+
+    fn event_elapsed_ms(&self, start: &HipEvent, end: &HipEvent) -> Result<f32> {
+        start.elapsed_ms(end)
+    }
+
+    fn copy_to_device_async(
+        &self,
+        dst: &HipDeviceMemory,
+        dst_offset: usize,
+        src: &HipPinnedMemory,
+        src_offset: usize,
+        bytes: usize,
+        stream: &HipStream,
+    ) -> Result<()> {
+        check_range(
+            "hip",
+            "copy to device, destination",
+            dst_offset,
+            bytes,
+            dst.len_bytes(),
+        )?;
+        check_range(
+            "hip",
+            "copy to device, source",
+            src_offset,
+            bytes,
+            src.len_bytes(),
+        )?;
+        // SAFETY: both ranges lie inside live allocations (checked above), which outlive the copy:
+        // they are freed only after the stream is dropped, and dropping a stream waits for it.
+        unsafe {
+            ffi::memcpy_htod_async(
+                dst.device_addr() + dst_offset as u64,
+                src.host_ptr().add(src_offset),
+                bytes,
+                stream.raw,
+            )
+        }
+    }
+
+    fn copy_to_host_async(
+        &self,
+        dst: &HipPinnedMemory,
+        dst_offset: usize,
+        src: &HipDeviceMemory,
+        src_offset: usize,
+        bytes: usize,
+        stream: &HipStream,
+    ) -> Result<()> {
+        check_range(
+            "hip",
+            "copy to host, destination",
+            dst_offset,
+            bytes,
+            dst.len_bytes(),
+        )?;
+        check_range(
+            "hip",
+            "copy to host, source",
+            src_offset,
+            bytes,
+            src.len_bytes(),
+        )?;
+        // SAFETY: as for copy_to_device_async.
+        unsafe {
+            ffi::memcpy_dtoh_async(
+                dst.host_ptr().add(dst_offset),
+                src.device_addr() + src_offset as u64,
+                bytes,
+                stream.raw,
+            )
+        }
+    }
+
+    unsafe fn launch(
+        &self,
+        launch: Launch<'_>,
+        dims: LaunchDims,
+        stream: &HipStream,
+    ) -> Result<()> {
+        if dims.blocks == 0 || dims.threads == 0 || dims.threads > self.info.max_threads_per_block {
+            return Err(Error::InvalidInput(format!(
+                "hip: launch of {} blocks x {} threads (1 to {} threads per block)",
+                dims.blocks, dims.threads, self.info.max_threads_per_block
+            )));
+        }
+        let kernel = launch.kernel();
+        let f = self.module.function(kernel)?;
+        let what = kernel.symbol();
+        // SAFETY: each kernel's single parameter is the struct passed here (hp_kernels.cuh);
+        // addresses inside it satisfy this method's contract (forwarded to the caller).
+        unsafe {
+            match launch {
+                Launch::Pack(args) | Launch::Unpack(args) => {
+                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
+                }
+                Launch::ClockPingPong(args) => {
+                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
+                }
+                Launch::Taskqueue(args) => {
+                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
+                }
+                other => Err(Error::Unsupported {
+                    backend: "hip",
+                    what: format!("kernel {:?}", other.kernel()),
+                }),
+            }
+        }
+    }
+
+    fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32> {
+        let f = self.module.function(kernel)?;
+        // SAFETY: f belongs to the live module.
+        let per_cu = unsafe { ffi::occupancy_per_cu(f, threads)? };
+        Ok(per_cu * self.info.multiprocessors)
+    }
+}

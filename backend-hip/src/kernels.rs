@@ -1,0 +1,156 @@
+//! The kernel image hipcc built from `kernels-cu/` through `kernels-hip/` (see `build.rs`),
+//! embedded in the binary: a clang offload bundle with one code object per AMD target.
+
+/// The offload bundle, 8-byte aligned, or `None` when this crate was built without its
+/// `kernels` feature.
+pub fn image() -> Option<&'static [u8]> {
+    #[cfg(haloport_kernels)]
+    {
+        #[repr(C, align(8))]
+        struct Aligned<T: ?Sized>(T);
+        static IMAGE: &Aligned<[u8]> =
+            &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/haloport.hsaco")));
+        Some(&IMAGE.0)
+    }
+    #[cfg(not(haloport_kernels))]
+    {
+        None
+    }
+}
+
+/// The targets the image was built for, e.g. "gfx906;gfx908;gfx90a", or "none".
+pub fn architectures() -> &'static str {
+    #[cfg(haloport_kernels)]
+    {
+        env!("HALOPORT_HIP_ARCHS")
+    }
+    #[cfg(not(haloport_kernels))]
+    {
+        "none"
+    }
+}
+
+/// One entry of an offload bundle: its target triple and the size of its code object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleEntry {
+    /// e.g. `hipv4-amdgcn-amd-amdhsa--gfx906`, or the host entry `host-x86_64-unknown-linux`.
+    pub triple: String,
+    /// Bytes of the code object.
+    pub size: u64,
+}
+
+impl BundleEntry {
+    /// The AMD target (`gfx906`), for device entries.
+    pub fn gfx(&self) -> Option<&str> {
+        self.triple
+            .rsplit("--")
+            .next()
+            .filter(|t| t.starts_with("gfx"))
+            .map(|t| t.split(':').next().unwrap_or(t))
+    }
+}
+
+/// Lists an offload bundle's entries from its header ("__CLANG_OFFLOAD_BUNDLE__", entry count,
+/// then per entry offset, size, triple length and triple; all little-endian u64).
+///
+/// # Errors
+/// A message when the image is not a well-formed bundle.
+pub fn bundle_entries(image: &[u8]) -> Result<Vec<BundleEntry>, String> {
+    const MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+    let u64_at = |o: usize| {
+        image.get(o..o + 8).map(|b| {
+            let mut a = [0_u8; 8];
+            a.copy_from_slice(b);
+            u64::from_le_bytes(a)
+        })
+    };
+    if !image.starts_with(MAGIC) {
+        return Err("no offload-bundle magic".into());
+    }
+    let count = u64_at(MAGIC.len()).ok_or("truncated header")?;
+    let mut at = MAGIC.len() + 8;
+    let mut entries = Vec::new();
+    for _ in 0..count {
+        let offset = u64_at(at).ok_or("truncated entry")?;
+        let size = u64_at(at + 8).ok_or("truncated entry")?;
+        let len = u64_at(at + 16).ok_or("truncated entry")? as usize;
+        let triple = image
+            .get(at + 24..at + 24 + len)
+            .ok_or("truncated triple")?;
+        if offset
+            .checked_add(size)
+            .is_none_or(|end| end > image.len() as u64)
+        {
+            return Err("entry beyond the image".into());
+        }
+        entries.push(BundleEntry {
+            triple: String::from_utf8_lossy(triple).into_owned(),
+            size,
+        });
+        at += 24 + len;
+    }
+    Ok(entries)
+}
+
+/// The embedded image's code objects, e.g. "gfx906 (13 kB), gfx908 (13 kB)", or why there are
+/// none.
+pub fn describe() -> String {
+    match image().map(bundle_entries) {
+        None => "none (built without the kernels feature)".into(),
+        Some(Err(e)) => format!("unreadable bundle ({e})"),
+        Some(Ok(entries)) => entries
+            .iter()
+            .filter_map(|e| {
+                e.gfx()
+                    .map(|g| format!("{g} ({} kB)", e.size.div_ceil(1024)))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_is_not_a_bundle() {
+        assert!(bundle_entries(b"ELF not a bundle").is_err());
+        let mut truncated = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+        truncated.extend_from_slice(&3_u64.to_le_bytes());
+        assert!(bundle_entries(&truncated).is_err());
+    }
+
+    #[test]
+    fn targets_are_read_from_triples() {
+        let e = BundleEntry {
+            triple: "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-".into(),
+            size: 1,
+        };
+        assert_eq!(e.gfx(), Some("gfx90a"));
+        let host = BundleEntry {
+            triple: "host-x86_64-unknown-linux".into(),
+            size: 0,
+        };
+        assert_eq!(host.gfx(), None);
+    }
+
+    /// CI builds the hip feature: the bundle must hold a non-empty code object for every target
+    /// asked for (SPEC 9). Prints the sizes for the record.
+    #[cfg(haloport_kernels)]
+    #[test]
+    fn the_embedded_bundle_holds_a_code_object_per_target() {
+        let image = image().expect("built with kernels");
+        let entries = bundle_entries(image).expect("a well-formed bundle");
+        for arch in architectures().split(';') {
+            let entry = entries.iter().find(|e| e.gfx() == Some(arch));
+            assert!(
+                entry.is_some_and(|e| e.size > 0),
+                "no code object for {arch} in {entries:?}"
+            );
+        }
+        for e in &entries {
+            println!("embedded code object: {} ({} bytes)", e.triple, e.size);
+        }
+    }
+}

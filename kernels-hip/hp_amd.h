@@ -1,0 +1,47 @@
+/*
+ * hp_amd.h: what AMD GPUs need differently, behind the names of kernels-cu/hp_compat.h.
+ *
+ *   timer:   s_memrealtime through wall_clock64(), a constant-rate clock shared by all compute
+ *            units (its rate is the device attribute hipDeviceAttributeWallClockRate, in kHz).
+ *   atomics: clang's scoped HIP atomics at system scope, so the CPU sees them (and vice versa)
+ *            through coherent pinned memory.
+ *   fences:  __threadfence_system().
+ *   back-off: s_sleep, ~64 clocks per unit (thesis 4.6.2: constant polling slowed flag
+ *            propagation on MI50s; a pause between polls lets it through).
+ * Wavefronts are 64 threads wide; nothing in the kernels depends on the width.
+ */
+#ifndef HP_AMD_H
+#define HP_AMD_H
+
+#include <hip/hip_runtime.h>
+#include <stdint.h>
+
+#define HP_DEVICE __device__ __forceinline__
+
+HP_DEVICE uint64_t hp_timer(void) { return wall_clock64(); }
+
+HP_DEVICE uint32_t hp_load_acquire_system(const uint32_t* p) {
+    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+
+HP_DEVICE void hp_store_release_system(uint32_t* p, uint32_t v) {
+    __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+
+HP_DEVICE void hp_store_release_system_u64(uint64_t* p, uint64_t v) {
+    __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+
+HP_DEVICE void hp_fence_system(void) { __threadfence_system(); }
+
+HP_DEVICE uint64_t hp_double_bits(double v) { return (uint64_t)__double_as_longlong(v); }
+
+/* Pause for about `ns` nanoseconds between polls (0: none). s_sleep N waits 64 * N clocks;
+ * at ~1.5 GHz one unit is ~43 ns. */
+HP_DEVICE void hp_backoff(uint32_t ns) {
+    for (uint32_t waited = 0; waited < ns; waited += 43) {
+        __builtin_amdgcn_s_sleep(1);
+    }
+}
+
+#endif /* HP_AMD_H */
