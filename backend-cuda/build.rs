@@ -55,15 +55,7 @@ fn main() {
         default_roots: &["/usr/local/cuda"],
         extra: toolchain::pip_nvcc_candidates(&venvs),
     };
-    let nvcc = match toolchain::find(&search, &|v| env::var(v).ok()) {
-        Ok(nvcc) => nvcc,
-        Err(tried) => {
-            eprintln!("error: haloport's cuda feature needs nvcc to compile its kernels, and none was found.");
-            eprintln!("looked in:\n  {}", tried.join("\n  "));
-            eprintln!("{INSTALL_HINT}");
-            std::process::exit(1);
-        }
-    };
+    let nvcc = toolchain::find_or_exit(&search, "cuda", INSTALL_HINT);
 
     let archs =
         toolchain::arch_list(&env::var("HALOPORT_CUDA_ARCHS").unwrap_or_else(|_| "80;90".into()));
@@ -90,19 +82,7 @@ fn main() {
     cmd.arg("-gencode")
         .arg(format!("arch=compute_{newest},code=compute_{newest}"));
     cmd.arg("-o").arg(&out).arg(kernels.join("haloport.cu"));
-    let output = cmd.output().unwrap_or_else(|e| {
-        eprintln!("error: could not run {}: {e}", nvcc.display());
-        std::process::exit(1);
-    });
-    if !output.status.success() {
-        eprintln!("error: nvcc failed to compile haloport's kernels:\n{cmd:?}");
-        eprintln!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        std::process::exit(1);
-    }
+    toolchain::compile_or_exit(&mut cmd, "nvcc");
     println!("cargo:rustc-cfg=haloport_kernels");
     println!("cargo:rustc-env=HALOPORT_NVCC={}", nvcc.display());
     println!("cargo:rustc-env=HALOPORT_CUDA_ARCHS={}", archs.join(";"));

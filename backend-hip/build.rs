@@ -67,15 +67,7 @@ fn main() {
         default_roots: &["/opt/rocm"],
         extra: Vec::new(),
     };
-    let hipcc = match toolchain::find(&search, &|v| env::var(v).ok()) {
-        Ok(hipcc) => hipcc,
-        Err(tried) => {
-            eprintln!("error: haloport's hip feature needs hipcc to compile its kernels, and none was found.");
-            eprintln!("looked in:\n  {}", tried.join("\n  "));
-            eprintln!("{INSTALL_HINT}");
-            std::process::exit(1);
-        }
-    };
+    let hipcc = toolchain::find_or_exit(&search, "hip", INSTALL_HINT);
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let mut archs = toolchain::arch_list(
         &env::var("HALOPORT_HIP_ARCHS").unwrap_or_else(|_| "gfx906;gfx908;gfx90a".into()),
@@ -107,19 +99,7 @@ fn main() {
         cmd.arg(format!("--offload-arch={arch}"));
     }
     cmd.arg("-o").arg(&bundle).arg(amd.join("haloport.hip"));
-    let output = cmd.output().unwrap_or_else(|e| {
-        eprintln!("error: could not run {}: {e}", hipcc.display());
-        std::process::exit(1);
-    });
-    if !output.status.success() {
-        eprintln!("error: hipcc failed to compile haloport's kernels:\n{cmd:?}");
-        eprintln!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        std::process::exit(1);
-    }
+    toolchain::compile_or_exit(&mut cmd, "hipcc");
     println!("cargo:rustc-cfg=haloport_kernels");
     println!("cargo:rustc-env=HALOPORT_HIP_ARCHS={}", archs.join(";"));
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use haloport::core::measure::Protocol;
+use haloport::core::strategy::ExchangeOptions;
 use haloport::core::{Fault, PatternSource, Variant, Workload};
 
 /// Halo exchange between GPUs over MPI, portable across CUDA and HIP. Run under mpirun.
@@ -115,18 +116,45 @@ pub struct RunArgs {
     /// Built-in pattern (pairwise, ring, mixed) or a pattern file (.toml or .json).
     #[arg(long, value_parser = parse_pattern, default_value = "pairwise")]
     pub pattern: PatternSource,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    #[command(flatten)]
+    pub exchange: ExchangeArgs,
+    /// Write the result as JSON to this file (rank 0).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Inject a fault to test verification and time-outs: corrupt-recv=BLOCK, drop-send=BLOCK.
+    #[arg(long, value_parser = parse_fault)]
+    pub inject: Option<Fault>,
+}
+
+/// Runs and iterations (thesis 4.2), shared by `run` and `sweep`.
+#[derive(Debug, Args)]
+pub struct ProtocolArgs {
     /// Iterations per run, warm-up included.
     #[arg(long, default_value_t = Protocol::default().iterations)]
     pub iters: u32,
     /// Warm-up iterations per run (not timed, still verified).
     #[arg(long, default_value_t = Protocol::default().warmup)]
     pub warmup: u32,
-    /// Runs.
+    /// Runs (a sweep interleaves them across variants and workloads).
     #[arg(long, default_value_t = Protocol::default().runs)]
     pub runs: u32,
-    /// Write the result as JSON to this file (rank 0).
-    #[arg(long)]
-    pub json: Option<PathBuf>,
+}
+
+impl ProtocolArgs {
+    pub fn protocol(&self) -> Protocol {
+        Protocol {
+            iterations: self.iters,
+            warmup: self.warmup,
+            runs: self.runs,
+        }
+    }
+}
+
+/// How exchanges wait and poll, shared by `run` and `sweep`.
+#[derive(Debug, Args)]
+pub struct ExchangeArgs {
     /// Seconds any single wait may take before the run ends with a time-out error.
     #[arg(long, value_parser = parse_timeout, default_value = "10")]
     pub timeout: f64,
@@ -138,17 +166,15 @@ pub struct RunArgs {
     /// found constant polling slowing flag propagation on AMD GPUs (4.6.2).
     #[arg(long, default_value_t = 0)]
     pub poll_backoff: u32,
-    /// Inject a fault to test verification and time-outs: corrupt-recv=BLOCK, drop-send=BLOCK.
-    #[arg(long, value_parser = parse_fault)]
-    pub inject: Option<Fault>,
 }
 
-impl RunArgs {
-    pub fn protocol(&self) -> Protocol {
-        Protocol {
-            iterations: self.iters,
-            warmup: self.warmup,
-            runs: self.runs,
+impl ExchangeArgs {
+    pub fn options(&self, fault: Option<Fault>) -> ExchangeOptions {
+        ExchangeOptions {
+            timeout: std::time::Duration::from_secs_f64(self.timeout),
+            fault,
+            flag_stride: self.flag_stride,
+            poll_backoff_ns: self.poll_backoff,
         }
     }
 }
@@ -215,41 +241,19 @@ pub struct SweepArgs {
     /// Built-in pattern or a pattern file.
     #[arg(long, value_parser = parse_pattern, default_value = "pairwise")]
     pub pattern: PatternSource,
-    /// Iterations per run, warm-up included.
-    #[arg(long, default_value_t = Protocol::default().iterations)]
-    pub iters: u32,
-    /// Warm-up iterations per run.
-    #[arg(long, default_value_t = Protocol::default().warmup)]
-    pub warmup: u32,
-    /// Runs of every variant on every workload, interleaved.
-    #[arg(long, default_value_t = Protocol::default().runs)]
-    pub runs: u32,
+    #[command(flatten)]
+    pub protocol: ProtocolArgs,
+    #[command(flatten)]
+    pub exchange: ExchangeArgs,
     /// Directory for sweep.json and sweep.csv (created if missing).
     #[arg(long)]
     pub out: PathBuf,
-    /// Seconds any single wait may take before the sweep ends with a time-out error.
-    #[arg(long, value_parser = parse_timeout, default_value = "10")]
-    pub timeout: f64,
-    /// Bytes between the taskqueue's per-block flags (a multiple of 8).
-    #[arg(long, default_value_t = 128)]
-    pub flag_stride: u32,
-    /// Pause between a taskqueue block's polls of its flags, nanoseconds (0: spin).
-    #[arg(long, default_value_t = 0)]
-    pub poll_backoff: u32,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
 }
 
 impl SweepArgs {
-    pub fn protocol(&self) -> Protocol {
-        Protocol {
-            iterations: self.iters,
-            warmup: self.warmup,
-            runs: self.runs,
-        }
-    }
-
     /// The variants to run: the mpi-only floor first, then those named.
     pub fn variant_list(&self) -> Vec<Variant> {
         std::iter::once(Variant::MpiOnly)

@@ -4,36 +4,10 @@
 
 mod common;
 
-use common::{alone, mpirun, mpirun_with_env, read_json};
-
-/// `Some(reason)` when these tests cannot run here.
-fn skip_reason() -> Option<String> {
-    let job = alone(&["info", "--json"]);
-    if job.code != Some(0) {
-        return Some(format!("haloport info failed: {}", job.explain()));
-    }
-    let info: serde_json::Value = serde_json::from_str(&job.stdout).expect("info --json is JSON");
-    let backends = info["per_rank"][0]["backends"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let cuda = backends.iter().find(|b| b[0] == "cuda")?;
-    cuda[1]
-        .get("Err")
-        .map(|why| why.as_str().unwrap_or("unknown").to_owned())
-}
+use common::{mpirun, mpirun_with_env, read_json};
 
 fn require_gpu() -> bool {
-    match skip_reason() {
-        None => true,
-        Some(why) => {
-            if std::env::var("HALOPORT_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("HALOPORT_REQUIRE_GPU=1 but no CUDA device: {why}");
-            }
-            println!("SKIPPED: no CUDA device: {why}");
-            false
-        }
-    }
+    common::require_device("cuda")
 }
 
 #[test]

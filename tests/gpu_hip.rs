@@ -5,31 +5,10 @@
 
 mod common;
 
-use common::{alone, mpirun, read_json};
+use common::{mpirun, read_json};
 
 fn require_amd_gpu() -> bool {
-    let job = alone(&["info", "--json"]);
-    let info: serde_json::Value = serde_json::from_str(&job.stdout).unwrap_or_default();
-    let backends = info["per_rank"][0]["backends"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let why = match backends.iter().find(|b| b[0] == "hip") {
-        Some(hip) => hip[1]
-            .get("Err")
-            .map(|w| w.as_str().unwrap_or("unknown").to_owned()),
-        None => Some(format!("haloport info failed: {}", job.explain())),
-    };
-    match why {
-        None => true,
-        Some(why) => {
-            if std::env::var("HALOPORT_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("HALOPORT_REQUIRE_GPU=1 but no AMD GPU: {why}");
-            }
-            println!("SKIPPED: no AMD GPU: {why}");
-            false
-        }
-    }
+    common::require_device("hip")
 }
 
 #[test]

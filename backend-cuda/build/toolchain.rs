@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Where to look for a compiler, in order.
 pub struct Search<'a> {
@@ -102,4 +103,38 @@ pub fn arch_list(spec: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+/// Runs a compile command; on failure stops the build with the full command line and the
+/// compiler's output (STYLE: a kernel that fails to compile says exactly why).
+pub fn compile_or_exit(cmd: &mut Command, compiler: &str) {
+    let output = cmd.output().unwrap_or_else(|e| {
+        eprintln!("error: could not run {cmd:?}: {e}");
+        std::process::exit(1);
+    });
+    if !output.status.success() {
+        eprintln!("error: {compiler} failed to compile haloport's kernels:\n{cmd:?}");
+        eprintln!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::process::exit(1);
+    }
+}
+
+/// Finds the compiler or stops the build listing every place tried and how to install one.
+pub fn find_or_exit(search: &Search<'_>, feature: &str, hint: &str) -> PathBuf {
+    match find(search, &|v| std::env::var(v).ok()) {
+        Ok(found) => found,
+        Err(tried) => {
+            eprintln!(
+                "error: haloport's {feature} feature needs {} to compile its kernels, and none was found.",
+                search.program
+            );
+            eprintln!("looked in:\n  {}", tried.join("\n  "));
+            eprintln!("{hint}");
+            std::process::exit(1);
+        }
+    }
 }

@@ -7,7 +7,7 @@
 use std::ffi::{c_int, c_uint, c_void, CStr};
 
 use cudarc::driver::sys;
-use haloport_core::{Error, Result};
+use haloport_core::{Error, LaunchDims, Result};
 
 pub use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 
@@ -379,27 +379,26 @@ pub unsafe fn module_unload(m: CUmodule) -> Result<()> {
 /// `cuLaunchKernel` of a kernel taking one argument by value.
 ///
 /// # Safety
-/// 1. `f` is a live function whose only parameter has the type and layout of `T`.
-/// 2. Every address inside `arg` satisfies `Backend::launch`'s contract.
+/// 1. `f` is a live function whose only parameter has the type and layout of `*arg`.
+/// 2. Every address inside `*arg` satisfies `Backend::launch`'s contract.
 /// 3. `s` is a live stream.
-pub unsafe fn launch_one_arg<T>(
+pub unsafe fn launch_one_arg(
     f: CUfunction,
-    grid: u32,
-    block: u32,
+    dims: LaunchDims,
     s: CUstream,
-    arg: &T,
+    arg: *const c_void,
     what: &str,
 ) -> Result<()> {
-    let mut params = [(arg as *const T).cast_mut().cast::<c_void>()];
+    let mut params = [arg.cast_mut()];
     // SAFETY: forwarded from this function's contract; the driver copies the argument before
-    // returning, so `params` and `arg` need only live through the call.
+    // returning, so `params` and `*arg` need only live through the call.
     let code = unsafe {
         sys::cuLaunchKernel(
             f,
-            grid,
+            dims.blocks,
             1,
             1,
-            block,
+            dims.threads,
             1,
             1,
             0,
@@ -409,7 +408,10 @@ pub unsafe fn launch_one_arg<T>(
         )
     };
     check("cuLaunchKernel", code, || {
-        format!("launching {what} with {grid} blocks x {block} threads")
+        format!(
+            "launching {what} with {} blocks x {} threads",
+            dims.blocks, dims.threads
+        )
     })
 }
 

@@ -299,36 +299,14 @@ impl Backend for CudaBackend {
         &self,
         launch: Launch<'_>,
         dims: LaunchDims,
-        stream: &CudaStream,
+        stream: &Self::Stream,
     ) -> Result<()> {
-        if dims.blocks == 0 || dims.threads == 0 || dims.threads > self.info.max_threads_per_block {
-            return Err(Error::InvalidInput(format!(
-                "cuda: launch of {} blocks x {} threads (1 to {} threads per block)",
-                dims.blocks, dims.threads, self.info.max_threads_per_block
-            )));
-        }
+        dims.check("cuda", self.info.max_threads_per_block)?;
         let kernel = launch.kernel();
         let f = self.module.function(kernel)?;
-        let what = kernel.symbol();
-        // SAFETY: each kernel's single parameter is the struct passed here (hp_kernels.cuh);
-        // addresses inside it satisfy this method's contract (forwarded to the caller).
-        unsafe {
-            match launch {
-                Launch::Pack(args) | Launch::Unpack(args) => {
-                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
-                }
-                Launch::ClockPingPong(args) => {
-                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
-                }
-                Launch::Taskqueue(args) => {
-                    ffi::launch_one_arg(f, dims.blocks, dims.threads, stream.raw, args, what)
-                }
-                other => Err(Error::Unsupported {
-                    backend: "cuda",
-                    what: format!("kernel {:?}", other.kernel()),
-                }),
-            }
-        }
+        // SAFETY: each kernel's single parameter is the struct launch.arg_ptr() points at
+        // (hp_kernels.cuh); addresses inside it satisfy this method's contract (the caller's).
+        unsafe { ffi::launch_one_arg(f, dims, stream.raw, launch.arg_ptr(), kernel.symbol()) }
     }
 
     fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32> {

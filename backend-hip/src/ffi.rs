@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_uint, c_void, CStr};
 
-use haloport_core::{Error, Result};
+use haloport_core::{Error, LaunchDims, Result};
 use hip_sys::hiprt as sys;
 
 pub use sys::{hipEvent_t, hipFunction_t, hipModule_t, hipStream_t};
@@ -345,27 +345,26 @@ pub unsafe fn module_unload(m: hipModule_t) -> Result<()> {
 /// `hipModuleLaunchKernel` of a kernel taking one argument by value.
 ///
 /// # Safety
-/// 1. `f` is a live function whose only parameter has the type and layout of `T`.
-/// 2. Every address inside `arg` satisfies `Backend::launch`'s contract.
+/// 1. `f` is a live function whose only parameter has the type and layout of `*arg`.
+/// 2. Every address inside `*arg` satisfies `Backend::launch`'s contract.
 /// 3. `s` is a live stream.
-pub unsafe fn launch_one_arg<T>(
+pub unsafe fn launch_one_arg(
     f: hipFunction_t,
-    grid: u32,
-    block: u32,
+    dims: LaunchDims,
     s: hipStream_t,
-    arg: &T,
+    arg: *const c_void,
     what: &str,
 ) -> Result<()> {
-    let mut params = [(arg as *const T).cast_mut().cast::<c_void>()];
-    // SAFETY: forwarded from this function's contract; the runtime copies the argument before
-    // returning.
+    let mut params = [arg.cast_mut()];
+    // SAFETY: forwarded from this function's contract; the driver copies the argument before
+    // returning, so `params` and `*arg` need only live through the call.
     let code = unsafe {
         sys::hipModuleLaunchKernel(
             f,
-            grid,
+            dims.blocks,
             1,
             1,
-            block,
+            dims.threads,
             1,
             1,
             0,
@@ -375,7 +374,10 @@ pub unsafe fn launch_one_arg<T>(
         )
     };
     check("hipModuleLaunchKernel", code, || {
-        format!("launching {what} with {grid} blocks x {block} threads")
+        format!(
+            "launching {what} with {} blocks x {} threads",
+            dims.blocks, dims.threads
+        )
     })
 }
 

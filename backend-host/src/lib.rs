@@ -195,12 +195,7 @@ impl Backend for HostBackend {
         dims: LaunchDims,
         stream: &HostStream,
     ) -> Result<()> {
-        if dims.blocks == 0 || dims.threads == 0 || dims.threads > Self::MAX_THREADS_PER_BLOCK {
-            return Err(Error::InvalidInput(format!(
-                "host: launch of {} blocks x {} threads",
-                dims.blocks, dims.threads
-            )));
-        }
+        dims.check("host", Self::MAX_THREADS_PER_BLOCK)?;
         let work = match launch {
             Launch::Pack(args) | Launch::Unpack(args) => {
                 if args.blocks == 0 || args.checks == 0 {

@@ -77,6 +77,22 @@ pub struct LaunchDims {
     pub threads: u32,
 }
 
+impl LaunchDims {
+    /// Checks that the grid is not empty and blocks have 1 to `max_threads` threads.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the backend and the dimensions.
+    pub fn check(&self, backend: &str, max_threads: u32) -> Result<()> {
+        if self.blocks == 0 || self.threads == 0 || self.threads > max_threads {
+            return Err(crate::Error::InvalidInput(format!(
+                "{backend}: launch of {} blocks x {} threads (1 to {max_threads} threads per block)",
+                self.blocks, self.threads
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The shared kernels every backend has. Their semantics are defined by `kernels-cu/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -129,6 +145,16 @@ pub enum Launch<'a> {
 }
 
 impl Launch<'_> {
+    /// The address of the launch's argument: every shared kernel takes exactly one struct by
+    /// value, so a backend hands the driver this one pointer as the kernel's parameter list.
+    pub fn arg_ptr(&self) -> *const std::ffi::c_void {
+        match self {
+            Launch::Pack(a) | Launch::Unpack(a) => std::ptr::from_ref(*a).cast(),
+            Launch::ClockPingPong(a) => std::ptr::from_ref(*a).cast(),
+            Launch::Taskqueue(a) => std::ptr::from_ref(*a).cast(),
+        }
+    }
+
     /// Which kernel this launches.
     pub fn kernel(&self) -> Kernel {
         match self {

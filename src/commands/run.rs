@@ -1,14 +1,11 @@
 //! `haloport run`: one variant on one workload, verified and timed, with a summary on rank 0
 //! and optionally a JSON result file.
 
-use std::time::Duration;
-
 use anyhow::Context;
 use haloport::core::collective::agree_on_pattern;
 use haloport::core::measure::measure;
 use haloport::core::pattern::RankPattern;
 use haloport::core::stats::Summary;
-use haloport::core::strategy::ExchangeOptions;
 use haloport::core::timeline::BlockPhases;
 use haloport::core::{Backend, Error};
 use haloport::results::{RunResult, VariantResult};
@@ -22,7 +19,7 @@ use crate::commands::exchange::{
 use crate::commands::local_rank;
 
 pub fn run(world: &SimpleCommunicator, args: &RunArgs) -> anyhow::Result<()> {
-    args.protocol().validate()?;
+    args.protocol.protocol().validate()?;
     let elems = args.workload.block_elems();
     let mine = args.pattern.resolve(world.rank(), world.size(), &elems);
     let patterns = agree_on_pattern(world, mine)?;
@@ -51,13 +48,8 @@ impl OnBackend for RunOne<'_> {
             patterns,
         } = self;
         let rank = world.rank();
-        let protocol = args.protocol();
-        let exchange = ExchangeOptions {
-            timeout: Duration::from_secs_f64(args.timeout),
-            fault: args.inject,
-            flag_stride: args.flag_stride,
-            poll_backoff_ns: args.poll_backoff,
-        };
+        let protocol = args.protocol.protocol();
+        let exchange = args.exchange.options(args.inject);
         let clock = ClockAlignment::start(backend, exchange.timeout)?;
         let (mut outcome, coherence) = {
             let mut strategy = make_strategy(

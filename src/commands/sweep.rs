@@ -5,13 +5,10 @@
 //! Writes `sweep.json` (self-describing) and `sweep.csv` (one row per variant, workload, run)
 //! and prints the headline table on rank 0.
 
-use std::time::Duration;
-
 use anyhow::Context;
 use haloport::core::collective::agree_on_pattern;
 use haloport::core::measure::{measure_run, RankOutcome};
 use haloport::core::pattern::RankPattern;
-use haloport::core::strategy::ExchangeOptions;
 use haloport::core::{Backend, Coherence, Error, Variant, Workload};
 use haloport::report::{headline, markdown, Measured};
 use haloport::results::{SweepResult, VariantResult};
@@ -26,7 +23,7 @@ use crate::commands::exchange::{
 use crate::commands::local_rank;
 
 pub fn run(world: &SimpleCommunicator, args: &SweepArgs) -> anyhow::Result<()> {
-    args.protocol().validate()?;
+    args.protocol.protocol().validate()?;
     let mut patterns = Vec::new();
     for &workload in &args.workloads.0 {
         let mine = args
@@ -73,13 +70,8 @@ impl OnBackend for Sweep<'_> {
             patterns,
         } = self;
         let rank = world.rank();
-        let protocol = args.protocol();
-        let exchange = ExchangeOptions {
-            timeout: Duration::from_secs_f64(args.timeout),
-            fault: None,
-            flag_stride: args.flag_stride,
-            poll_backoff_ns: args.poll_backoff,
-        };
+        let protocol = args.protocol.protocol();
+        let exchange = args.exchange.options(None);
         let variants = args.variant_list();
         let mut cells: Vec<Cell> = Vec::new();
         for (w, &workload) in args.workloads.0.iter().enumerate() {

@@ -8,6 +8,7 @@ use anyhow::bail;
 use plotters::prelude::*;
 
 use crate::report::load::Loaded;
+use crate::report::plots::{legend, plot_err};
 
 /// One (variant, workload) present in every file.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,11 +110,10 @@ pub fn markdown(files: &[Loaded], rows: &[Row]) -> String {
 /// # Errors
 /// The plot cannot be drawn or written.
 pub fn plot(files: &[Loaded], rows: &[Row], path: &Path) -> anyhow::Result<()> {
-    let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("drawing the comparison: {e}");
     let n = rows.len() as i32;
     let max = rows.iter().flat_map(|r| r.ratios()).fold(1.0_f64, f64::max) * 1.1;
     let root = SVGBackend::new(path, (900, 140 + 18 * n as u32)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    root.fill(&WHITE).map_err(plot_err)?;
     let names: Vec<String> = rows
         .iter()
         .map(|r| format!("{} {}", r.workload, r.variant))
@@ -127,7 +127,7 @@ pub fn plot(files: &[Loaded], rows: &[Row], path: &Path) -> anyhow::Result<()> {
         .x_label_area_size(45)
         .y_label_area_size(170)
         .build_cartesian_2d(0.0..max, (0..n).into_segmented())
-        .map_err(|e| err(&e))?;
+        .map_err(plot_err)?;
     chart
         .configure_mesh()
         .disable_y_mesh()
@@ -138,7 +138,7 @@ pub fn plot(files: &[Loaded], rows: &[Row], path: &Path) -> anyhow::Result<()> {
         })
         .x_desc("median time / median time of [0] (below 1 is faster)")
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(plot_err)?;
     for (f, file) in files.iter().enumerate().skip(1) {
         let c = crate::report::plots::color(f);
         chart
@@ -149,7 +149,7 @@ pub fn plot(files: &[Loaded], rows: &[Row], path: &Path) -> anyhow::Result<()> {
                     c.filled(),
                 )
             }))
-            .map_err(|e| err(&e))?
+            .map_err(plot_err)?
             .label(format!("[{f}] {}", label(file)))
             .legend(move |(x, y)| Circle::new((x + 6, y), 5, c.filled()));
     }
@@ -158,15 +158,9 @@ pub fn plot(files: &[Loaded], rows: &[Row], path: &Path) -> anyhow::Result<()> {
             [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
             BLACK.stroke_width(1),
         ))
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
+        .map_err(plot_err)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    root.present().map_err(plot_err)?;
     Ok(())
 }
 

@@ -14,8 +14,26 @@ use haloport_core::timeline::{CpuEventKind, IterationTimeline};
 
 type Res = anyhow::Result<bool>;
 
-fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+pub(crate) fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow!("drawing a plot: {e}")
+}
+
+/// Draws the series legend of `chart` in a framed box at `position`.
+pub fn legend<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()>
+where
+    X: Ranged,
+    Y: Ranged,
+{
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .position(position)
+        .draw()
+        .map_err(plot_err)
 }
 
 /// Series colours: matplotlib's "tab10", dark enough for lines and text on white.
@@ -118,13 +136,7 @@ pub fn speedup(rows: &[HeadlineRow], path: &Path) -> Res {
             BLACK.stroke_width(1),
         ))
         .map_err(plot_err)?;
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(plot_err)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present().map_err(plot_err)?;
     Ok(true)
 }
@@ -301,13 +313,7 @@ pub fn packing(data: &Loaded, path: &Path) -> Res {
             .draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))
             .map_err(plot_err)?;
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(plot_err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(plot_err)?;
     Ok(true)
 }
@@ -406,13 +412,7 @@ pub fn profile(data: &Loaded, path: &Path) -> Res {
             }
         }
         if p == 1 {
-            chart
-                .configure_series_labels()
-                .border_style(BLACK)
-                .background_style(WHITE.mix(0.9))
-                .position(SeriesLabelPosition::LowerRight)
-                .draw()
-                .map_err(plot_err)?;
+            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         }
     }
     root.present().map_err(plot_err)?;
@@ -541,13 +541,7 @@ pub fn timeline(entry: &Entry, path: &Path) -> Res {
             .label(format!("CPU: {}", event_name(*kind)))
             .legend(move |(x, y)| Circle::new((x + 6, y), 4, c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.9))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(plot_err)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present().map_err(plot_err)?;
     Ok(true)
 }

@@ -113,3 +113,31 @@ pub fn read_json(path: &Path) -> serde_json::Value {
         std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
+
+/// Whether `haloport info` finds a device for `backend` ("cuda", "hip"); otherwise prints
+/// `SKIPPED: ...` with the reason and returns false, or fails the test when
+/// `HALOPORT_REQUIRE_GPU=1` (on GPU machines a missing device is an error, not a skip).
+pub fn require_device(backend: &str) -> bool {
+    let job = alone(&["info", "--json"]);
+    let info: serde_json::Value = serde_json::from_str(&job.stdout).unwrap_or_default();
+    let backends = info["per_rank"][0]["backends"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let why = match backends.iter().find(|b| b[0] == backend) {
+        Some(entry) => entry[1]
+            .get("Err")
+            .map(|w| w.as_str().unwrap_or("unknown").to_owned()),
+        None => Some(format!("haloport info failed: {}", job.explain())),
+    };
+    match why {
+        None => true,
+        Some(why) => {
+            if std::env::var("HALOPORT_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("HALOPORT_REQUIRE_GPU=1 but no {backend} device: {why}");
+            }
+            println!("SKIPPED: no {backend} device: {why}");
+            false
+        }
+    }
+}
