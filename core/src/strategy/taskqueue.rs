@@ -176,28 +176,40 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
     }
 
     /// The next task from the GPU, if one was posted.
-    fn next_task(&mut self, epoch: u32) -> Option<usize> {
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a queue entry naming a block that does not exist or is not
+    /// packing: memory the protocol relies on was overwritten.
+    fn next_task(&mut self, epoch: u32) -> Result<Option<usize>> {
         match self.options.tasks {
             TaskPosting::Queue => {
                 // The queue has one slot per block and wraps: after this iteration's last task,
                 // the next slot holds this iteration's first one again.
                 if self.tasks_seen == self.steps.len() {
-                    return None;
+                    return Ok(None);
                 }
-                let block = self.control.queue_task(self.queue_head, epoch)?;
+                let Some(block) = self.control.queue_task(self.queue_head, epoch) else {
+                    return Ok(None);
+                };
+                if self.steps.get(block) != Some(&BlockStep::Packing) {
+                    return Err(Error::InvalidInput(format!(
+                        "task queue slot {} names block {block}, which is not waiting for its task",
+                        self.queue_head
+                    )));
+                }
                 self.queue_head += 1;
                 self.tasks_seen += 1;
-                Some(block)
+                Ok(Some(block))
             }
-            TaskPosting::Channel => (0..self.steps.len()).find(|&b| {
+            TaskPosting::Channel => Ok((0..self.steps.len()).find(|&b| {
                 self.steps[b] == BlockStep::Packing && self.control.channel_task(b, epoch)
-            }),
+            })),
         }
     }
 
     /// One test for an event, in the thesis's order; handles the event found, if any.
     fn test_for_event(&mut self, epoch: u32) -> Result<bool> {
-        if let Some(block) = self.next_task(epoch) {
+        if let Some(block) = self.next_task(epoch)? {
             self.events
                 .push(CpuEvent::now(CpuEventKind::Task, Some(block)));
             if self.memcpy() {
