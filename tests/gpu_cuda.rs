@@ -16,16 +16,7 @@ fn every_baseline_variant_verifies_on_cuda_with_a_clock_fit() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    for variant in [
-        "base-nb-wait",
-        "base-nb-test",
-        "base-bl-wait",
-        "base-bl-test",
-        "base-nb-wait-nc",
-        "base-nb-test-nc",
-        "base-bl-wait-nc",
-        "base-bl-test-nc",
-    ] {
+    for variant in common::BASELINE_VARIANTS {
         let json = dir.path().join(format!("{variant}.json"));
         let job = mpirun(
             2,
@@ -120,16 +111,7 @@ fn every_taskqueue_variant_verifies_on_cuda_with_its_events_counted() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    for variant in [
-        "tq-nb-tq",
-        "tq-nb-pb",
-        "tq-bl-tq",
-        "tq-bl-pb",
-        "tqm-nb-tq",
-        "tqm-nb-pb",
-        "tqm-bl-tq",
-        "tqm-bl-pb",
-    ] {
+    for variant in common::TASKQUEUE_VARIANTS {
         let json = dir.path().join(format!("{variant}.json"));
         let job = mpirun(
             2,

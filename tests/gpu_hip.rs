@@ -17,24 +17,10 @@ fn every_variant_verifies_on_hip_and_non_coherent_buffers_are_non_coherent() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    for variant in [
-        "base-nb-wait",
-        "base-nb-test",
-        "base-bl-wait",
-        "base-bl-test",
-        "base-nb-wait-nc",
-        "base-nb-test-nc",
-        "base-bl-wait-nc",
-        "base-bl-test-nc",
-        "tq-nb-tq",
-        "tq-nb-pb",
-        "tq-bl-tq",
-        "tq-bl-pb",
-        "tqm-nb-tq",
-        "tqm-nb-pb",
-        "tqm-bl-tq",
-        "tqm-bl-pb",
-    ] {
+    for variant in common::BASELINE_VARIANTS
+        .into_iter()
+        .chain(common::TASKQUEUE_VARIANTS)
+    {
         let json = dir.path().join(format!("{variant}.json"));
         let job = mpirun(
             2,

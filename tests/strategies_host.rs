@@ -6,25 +6,6 @@ mod common;
 
 use common::{mpirun, read_json};
 
-const VARIANTS: [&str; 16] = [
-    "base-nb-wait",
-    "base-nb-test",
-    "base-bl-wait",
-    "base-bl-test",
-    "base-nb-wait-nc",
-    "base-nb-test-nc",
-    "base-bl-wait-nc",
-    "base-bl-test-nc",
-    "tq-nb-tq",
-    "tq-nb-pb",
-    "tq-bl-tq",
-    "tq-bl-pb",
-    "tqm-nb-tq",
-    "tqm-nb-pb",
-    "tqm-bl-tq",
-    "tqm-bl-pb",
-];
-
 const PATTERNS: [&str; 3] = ["pairwise", "ring", "mixed"];
 
 /// Runs every variant with every pattern on `np` ranks and checks each result file: verified,
@@ -34,7 +15,10 @@ fn every_variant_verifies(np: u32, workload: &str, blocks: u64, threads: u64) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (runs, iters, warmup) = (2_u64, 4_u64, 1_u64);
     for pattern in PATTERNS {
-        for variant in VARIANTS {
+        for variant in common::BASELINE_VARIANTS
+            .into_iter()
+            .chain(common::TASKQUEUE_VARIANTS)
+        {
             let json = dir.path().join(format!("{variant}-{pattern}.json"));
             let job = mpirun(
                 np,

@@ -31,6 +31,11 @@ pub enum Error {
     #[error("{0}")]
     InvalidInput(String),
 
+    /// A broken internal invariant (a bug in haloport, or memory the protocol relies on was
+    /// overwritten). Concerns one rank, which aborts the job.
+    #[error("internal error: {0}")]
+    Internal(String),
+
     /// Unpack found wrong values: the exchange ran but delivered wrong data.
     #[error("verification failed: {0}")]
     VerificationFailed(String),

@@ -12,6 +12,30 @@ use std::time::{Duration, Instant};
 
 static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// The 8 baseline variants (thesis table 3.1).
+pub const BASELINE_VARIANTS: [&str; 8] = [
+    "base-nb-wait",
+    "base-nb-test",
+    "base-bl-wait",
+    "base-bl-test",
+    "base-nb-wait-nc",
+    "base-nb-test-nc",
+    "base-bl-wait-nc",
+    "base-bl-test-nc",
+];
+
+/// The 8 taskqueue variants (thesis table 3.2).
+pub const TASKQUEUE_VARIANTS: [&str; 8] = [
+    "tq-nb-tq",
+    "tq-nb-pb",
+    "tq-bl-tq",
+    "tq-bl-pb",
+    "tqm-nb-tq",
+    "tqm-nb-pb",
+    "tqm-bl-tq",
+    "tqm-bl-pb",
+];
+
 /// What a job printed and how it ended.
 pub struct Job {
     pub code: Option<i32>,

@@ -178,7 +178,7 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
     /// The next task from the GPU, if one was posted.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for a queue entry naming a block that does not exist or is not
+    /// [`Error::Internal`] for a queue entry naming a block that does not exist or is not
     /// packing: memory the protocol relies on was overwritten.
     fn next_task(&mut self, epoch: u32) -> Result<Option<usize>> {
         match self.options.tasks {
@@ -192,7 +192,7 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
                     return Ok(None);
                 };
                 if self.steps.get(block) != Some(&BlockStep::Packing) {
-                    return Err(Error::InvalidInput(format!(
+                    return Err(Error::Internal(format!(
                         "task queue slot {} names block {block}, which is not waiting for its task",
                         self.queue_head
                     )));
@@ -215,7 +215,7 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
             if self.memcpy() {
                 let (offset, bytes) = self.buffers.byte_range(block);
                 let device = self.buffers.device_send().ok_or_else(|| {
-                    Error::InvalidInput("memcpy taskqueue without device send buffers".into())
+                    Error::Internal("memcpy taskqueue without device send buffers".into())
                 })?;
                 self.backend.copy_to_host_async(
                     self.buffers.pinned_send(),
@@ -336,7 +336,7 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
         self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
         if memcpy {
             let device = self.buffers.device_send().ok_or_else(|| {
-                Error::InvalidInput("memcpy taskqueue without device send buffers".into())
+                Error::Internal("memcpy taskqueue without device send buffers".into())
             })?;
             for block in 0..blocks {
                 let (offset, bytes) = self.buffers.byte_range(block);

@@ -73,10 +73,10 @@ impl MpiTransport {
         match requests.get(block) {
             // SAFETY: reading a predefined MPI constant.
             Some(r) if *r == unsafe { ffi::RSMPI_REQUEST_NULL } => Ok(()),
-            Some(_) => Err(Error::InvalidInput(format!(
+            Some(_) => Err(Error::Internal(format!(
                 "block {block}: a {what} is already pending"
             ))),
-            None => Err(Error::InvalidInput(format!(
+            None => Err(Error::Internal(format!(
                 "block {block} is beyond the {} blocks the transport was prepared for",
                 requests.len()
             ))),
@@ -129,7 +129,7 @@ impl Transport for MpiTransport {
 
     fn prepare(&mut self, blocks: usize) -> Result<()> {
         if self.pending_recvs > 0 {
-            return Err(Error::InvalidInput(
+            return Err(Error::Internal(
                 "prepare called with receives pending".into(),
             ));
         }
