@@ -196,3 +196,45 @@ fn the_taskqueue_refuses_a_flag_stride_that_is_not_a_multiple_of_8() {
         "{err}"
     );
 }
+
+#[test]
+fn control_block_flags_carry_epochs_so_nothing_needs_a_reset() {
+    use haloport_core::control::ControlBlock;
+    use haloport_core::shared::hp_exchange_args;
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+    let backend = HostBackend::new(0).expect("host backend");
+    let control = ControlBlock::new(&backend, 4, 64).expect("control block");
+    let args = control.kernel_args(hp_exchange_args::default(), 0, 7, 1, 0);
+    // Write flags where the kernel would (host device addresses are host addresses).
+    // SAFETY: every address below lies in the control block, aligned to the 64-byte stride.
+    let flag =
+        |base: u64, block: u64| unsafe { AtomicU32::from_ptr((base + 64 * block) as *mut u32) };
+    // SAFETY: as above; queue entries are 8-byte aligned u64s.
+    let entry = |slot: u64| unsafe { AtomicU64::from_ptr((args.tasks + 64 * slot) as *mut u64) };
+
+    // Channel mode: block 2 posts its task for epoch 7; epoch 8 must not see it.
+    flag(args.tasks, 2).store(7, Ordering::Release);
+    assert!(
+        control.channel_task(2, 7) && !control.channel_task(2, 8) && !control.channel_task(1, 7)
+    );
+    // Queue mode: slot 5 wraps to slot 1; an entry of epoch 6 is stale in epoch 7.
+    entry(1).store((7_u64 << 32) | 4, Ordering::Release);
+    assert_eq!(control.queue_task(5, 7), Some(3));
+    entry(1).store((6_u64 << 32) | 4, Ordering::Release);
+    assert_eq!(control.queue_task(5, 7), None);
+    // Go flags and the abort flag reach the addresses the kernel reads.
+    control.release_unpack(3, 7);
+    control.release_pack(0, 7);
+    control.raise_abort(7);
+    assert_eq!(flag(args.unpack_go, 3).load(Ordering::Acquire), 7);
+    assert_eq!(flag(args.pack_go, 0).load(Ordering::Acquire), 7);
+    // SAFETY: the abort flag is a u32 in the control block.
+    let abort = unsafe { AtomicU32::from_ptr(args.abort_flag as *mut u32) };
+    assert_eq!(abort.load(Ordering::Acquire), 7);
+    // States: what the kernel publishes is read back, and reset to "not started".
+    flag(args.states, 1).store(haloport_core::shared::HP_TQ_WAIT_RECV, Ordering::Release);
+    assert_eq!(control.state(1), haloport_core::shared::HP_TQ_WAIT_RECV);
+    control.reset_states();
+    assert_eq!(control.state(1), haloport_core::shared::HP_TQ_IDLE);
+}
