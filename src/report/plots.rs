@@ -55,88 +55,128 @@ pub fn color(i: usize) -> RGBColor {
     TAB10[i % TAB10.len()]
 }
 
+/// Horizontal bars grouped by variant (down the side), one bar per workload in each group, in
+/// the order they first appear: the layout of figures 4.7 and 4.15.
+struct GroupedBars<'a> {
+    variants: Vec<&'a str>,
+    workloads: Vec<&'a str>,
+    /// (variant index, workload index, value).
+    bars: Vec<(usize, usize, f64)>,
+}
+
+impl<'a> GroupedBars<'a> {
+    fn new(items: impl Iterator<Item = (&'a str, &'a str, f64)>) -> Self {
+        let mut grouped = GroupedBars {
+            variants: Vec::new(),
+            workloads: Vec::new(),
+            bars: Vec::new(),
+        };
+        let index = |list: &mut Vec<&'a str>, name: &'a str| {
+            list.iter().position(|n| *n == name).unwrap_or_else(|| {
+                list.push(name);
+                list.len() - 1
+            })
+        };
+        for (variant, workload, value) in items {
+            let v = index(&mut grouped.variants, variant);
+            let w = index(&mut grouped.workloads, workload);
+            grouped.bars.push((v, w, value));
+        }
+        grouped
+    }
+
+    /// Rows on the y axis: one per (variant, workload) plus a gap after each variant.
+    fn slots(&self) -> i32 {
+        (self.variants.len() * (self.workloads.len() + 1)) as i32
+    }
+
+    fn max(&self, at_least: f64) -> f64 {
+        self.bars.iter().map(|b| b.2).fold(at_least, f64::max) * 1.1
+    }
+
+    /// Draws the bars on `area`; variant names when `y_label_area > 20`, a workload legend when
+    /// `legend_at` is given, a vertical line at `reference` when given.
+    #[allow(clippy::too_many_arguments)]
+    fn draw(
+        &self,
+        area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+        title: &str,
+        x_desc: &str,
+        y_label_area: u32,
+        at_least: f64,
+        reference: Option<f64>,
+        legend_at: Option<SeriesLabelPosition>,
+    ) -> anyhow::Result<()> {
+        let slot = self.workloads.len() + 1;
+        let slots = self.slots();
+        let mut chart = ChartBuilder::on(area)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(y_label_area)
+            .build_cartesian_2d(0.0..self.max(at_least), 0..slots)
+            .map_err(plot_err)?;
+        let named = y_label_area > 20;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(slots as usize)
+            .y_label_formatter(&|y| {
+                let y = *y as usize;
+                match self.variants.get(y / slot) {
+                    Some(v) if named && y % slot == slot / 2 => (*v).to_owned(),
+                    _ => String::new(),
+                }
+            })
+            .x_desc(x_desc)
+            .y_desc(if named { "variant" } else { "" })
+            .draw()
+            .map_err(plot_err)?;
+        for (w, workload) in self.workloads.iter().enumerate() {
+            let bars = self.bars.iter().filter(|b| b.1 == w).map(|&(v, _, value)| {
+                let y = (v * slot + w) as i32;
+                Rectangle::new([(0.0, y), (value, y + 1)], color(w).filled())
+            });
+            let series = chart.draw_series(bars).map_err(plot_err)?;
+            if legend_at.is_some() {
+                series.label(*workload).legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(w).filled())
+                });
+            }
+        }
+        if let Some(x) = reference {
+            chart
+                .draw_series(LineSeries::new([(x, 0), (x, slots)], BLACK.stroke_width(1)))
+                .map_err(plot_err)?;
+        }
+        if let Some(position) = legend_at {
+            legend(&mut chart, position)?;
+        }
+        Ok(())
+    }
+}
+
 /// Figure 4.7: speedup of every variant over the fastest baseline of its send kind, one bar per
 /// workload, variants down the side.
 pub fn speedup(rows: &[HeadlineRow], path: &Path) -> Res {
-    let rows: Vec<&HeadlineRow> = rows.iter().filter(|r| r.speedup.is_some()).collect();
-    if rows.is_empty() {
+    let bars = GroupedBars::new(
+        rows.iter()
+            .filter_map(|r| Some((r.variant.as_str(), r.workload.as_str(), r.speedup?))),
+    );
+    if bars.bars.is_empty() {
         return Ok(false);
     }
-    let mut variants: Vec<&str> = Vec::new();
-    let mut workloads: Vec<&str> = Vec::new();
-    for r in &rows {
-        if !variants.contains(&r.variant.as_str()) {
-            variants.push(&r.variant);
-        }
-        if !workloads.contains(&r.workload.as_str()) {
-            workloads.push(&r.workload);
-        }
-    }
-    let slot = workloads.len() + 1;
-    let slots = (variants.len() * slot) as i32;
-    let max = rows
-        .iter()
-        .filter_map(|r| r.speedup)
-        .fold(1.0_f64, f64::max)
-        * 1.1;
-    let height = 120 + 14 * slots as u32;
-    let root = SVGBackend::new(path, (900, height)).into_drawing_area();
+    let root = SVGBackend::new(path, (900, 120 + 14 * bars.slots() as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Speedup over the fastest baseline of the same send kind",
-            ("sans-serif", 20),
-        )
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(120)
-        .build_cartesian_2d(0.0..max, 0..slots)
-        .map_err(plot_err)?;
-    let labels = variants.clone();
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(slots as usize)
-        .y_label_formatter(&|y| {
-            let y = *y as usize;
-            if y % slot == slot / 2 {
-                labels
-                    .get(y / slot)
-                    .map_or(String::new(), |v| (*v).to_owned())
-            } else {
-                String::new()
-            }
-        })
-        .x_desc("speedup (fastest baseline time / variant time; 1 = as fast)")
-        .y_desc("variant")
-        .draw()
-        .map_err(plot_err)?;
-    for (w, workload) in workloads.iter().enumerate() {
-        let bars: Vec<_> = rows
-            .iter()
-            .filter(|r| r.workload == *workload)
-            .filter_map(|r| {
-                let v = variants.iter().position(|v| *v == r.variant)?;
-                let y = (v * slot + w) as i32;
-                Some(Rectangle::new(
-                    [(0.0, y), (r.speedup?, y + 1)],
-                    color(w).filled(),
-                ))
-            })
-            .collect();
-        chart
-            .draw_series(bars)
-            .map_err(plot_err)?
-            .label(*workload)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(w).filled()));
-    }
-    chart
-        .draw_series(LineSeries::new(
-            [(1.0, 0), (1.0, slots)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(plot_err)?;
-    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    bars.draw(
+        &root,
+        "Speedup over the fastest baseline of the same send kind",
+        "speedup (fastest baseline time / variant time; 1 = as fast)",
+        120,
+        1.0,
+        Some(1.0),
+        Some(SeriesLabelPosition::LowerRight),
+    )?;
     root.present().map_err(plot_err)?;
     Ok(true)
 }
@@ -318,103 +358,40 @@ pub fn packing(data: &Loaded, path: &Path) -> Res {
     Ok(true)
 }
 
-/// One panel of the profiling plot: where, title, axis description, the value drawn.
-type Panel<'a, 'b> = (
-    &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
-    &'static str,
-    &'static str,
-    fn(&Entry) -> f64,
-);
-
 /// Figure 4.15: event-loop profiling of the taskqueue variants: share of events processed right
 /// after another event, and the most in a row (rank 0), one bar per workload.
 pub fn profile(data: &Loaded, path: &Path) -> Res {
-    let entries: Vec<&Entry> = data
-        .entries
-        .iter()
-        .filter(|e| e.profile.is_some())
-        .collect();
-    if entries.is_empty() {
+    let profiled = || {
+        data.entries
+            .iter()
+            .filter_map(|e| Some((e.variant.as_str(), e.workload.as_str(), e.profile?)))
+    };
+    let chained = GroupedBars::new(profiled().map(|(v, w, p)| (v, w, 100.0 * p.chained_share())));
+    let in_row = GroupedBars::new(profiled().map(|(v, w, p)| (v, w, p.max_in_row as f64)));
+    if chained.bars.is_empty() {
         return Ok(false);
     }
-    let mut variants: Vec<&str> = Vec::new();
-    for e in &entries {
-        if !variants.contains(&e.variant.as_str()) {
-            variants.push(&e.variant);
-        }
-    }
-    let workloads: Vec<&String> = data
-        .workloads
-        .iter()
-        .filter(|w| entries.iter().any(|e| &&e.workload == w))
-        .collect();
-    let slot = workloads.len() + 1;
-    let slots = (variants.len() * slot) as i32;
-    let root = SVGBackend::new(path, (1100, 120 + 14 * slots as u32)).into_drawing_area();
+    let root = SVGBackend::new(path, (1100, 120 + 14 * chained.slots() as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let (left, right) = root.split_horizontally(560);
-    let panels: [Panel<'_, '_>; 2] = [
-        (
-            &left,
-            "Events right after another event",
-            "share of events (%)",
-            |e| e.profile.map_or(0.0, |p| 100.0 * p.chained_share()),
-        ),
-        (&right, "Most events in a row", "events", |e| {
-            e.profile.map_or(0.0, |p| p.max_in_row as f64)
-        }),
-    ];
-    for (p, (area, title, x_desc, value)) in panels.iter().enumerate() {
-        let max = entries.iter().map(|e| value(e)).fold(1.0, f64::max) * 1.1;
-        let mut chart = ChartBuilder::on(*area)
-            .caption(*title, ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(if p == 0 { 100 } else { 20 })
-            .build_cartesian_2d(0.0..max, 0..slots)
-            .map_err(plot_err)?;
-        let labels = variants.clone();
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(slots as usize)
-            .y_label_formatter(&|y| {
-                let y = *y as usize;
-                if p == 0 && y % slot == slot / 2 {
-                    labels
-                        .get(y / slot)
-                        .map_or(String::new(), |v| (*v).to_owned())
-                } else {
-                    String::new()
-                }
-            })
-            .x_desc(*x_desc)
-            .draw()
-            .map_err(plot_err)?;
-        for (w, workload) in workloads.iter().enumerate() {
-            let bars: Vec<_> = entries
-                .iter()
-                .filter(|e| &&e.workload == workload)
-                .filter_map(|e| {
-                    let v = variants.iter().position(|v| *v == e.variant)?;
-                    let y = (v * slot + w) as i32;
-                    Some(Rectangle::new(
-                        [(0.0, y), (value(e), y + 1)],
-                        color(w).filled(),
-                    ))
-                })
-                .collect();
-            let series = chart.draw_series(bars).map_err(plot_err)?;
-            if p == 1 {
-                series.label(workload.as_str()).legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color(w).filled())
-                });
-            }
-        }
-        if p == 1 {
-            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
-        }
-    }
+    chained.draw(
+        &left,
+        "Events right after another event",
+        "share of events (%)",
+        100,
+        1.0,
+        None,
+        None,
+    )?;
+    in_row.draw(
+        &right,
+        "Most events in a row",
+        "events",
+        20,
+        1.0,
+        None,
+        Some(SeriesLabelPosition::LowerRight),
+    )?;
     root.present().map_err(plot_err)?;
     Ok(true)
 }
