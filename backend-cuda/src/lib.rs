@@ -224,7 +224,7 @@ impl Backend for CudaBackend {
         start.elapsed_ms(end)
     }
 
-    fn copy_to_device_async(
+    unsafe fn copy_to_device_async(
         &self,
         dst: &CudaDeviceMemory,
         dst_offset: usize,
@@ -248,8 +248,8 @@ impl Backend for CudaBackend {
             bytes,
             src.len_bytes(),
         )?;
-        // SAFETY: both ranges lie inside live allocations (checked above), which outlive the copy:
-        // they are freed only after the stream is dropped, and dropping a stream waits for it.
+        // SAFETY: both ranges lie inside their allocations (checked above), which stay allocated
+        // until the copy completes (this function's contract, 1).
         unsafe {
             ffi::memcpy_htod_async(
                 dst.device_addr() + dst_offset as u64,
@@ -260,7 +260,7 @@ impl Backend for CudaBackend {
         }
     }
 
-    fn copy_to_host_async(
+    unsafe fn copy_to_host_async(
         &self,
         dst: &CudaPinnedMemory,
         dst_offset: usize,

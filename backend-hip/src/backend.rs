@@ -144,7 +144,7 @@ impl Backend for HipBackend {
         start.elapsed_ms(end)
     }
 
-    fn copy_to_device_async(
+    unsafe fn copy_to_device_async(
         &self,
         dst: &HipDeviceMemory,
         dst_offset: usize,
@@ -167,8 +167,8 @@ impl Backend for HipBackend {
             bytes,
             src.len_bytes(),
         )?;
-        // SAFETY: both ranges lie inside live allocations (checked above), which outlive the copy:
-        // they are freed only after the stream is dropped, and dropping a stream waits for it.
+        // SAFETY: both ranges lie inside their allocations (checked above), which stay allocated
+        // until the copy completes (this function's contract, 1).
         unsafe {
             ffi::memcpy_htod_async(
                 dst.device_addr() + dst_offset as u64,
@@ -179,7 +179,7 @@ impl Backend for HipBackend {
         }
     }
 
-    fn copy_to_host_async(
+    unsafe fn copy_to_host_async(
         &self,
         dst: &HipPinnedMemory,
         dst_offset: usize,

@@ -84,7 +84,7 @@ impl HostBackend {
 fn copy_work(dst: u64, src: u64, bytes: usize) -> stream::Work {
     Box::new(move || {
         // SAFETY: both ranges were checked against their allocations when queued, and the
-        // allocations outlive the queued work (the caller synchronizes before freeing them).
+        // allocations outlive the queued work (copy_to_*_async's contract, 1).
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
         Ok(())
     })
@@ -153,7 +153,7 @@ impl Backend for HostBackend {
         }
     }
 
-    fn copy_to_device_async(
+    unsafe fn copy_to_device_async(
         &self,
         dst: &HostAllocation,
         dst_offset: usize,
@@ -171,7 +171,7 @@ impl Backend for HostBackend {
         ))
     }
 
-    fn copy_to_host_async(
+    unsafe fn copy_to_host_async(
         &self,
         dst: &HostAllocation,
         dst_offset: usize,

@@ -268,8 +268,16 @@ pub trait Backend: Sized {
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) if a range lies outside its allocation.
     ///
+    /// # Safety
+    /// 1. `src` and `dst` stay allocated until the copy has completed: until `stream` was
+    ///    synchronized, or an event recorded on it after this call completed. Dropping the
+    ///    memory earlier lets the queued copy touch freed memory (the host backend's worker
+    ///    thread, the GPU's copy engine).
+    /// 2. No other work (CPU, kernel, copy) writes the destination range, or writes the source
+    ///    range, until the copy has completed.
+    ///
     /// Vendor: cuMemcpyHtoDAsync / hipMemcpyHtoDAsync.
-    fn copy_to_device_async(
+    unsafe fn copy_to_device_async(
         &self,
         dst: &Self::DeviceMemory,
         dst_offset: usize,
@@ -284,8 +292,16 @@ pub trait Backend: Sized {
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) if a range lies outside its allocation.
     ///
+    /// # Safety
+    /// 1. `src` and `dst` stay allocated until the copy has completed: until `stream` was
+    ///    synchronized, or an event recorded on it after this call completed. Dropping the
+    ///    memory earlier lets the queued copy touch freed memory (the host backend's worker
+    ///    thread, the GPU's copy engine).
+    /// 2. No other work (CPU, kernel, copy) writes the destination range, or writes the source
+    ///    range, until the copy has completed.
+    ///
     /// Vendor: cuMemcpyDtoHAsync / hipMemcpyDtoHAsync.
-    fn copy_to_host_async(
+    unsafe fn copy_to_host_async(
         &self,
         dst: &Self::PinnedMemory,
         dst_offset: usize,

@@ -217,14 +217,19 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
                 let device = self.buffers.device_send().ok_or_else(|| {
                     Error::Internal("memcpy taskqueue without device send buffers".into())
                 })?;
-                self.backend.copy_to_host_async(
-                    self.buffers.pinned_send(),
-                    offset,
-                    device,
-                    offset,
-                    bytes,
-                    &self.block_streams[block],
-                )?;
+                // SAFETY: (1) the buffers outlive the block streams (field order; dropping a
+                // stream waits for its work); (2) the block's state machine lets nothing else
+                // touch its range until this copy is seen finished (CopyingOut).
+                unsafe {
+                    self.backend.copy_to_host_async(
+                        self.buffers.pinned_send(),
+                        offset,
+                        device,
+                        offset,
+                        bytes,
+                        &self.block_streams[block],
+                    )?;
+                }
                 self.steps[block] = BlockStep::CopyingOut;
             } else {
                 self.send_block(block)?;
@@ -340,14 +345,18 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
             })?;
             for block in 0..blocks {
                 let (offset, bytes) = self.buffers.byte_range(block);
-                self.backend.copy_to_device_async(
-                    device,
-                    offset,
-                    self.buffers.pinned_send(),
-                    offset,
-                    bytes,
-                    &self.block_streams[block],
-                )?;
+                // SAFETY: as for the D2H copy: the buffers outlive the block streams, and the
+                // block packs only after the CPU saw this copy finish (CopyingIn).
+                unsafe {
+                    self.backend.copy_to_device_async(
+                        device,
+                        offset,
+                        self.buffers.pinned_send(),
+                        offset,
+                        bytes,
+                        &self.block_streams[block],
+                    )?;
+                }
             }
         }
         for block in 0..blocks {
