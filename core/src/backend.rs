@@ -121,6 +121,14 @@ impl Kernel {
         }
     }
 
+    /// True for kernels whose blocks wait for each other (through the CPU or flags), so all
+    /// of them must be resident at once. Backends launch these cooperatively
+    /// (cuLaunchCooperativeKernel / hipModuleLaunchCooperativeKernel), which the driver refuses
+    /// when the grid cannot be co-resident, instead of trusting an occupancy estimate.
+    pub fn needs_coresidency(self) -> bool {
+        matches!(self, Kernel::Taskqueue)
+    }
+
     /// Every kernel, for loading modules and checking they are all present.
     pub const ALL: [Kernel; 4] = [
         Kernel::Pack,
