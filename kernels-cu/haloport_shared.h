@@ -31,9 +31,22 @@ typedef struct hp_block {
     int32_t dest;
 } hp_block;
 
+/*
+ * Verification (SPEC 5). Element i of block b packed by rank r in global iteration it holds
+ *   key * 2^21 + (i mod 2^21),   key = (1000 * (it + 1) + 100 * r + b) mod 2^31
+ * (the thesis's listing 3.4 value as the key): an integer below 2^52, exact in f64, different
+ * for every element of a block, so a short, shifted or stale message cannot look right.
+ */
+#define HP_VALUE_INDEX_BITS 21u
+#define HP_VALUE_KEY_MASK 0x7fffffffull
+
+/* What unpack checks: the thesis's sample plus the first and last element, or everything. */
+#define HP_VERIFY_SAMPLE 0u /* per block: element 0, element elems-1, and one per thread */
+#define HP_VERIFY_FULL 1u   /* per block: every element */
+
 /* What unpack found in one block's receive buffer in one iteration (SPEC 5). */
 typedef struct hp_block_check {
-    /* Elements checked (one per thread). */
+    /* Elements checked: threads + 2 (sample) or elems (full); 0 if unpack never ran. */
     uint32_t checked;
     /* Checked elements that held a wrong value. */
     uint32_t wrong;
@@ -65,7 +78,8 @@ typedef struct hp_exchange_args {
     int32_t rank;
     /* Global iteration number: part of every packed value. */
     uint32_t iteration;
-    uint32_t reserved;
+    /* HP_VERIFY_SAMPLE or HP_VERIFY_FULL. */
+    uint32_t verify;
 } hp_exchange_args;
 
 /*

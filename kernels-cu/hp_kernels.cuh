@@ -6,11 +6,16 @@
  * persistent kernel can call the same code later. Each grid block works on its own pattern
  * block: blockIdx.x == block id.
  *
- * Semantics (SPEC 5), mirrored by the host backend (backend-host/src/kernels.rs):
- *   pack:   every element of block b's send buffer := 1000*(iteration+1) + rank*100 + b
- *   unpack: thread t checks element t*elems/threads of block b's receive buffer against the value
- *           block b's source rank packed, and the block writes its check record (checked, wrong,
- *           the first wrong element by thread order). No assert: wrong values are data.
+ * Semantics (SPEC 5), mirrored by the host backend (backend-host/src/kernels.rs and
+ * haloport_core::workload):
+ *   pack:   element i of block b's send buffer := hp_packed_value(iteration, rank, b, i)
+ *           (haloport_shared.h: a key from iteration, rank and block, times 2^21, plus i)
+ *   unpack: checks block b's receive buffer against the values block b's source rank packed:
+ *           with HP_VERIFY_SAMPLE, thread t checks element t*elems/threads (the thesis's
+ *           sample), thread 0 also element 0 and the last thread element elems-1; with
+ *           HP_VERIFY_FULL the threads check every element. The block writes its check record
+ *           (checked, wrong, the lowest wrong index with its expected and found values).
+ *           No assert: wrong values are data.
  */
 #ifndef HP_KERNELS_CUH
 #define HP_KERNELS_CUH
@@ -18,8 +23,12 @@
 #include "hp_compat.h"
 #include "haloport_shared.h"
 
-HP_DEVICE double hp_packed_value(uint32_t iteration, int32_t rank, uint32_t block) {
-    return 1000.0 * ((double)iteration + 1.0) + (double)rank * 100.0 + (double)block;
+HP_DEVICE double hp_packed_value(uint32_t iteration, int32_t rank, uint32_t block, uint64_t index) {
+    const uint64_t key =
+        (1000ull * ((uint64_t)iteration + 1ull) + 100ull * (uint64_t)rank + (uint64_t)block) &
+        HP_VALUE_KEY_MASK;
+    const uint64_t low = index & ((1ull << HP_VALUE_INDEX_BITS) - 1ull);
+    return (double)((key << HP_VALUE_INDEX_BITS) | low);
 }
 
 HP_DEVICE hp_block_times* hp_times_of(const hp_exchange_args& a, uint32_t b) {
@@ -30,9 +39,8 @@ HP_DEVICE hp_block_times* hp_times_of(const hp_exchange_args& a, uint32_t b) {
 __device__ void hp_pack_block_into(const hp_exchange_args& a, uint32_t b, uint64_t send_addr) {
     const hp_block blk = ((const hp_block*)a.blocks)[b];
     double* send = (double*)send_addr;
-    const double value = hp_packed_value(a.iteration, a.rank, b);
     for (uint64_t i = threadIdx.x; i < blk.elems; i += blockDim.x) {
-        send[i] = value;
+        send[i] = hp_packed_value(a.iteration, a.rank, b, i);
     }
 }
 
@@ -40,32 +48,78 @@ __device__ void hp_pack_block(const hp_exchange_args& a, uint32_t b) {
     hp_pack_block_into(a, b, ((const hp_block*)a.blocks)[b].send);
 }
 
+/* One thread's checks: counts them and remembers its lowest wrong index. */
+struct hp_thread_checks {
+    uint32_t checked;
+    uint32_t wrong;
+    uint64_t first_index;
+    double first_expected;
+    double first_found;
+};
+
+HP_DEVICE void hp_check_one(hp_thread_checks& c, const double* recv, uint64_t index,
+                            double expected) {
+    const double found = ((const volatile double*)recv)[index];
+    c.checked += 1;
+    if (hp_double_bits(found) != hp_double_bits(expected)) {
+        if (c.wrong == 0 || index < c.first_index) {
+            c.first_index = index;
+            c.first_expected = expected;
+            c.first_found = found;
+        }
+        c.wrong += 1;
+    }
+}
+
 __device__ void hp_unpack_block(const hp_exchange_args& a, uint32_t b) {
+    __shared__ uint32_t checked;
     __shared__ uint32_t wrong;
+    __shared__ unsigned long long first_index;
     __shared__ uint32_t first_thread;
     const hp_block blk = ((const hp_block*)a.blocks)[b];
     if (threadIdx.x == 0) {
+        checked = 0;
         wrong = 0;
+        first_index = ~0ull;
         first_thread = 0xffffffffu;
     }
     __syncthreads();
-    const uint64_t index = (uint64_t)threadIdx.x * blk.elems / (uint64_t)blockDim.x;
-    const double expected = hp_packed_value(a.iteration, blk.source, b);
-    const double found = ((const volatile double*)blk.recv)[index];
-    const bool bad = hp_double_bits(found) != hp_double_bits(expected);
-    if (bad) {
-        atomicAdd(&wrong, 1u);
+    const double* recv = (const double*)blk.recv;
+    hp_thread_checks c = {0, 0, 0, 0.0, 0.0};
+    if (a.verify == HP_VERIFY_FULL) {
+        for (uint64_t i = threadIdx.x; i < blk.elems; i += blockDim.x) {
+            hp_check_one(c, recv, i, hp_packed_value(a.iteration, blk.source, b, i));
+        }
+    } else if (blk.elems > 0) {
+        const uint64_t index = (uint64_t)threadIdx.x * blk.elems / (uint64_t)blockDim.x;
+        hp_check_one(c, recv, index, hp_packed_value(a.iteration, blk.source, b, index));
+        if (threadIdx.x == 0) {
+            hp_check_one(c, recv, 0, hp_packed_value(a.iteration, blk.source, b, 0));
+        }
+        if (threadIdx.x == blockDim.x - 1) {
+            const uint64_t last = blk.elems - 1;
+            hp_check_one(c, recv, last, hp_packed_value(a.iteration, blk.source, b, last));
+        }
+    }
+    atomicAdd(&checked, c.checked);
+    if (c.wrong > 0) {
+        atomicAdd(&wrong, c.wrong);
+        atomicMin(&first_index, (unsigned long long)c.first_index);
+    }
+    __syncthreads();
+    /* Of the threads that saw the lowest wrong index, the lowest-numbered one records it. */
+    if (c.wrong > 0 && c.first_index == first_index) {
         atomicMin(&first_thread, (uint32_t)threadIdx.x);
     }
     __syncthreads();
     hp_block_check* check = (hp_block_check*)a.checks + b;
-    if (bad && threadIdx.x == first_thread) {
-        check->first_index = index;
-        check->first_expected = expected;
-        check->first_found = found;
+    if (threadIdx.x == first_thread) {
+        check->first_index = c.first_index;
+        check->first_expected = c.first_expected;
+        check->first_found = c.first_found;
     }
     if (threadIdx.x == 0) {
-        check->checked = blockDim.x;
+        check->checked = checked;
         check->wrong = wrong;
     }
 }

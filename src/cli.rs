@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use haloport::core::measure::Protocol;
 use haloport::core::strategy::ExchangeOptions;
-use haloport::core::{Fault, PatternSource, Variant, Workload};
+use haloport::core::{Fault, PatternSource, Variant, Verify, Workload};
 
 /// Halo exchange between GPUs over MPI, portable across CUDA and HIP. Run under mpirun.
 #[derive(Debug, Parser)]
@@ -93,11 +93,15 @@ fn parse_fault(s: &str) -> Result<Fault, String> {
     s.parse().map_err(|e: haloport::Error| e.to_string())
 }
 
+fn parse_verify(s: &str) -> Result<Verify, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
 fn parse_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Ok(t),
         _ => Err(format!(
-            "'{s}' is not a time-out in seconds between 0 and 86400"
+            "'{s}' is not a usable time-out: give seconds greater than 0 and at most 86400"
         )),
     }
 }
@@ -123,7 +127,8 @@ pub struct RunArgs {
     /// Write the result as JSON to this file (rank 0).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Inject a fault to test verification and time-outs: corrupt-recv=BLOCK, drop-send=BLOCK.
+    /// Inject a fault to test verification and time-outs: corrupt-recv=BLOCK, drop-send=BLOCK,
+    /// short-send=BLOCK (the block is sent one element short).
     #[arg(long, value_parser = parse_fault)]
     pub inject: Option<Fault>,
 }
@@ -166,6 +171,10 @@ pub struct ExchangeArgs {
     /// found constant polling slowing flag propagation on AMD GPUs (4.6.2).
     #[arg(long, default_value_t = 0)]
     pub poll_backoff: u32,
+    /// Which received elements unpack checks: `sample` (per block the first, the last and one
+    /// per thread, the thesis's sample) or `full` (every element; its cost shows in unpack).
+    #[arg(long, value_parser = parse_verify, default_value = "sample")]
+    pub verify: Verify,
 }
 
 impl ExchangeArgs {
@@ -175,6 +184,7 @@ impl ExchangeArgs {
             fault,
             flag_stride: self.flag_stride,
             poll_backoff_ns: self.poll_backoff,
+            verify: self.verify,
         }
     }
 }

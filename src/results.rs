@@ -7,7 +7,7 @@
 //! object, so its keys (`variant`, `median_us`, `verified`, ...) sit at the top level.
 
 use haloport_core::clock::ClockFit;
-use haloport_core::measure::{Protocol, RankOutcome, WrongValue};
+use haloport_core::measure::{MissingCheck, Protocol, RankOutcome, WrongValue};
 use haloport_core::pattern::RankPattern;
 use haloport_core::stats::Summary;
 use haloport_core::strategy::EventProfile;
@@ -53,6 +53,9 @@ pub struct ResultHeader {
     pub flag_stride: u32,
     /// Pause between the taskqueue's polls, nanoseconds.
     pub poll_backoff_ns: u32,
+    /// Which received elements unpack checked: "sample" (first, last and one per thread per
+    /// block) or "full" (every element).
+    pub verify: haloport_core::Verify,
     /// Injected fault, if any.
     pub fault: Option<String>,
     /// Each rank's clock fit (device timer to host clock), where one was made.
@@ -88,10 +91,17 @@ pub struct VariantResult {
     pub min_us: f64,
     /// Slowest iteration.
     pub max_us: f64,
-    /// True only if every checked element of every iteration on every rank was right.
+    /// True only if every block of every iteration on every rank was checked as planned and
+    /// every checked element was right.
     pub verified: bool,
     /// Elements checked, all ranks.
     pub checked: u64,
+    /// Checks planned, all ranks (SPEC 5): `checked` must equal it.
+    pub planned: u64,
+    /// Block-iterations whose checks fell short of the plan, all ranks.
+    pub missing: u64,
+    /// Recorded block-iterations with missing checks (rank, block, run, iteration, state).
+    pub missing_checks: Vec<MissingCheck>,
     /// Wrong elements found, all ranks.
     pub wrong: u64,
     /// Recorded wrong values (rank, block, run, iteration, index, expected, found), all ranks.
@@ -126,6 +136,8 @@ impl VariantResult {
         });
         let checked = outcomes.iter().map(|o| o.checked).sum();
         let wrong = outcomes.iter().map(|o| o.wrong).sum();
+        let planned = outcomes.iter().map(|o| o.planned).sum();
+        let missing = outcomes.iter().map(|o| o.missing).sum();
         VariantResult {
             variant: variant.name(),
             strategy: variant.strategy().to_owned(),
@@ -144,8 +156,14 @@ impl VariantResult {
             stddev_us: stats.stddev,
             min_us: stats.min,
             max_us: stats.max,
-            verified: wrong == 0 && checked > 0,
+            verified: wrong == 0 && missing == 0 && checked > 0 && checked == planned,
             checked,
+            planned,
+            missing,
+            missing_checks: outcomes
+                .iter()
+                .flat_map(|o| o.missing_checks.clone())
+                .collect(),
             wrong,
             errors: outcomes.iter().flat_map(|o| o.errors.clone()).collect(),
             patterns: patterns.to_vec(),
@@ -221,6 +239,7 @@ mod tests {
             rank,
             iteration_us: vec![1.0, 2.0, 3.0, 4.0],
             checked,
+            planned: checked,
             wrong,
             ..RankOutcome::default()
         }
@@ -256,6 +275,18 @@ mod tests {
         assert!(
             !result(&[outcome(0, 0, 0)]).verified,
             "nothing checked is not verified"
+        );
+        let mut short = outcome(1, 10, 0);
+        short.planned = 12;
+        assert!(
+            !result(&[outcome(0, 10, 0), short.clone()]).verified,
+            "fewer checks than planned is not verified"
+        );
+        short.planned = 10;
+        short.missing = 1;
+        assert!(
+            !result(&[outcome(0, 10, 0), short]).verified,
+            "a block with missing checks is not verified"
         );
     }
 

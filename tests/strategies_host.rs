@@ -55,10 +55,16 @@ fn every_variant_verifies(np: u32, workload: &str, blocks: u64, threads: u64) {
             assert_eq!(r["pattern"], pattern);
             assert_eq!(r["ranks"], np);
             assert_eq!(r["wrong"], 0);
-            let expected_checks = u64::from(np) * blocks * threads * runs * iters;
+            assert_eq!(r["missing"], 0);
+            // Per block: one check per thread, plus the first and the last element.
+            let expected_checks = u64::from(np) * blocks * (threads + 2) * runs * iters;
             assert_eq!(
                 r["checked"], expected_checks,
                 "{variant} {pattern}: checks performed"
+            );
+            assert_eq!(
+                r["planned"], expected_checks,
+                "{variant} {pattern}: checks planned"
             );
             let times = r["iteration_us"]
                 .as_array()
@@ -129,23 +135,25 @@ fn a_corrupted_receive_buffer_fails_verification_with_the_wrong_values_named() {
             json.to_str().expect("utf-8 path"),
         ],
     );
+    // Element 0 is checked twice per block: as the first element and by thread 0's sample.
     job.assert_fails_with(
         1,
-        "verification failed: 6 of 384 checked elements were wrong",
+        "verification failed: 12 of 432 checked elements were wrong",
     );
     assert!(job.stdout.contains("verified: false"), "{}", job.explain());
     let r = read_json(&json);
     assert_eq!(r["verified"], false);
-    assert_eq!(r["wrong"], 6);
+    assert_eq!(r["wrong"], 12);
     let errors = r["errors"].as_array().expect("errors list");
     assert_eq!(errors.len(), 6, "one record per rank and iteration");
-    // Rank 1's block 2 comes from rank 0: 1000 * (iteration + 1) + 0 * 100 + 2.
+    // Rank 1's block 2 comes from rank 0: key 1000 * (iteration + 1) + 0 * 100 + 2, times
+    // 2^21, plus the element index 0.
     let e = errors
         .iter()
         .find(|e| e["rank"] == 1 && e["iteration"] == 1)
         .expect("rank 1, iteration 1 recorded");
     assert_eq!(e["block"], 2);
-    assert_eq!(e["expected"], 2002.0);
+    assert_eq!(e["expected"], 2002.0 * 2_097_152.0);
     assert_eq!(e["found"], -1.0);
     assert_eq!(e["index"], 0);
 }
@@ -176,7 +184,8 @@ fn a_dropped_send_ends_in_a_time_out_naming_the_block_not_a_hang() {
         job.explain()
     );
     assert!(job.took.as_secs() < 30, "took {:?}", job.took);
-    // Waitall blocks inside MPI: the watchdog ends the rank.
+    // Waitall is polled too: the rank returns a time-out naming the block, and the CLI ends
+    // the job.
     let job = mpirun(
         2,
         &[
@@ -193,7 +202,9 @@ fn a_dropped_send_ends_in_a_time_out_naming_the_block_not_a_hang() {
     );
     assert_ne!(job.code, Some(0), "{}", job.explain());
     assert!(
-        job.stderr.contains("timed out after 1.0 s in MPI_Waitall"),
+        job.stderr.contains(
+            "timed out after 1.0 s in MPI_Waitall (polled) for the receives of blocks [0 (from rank"
+        ),
         "{}",
         job.explain()
     );
@@ -221,12 +232,13 @@ fn a_corrupted_receive_fails_verification_in_the_taskqueue_too() {
             "corrupt-recv=1",
         ],
     );
-    // Block 1 has 15 elements and 16 checking threads: threads 0 and 1 both check element 0.
+    // Block 1 has 15 elements and 16 checking threads: threads 0 and 1 both check element 0,
+    // and so does the check of the first element.
     job.assert_fails_with(
         1,
-        "verification failed: 12 of 384 checked elements were wrong",
+        "verification failed: 18 of 432 checked elements were wrong",
     );
-    let line = "wrong value: rank 0 block 1 run 0 iteration 0: element 0 expected 1101 found -1 (2 wrong in block)";
+    let line = "wrong value: rank 0 block 1 run 0 iteration 0: element 0 expected 2308964352 found -1 (not a value pack writes; 3 wrong in block)";
     assert!(job.stdout.contains(line), "{}", job.explain());
 }
 
@@ -267,5 +279,91 @@ fn a_dropped_send_in_the_taskqueue_ends_in_a_time_out_on_every_rank() {
         assert!(!job.stderr.contains("panicked"), "{}", job.explain());
         // The time-out (2 s), the grace for other ranks to report (2 s), start-up and abort.
         assert!(job.took.as_secs() < 20, "{variant} took {:?}", job.took);
+    }
+}
+
+/// Every strategy (all 16 variants and the mpi-only floor) fails verification when a block
+/// arrives one element short, and names the block and its last element.
+#[test]
+fn a_short_send_fails_verification_with_the_block_named_on_every_strategy() {
+    for variant in common::BASELINE_VARIANTS
+        .into_iter()
+        .chain(common::TASKQUEUE_VARIANTS)
+        .chain(["mpi-only"])
+    {
+        let job = mpirun(
+            2,
+            &[
+                "run",
+                "--variant",
+                variant,
+                "--workload",
+                "small",
+                "--runs",
+                "1",
+                "--iters",
+                "3",
+                "--warmup",
+                "1",
+                "--inject",
+                "short-send=2",
+            ],
+        );
+        job.assert_fails_with(1, "verification failed");
+        // Block 2 has 30 elements: element 29 never arrives. In iteration 0 it is still zero;
+        // later it holds the previous iteration's value of element 29.
+        for needle in [
+            "wrong value: rank 0 block 2 run 0 iteration 0: element 29",
+            "wrong value: rank 1 block 2 run 0 iteration 1: element 29",
+            "another iteration's or rank's value: stale",
+        ] {
+            assert!(
+                job.stdout.contains(needle),
+                "{variant}: missing '{needle}'; {}",
+                job.explain()
+            );
+        }
+        assert!(
+            !job.stdout.contains("block 0 run") && !job.stdout.contains("block 3 run"),
+            "{variant}: only block 2 is short; {}",
+            job.explain()
+        );
+    }
+}
+
+/// `--verify full` checks every element of every block on every strategy kind, and says so.
+#[test]
+fn full_verification_checks_every_element() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for variant in ["base-nb-wait", "tq-nb-pb", "tqm-bl-tq", "mpi-only"] {
+        let json = dir.path().join(format!("{variant}.json"));
+        let job = mpirun(
+            2,
+            &[
+                "run",
+                "--variant",
+                variant,
+                "--workload",
+                "thesis-4",
+                "--runs",
+                "1",
+                "--iters",
+                "2",
+                "--warmup",
+                "1",
+                "--verify",
+                "full",
+                "--json",
+                json.to_str().expect("utf-8 path"),
+            ],
+        );
+        assert_eq!(job.code, Some(0), "{variant}: {}", job.explain());
+        let r = read_json(&json);
+        assert_eq!(r["verify"], "full");
+        // thesis-4: 1 + 15000 + 30000 + 45000 elements per rank and iteration.
+        let expected = 2 * 90_001 * 2;
+        assert_eq!(r["checked"], expected, "{variant}");
+        assert_eq!(r["planned"], expected, "{variant}");
+        assert_eq!(r["verified"], true, "{variant}");
     }
 }

@@ -4,7 +4,8 @@
 //! A launch runs its grid blocks concurrently, one OS thread per block (so a taskqueue block
 //! can wait for the CPU while others run); inside a block, the `threads` logical threads are the
 //! iterations of a loop (pack fills the block's buffer, unpack makes one check per logical
-//! thread at the index `checked_index` gives). Timestamps come from [`timer_ns`], this backend's
+//! thread at the index `checked_index` gives, plus the first and last element, or every
+//! element: `haloport_core::verify`). Timestamps come from [`timer_ns`], this backend's
 //! device timer. Flags are accessed with the atomics and orderings the CUDA source uses.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
@@ -16,8 +17,8 @@ use haloport_core::shared::{
     self, hp_block, hp_block_check, hp_block_times, hp_clock_sample, hp_exchange_args,
     hp_pingpong_args, hp_taskqueue_args,
 };
-use haloport_core::workload::{checked_index, packed_value};
-use haloport_core::{Kernel, LaunchDims};
+use haloport_core::verify::{check_block, packed_value};
+use haloport_core::{Kernel, LaunchDims, Verify};
 
 /// Nanoseconds on a monotonic clock since this process first asked: the host backend's
 /// device timer (1 GHz).
@@ -87,41 +88,36 @@ unsafe fn entry_and_times<'t>(
     (entry, times)
 }
 
-/// Pack: every element of the buffer at `dest` := the packed value.
+/// Pack: element i of the buffer at `dest` := the packed value of element i.
 ///
 /// # Safety
 /// `dest` holds the block's `elems` f64 values; only this block writes it meanwhile.
 unsafe fn pack_into(args: &hp_exchange_args, entry: &hp_block, block: u32, dest: u64) {
-    let value = packed_value(args.iteration, args.rank, block);
     // SAFETY: forwarded from this function's contract.
     let send = unsafe { std::slice::from_raw_parts_mut(dest as *mut f64, entry.elems as usize) };
-    send.fill(value);
+    for (i, v) in send.iter_mut().enumerate() {
+        *v = packed_value(args.iteration, args.rank, block, i as u64);
+    }
 }
 
-/// Unpack: one check per logical thread; writes the block's check record.
+/// Unpack: the checks of `haloport_core::verify` with `threads` logical threads; writes the
+/// block's check record.
 ///
 /// # Safety
-/// The receive buffer holds `elems` values; the check table holds num_blocks records.
+/// The receive buffer holds `elems` values, which nothing writes meanwhile; the check table
+/// holds num_blocks records.
 unsafe fn unpack(args: &hp_exchange_args, entry: &hp_block, block: u32, threads: u32) {
-    let expected = packed_value(args.iteration, entry.source, block);
-    let recv = entry.recv as *const f64;
-    let mut record = hp_block_check {
-        checked: threads,
-        ..hp_block_check::default()
+    let verify = if args.verify == shared::HP_VERIFY_FULL {
+        Verify::Full
+    } else {
+        Verify::Sample
     };
-    for thread in 0..threads {
-        let index = checked_index(thread, threads, entry.elems);
-        // SAFETY: index < elems, inside the receive buffer (contract).
-        let found = unsafe { recv.add(index as usize).read_volatile() };
-        if found.to_bits() != expected.to_bits() {
-            if record.wrong == 0 {
-                record.first_index = index;
-                record.first_expected = expected;
-                record.first_found = found;
-            }
-            record.wrong += 1;
-        }
-    }
+    // SAFETY: forwarded from this function's contract.
+    let recv =
+        unsafe { std::slice::from_raw_parts(entry.recv as *const f64, entry.elems as usize) };
+    let record = check_block(recv, verify, threads, |i| {
+        packed_value(args.iteration, entry.source, block, i)
+    });
     // SAFETY: the check table holds num_blocks records; only this block writes record b.
     unsafe {
         (args.checks as *mut hp_block_check)

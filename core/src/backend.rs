@@ -183,7 +183,7 @@ pub trait DeviceMemory: Send {
 }
 
 /// Pinned (page-locked, device-mapped) host memory, reachable from the CPU and from kernels.
-pub trait PinnedMemory: Send {
+pub trait PinnedMemory: Send + 'static {
     /// Size in bytes.
     fn len_bytes(&self) -> usize;
     /// The address the CPU dereferences. Valid for `len_bytes()` bytes while `self` lives.

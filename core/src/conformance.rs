@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use crate::backend::{Backend, Coherence, Launch, LaunchDims, PinnedMemory};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::{BlockSpec, RankPattern};
-use crate::workload::packed_value;
+use crate::transport::faulty::CORRUPT_VALUE;
+use crate::verify::{packed_value, planned_checks, Verify};
 
 type Check = std::result::Result<(), String>;
 
@@ -59,70 +60,91 @@ fn loop_back<B: Backend>(buffers: &ExchangeBuffers<B>) {
 fn pack_loop_unpack<B: Backend>(
     backend: &B,
     coherence: Coherence,
-    corrupt: Option<usize>,
+    verify: Verify,
+    damage: impl Fn(&ExchangeBuffers<B>),
 ) -> std::result::Result<ExchangeBuffers<B>, String> {
     let pattern = self_pattern();
-    let mut buffers = ExchangeBuffers::new(backend, &pattern, coherence).map_err(e)?;
+    let buffers = ExchangeBuffers::new(backend, &pattern, coherence).map_err(e)?;
     let stream = backend.create_stream().map_err(e)?;
     let dims = LaunchDims {
         blocks: buffers.blocks() as u32,
-        threads: 32,
+        threads: THREADS,
     };
-    let args = buffers.kernel_args(0, 7);
+    let args = buffers.kernel_args(0, 7, verify);
     // SAFETY: args point into `buffers`, alive until after the synchronize below.
     unsafe { backend.launch(Launch::Pack(&args), dims, &stream) }.map_err(e)?;
     backend.stream_synchronize(&stream, deadline()).map_err(e)?;
     loop_back(&buffers);
-    if let Some(block) = corrupt {
-        buffers.corrupt_recv(block, 0, -1.0);
-    }
+    damage(&buffers);
     // SAFETY: as above.
     unsafe { backend.launch(Launch::Unpack(&args), dims, &stream) }.map_err(e)?;
     backend.stream_synchronize(&stream, deadline()).map_err(e)?;
     Ok(buffers)
 }
 
-/// Pack writes the packed value everywhere; unpack of the same data finds nothing wrong and
-/// checks one element per thread per block.
+/// The check records after [`pack_loop_unpack`], which synchronized its stream.
+fn checks_of<B: Backend>(buffers: &mut ExchangeBuffers<B>) -> Vec<crate::shared::hp_block_check> {
+    // SAFETY: pack_loop_unpack synchronized the only stream its kernels ran on.
+    unsafe { buffers.take_checks() }
+}
+
+/// Writes `f(block elements)` over block `block`'s receive buffer, as a faulty transport would.
+fn damage_recv<B: Backend>(buffers: &ExchangeBuffers<B>, block: usize, f: impl Fn(&mut [f64])) {
+    let region = buffers.recv_region(block);
+    // SAFETY: the region is valid for elems values; no kernel runs (between pack and unpack).
+    f(unsafe { std::slice::from_raw_parts_mut(region.as_ptr(), region.elems()) });
+}
+
+const THREADS: u32 = 32;
+
+/// Pack writes each element's own value; unpack of the same data finds nothing wrong and
+/// makes exactly the planned checks (sample: first, last and one per thread; full: all).
 pub fn pack_then_unpack_verifies<B: Backend>(backend: &B) -> Check {
-    let mut buffers = pack_loop_unpack(backend, Coherence::Coherent, None)?;
-    for b in 0..buffers.blocks() {
-        let region = buffers.send_region(b);
-        // SAFETY: the region is valid for elems values; no kernel runs.
-        let data = unsafe { std::slice::from_raw_parts(region.as_ptr(), region.elems()) };
-        let want = packed_value(7, 0, b as u32);
-        ensure(data.iter().all(|&v| v == want), || {
-            format!("block {b}: pack did not write {want} into every element")
-        })?;
+    for verify in [Verify::Sample, Verify::Full] {
+        let mut buffers = pack_loop_unpack(backend, Coherence::Coherent, verify, |_| {})?;
+        for b in 0..buffers.blocks() {
+            let region = buffers.send_region(b);
+            // SAFETY: the region is valid for elems values; no kernel runs.
+            let data = unsafe { std::slice::from_raw_parts(region.as_ptr(), region.elems()) };
+            ensure(
+                data.iter()
+                    .enumerate()
+                    .all(|(i, &v)| v == packed_value(7, 0, b as u32, i as u64)),
+                || format!("block {b}: pack did not write each element's value"),
+            )?;
+        }
+        let planned = buffers.planned_checks(verify, THREADS);
+        for (b, c) in checks_of(&mut buffers).iter().enumerate() {
+            ensure(u64::from(c.checked) == planned[b] && c.wrong == 0, || {
+                format!(
+                    "{verify}: block {b}: unpack checked {} and found {} wrong, expected {} and 0",
+                    c.checked, c.wrong, planned[b]
+                )
+            })?;
+        }
+        ensure(
+            checks_of(&mut buffers).iter().all(|c| c.checked == 0),
+            || "take_checks did not reset the check records".into(),
+        )?;
     }
-    let checks = buffers.take_checks();
-    for (b, c) in checks.iter().enumerate() {
-        ensure(c.checked == 32 && c.wrong == 0, || {
-            format!(
-                "block {b}: unpack checked {} and found {} wrong, expected 32 and 0",
-                c.checked, c.wrong
-            )
-        })?;
-    }
-    let again = buffers.take_checks();
-    ensure(again.iter().all(|c| c.checked == 0), || {
-        "take_checks did not reset the check records".into()
-    })
+    Ok(())
 }
 
 /// A corrupted element is found, with its index, expected and found values.
 pub fn unpack_reports_a_wrong_value<B: Backend>(backend: &B) -> Check {
-    let mut buffers = pack_loop_unpack(backend, Coherence::Coherent, Some(2))?;
-    let checks = buffers.take_checks();
+    let mut buffers = pack_loop_unpack(backend, Coherence::Coherent, Verify::Sample, |bufs| {
+        damage_recv(bufs, 2, |d| d[0] = CORRUPT_VALUE)
+    })?;
+    let checks = checks_of(&mut buffers);
     let c = checks[2];
-    ensure(c.wrong == 1 && c.first_index == 0, || {
+    ensure(c.wrong >= 1 && c.first_index == 0, || {
         format!(
-            "block 2: expected one wrong value at index 0, got {} at {}",
+            "block 2: expected a wrong value at index 0, got {} at {}",
             c.wrong, c.first_index
         )
     })?;
     ensure(
-        c.first_found == -1.0 && c.first_expected == packed_value(7, 0, 2),
+        c.first_found == CORRUPT_VALUE && c.first_expected == packed_value(7, 0, 2, 0),
         || {
             format!(
                 "block 2: recorded expected {} found {}",
@@ -139,11 +161,69 @@ pub fn unpack_reports_a_wrong_value<B: Backend>(backend: &B) -> Check {
     )
 }
 
+/// A message one element short (its last element still holds an older iteration's value) and
+/// a message shifted by one element are both caught, each at the element that gives it away.
+pub fn unpack_catches_short_and_shifted_messages<B: Backend>(backend: &B) -> Check {
+    let mut buffers = pack_loop_unpack(backend, Coherence::Coherent, Verify::Sample, |bufs| {
+        damage_recv(bufs, 3, |d| {
+            let last = d.len() - 1;
+            d[last] = packed_value(6, 0, 3, last as u64);
+        });
+        damage_recv(bufs, 2, |d| d.rotate_right(1));
+    })?;
+    let checks = checks_of(&mut buffers);
+    let last = self_pattern().blocks[3].elems - 1;
+    ensure(
+        checks[3].wrong == 1 && checks[3].first_index == last,
+        || {
+            format!(
+                "short block 3: expected one wrong value at its last element {last}, got {} at {}",
+                checks[3].wrong, checks[3].first_index
+            )
+        },
+    )?;
+    ensure(checks[2].wrong == checks[2].checked, || {
+        format!(
+            "shifted block 2: {} of {} checks wrong, expected all",
+            checks[2].wrong, checks[2].checked
+        )
+    })
+}
+
+/// Full verification finds a wrong element that the sample does not look at.
+pub fn full_verification_sees_every_element<B: Backend>(backend: &B) -> Check {
+    let elems = self_pattern().blocks[2].elems;
+    let sampled: Vec<u64> = (0..THREADS)
+        .map(|t| crate::verify::checked_index(t, THREADS, elems))
+        .collect();
+    let hidden = (1..elems - 1)
+        .find(|i| !sampled.contains(i))
+        .ok_or("no unsampled element")?;
+    let damage = |bufs: &ExchangeBuffers<B>| damage_recv(bufs, 2, |d| d[hidden as usize] = 0.5);
+    let mut sample = pack_loop_unpack(backend, Coherence::Coherent, Verify::Sample, damage)?;
+    ensure(checks_of(&mut sample)[2].wrong == 0, || {
+        format!("the sample was expected not to look at element {hidden}")
+    })?;
+    let mut full = pack_loop_unpack(backend, Coherence::Coherent, Verify::Full, damage)?;
+    let c = checks_of(&mut full)[2];
+    ensure(
+        c.wrong == 1
+            && c.first_index == hidden
+            && u64::from(c.checked) == planned_checks(Verify::Full, THREADS, elems),
+        || {
+            format!(
+                "full: expected one wrong value at {hidden} of {elems} checks, got {} at {} of {}",
+                c.wrong, c.first_index, c.checked
+            )
+        },
+    )
+}
+
 /// Non-coherent buffers work for the baseline's pattern of use, and the served kind is reported
 /// truthfully: either what was asked or a kind the device says it offers.
 pub fn non_coherent_buffers_work_and_report_what_they_are<B: Backend>(backend: &B) -> Check {
-    let mut buffers = pack_loop_unpack(backend, Coherence::NonCoherent, None)?;
-    ensure(buffers.take_checks().iter().all(|c| c.wrong == 0), || {
+    let mut buffers = pack_loop_unpack(backend, Coherence::NonCoherent, Verify::Sample, |_| {})?;
+    ensure(checks_of(&mut buffers).iter().all(|c| c.wrong == 0), || {
         "unpack found wrong values in non-coherent buffers".into()
     })?;
     let (asked, served) = buffers.coherence();
@@ -158,8 +238,10 @@ pub fn non_coherent_buffers_work_and_report_what_they_are<B: Backend>(backend: &
 
 /// Device timestamps are stamped in order: pack start <= pack end <= unpack start <= unpack end.
 pub fn kernels_stamp_device_times_in_order<B: Backend>(backend: &B) -> Check {
-    let buffers = pack_loop_unpack(backend, Coherence::Coherent, None)?;
-    for (b, t) in buffers.read_times().iter().enumerate() {
+    let buffers = pack_loop_unpack(backend, Coherence::Coherent, Verify::Sample, |_| {})?;
+    // SAFETY: pack_loop_unpack synchronized the only stream its kernels ran on.
+    let times = unsafe { buffers.read_times() };
+    for (b, t) in times.iter().enumerate() {
         ensure(
             t.pack_start > 0
                 && t.pack_start <= t.pack_end
@@ -272,6 +354,8 @@ macro_rules! backend_conformance_tests {
         $crate::backend_conformance_tests!(@each $make;
             pack_then_unpack_verifies,
             unpack_reports_a_wrong_value,
+            unpack_catches_short_and_shifted_messages,
+            full_verification_sees_every_element,
             non_coherent_buffers_work_and_report_what_they_are,
             kernels_stamp_device_times_in_order,
             copies_round_trip_and_events_complete,

@@ -4,16 +4,23 @@
 //!
 //! Invariants: each block's buffers start on a 512-byte boundary inside one allocation per
 //! direction; the block table is written once, before any launch; check records and timestamps
-//! are read by the CPU only after the kernels that write them completed (stream synchronized).
-//! This module touches raw pinned memory and says why at each place.
+//! are read by the CPU only after the kernels that write them completed (an `unsafe` contract
+//! on [`ExchangeBuffers::take_checks`] and [`ExchangeBuffers::read_times`], which the
+//! strategies keep by tracking whether their kernels were seen finished). The send and receive
+//! allocations are shared with the transport ([`HostRegion`]s hold a share), so a request MPI
+//! still works on keeps its memory alive even when the strategy is gone. This module touches
+//! raw pinned memory and says why at each place.
 
 #![allow(unsafe_code)]
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::{Backend, Coherence, DeviceMemory, PinnedMemory};
 use crate::error::Result;
 use crate::pattern::RankPattern;
 use crate::shared::{hp_block, hp_block_check, hp_block_times, hp_exchange_args};
 use crate::transport::HostRegion;
+use crate::verify::{planned_checks, Verify};
 
 /// Elements between block starts are rounded up to this many (512 bytes).
 const ALIGN_ELEMS: usize = 64;
@@ -21,13 +28,38 @@ const ALIGN_ELEMS: usize = 64;
 /// Buffers and kernel tables for one rank's pattern.
 pub struct ExchangeBuffers<B: Backend> {
     send_device: Option<B::DeviceMemory>,
-    send: B::PinnedMemory,
-    recv: B::PinnedMemory,
+    send: Shared<B::PinnedMemory>,
+    recv: Shared<B::PinnedMemory>,
     table: B::PinnedMemory,
     checks: B::PinnedMemory,
     times: B::PinnedMemory,
     offsets: Vec<usize>,
     pattern: RankPattern,
+}
+
+/// An allocation shared with the transport: the CPU and device addresses are read once, and
+/// the memory is freed when the last share (this one, or a pending request's) is dropped.
+struct Shared<M> {
+    memory: Arc<Mutex<M>>,
+    host: *mut f64,
+    coherence: (Coherence, Coherence),
+}
+
+// SAFETY: `host` is an address into the allocation `memory` keeps alive; M itself is Send.
+unsafe impl<M: Send> Send for Shared<M> {}
+
+impl<M: PinnedMemory> Shared<M> {
+    fn new(memory: M) -> Shared<M> {
+        Shared {
+            host: memory.host_ptr().cast::<f64>(),
+            coherence: (memory.coherence_requested(), memory.coherence_served()),
+            memory: Arc::new(Mutex::new(memory)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, M> {
+        self.memory.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 fn layout(pattern: &RankPattern) -> (Vec<usize>, usize) {
@@ -83,8 +115,8 @@ impl<B: Backend> ExchangeBuffers<B> {
         }
         Ok(ExchangeBuffers {
             send_device: None,
-            send,
-            recv,
+            send: Shared::new(send),
+            recv: Shared::new(recv),
             table,
             checks,
             times,
@@ -99,7 +131,7 @@ impl<B: Backend> ExchangeBuffers<B> {
     /// # Errors
     /// The backend's allocation error.
     pub fn attach_device_send(&mut self, backend: &B) -> Result<()> {
-        let device = backend.alloc_device(self.send.len_bytes())?;
+        let device = backend.alloc_device(self.send.lock().len_bytes())?;
         let table = self.table.host_ptr().cast::<hp_block>();
         for (b, &off) in self.offsets.iter().enumerate() {
             let addr = device.device_addr() + (off * std::mem::size_of::<f64>()) as u64;
@@ -116,9 +148,9 @@ impl<B: Backend> ExchangeBuffers<B> {
         self.send_device.as_ref()
     }
 
-    /// The pinned send buffers.
-    pub fn pinned_send(&self) -> &B::PinnedMemory {
-        &self.send
+    /// The pinned send buffers (locked: the transport may hold a share of them).
+    pub fn pinned_send(&self) -> MutexGuard<'_, B::PinnedMemory> {
+        self.send.lock()
     }
 
     /// Byte offset and length of block `block`'s buffers inside their allocations.
@@ -140,17 +172,14 @@ impl<B: Backend> ExchangeBuffers<B> {
         self.offsets.len()
     }
 
-    fn region(&self, memory: &B::PinnedMemory, block: usize) -> HostRegion {
+    fn region(&self, memory: &Shared<B::PinnedMemory>, block: usize) -> HostRegion {
         let elems = self.pattern.blocks[block].elems as usize;
-        // SAFETY: the block's range [offset, offset + elems) lies inside `memory` by layout();
-        // the memory lives as long as self, which the strategies keep alive past every request
-        // (their transports are dropped first).
-        unsafe {
-            HostRegion::new(
-                memory.host_ptr().cast::<f64>().add(self.offsets[block]),
-                elems,
-            )
-        }
+        let owner: Arc<dyn Send + Sync> = memory.memory.clone();
+        // SAFETY: (1) the block's range [offset, offset + elems) lies inside the allocation by
+        // layout(), which lives as long as any share of it, `owner` included; (2) the
+        // strategies hand a region to the transport only between the kernels that touch it
+        // (pack before a send, unpack after the receive completed).
+        unsafe { HostRegion::new(memory.host.add(self.offsets[block]), elems, owner) }
     }
 
     /// Block `block`'s send buffer, for the transport.
@@ -164,7 +193,7 @@ impl<B: Backend> ExchangeBuffers<B> {
     }
 
     /// The kernels' argument for one iteration.
-    pub fn kernel_args(&self, rank: i32, iteration: u32) -> hp_exchange_args {
+    pub fn kernel_args(&self, rank: i32, iteration: u32, verify: Verify) -> hp_exchange_args {
         hp_exchange_args {
             blocks: self.table.device_addr(),
             checks: self.checks.device_addr(),
@@ -172,25 +201,33 @@ impl<B: Backend> ExchangeBuffers<B> {
             num_blocks: self.blocks() as u32,
             rank,
             iteration,
-            reserved: 0,
+            verify: verify.code(),
         }
+    }
+
+    /// Checks every block's record must show after unpack with `threads` threads (SPEC 5).
+    pub fn planned_checks(&self, verify: Verify, threads: u32) -> Vec<u64> {
+        self.pattern
+            .blocks
+            .iter()
+            .map(|b| planned_checks(verify, threads, b.elems))
+            .collect()
     }
 
     /// The coherence the send and receive buffers were asked for and got.
     pub fn coherence(&self) -> (Coherence, Coherence) {
-        (
-            self.send.coherence_requested(),
-            self.send.coherence_served(),
-        )
+        self.send.coherence
     }
 
     /// Reads every block's check record and zeroes it for the next iteration.
     ///
-    /// Call only when no unpack kernel is running (after the stream synchronized).
-    pub fn take_checks(&mut self) -> Vec<hp_block_check> {
+    /// # Safety
+    /// 1. No kernel that writes the check records is queued or running: the stream of every
+    ///    unpack launched on these buffers was seen idle after that launch.
+    pub unsafe fn take_checks(&mut self) -> Vec<hp_block_check> {
         let n = self.blocks();
         let ptr = self.checks.host_ptr().cast::<hp_block_check>();
-        // SAFETY: checks holds n records; no kernel writes them now (caller's contract); &mut self
+        // SAFETY: checks holds n records; no kernel writes them now (contract, 1); &mut self
         // keeps other CPU users out.
         unsafe {
             let taken = std::slice::from_raw_parts(ptr, n).to_vec();
@@ -201,26 +238,17 @@ impl<B: Backend> ExchangeBuffers<B> {
 
     /// Reads every block's device timestamps of the last iteration.
     ///
-    /// Call only when no kernel is running (after the stream synchronized).
-    pub fn read_times(&self) -> Vec<hp_block_times> {
-        // SAFETY: times holds one record per block; no kernel writes them now (caller's contract).
+    /// # Safety
+    /// 1. No kernel that writes the timestamps is queued or running (as for
+    ///    [`Self::take_checks`]).
+    pub unsafe fn read_times(&self) -> Vec<hp_block_times> {
+        // SAFETY: times holds one record per block; no kernel writes them now (contract, 1).
         unsafe {
             std::slice::from_raw_parts(
                 self.times.host_ptr().cast::<hp_block_times>(),
                 self.blocks(),
             )
             .to_vec()
-        }
-    }
-
-    /// Fault injection for tests: overwrites element `index` of block `block`'s receive buffer
-    /// with `value`, as a transport bug would. Call between receive completion and unpack.
-    pub fn corrupt_recv(&mut self, block: usize, index: usize, value: f64) {
-        let region = self.recv_region(block);
-        if index < region.elems() {
-            // SAFETY: index is inside the block's receive buffer; its receive completed and its
-            // unpack has not been launched (caller's contract); &mut self excludes other writers.
-            unsafe { region.as_ptr().add(index).write_volatile(value) };
         }
     }
 }

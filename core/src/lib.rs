@@ -26,7 +26,7 @@ pub mod strategy;
 pub mod timeline;
 pub mod transport;
 pub mod variant;
-pub mod watchdog;
+pub mod verify;
 pub mod workload;
 
 pub use backend::{
@@ -36,4 +36,5 @@ pub use error::{Error, Result};
 pub use pattern::{BuiltinPattern, PatternSource, RankPattern};
 pub use strategy::{ExchangeOptions, Fault, Strategy};
 pub use variant::Variant;
+pub use verify::Verify;
 pub use workload::Workload;

@@ -16,6 +16,13 @@ use crate::timeline::{convert, IterationTimeline, RawIteration};
 /// Most wrong-value records one rank keeps; all of them are counted.
 pub const MAX_RECORDED_ERRORS: usize = 100;
 
+/// Most iterations (runs x iterations) one measurement may have: their times alone take
+/// 800 MB per rank, and global iteration numbers stay far below where packed values repeat.
+pub const MAX_ITERATIONS: u64 = 100_000_000;
+
+/// Most measured times reserved up front; beyond it the vector grows as iterations finish.
+const RESERVE_TIMES: usize = 1 << 16;
+
 /// How many runs and iterations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Protocol {
@@ -52,9 +59,10 @@ impl Protocol {
                 self.iterations, self.warmup
             )));
         }
-        if u64::from(self.iterations) * u64::from(self.runs) > u64::from(u32::MAX / 2) {
+        let total = u64::from(self.iterations) * u64::from(self.runs);
+        if total > MAX_ITERATIONS {
             return Err(Error::InvalidInput(format!(
-                "{} runs of {} iterations are too many",
+                "--runs {} x --iters {} = {total} iterations: more than the {MAX_ITERATIONS} one measurement records",
                 self.runs, self.iterations
             )));
         }
@@ -88,6 +96,26 @@ pub struct WrongValue {
     pub wrong_in_block: u32,
 }
 
+/// A block whose check record shows fewer (or more) checks than planned: its unpack never ran,
+/// or did not finish (SPEC 5: a failed iteration, never a pass).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MissingCheck {
+    /// Rank whose block it is.
+    pub rank: i32,
+    /// Block.
+    pub block: usize,
+    /// Run (0-based).
+    pub run: u32,
+    /// Iteration within the run (0-based, warm-up included).
+    pub iteration: u32,
+    /// Checks planned for the block.
+    pub planned: u64,
+    /// Checks its record shows.
+    pub done: u64,
+    /// Where the block ended, where the strategy knows (e.g. the taskqueue kernel's state).
+    pub state: Option<String>,
+}
+
 /// What one rank measured and verified.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RankOutcome {
@@ -97,6 +125,16 @@ pub struct RankOutcome {
     pub iteration_us: Vec<f64>,
     /// Elements checked by unpack, over all blocks and iterations.
     pub checked: u64,
+    /// Checks planned over all blocks and iterations: equal to `checked` in a complete run.
+    #[serde(default)]
+    pub planned: u64,
+    /// Blocks and iterations whose checks fell short of the plan (first
+    /// [`MAX_RECORDED_ERRORS`] recorded; all counted in `missing`).
+    #[serde(default)]
+    pub missing_checks: Vec<MissingCheck>,
+    /// Block-iterations whose checks fell short of the plan.
+    #[serde(default)]
+    pub missing: u64,
     /// Wrong elements found.
     pub wrong: u64,
     /// The first [`MAX_RECORDED_ERRORS`] wrong values, one record per block and iteration.
@@ -116,7 +154,10 @@ impl RankOutcome {
     pub fn new(rank: i32, protocol: Protocol) -> RankOutcome {
         RankOutcome {
             rank,
-            iteration_us: Vec::with_capacity((protocol.runs * protocol.measured()) as usize),
+            iteration_us: Vec::with_capacity(
+                (u64::from(protocol.runs) * u64::from(protocol.measured()))
+                    .min(RESERVE_TIMES as u64) as usize,
+            ),
             ..RankOutcome::default()
         }
     }
@@ -162,7 +203,8 @@ pub fn measure_run(
 ) -> Result<()> {
     let rank = outcome.rank;
     // The first iteration's check records start zeroed; clear anything a previous user left.
-    strategy.take_checks();
+    strategy.take_checks()?;
+    let planned = strategy.planned_checks();
     for it in 0..protocol.iterations {
         // Global iteration numbers run on across runs: a stale buffer never holds the value
         // the current iteration expects.
@@ -180,7 +222,7 @@ pub fn measure_run(
                 iteration: it,
                 cpu_start_ns: start,
                 cpu_end_ns: end,
-                device: RawIteration::device_stamps(&strategy.device_times()),
+                device: RawIteration::device_stamps(&strategy.device_times()?),
                 cpu: strategy.take_cpu_events(),
             });
         }
@@ -194,8 +236,31 @@ pub fn measure_run(
                     .merge(&profile);
             }
         }
-        for (block, check) in strategy.take_checks().into_iter().enumerate() {
+        let checks = strategy.take_checks()?;
+        if checks.len() != planned.len() {
+            return Err(Error::Internal(format!(
+                "{} check records for {} blocks",
+                checks.len(),
+                planned.len()
+            )));
+        }
+        for (block, (check, &plan)) in checks.into_iter().zip(&planned).enumerate() {
             outcome.checked += u64::from(check.checked);
+            outcome.planned += plan;
+            if u64::from(check.checked) != plan {
+                outcome.missing += 1;
+                if outcome.missing_checks.len() < MAX_RECORDED_ERRORS {
+                    outcome.missing_checks.push(MissingCheck {
+                        rank,
+                        block,
+                        run,
+                        iteration: it,
+                        planned: plan,
+                        done: u64::from(check.checked),
+                        state: strategy.block_state(block),
+                    });
+                }
+            }
             if check.wrong > 0 {
                 outcome.wrong += u64::from(check.wrong);
                 if outcome.errors.len() < MAX_RECORDED_ERRORS {
@@ -241,5 +306,85 @@ mod tests {
             ..Protocol::default()
         };
         assert!(p.validate().is_err());
+        let p = Protocol {
+            runs: 100_000_000,
+            iterations: 13,
+            warmup: 3,
+        };
+        let msg = p
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            msg.contains("= 1300000000 iterations: more than the 100000000"),
+            "{msg}"
+        );
+        // An allowed but large protocol does not reserve its whole time vector up front.
+        let big = Protocol {
+            runs: 7_000_000,
+            ..Protocol::default()
+        };
+        assert!(big.validate().is_ok());
+        assert!(RankOutcome::new(0, big).iteration_us.capacity() <= RESERVE_TIMES);
+    }
+
+    /// A strategy whose block 1 never gets unpacked: its record stays empty.
+    struct OneBlockNeverUnpacked;
+
+    impl Strategy for OneBlockNeverUnpacked {
+        fn iteration(&mut self, _iteration: u32) -> Result<()> {
+            Ok(())
+        }
+        fn take_checks(&mut self) -> Result<Vec<crate::shared::hp_block_check>> {
+            let full = crate::shared::hp_block_check {
+                checked: 18,
+                ..Default::default()
+            };
+            Ok(vec![full, crate::shared::hp_block_check::default(), full])
+        }
+        fn planned_checks(&self) -> Vec<u64> {
+            vec![18; 3]
+        }
+        fn block_state(&self, block: usize) -> Option<String> {
+            Some(format!("block {block} timed out on the device"))
+        }
+        fn device_times(&self) -> Result<Vec<crate::shared::hp_block_times>> {
+            Ok(Vec::new())
+        }
+        fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
+            (crate::Coherence::Coherent, crate::Coherence::Coherent)
+        }
+        fn take_cpu_events(&mut self) -> Vec<crate::timeline::CpuEvent> {
+            Vec::new()
+        }
+        fn take_profile(&mut self) -> Option<EventProfile> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_block_never_unpacked_is_a_missing_check_naming_the_block_and_its_state() {
+        let protocol = Protocol {
+            iterations: 3,
+            warmup: 1,
+            runs: 2,
+        };
+        let outcome = measure(&mut OneBlockNeverUnpacked, 5, protocol, |_, _| {})
+            .expect("the measurement itself completes");
+        assert_eq!(outcome.wrong, 0);
+        assert_eq!(outcome.planned, 6 * 3 * 18);
+        assert_eq!(outcome.checked, 6 * 2 * 18);
+        assert_eq!(outcome.missing, 6, "block 1 in each of 6 iterations");
+        let first = &outcome.missing_checks[0];
+        assert_eq!(
+            (first.rank, first.block, first.run, first.iteration),
+            (5, 1, 0, 0)
+        );
+        assert_eq!((first.planned, first.done), (18, 0));
+        assert_eq!(
+            first.state.as_deref(),
+            Some("block 1 timed out on the device")
+        );
     }
 }

@@ -177,6 +177,11 @@ impl FromStr for PatternSource {
         if path.is_file() {
             return Ok(PatternSource::File(path));
         }
+        if path.is_dir() {
+            return Err(Error::InvalidInput(format!(
+                "pattern '{s}' is a directory; give a built-in pattern or a pattern file (.toml or .json)"
+            )));
+        }
         let known: Vec<_> = BuiltinPattern::ALL.iter().map(|b| b.name()).collect();
         Err(Error::InvalidInput(format!(
             "unknown pattern '{s}': not a built-in ({}) and no such file",

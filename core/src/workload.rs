@@ -107,19 +107,6 @@ impl FromStr for Workload {
     }
 }
 
-/// The value pack writes into every element of `block`'s send buffer on `rank` in global
-/// iteration `iteration`: `1000 * (iteration + 1) + rank * 100 + block` (thesis listing 3.4).
-/// The kernels compute the same formula; it is exact in f64 for any realistic iteration count.
-pub fn packed_value(iteration: u32, rank: i32, block: u32) -> f64 {
-    1000.0 * (f64::from(iteration) + 1.0) + f64::from(rank) * 100.0 + f64::from(block)
-}
-
-/// The index the `thread`-th of `threads` checking threads looks at in a buffer of `elems`
-/// elements: evenly spaced over the buffer (thesis listing 3.8, without its skipped tail).
-pub fn checked_index(thread: u32, threads: u32, elems: u64) -> u64 {
-    u64::from(thread) * elems / u64::from(threads.max(1))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,25 +132,5 @@ mod tests {
         let err = err.unwrap_or_default();
         assert!(err.contains("unknown workload 'thesis-8'"), "{err}");
         assert!(err.contains("thesis-27"), "{err}");
-    }
-
-    #[test]
-    fn packed_values_are_distinct_per_rank_block_and_iteration() {
-        assert_eq!(packed_value(0, 0, 0), 1000.0);
-        assert_eq!(packed_value(2, 3, 26), 3326.0);
-        assert_ne!(packed_value(1, 0, 0), packed_value(0, 0, 0));
-    }
-
-    #[test]
-    fn checked_indices_stay_inside_and_spread_over_the_buffer() {
-        for elems in [1_u64, 15, 128, 130_000] {
-            let idx: Vec<_> = (0..128).map(|t| checked_index(t, 128, elems)).collect();
-            assert!(idx.iter().all(|&i| i < elems));
-            assert_eq!(idx[0], 0);
-            if elems >= 128 {
-                assert!(idx[127] >= elems - elems / 128 - 1);
-                assert!(idx.windows(2).all(|w| w[0] < w[1]));
-            }
-        }
     }
 }

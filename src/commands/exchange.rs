@@ -10,6 +10,7 @@ use haloport::core::collective::all_gather;
 use haloport::core::measure::{Protocol, RankOutcome};
 use haloport::core::pattern::RankPattern;
 use haloport::core::strategy::{Baseline, ExchangeOptions, MpiOnly, Strategy, Taskqueue};
+use haloport::core::transport::faulty::Faulty;
 use haloport::core::transport::mpi::MpiTransport;
 use haloport::core::{Backend, Error, Variant};
 use haloport::provenance::provenance;
@@ -59,7 +60,7 @@ pub fn make_strategy<'b, B: Backend>(
     pattern: &RankPattern,
     exchange: ExchangeOptions,
 ) -> anyhow::Result<Box<dyn Strategy + 'b>> {
-    let transport = MpiTransport::new(world)?;
+    let transport = Faulty::new(MpiTransport::new(world, exchange.timeout)?, exchange.fault);
     let strategy: Box<dyn Strategy + 'b> = match variant {
         Variant::Baseline(options) => Box::new(Baseline::new(
             backend, transport, pattern, threads, options, exchange,
@@ -152,9 +153,44 @@ pub fn header<B: Backend>(
         timeout_s: exchange.timeout.as_secs_f64(),
         flag_stride: exchange.flag_stride,
         poll_backoff_ns: exchange.poll_backoff_ns,
+        verify: exchange.verify,
         fault: exchange.fault.map(|f| f.to_string()),
         clock,
     }
+}
+
+/// Checks, before any work, that rank 0 will be able to write `path` (an existing file is
+/// opened for writing but not truncated; a new one is created and removed again). Collective:
+/// every rank gets the same verdict.
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming the file and why it cannot be written.
+pub fn check_writable(world: &SimpleCommunicator, path: Option<&Path>) -> anyhow::Result<()> {
+    use mpi::topology::Communicator;
+    let mine = match path {
+        Some(path) if world.rank() == 0 => probe_writable(path),
+        _ => Ok(()),
+    };
+    all_gather(world, mine, |_, msg| Error::InvalidInput(msg))?;
+    Ok(())
+}
+
+fn probe_writable(path: &Path) -> std::result::Result<(), String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(format!("--json {shown}: is a directory, not a file"));
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("--json {shown}: cannot be written: {e}"))?;
+    if !existed {
+        std::fs::remove_file(path).map_err(|e| format!("--json {shown}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Writes `value` as JSON to `path`: pretty for one run, compact for sweeps (which hold every

@@ -7,6 +7,7 @@ use haloport::core::measure::measure;
 use haloport::core::pattern::RankPattern;
 use haloport::core::stats::Summary;
 use haloport::core::timeline::BlockPhases;
+use haloport::core::verify::decode_value;
 use haloport::core::{Backend, Error};
 use haloport::results::{RunResult, VariantResult};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -14,7 +15,8 @@ use mpi::traits::CommunicatorCollectives;
 
 use crate::cli::RunArgs;
 use crate::commands::exchange::{
-    dispatch, gather_outcomes, header, make_strategy, write_json, ClockAlignment, OnBackend,
+    check_writable, dispatch, gather_outcomes, header, make_strategy, write_json, ClockAlignment,
+    OnBackend,
 };
 use crate::commands::local_rank;
 
@@ -23,6 +25,11 @@ pub fn run(world: &SimpleCommunicator, args: &RunArgs) -> anyhow::Result<()> {
     let elems = args.workload.block_elems();
     let mine = args.pattern.resolve(world.rank(), world.size(), &elems);
     let patterns = agree_on_pattern(world, mine)?;
+    if let Some(fault) = args.inject {
+        let blocks = patterns.iter().map(|p| p.blocks.len()).max().unwrap_or(0);
+        fault.check_block_exists(blocks)?;
+    }
+    check_writable(world, args.json.as_deref())?;
     dispatch(
         args.backend,
         local_rank(world),
@@ -106,8 +113,8 @@ impl OnBackend for RunOne<'_> {
         let r = &result.result;
         if !r.verified {
             return Err(Error::VerificationFailed(format!(
-                "{} of {} checked elements were wrong",
-                r.wrong, r.checked
+                "{} of {} checked elements were wrong; {} block-iterations missed checks ({} of {} planned checks made)",
+                r.wrong, r.checked, r.missing, r.checked, r.planned
             ))
             .into());
         }
@@ -155,17 +162,40 @@ fn print_summary(run: &RunResult) {
         );
     }
     println!(
-        "verified: {} ({} elements checked on {} ranks, {} wrong)",
-        r.verified, r.checked, h.ranks, r.wrong
+        "verified: {} ({} of {} planned checks made on {} ranks ({} verification), {} wrong)",
+        r.verified, r.checked, r.planned, h.ranks, h.verify, r.wrong
     );
     for e in r.errors.iter().take(10) {
         println!(
-            "  wrong value: rank {} block {} run {} iteration {}: element {} expected {} found {} ({} wrong in block)",
-            e.rank, e.block, e.run, e.iteration, e.index, e.expected, e.found, e.wrong_in_block
+            "  wrong value: rank {} block {} run {} iteration {}: element {} expected {} found {} ({}; {} wrong in block)",
+            e.rank,
+            e.block,
+            e.run,
+            e.iteration,
+            e.index,
+            e.expected,
+            e.found,
+            explain_value(e.expected, e.found, e.index),
+            e.wrong_in_block
         );
     }
     if r.errors.len() > 10 {
         println!("  ... {} more recorded wrong values", r.errors.len() - 10);
+    }
+    for m in r.missing_checks.iter().take(10) {
+        println!(
+            "  missing checks: rank {} block {} run {} iteration {}: {} of {} planned checks made{}",
+            m.rank,
+            m.block,
+            m.run,
+            m.iteration,
+            m.done,
+            m.planned,
+            m.state
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        );
     }
 }
 
@@ -210,4 +240,19 @@ fn print_device_phases(run: &RunResult) {
         fit.half_round_trip_ns,
         fit.samples
     );
+}
+
+/// Says what a wrong value looks like: stale (another iteration's or rank's key), shifted
+/// (another element's value), or foreign (no value pack writes).
+fn explain_value(expected: f64, found: f64, index: u64) -> String {
+    match (decode_value(expected), decode_value(found)) {
+        (Some((want_key, _)), Some((key, at))) if key == want_key => {
+            format!("the value of element {at}: shifted")
+        }
+        (Some(_), Some((_, at))) if at == index => {
+            "another iteration's or rank's value: stale".to_owned()
+        }
+        (Some(_), Some((_, at))) => format!("another iteration's value of element {at}"),
+        _ => "not a value pack writes".to_owned(),
+    }
 }

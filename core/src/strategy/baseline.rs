@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
 use crate::shared::{hp_block_check, hp_block_times};
-use crate::strategy::{EventProfile, ExchangeOptions, Fault, Strategy};
+use crate::strategy::{ensure_idle, EventProfile, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
 use crate::variant::{BaselineOptions, SendMode, WaitMode};
@@ -34,6 +34,9 @@ pub struct Baseline<'b, B: Backend, T: Transport> {
     exchange: ExchangeOptions,
     dims: LaunchDims,
     events: Vec<CpuEvent>,
+    /// False from a launch until the stream was seen idle: check records and timestamps may be
+    /// read only when true.
+    kernels_idle: bool,
 }
 
 impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
@@ -72,6 +75,7 @@ impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
             options,
             exchange,
             events: Vec::with_capacity(8),
+            kernels_idle: true,
         })
     }
 
@@ -120,9 +124,12 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
         let rank = self.transport.rank();
         let blocks = self.buffers.blocks();
-        let args = self.buffers.kernel_args(rank, iteration);
+        let args = self
+            .buffers
+            .kernel_args(rank, iteration, self.exchange.verify);
         let event = |kind, block| CpuEvent::now(kind, block);
 
+        self.kernels_idle = false;
         // SAFETY: args points into self.buffers' allocations, which outlive the kernel: the
         // stream is synchronized below before the buffers can be touched or dropped.
         unsafe {
@@ -141,9 +148,6 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         self.events.push(event(CpuEventKind::PackDone, None));
 
         for b in 0..blocks {
-            if self.exchange.drops_send(b) {
-                continue;
-            }
             let dest = self.buffers.pattern().blocks[b].dest;
             let region = self.buffers.send_region(b);
             match self.options.send {
@@ -164,12 +168,6 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
             WaitMode::TestAny => self.test_any_until_all_received()?,
         }
 
-        if let Some(Fault::CorruptRecv { block }) = self.exchange.fault {
-            if block < self.buffers.blocks() {
-                self.buffers.corrupt_recv(block, 0, -1.0);
-            }
-        }
-
         // SAFETY: as for the pack launch; receives completed, so MPI no longer writes them.
         unsafe {
             self.backend
@@ -184,6 +182,7 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         self.backend
             .stream_synchronize(&self.stream, self.deadline())
             .map_err(|e| e.on_rank(rank))?;
+        self.kernels_idle = true;
         self.events.push(event(CpuEventKind::KernelsDone, None));
         let deadline = self.deadline();
         self.transport.barrier(deadline)?;
@@ -191,12 +190,21 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         Ok(())
     }
 
-    fn take_checks(&mut self) -> Vec<hp_block_check> {
-        self.buffers.take_checks()
+    fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
+        ensure_idle(self.kernels_idle)?;
+        // SAFETY: the stream was seen idle after the last launch (kernels_idle).
+        Ok(unsafe { self.buffers.take_checks() })
     }
 
-    fn device_times(&self) -> Vec<hp_block_times> {
-        self.buffers.read_times()
+    fn planned_checks(&self) -> Vec<u64> {
+        self.buffers
+            .planned_checks(self.exchange.verify, self.dims.threads)
+    }
+
+    fn device_times(&self) -> Result<Vec<hp_block_times>> {
+        ensure_idle(self.kernels_idle)?;
+        // SAFETY: as for take_checks.
+        Ok(unsafe { self.buffers.read_times() })
     }
 
     fn buffer_coherence(&self) -> (Coherence, Coherence) {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::Coherence;
 use crate::shared::{hp_block_check, hp_block_times};
+use crate::verify::Verify;
 
 pub use baseline::Baseline;
 pub use mpi_only::MpiOnly;
@@ -21,7 +22,9 @@ pub use taskqueue::Taskqueue;
 
 use crate::timeline::CpuEvent;
 
-/// Faults a run can inject on purpose, to prove that checks and time-outs catch them.
+/// Faults a run can inject on purpose, to prove that checks and time-outs catch them. The
+/// [`Faulty`](crate::transport::faulty::Faulty) transport injects them, so every strategy gets
+/// them alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Fault {
@@ -37,6 +40,38 @@ pub enum Fault {
         /// The block whose send is never posted.
         block: usize,
     },
+    /// Send this block one element short (legal MPI: a receive may be posted for more than
+    /// arrives), on every rank: verification must report the block.
+    ShortSend {
+        /// The block sent one element short.
+        block: usize,
+    },
+}
+
+impl Fault {
+    /// The block the fault names.
+    pub fn block(self) -> usize {
+        match self {
+            Fault::CorruptRecv { block }
+            | Fault::DropSend { block }
+            | Fault::ShortSend { block } => block,
+        }
+    }
+
+    /// Checks that the fault names a block of the pattern (the largest any rank has).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the fault and the blocks there are.
+    pub fn check_block_exists(self, blocks: usize) -> crate::Result<()> {
+        if self.block() < blocks {
+            return Ok(());
+        }
+        Err(crate::Error::InvalidInput(format!(
+            "--inject {self}: block {} does not exist; the pattern has blocks 0 to {}",
+            self.block(),
+            blocks.saturating_sub(1)
+        )))
+    }
 }
 
 impl std::fmt::Display for Fault {
@@ -44,6 +79,7 @@ impl std::fmt::Display for Fault {
         match self {
             Fault::CorruptRecv { block } => write!(f, "corrupt-recv={block}"),
             Fault::DropSend { block } => write!(f, "drop-send={block}"),
+            Fault::ShortSend { block } => write!(f, "short-send={block}"),
         }
     }
 }
@@ -51,11 +87,11 @@ impl std::fmt::Display for Fault {
 impl std::str::FromStr for Fault {
     type Err = crate::Error;
 
-    /// `corrupt-recv=BLOCK` or `drop-send=BLOCK`.
+    /// `corrupt-recv=BLOCK`, `drop-send=BLOCK` or `short-send=BLOCK`.
     fn from_str(s: &str) -> crate::Result<Fault> {
         let bad = || {
             crate::Error::InvalidInput(format!(
-                "unknown fault '{s}'; known faults: corrupt-recv=BLOCK, drop-send=BLOCK"
+                "unknown fault '{s}'; known faults: corrupt-recv=BLOCK, drop-send=BLOCK, short-send=BLOCK"
             ))
         };
         let (kind, arg) = s.split_once('=').ok_or_else(bad)?;
@@ -65,6 +101,7 @@ impl std::str::FromStr for Fault {
         match kind {
             "corrupt-recv" => Ok(Fault::CorruptRecv { block: block? }),
             "drop-send" => Ok(Fault::DropSend { block: block? }),
+            "short-send" => Ok(Fault::ShortSend { block: block? }),
             _ => Err(bad()),
         }
     }
@@ -83,10 +120,13 @@ pub struct ExchangeOptions {
     /// Pause between a taskqueue block's polls of its flags, nanoseconds; 0 spins. The thesis
     /// (4.6.2) found constant polling delaying flag propagation on AMD GPUs.
     pub poll_backoff_ns: u32,
+    /// Which received elements unpack checks.
+    pub verify: Verify,
 }
 
 impl ExchangeOptions {
-    /// True when the fault options say block `block`'s send must not be posted.
+    /// True when the fault options say block `block`'s send is never started (for messages:
+    /// the [`Faulty`](crate::transport::faulty::Faulty) transport does the dropping).
     pub fn drops_send(&self, block: usize) -> bool {
         self.fault == Some(Fault::DropSend { block })
     }
@@ -99,6 +139,7 @@ impl Default for ExchangeOptions {
             fault: None,
             flag_stride: 128,
             poll_backoff_ns: 0,
+            verify: Verify::Sample,
         }
     }
 }
@@ -122,10 +163,28 @@ pub trait Strategy {
     fn iteration(&mut self, iteration: u32) -> crate::Result<()>;
 
     /// Takes the last iteration's per-block check records (and resets them).
-    fn take_checks(&mut self) -> Vec<hp_block_check>;
+    ///
+    /// # Errors
+    /// [`Error::Internal`](crate::Error::Internal) when kernels that write the records may still
+    /// be running (the last iteration failed before its kernels were seen finished).
+    fn take_checks(&mut self) -> crate::Result<Vec<hp_block_check>>;
+
+    /// The number of checks every block's record must show after every iteration (SPEC 5): a
+    /// block whose record shows fewer was never (fully) unpacked.
+    fn planned_checks(&self) -> Vec<u64>;
+
+    /// Where block `block` ended the last iteration, for reports of a block whose checks are
+    /// missing; `None` for strategies without per-block state beyond their check records.
+    fn block_state(&self, block: usize) -> Option<String> {
+        let _ = block;
+        None
+    }
 
     /// The last iteration's per-block device timestamps.
-    fn device_times(&self) -> Vec<hp_block_times>;
+    ///
+    /// # Errors
+    /// As [`Strategy::take_checks`].
+    fn device_times(&self) -> crate::Result<Vec<hp_block_times>>;
 
     /// Coherence of the send and receive buffers: (requested, served).
     fn buffer_coherence(&self) -> (Coherence, Coherence);
@@ -135,6 +194,21 @@ pub trait Strategy {
 
     /// Takes the last iteration's event-loop profile, for strategies with an event loop.
     fn take_profile(&mut self) -> Option<EventProfile>;
+}
+
+/// The error for reading kernel output (check records, timestamps) while kernels that write it
+/// may still run: after an iteration that failed before its kernels were seen finished.
+///
+/// # Errors
+/// [`Error::Internal`](crate::Error::Internal) when `kernels_idle` is false.
+pub(crate) fn ensure_idle(kernels_idle: bool) -> crate::Result<()> {
+    if kernels_idle {
+        Ok(())
+    } else {
+        Err(crate::Error::Internal(
+            "check records and timestamps read while the kernels writing them may still run (the last iteration failed)".into(),
+        ))
+    }
 }
 
 /// Event-loop profiling of thesis 4.4: how often the CPU found an event right after finding
@@ -210,9 +284,21 @@ mod tests {
             ..ExchangeOptions::default()
         };
         assert!(options.drops_send(2) && !options.drops_send(1));
+        assert_eq!(
+            "short-send=2".parse::<Fault>().ok(),
+            Some(Fault::ShortSend { block: 2 })
+        );
+        let missing = Fault::DropSend { block: 9 }.check_block_exists(9);
+        let missing = missing.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            missing.contains("block 9 does not exist; the pattern has blocks 0 to 8"),
+            "{missing}"
+        );
+        assert!(Fault::ShortSend { block: 8 }.check_block_exists(9).is_ok());
         for fault in [
             Fault::DropSend { block: 4 },
             Fault::CorruptRecv { block: 1 },
+            Fault::ShortSend { block: 3 },
         ] {
             assert_eq!(fault.to_string().parse::<Fault>().ok(), Some(fault));
         }

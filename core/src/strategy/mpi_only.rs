@@ -17,10 +17,10 @@ use crate::error::Result;
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
 use crate::shared::{hp_block_check, hp_block_times};
-use crate::strategy::{EventProfile, ExchangeOptions, Fault, Strategy};
+use crate::strategy::{EventProfile, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
-use crate::workload::{checked_index, packed_value};
+use crate::verify::{check_block, packed_value};
 
 /// The `mpi-only` reference on host buffers.
 pub struct MpiOnly<B: Backend, T: Transport> {
@@ -28,7 +28,7 @@ pub struct MpiOnly<B: Backend, T: Transport> {
     buffers: ExchangeBuffers<B>,
     exchange: ExchangeOptions,
     threads: u32,
-    /// The iteration whose data the buffers hold.
+    /// The iteration whose data the buffers hold, once it completed.
     iteration: Option<u32>,
     events: Vec<CpuEvent>,
 }
@@ -65,13 +65,17 @@ impl<B: Backend, T: Transport> Strategy for MpiOnly<B, T> {
             // SAFETY: the region is valid for its elems; no request is pending between
             // iterations and no kernel runs on this strategy's buffers.
             let send = unsafe { std::slice::from_raw_parts_mut(region.as_ptr(), region.elems()) };
-            send.fill(packed_value(iteration, rank, b as u32));
+            for (i, v) in send.iter_mut().enumerate() {
+                *v = packed_value(iteration, rank, b as u32, i as u64);
+            }
         }
         self.iteration = Some(iteration);
         Ok(())
     }
 
     fn iteration(&mut self, _iteration: u32) -> Result<()> {
+        // Checked only once the iteration completed: a failed one may leave receives pending.
+        let prepared = self.iteration.take();
         let timeout = self.exchange.timeout;
         for b in 0..self.buffers.blocks() {
             let source = self.buffers.pattern().blocks[b].source;
@@ -79,62 +83,47 @@ impl<B: Backend, T: Transport> Strategy for MpiOnly<B, T> {
                 .post_recv(b, self.buffers.recv_region(b), source)?;
         }
         for b in 0..self.buffers.blocks() {
-            if self.exchange.drops_send(b) {
-                continue;
-            }
             let dest = self.buffers.pattern().blocks[b].dest;
             self.transport.isend(b, self.buffers.send_region(b), dest)?;
         }
         self.transport.wait_recvs(Instant::now() + timeout)?;
         self.events.push(CpuEvent::now(CpuEventKind::Recv, None));
-        if let Some(Fault::CorruptRecv { block }) = self.exchange.fault {
-            if block < self.buffers.blocks() {
-                self.buffers.corrupt_recv(block, 0, -1.0);
-            }
-        }
         self.transport.wait_sends(Instant::now() + timeout)?;
         self.events
             .push(CpuEvent::now(CpuEventKind::SendsDone, None));
         self.transport.barrier(Instant::now() + timeout)?;
         self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
+        self.iteration = prepared;
         Ok(())
     }
 
     /// Checks the received data as unpack would, on the CPU, after the timed region.
-    fn take_checks(&mut self) -> Vec<hp_block_check> {
+    fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
         let Some(iteration) = self.iteration.take() else {
-            return vec![hp_block_check::default(); self.buffers.blocks()];
+            return Ok(vec![hp_block_check::default(); self.buffers.blocks()]);
         };
-        (0..self.buffers.blocks())
+        Ok((0..self.buffers.blocks())
             .map(|b| {
                 let source = self.buffers.pattern().blocks[b].source;
-                let expected = packed_value(iteration, source, b as u32);
                 let region = self.buffers.recv_region(b);
-                let mut check = hp_block_check {
-                    checked: self.threads,
-                    ..hp_block_check::default()
-                };
-                for t in 0..self.threads {
-                    let index = checked_index(t, self.threads, region.elems() as u64);
-                    // SAFETY: index < elems; the receive completed and nothing writes the buffer.
-                    let found = unsafe { region.as_ptr().add(index as usize).read() };
-                    if found.to_bits() != expected.to_bits() {
-                        if check.wrong == 0 {
-                            check.first_index = index;
-                            check.first_expected = expected;
-                            check.first_found = found;
-                        }
-                        check.wrong += 1;
-                    }
-                }
-                check
+                // SAFETY: the region is valid for its elems; its receive completed (the
+                // iteration waited for all) and nothing writes it until the next iteration.
+                let recv = unsafe { std::slice::from_raw_parts(region.as_ptr(), region.elems()) };
+                check_block(recv, self.exchange.verify, self.threads, |i| {
+                    packed_value(iteration, source, b as u32, i)
+                })
             })
-            .collect()
+            .collect())
+    }
+
+    fn planned_checks(&self) -> Vec<u64> {
+        self.buffers
+            .planned_checks(self.exchange.verify, self.threads)
     }
 
     /// No kernels: no device times.
-    fn device_times(&self) -> Vec<hp_block_times> {
-        Vec::new()
+    fn device_times(&self) -> Result<Vec<hp_block_times>> {
+        Ok(Vec::new())
     }
 
     fn buffer_coherence(&self) -> (Coherence, Coherence) {

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
 use crate::shared::{self, hp_block_check, hp_block_times};
-use crate::strategy::{EventProfile, ExchangeOptions, Fault, Strategy};
+use crate::strategy::{ensure_idle, EventProfile, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
 use crate::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
@@ -67,6 +67,9 @@ pub struct Taskqueue<'b, B: Backend, T: Transport> {
     received: Vec<bool>,
     events: Vec<CpuEvent>,
     profile: EventProfile,
+    /// False from a launch until the kernel and block streams were seen idle: check records
+    /// and timestamps may be read only when true.
+    kernels_idle: bool,
 }
 
 impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
@@ -138,6 +141,7 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
             received: vec![false; blocks],
             events: Vec::with_capacity(8 * blocks),
             profile: EventProfile::default(),
+            kernels_idle: true,
         })
     }
 
@@ -158,9 +162,6 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
 
     fn send_block(&mut self, block: usize) -> Result<()> {
         self.steps[block] = BlockStep::Sent;
-        if self.exchange.drops_send(block) {
-            return Ok(());
-        }
         let dest = self.buffers.pattern().blocks[block].dest;
         let region = self.buffers.send_region(block);
         match self.options.send {
@@ -222,7 +223,7 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
                 // touch its range until this copy is seen finished (CopyingOut).
                 unsafe {
                     self.backend.copy_to_host_async(
-                        self.buffers.pinned_send(),
+                        &self.buffers.pinned_send(),
                         offset,
                         device,
                         offset,
@@ -259,11 +260,6 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
         }
         if let Some(block) = self.transport.test_any_recv()? {
             self.received[block] = true;
-            if let Some(Fault::CorruptRecv { block: bad }) = self.exchange.fault {
-                if bad == block {
-                    self.buffers.corrupt_recv(block, 0, -1.0);
-                }
-            }
             self.control.release_unpack(block, epoch);
             self.events
                 .push(CpuEvent::now(CpuEventKind::Recv, Some(block)));
@@ -304,41 +300,15 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
     }
 }
 
-impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
-    fn iteration(&mut self, iteration: u32) -> Result<()> {
+impl<B: Backend, T: Transport> Taskqueue<'_, B, T> {
+    /// Everything after the launch: copies in, receives, the event loop, the kernel's end.
+    /// Any error here leaves the kernel running; [`Strategy::iteration`] then raises the abort
+    /// flag and drains it.
+    fn serve_launched_kernel(&mut self, epoch: u32) -> Result<()> {
         let rank = self.transport.rank();
         let blocks = self.steps.len();
-        let epoch = iteration + 1;
         let timeout = self.exchange.timeout;
-        let timer_hz = self.backend.device_info().timer_hz as f64;
-        // The kernel waits twice as long as the CPU: the CPU, which can name the missing
-        // receive or task, reports first; the device's own time-out is the backstop for a CPU
-        // that stopped serving it.
-        let args = self.control.kernel_args(
-            self.buffers.kernel_args(rank, iteration),
-            self.mode(),
-            epoch,
-            (2.0 * timeout.as_secs_f64() * timer_hz) as u64,
-            self.exchange.poll_backoff_ns,
-        );
         let memcpy = self.memcpy();
-        self.steps.fill(if memcpy {
-            BlockStep::CopyingIn
-        } else {
-            BlockStep::Packing
-        });
-        self.received.fill(false);
-        self.tasks_seen = 0;
-        self.control.reset_states();
-
-        // SAFETY: args point into self.buffers and self.control, which outlive the kernel: the
-        // stream is synchronized before this method returns on every path, and dropping the
-        // strategy drops (and so synchronizes) the streams before the memory.
-        unsafe {
-            self.backend
-                .launch(Launch::Taskqueue(&args), self.dims, &self.stream)?
-        };
-        self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
         if memcpy {
             let device = self.buffers.device_send().ok_or_else(|| {
                 Error::Internal("memcpy taskqueue without device send buffers".into())
@@ -351,7 +321,7 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
                     self.backend.copy_to_device_async(
                         device,
                         offset,
-                        self.buffers.pinned_send(),
+                        &self.buffers.pinned_send(),
                         offset,
                         bytes,
                         &self.block_streams[block],
@@ -377,32 +347,99 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
                 last_event = Instant::now();
             } else if last_event.elapsed() > timeout {
                 // Read where every block is before the abort changes it.
-                let mut what = format!(
-                    "in the taskqueue event loop ({processed} of {expected} events): {}",
-                    self.stuck_report()
-                );
-                self.control.raise_abort(epoch);
-                // The blocks see the abort flag and end; give them the time-out to do so.
-                let drained = self
-                    .backend
-                    .stream_synchronize(&self.stream, Instant::now() + timeout);
-                if let Err(e) = drained {
-                    what.push_str(&format!(
-                        "; the kernel did not end after the abort flag: {e}"
-                    ));
-                }
                 return Err(Error::Timeout {
                     rank: Some(rank),
-                    what,
+                    what: format!(
+                        "in the taskqueue event loop ({processed} of {expected} events): {}",
+                        self.stuck_report()
+                    ),
                     after: last_event.elapsed(),
                 });
             }
         }
         self.profile = profile;
-
         self.backend
             .stream_synchronize(&self.stream, Instant::now() + timeout)
-            .map_err(|e| e.on_rank(rank))?;
+            .map_err(|e| e.on_rank(rank))
+    }
+
+    /// After a failure with the kernel launched: makes every block give up (abort flag) and
+    /// waits, at most the time-out, for the kernel and the block streams to end. Says in the
+    /// error when they did not; then the buffers stay marked busy.
+    fn abort_launched_kernel(&mut self, epoch: u32, error: Error) -> Error {
+        self.control.raise_abort(epoch);
+        let deadline = Instant::now() + self.exchange.timeout;
+        let drained = self
+            .backend
+            .stream_synchronize(&self.stream, deadline)
+            .and_then(|()| {
+                self.block_streams
+                    .iter()
+                    .try_for_each(|s| self.backend.stream_synchronize(s, deadline))
+            });
+        match drained {
+            Ok(()) => {
+                self.kernels_idle = true;
+                error
+            }
+            Err(e) => match error {
+                Error::Timeout { rank, what, after } => Error::Timeout {
+                    rank,
+                    what: format!("{what}; the kernel did not end after the abort flag: {e}"),
+                    after,
+                },
+                other => {
+                    tracing::error!(
+                        "rank {}: the taskqueue kernel did not end after the abort flag: {e}",
+                        self.transport.rank()
+                    );
+                    other
+                }
+            },
+        }
+    }
+}
+
+impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
+    fn iteration(&mut self, iteration: u32) -> Result<()> {
+        let rank = self.transport.rank();
+        let epoch = iteration + 1;
+        let timeout = self.exchange.timeout;
+        let timer_hz = self.backend.device_info().timer_hz as f64;
+        // The kernel waits twice as long as the CPU: the CPU, which can name the missing
+        // receive or task, reports first; the device's own time-out is the backstop for a CPU
+        // that stopped serving it.
+        let args = self.control.kernel_args(
+            self.buffers
+                .kernel_args(rank, iteration, self.exchange.verify),
+            self.mode(),
+            epoch,
+            (2.0 * timeout.as_secs_f64() * timer_hz) as u64,
+            self.exchange.poll_backoff_ns,
+        );
+        let first_step = if self.memcpy() {
+            BlockStep::CopyingIn
+        } else {
+            BlockStep::Packing
+        };
+        self.steps.fill(first_step);
+        self.received.fill(false);
+        self.tasks_seen = 0;
+        self.control.reset_states();
+
+        self.kernels_idle = false;
+        // SAFETY: args point into self.buffers and self.control, which outlive the kernel: the
+        // kernel is waited for (or aborted and waited for) before this method returns, and
+        // dropping the strategy drops (and so synchronizes) the streams before the memory.
+        unsafe {
+            self.backend
+                .launch(Launch::Taskqueue(&args), self.dims, &self.stream)?
+        };
+        self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
+        if let Err(e) = self.serve_launched_kernel(epoch) {
+            return Err(self.abort_launched_kernel(epoch, e));
+        }
+        self.kernels_idle = true;
         self.events
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
         if self.options.send == SendMode::NonBlocking {
@@ -415,12 +452,28 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
         Ok(())
     }
 
-    fn take_checks(&mut self) -> Vec<hp_block_check> {
-        self.buffers.take_checks()
+    fn block_state(&self, block: usize) -> Option<String> {
+        Some(format!(
+            "GPU state {}",
+            state_name(self.control.state(block))
+        ))
     }
 
-    fn device_times(&self) -> Vec<hp_block_times> {
-        self.buffers.read_times()
+    fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
+        ensure_idle(self.kernels_idle)?;
+        // SAFETY: the kernel and the block streams were seen idle after the launch.
+        Ok(unsafe { self.buffers.take_checks() })
+    }
+
+    fn planned_checks(&self) -> Vec<u64> {
+        self.buffers
+            .planned_checks(self.exchange.verify, self.dims.threads)
+    }
+
+    fn device_times(&self) -> Result<Vec<hp_block_times>> {
+        ensure_idle(self.kernels_idle)?;
+        // SAFETY: as for take_checks.
+        Ok(unsafe { self.buffers.read_times() })
     }
 
     fn buffer_coherence(&self) -> (Coherence, Coherence) {

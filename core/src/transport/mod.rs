@@ -7,37 +7,61 @@
 //! further implementations of [`Transport`].
 //!
 //! Requests are kept per block: block b's receive is request b, its send is request b, and the
-//! MPI tag is b (SPEC 3).
+//! MPI tag is b (SPEC 3). Every wait is polled against a deadline and ends in
+//! [`Error::Timeout`](crate::Error::Timeout) naming the blocks still pending: the library never
+//! ends the process, the caller decides. Faults for tests are injected by one wrapper,
+//! [`faulty::Faulty`], for every strategy alike.
 
 // HostRegion carries a raw pointer into pinned memory across the transport boundary.
 #![allow(unsafe_code)]
 
+pub mod faulty;
 pub mod mpi;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::Result;
 
 /// A block's buffer in host memory that a transport may read (send) or write (receive).
 ///
-/// Only [`ExchangeBuffers`](crate::exchange::ExchangeBuffers) makes these, from memory it owns
-/// and keeps alive for as long as any transport request on it may be pending.
-#[derive(Debug, Clone, Copy)]
+/// It carries a share of its allocation (`owner`): a transport keeps the region, and so the
+/// memory, alive for as long as a request on it is pending, and leaks it rather than free it
+/// when a request cannot be completed (see [`mpi::MpiTransport`]'s `Drop`). Only
+/// [`ExchangeBuffers`](crate::exchange::ExchangeBuffers) makes these, from memory it owns.
+#[derive(Clone)]
 pub struct HostRegion {
     ptr: *mut f64,
     elems: usize,
+    owner: Arc<dyn Send + Sync>,
 }
 
-// SAFETY: a HostRegion is an address and a length; the memory it names is pinned host memory
-// owned by ExchangeBuffers, which is itself Send. Accesses are ordered by the strategy.
+// SAFETY: a HostRegion is an address, a length and a share of the allocation behind them
+// (itself Send + Sync); who touches the memory when is ordered by the strategy and the
+// transport's contract (post to completion: the transport's).
 unsafe impl Send for HostRegion {}
+
+impl std::fmt::Debug for HostRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRegion")
+            .field("ptr", &self.ptr)
+            .field("elems", &self.elems)
+            .finish_non_exhaustive()
+    }
+}
 
 impl HostRegion {
     /// # Safety
-    /// 1. `ptr` is valid for reads and writes of `elems` f64 values, aligned for f64.
-    /// 2. The memory stays allocated while any transport request on this region is pending.
-    pub(crate) unsafe fn new(ptr: *mut f64, elems: usize) -> HostRegion {
-        HostRegion { ptr, elems }
+    /// 1. `ptr` is valid for reads and writes of `elems` f64 values, aligned for f64, for as
+    ///    long as `owner` lives.
+    /// 2. From a receive's post until the transport reports it complete, only the transport
+    ///    writes the region; from a send's start until it completes, nobody writes it.
+    pub(crate) unsafe fn new(
+        ptr: *mut f64,
+        elems: usize,
+        owner: Arc<dyn Send + Sync>,
+    ) -> HostRegion {
+        HostRegion { ptr, elems, owner }
     }
 
     /// First element's address.
@@ -48,6 +72,15 @@ impl HostRegion {
     /// Number of f64 elements.
     pub fn elems(&self) -> usize {
         self.elems
+    }
+
+    /// The first `elems` elements of this region (fault injection sends a block short).
+    pub fn prefix(&self, elems: usize) -> HostRegion {
+        HostRegion {
+            ptr: self.ptr,
+            elems: elems.min(self.elems),
+            owner: Arc::clone(&self.owner),
+        }
     }
 }
 
@@ -66,7 +99,8 @@ pub trait Transport {
     /// Prepares request slots for `blocks` blocks; called once before any exchange.
     fn prepare(&mut self, blocks: usize) -> Result<()>;
 
-    /// Posts the receive of block `block` from rank `source` into `region` (MPI_Irecv).
+    /// Posts the receive of block `block` from rank `source` into `region` (MPI_Irecv). The
+    /// transport owns the region's contents until it reports the receive complete.
     fn post_recv(&mut self, block: usize, region: HostRegion, source: i32) -> Result<()>;
 
     /// Sends block `block` to rank `dest` and returns when `region` may be reused (MPI_Send).

@@ -3,10 +3,15 @@
 //! The transport works on its own duplicate of the job's communicator with `MPI_ERRORS_RETURN`,
 //! so every call's return code reaches us and is turned into [`Error::Mpi`] naming the call and
 //! the block; the job's own communicator keeps MPI's default (fatal) handler. Requests live in
-//! two arrays indexed by block (receives, sends), as the thesis's `HaloLayer` keeps them.
+//! two arrays indexed by block (receives, sends), as the thesis's `HaloLayer` keeps them, each
+//! beside the region it uses, whose share of the allocation keeps the memory alive until the
+//! request completed.
 //!
-//! Calls that block inside MPI (`MPI_Send`, `MPI_Waitall`, `MPI_Barrier`) run under the
-//! [`Watchdog`]; `MPI_Testany` loops are polled by the strategy against its deadline.
+//! Nothing blocks inside MPI: a blocking send is `MPI_Isend` completed by a polled `MPI_Test`
+//! loop (MPI 3.1 section 3.7.3: "a blocking send ... is equivalent to a nonblocking send
+//! followed by a wait"), waits for all are polled `MPI_Testall`, the barrier is `MPI_Ibarrier`
+//! and `MPI_Test`. So every wait can give up at its deadline with [`Error::Timeout`] naming the
+//! blocks still pending, and the caller decides what to do; the library never ends the process.
 //!
 //! Not thread-safe: one thread drives a transport (the MPI library is initialized
 //! `MPI_THREAD_SINGLE` or better).
@@ -15,7 +20,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -23,40 +28,98 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::{HostRegion, Transport};
 use crate::error::{Error, Result};
-use crate::watchdog::Watchdog;
+
+/// One direction's requests, one slot per block, each with the region it uses while pending.
+struct Requests {
+    raw: Vec<ffi::MPI_Request>,
+    regions: Vec<Option<HostRegion>>,
+    /// The peer rank of each pending request, for time-out messages.
+    peers: Vec<i32>,
+}
+
+impl Requests {
+    fn new(blocks: usize) -> Requests {
+        Requests {
+            raw: vec![null_request(); blocks],
+            regions: vec![None; blocks],
+            peers: vec![-1; blocks],
+        }
+    }
+
+    fn pending(&self) -> Vec<usize> {
+        (0..self.raw.len())
+            .filter(|&b| self.raw[b] != null_request())
+            .collect()
+    }
+
+    /// Checks that block `block`'s slot exists and is free.
+    fn free_slot(&self, block: usize, what: &str) -> Result<()> {
+        match self.raw.get(block) {
+            Some(r) if *r == null_request() => Ok(()),
+            Some(_) => Err(Error::Internal(format!(
+                "block {block}: a {what} is already pending"
+            ))),
+            None => Err(Error::Internal(format!(
+                "block {block} is beyond the {} blocks the transport was prepared for",
+                self.raw.len()
+            ))),
+        }
+    }
+
+    /// Forgets the regions of requests MPI completed (their handles are null again).
+    fn release_completed(&mut self) {
+        for (raw, region) in self.raw.iter().zip(self.regions.iter_mut()) {
+            if *raw == null_request() {
+                *region = None;
+            }
+        }
+    }
+
+    fn describe(&self, blocks: &[usize], what: &str, peer: &str) -> String {
+        let list: Vec<String> = blocks
+            .iter()
+            .map(|&b| format!("{b} ({peer} rank {})", self.peers[b]))
+            .collect();
+        format!("the {what} of blocks [{}]", list.join(", "))
+    }
+}
+
+fn null_request() -> ffi::MPI_Request {
+    // SAFETY: reading a predefined MPI constant.
+    unsafe { ffi::RSMPI_REQUEST_NULL }
+}
 
 /// Host-staged MPI point-to-point transport.
 pub struct MpiTransport {
     comm: SimpleCommunicator,
     rank: i32,
     size: i32,
-    recvs: Vec<ffi::MPI_Request>,
-    sends: Vec<ffi::MPI_Request>,
-    pending_recvs: usize,
-    watchdog: Watchdog,
+    recvs: Requests,
+    sends: Requests,
+    /// How long dropping the transport may wait for cancelled requests to complete.
+    drain_timeout: Duration,
 }
 
 impl MpiTransport {
     /// Creates a transport over a duplicate of `comm`, returning errors instead of aborting.
+    /// `drain_timeout` bounds how long dropping it waits for requests it had to cancel.
     ///
     /// # Errors
     /// [`Error::Mpi`] if the error handler cannot be set.
-    pub fn new(comm: &SimpleCommunicator) -> Result<MpiTransport> {
+    pub fn new(comm: &SimpleCommunicator, drain_timeout: Duration) -> Result<MpiTransport> {
         let comm = comm.duplicate();
         // SAFETY: comm is a valid communicator we own; RSMPI_ERRORS_RETURN is a predefined handler.
         let code = unsafe { ffi::MPI_Comm_set_errhandler(comm.as_raw(), ffi::RSMPI_ERRORS_RETURN) };
         check("MPI_Comm_set_errhandler", code, || {
             "making the transport's communicator return errors".into()
         })?;
-        let rank = comm.rank();
         Ok(MpiTransport {
-            rank,
+            rank: comm.rank(),
             size: comm.size(),
             comm,
-            recvs: Vec::new(),
-            sends: Vec::new(),
-            pending_recvs: 0,
-            watchdog: Watchdog::start(rank),
+            recvs: Requests::new(0),
+            sends: Requests::new(0),
+            drain_timeout,
         })
     }
 
@@ -69,48 +132,128 @@ impl MpiTransport {
         })
     }
 
-    fn slot(requests: &[ffi::MPI_Request], block: usize, what: &str) -> Result<()> {
-        match requests.get(block) {
-            // SAFETY: reading a predefined MPI constant.
-            Some(r) if *r == unsafe { ffi::RSMPI_REQUEST_NULL } => Ok(()),
-            Some(_) => Err(Error::Internal(format!(
-                "block {block}: a {what} is already pending"
-            ))),
-            None => Err(Error::Internal(format!(
-                "block {block} is beyond the {} blocks the transport was prepared for",
-                requests.len()
-            ))),
-        }
+    /// `MPI_Isend` of block `block` into its send slot.
+    fn start_send(&mut self, block: usize, region: HostRegion, dest: i32) -> Result<()> {
+        self.sends.free_slot(block, "send")?;
+        let count = Self::count(&region, block)?;
+        // SAFETY: region is valid for `count` f64 reads until the request completes: the slot
+        // keeps the region (and its allocation) until then; the request slot is ours and null.
+        let code = unsafe {
+            ffi::MPI_Isend(
+                region.as_ptr().cast::<c_void>(),
+                count,
+                ffi::RSMPI_DOUBLE,
+                dest,
+                block as c_int,
+                self.comm.as_raw(),
+                &mut self.sends.raw[block],
+            )
+        };
+        check("MPI_Isend", code, || {
+            format!("starting the send of block {block} to rank {dest}")
+        })?;
+        self.sends.regions[block] = Some(region);
+        self.sends.peers[block] = dest;
+        Ok(())
     }
 
-    fn wait_all(&mut self, sends: bool, deadline: Instant) -> Result<()> {
+    /// Polls `MPI_Testall` over one direction's requests until all completed or `deadline`.
+    fn test_all_until(&mut self, sends: bool, deadline: Instant) -> Result<()> {
         let rank = self.rank;
-        let what = if sends { "sends" } else { "receives" };
+        let since = Instant::now();
         let requests = if sends {
             &mut self.sends
         } else {
             &mut self.recvs
         };
-        let pending = requests
-            .iter()
-            // SAFETY: reading a predefined MPI constant.
-            .filter(|r| **r != unsafe { ffi::RSMPI_REQUEST_NULL })
-            .count();
-        let _armed = self
-            .watchdog
-            .arm(deadline, || format!("in MPI_Waitall for {pending} {what}"));
-        let n = c_int::try_from(requests.len()).map_err(|_| too_many(requests.len()))?;
-        // SAFETY: requests holds `n` valid or null requests; statuses are ignored. Buffers of
-        // pending requests are alive (HostRegion's contract).
-        let code =
-            unsafe { ffi::MPI_Waitall(n, requests.as_mut_ptr(), ffi::RSMPI_STATUSES_IGNORE) };
-        check("MPI_Waitall", code, || {
-            format!("rank {rank} waiting for {what}")
-        })?;
-        if !sends {
-            self.pending_recvs = 0;
+        let n = c_int::try_from(requests.raw.len()).map_err(|_| too_many(requests.raw.len()))?;
+        loop {
+            let mut done: c_int = 0;
+            // SAFETY: raw holds `n` valid or null requests; statuses are ignored. Buffers of
+            // pending requests are alive: their regions are kept beside them.
+            let code = unsafe {
+                ffi::MPI_Testall(
+                    n,
+                    requests.raw.as_mut_ptr(),
+                    &mut done,
+                    ffi::RSMPI_STATUSES_IGNORE,
+                )
+            };
+            let what = if sends { "sends" } else { "receives" };
+            check("MPI_Testall", code, || {
+                format!("rank {rank} waiting for {what}")
+            })?;
+            if done != 0 {
+                requests.release_completed();
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let pending = requests.pending();
+                let described = if sends {
+                    requests.describe(&pending, "sends", "to")
+                } else {
+                    requests.describe(&pending, "receives", "from")
+                };
+                return Err(Error::Timeout {
+                    rank: Some(rank),
+                    what: format!("in MPI_Waitall (polled) for {described}"),
+                    after: since.elapsed(),
+                });
+            }
+            std::hint::spin_loop();
         }
-        Ok(())
+    }
+
+    /// Cancels every pending request and completes it (MPI 3.1 section 3.8.4: a cancelled
+    /// request must still be completed), within `deadline`. Returns what could not be
+    /// completed or failed; the regions of uncompleted requests are leaked, never freed, so
+    /// that a receive MPI matched after all can never write into freed memory.
+    fn cancel_and_complete(&mut self, deadline: Instant) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (requests, what) in [(&mut self.recvs, "receive"), (&mut self.sends, "send")] {
+            for block in requests.pending() {
+                // SAFETY: the request is valid and pending.
+                let code = unsafe { ffi::MPI_Cancel(&mut requests.raw[block]) };
+                if let Err(e) = check("MPI_Cancel", code, || {
+                    format!("cancelling the {what} of block {block}")
+                }) {
+                    problems.push(e.to_string());
+                }
+            }
+            for block in requests.pending() {
+                let mut status = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
+                let completed = loop {
+                    let mut flag: c_int = 0;
+                    // SAFETY: the request is valid; status is a valid out-pointer.
+                    let code = unsafe {
+                        ffi::MPI_Test(&mut requests.raw[block], &mut flag, status.as_mut_ptr())
+                    };
+                    if let Err(e) = check("MPI_Test", code, || {
+                        format!("completing the cancelled {what} of block {block}")
+                    }) {
+                        problems.push(e.to_string());
+                        break false;
+                    }
+                    if flag != 0 {
+                        break true;
+                    }
+                    if Instant::now() >= deadline {
+                        break false;
+                    }
+                    std::thread::yield_now();
+                };
+                if completed {
+                    requests.regions[block] = None;
+                } else {
+                    problems.push(format!(
+                        "the {what} of block {block} did not complete after MPI_Cancel; its buffer is leaked so MPI can never write into freed memory"
+                    ));
+                    // Keep the allocation alive for the rest of the process.
+                    std::mem::forget(requests.regions[block].take());
+                }
+            }
+        }
+        problems
     }
 }
 
@@ -128,25 +271,23 @@ impl Transport for MpiTransport {
     }
 
     fn prepare(&mut self, blocks: usize) -> Result<()> {
-        if self.pending_recvs > 0 {
+        if !self.recvs.pending().is_empty() || !self.sends.pending().is_empty() {
             return Err(Error::Internal(
-                "prepare called with receives pending".into(),
+                "prepare called with requests pending".into(),
             ));
         }
         c_int::try_from(blocks).map_err(|_| too_many(blocks))?;
-        // SAFETY: reading a predefined MPI constant.
-        let null = unsafe { ffi::RSMPI_REQUEST_NULL };
-        self.recvs = vec![null; blocks];
-        self.sends = vec![null; blocks];
+        self.recvs = Requests::new(blocks);
+        self.sends = Requests::new(blocks);
         Ok(())
     }
 
     fn post_recv(&mut self, block: usize, region: HostRegion, source: i32) -> Result<()> {
-        Self::slot(&self.recvs, block, "receive")?;
+        self.recvs.free_slot(block, "receive")?;
         let count = Self::count(&region, block)?;
         let tag = block as c_int;
-        // SAFETY: region is valid for `count` f64 writes until the request completes (HostRegion's
-        // contract); the request slot is ours and null.
+        // SAFETY: region is valid for `count` f64 writes until the request completes: the slot
+        // keeps the region (and its allocation) until then; the request slot is ours and null.
         let code = unsafe {
             ffi::MPI_Irecv(
                 region.as_ptr().cast::<c_void>(),
@@ -155,13 +296,14 @@ impl Transport for MpiTransport {
                 source,
                 tag,
                 self.comm.as_raw(),
-                &mut self.recvs[block],
+                &mut self.recvs.raw[block],
             )
         };
         check("MPI_Irecv", code, || {
             format!("posting the receive of block {block} from rank {source}")
         })?;
-        self.pending_recvs += 1;
+        self.recvs.regions[block] = Some(region);
+        self.recvs.peers[block] = source;
         Ok(())
     }
 
@@ -172,63 +314,58 @@ impl Transport for MpiTransport {
         dest: i32,
         deadline: Instant,
     ) -> Result<()> {
-        let count = Self::count(&region, block)?;
-        let _armed = self.watchdog.arm(deadline, || {
-            format!("in MPI_Send of block {block} to rank {dest}")
-        });
-        // SAFETY: region is valid for `count` f64 reads for the duration of this call.
-        let code = unsafe {
-            ffi::MPI_Send(
-                region.as_ptr().cast::<c_void>(),
-                count,
-                ffi::RSMPI_DOUBLE,
-                dest,
-                block as c_int,
-                self.comm.as_raw(),
-            )
-        };
-        check("MPI_Send", code, || {
-            format!("sending block {block} to rank {dest}")
-        })
+        let since = Instant::now();
+        self.start_send(block, region, dest)?;
+        let rank = self.rank;
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: the request is valid or null; the region is kept beside it.
+            let code = unsafe {
+                ffi::MPI_Test(
+                    &mut self.sends.raw[block],
+                    &mut flag,
+                    ffi::RSMPI_STATUS_IGNORE,
+                )
+            };
+            check("MPI_Test", code, || {
+                format!("sending block {block} to rank {dest}")
+            })?;
+            if flag != 0 {
+                self.sends.regions[block] = None;
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    rank: Some(rank),
+                    what: format!("in MPI_Send (polled) of block {block} to rank {dest}"),
+                    after: since.elapsed(),
+                });
+            }
+            std::hint::spin_loop();
+        }
     }
 
     fn isend(&mut self, block: usize, region: HostRegion, dest: i32) -> Result<()> {
-        Self::slot(&self.sends, block, "send")?;
-        let count = Self::count(&region, block)?;
-        // SAFETY: region is valid for `count` f64 reads until the request completes (HostRegion's
-        // contract); the request slot is ours and null.
-        let code = unsafe {
-            ffi::MPI_Isend(
-                region.as_ptr().cast::<c_void>(),
-                count,
-                ffi::RSMPI_DOUBLE,
-                dest,
-                block as c_int,
-                self.comm.as_raw(),
-                &mut self.sends[block],
-            )
-        };
-        check("MPI_Isend", code, || {
-            format!("starting the send of block {block} to rank {dest}")
-        })
+        self.start_send(block, region, dest)
     }
 
     fn wait_recvs(&mut self, deadline: Instant) -> Result<()> {
-        self.wait_all(false, deadline)
+        self.test_all_until(false, deadline)
     }
 
     fn test_any_recv(&mut self) -> Result<Option<usize>> {
-        if self.pending_recvs == 0 {
+        if self.pending_recvs() == 0 {
             return Ok(None);
         }
-        let n = c_int::try_from(self.recvs.len()).map_err(|_| too_many(self.recvs.len()))?;
+        let n =
+            c_int::try_from(self.recvs.raw.len()).map_err(|_| too_many(self.recvs.raw.len()))?;
         let mut index: c_int = 0;
         let mut flag: c_int = 0;
-        // SAFETY: recvs holds `n` valid or null requests; index and flag are valid out-pointers.
+        // SAFETY: raw holds `n` valid or null requests; index and flag are valid out-pointers.
         let code = unsafe {
             ffi::MPI_Testany(
                 n,
-                self.recvs.as_mut_ptr(),
+                self.recvs.raw.as_mut_ptr(),
                 &mut index,
                 &mut flag,
                 ffi::RSMPI_STATUS_IGNORE,
@@ -240,54 +377,75 @@ impl Transport for MpiTransport {
         })?;
         // SAFETY: reading a predefined MPI constant.
         if flag != 0 && index != unsafe { ffi::RSMPI_UNDEFINED } {
-            self.pending_recvs -= 1;
-            return Ok(Some(index as usize));
+            let block = index as usize;
+            self.recvs.regions[block] = None;
+            return Ok(Some(block));
         }
         Ok(None)
     }
 
     fn pending_recvs(&self) -> usize {
-        self.pending_recvs
+        self.recvs.pending().len()
     }
 
     fn wait_sends(&mut self, deadline: Instant) -> Result<()> {
-        self.wait_all(true, deadline)
+        self.test_all_until(true, deadline)
     }
 
     fn barrier(&mut self, deadline: Instant) -> Result<()> {
-        let _armed = self.watchdog.arm(deadline, || "in MPI_Barrier".to_owned());
-        // SAFETY: comm is a valid communicator.
-        let code = unsafe { ffi::MPI_Barrier(self.comm.as_raw()) };
         let rank = self.rank;
-        check("MPI_Barrier", code, || {
+        let since = Instant::now();
+        let mut request = null_request();
+        // SAFETY: comm is a valid communicator; request is a valid out-pointer.
+        let code = unsafe { ffi::MPI_Ibarrier(self.comm.as_raw(), &mut request) };
+        check("MPI_Ibarrier", code, || {
             format!("rank {rank} at the end of an iteration")
-        })
+        })?;
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: request is the barrier's valid request; no buffer is involved.
+            let code = unsafe { ffi::MPI_Test(&mut request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+            check("MPI_Test", code, || {
+                format!("rank {rank} waiting in the barrier at the end of an iteration")
+            })?;
+            if flag != 0 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                // A barrier request has no buffer: freeing it pending is allowed (MPI 3.1
+                // section 3.7.3) and the barrier completes, or not, without us.
+                // SAFETY: request is valid; MPI_Request_free nulls it.
+                let code = unsafe { ffi::MPI_Request_free(&mut request) };
+                check("MPI_Request_free", code, || {
+                    format!("rank {rank} giving up on the barrier")
+                })?;
+                return Err(Error::Timeout {
+                    rank: Some(rank),
+                    what: "in MPI_Barrier (polled) at the end of an iteration: another rank did not arrive".into(),
+                    after: since.elapsed(),
+                });
+            }
+            std::hint::spin_loop();
+        }
     }
 }
 
 impl Drop for MpiTransport {
-    /// Requests still pending here belong to an exchange that failed. Their buffers are freed
-    /// after the transport (field order in the strategies), so cancel and free them first rather
-    /// than let MPI write into freed memory.
+    /// Requests still pending here belong to an exchange that failed. They are cancelled and
+    /// completed within the drain time-out; what fails is reported (a transport cannot return
+    /// an error from `drop`), and buffers of requests that cannot be completed are leaked.
     fn drop(&mut self) {
-        // SAFETY: reading a predefined MPI constant.
-        let null = unsafe { ffi::RSMPI_REQUEST_NULL };
-        let mut left = 0;
-        for request in self.recvs.iter_mut().chain(self.sends.iter_mut()) {
-            if *request != null {
-                left += 1;
-                // SAFETY: request is a valid pending request we own; cancel then free it.
-                unsafe {
-                    ffi::MPI_Cancel(request);
-                    ffi::MPI_Request_free(request);
-                }
-            }
+        let pending = self.recvs.pending().len() + self.sends.pending().len();
+        if pending == 0 {
+            return;
         }
-        if left > 0 {
-            tracing::warn!(
-                "rank {}: {left} MPI requests were still pending when the transport was dropped; cancelled",
-                self.rank
-            );
+        let problems = self.cancel_and_complete(Instant::now() + self.drain_timeout);
+        tracing::warn!(
+            "rank {}: {pending} MPI requests were still pending when the transport was dropped; cancelled and completed",
+            self.rank
+        );
+        for problem in problems {
+            tracing::error!("rank {}: {problem}", self.rank);
         }
     }
 }

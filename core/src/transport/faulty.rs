@@ -1,0 +1,137 @@
+//! Fault injection as a transport: [`Faulty`] wraps any transport and injects one
+//! [`Fault`] on every rank in every iteration, so every strategy is tested against the same
+//! faults without a line of fault code of its own.
+//!
+//! - `drop-send=B`: block B's sends are never started; its receivers must time out naming it.
+//! - `short-send=B`: block B is sent one element short (legal MPI: a receive may be posted for
+//!   more than arrives); verification must report the block.
+//! - `corrupt-recv=B`: element 0 of block B's receive buffer is overwritten when the receive
+//!   completes, before the completion is reported to the strategy; verification must report it.
+
+// Corrupting a received buffer writes through the region's raw pointer.
+#![allow(unsafe_code)]
+
+use std::time::Instant;
+
+use super::{HostRegion, Transport};
+use crate::error::Result;
+use crate::strategy::Fault;
+
+/// The value `corrupt-recv` writes: no pack ever writes a negative value.
+pub const CORRUPT_VALUE: f64 = -1.0;
+
+/// A transport that injects `fault` (or nothing) into `inner`.
+pub struct Faulty<T: Transport> {
+    inner: T,
+    fault: Option<Fault>,
+    /// `corrupt-recv`: the region of the faulty block's pending receive.
+    corrupt_target: Option<HostRegion>,
+}
+
+impl<T: Transport> Faulty<T> {
+    /// Wraps `inner`; with `fault == None` every call passes straight through.
+    pub fn new(inner: T, fault: Option<Fault>) -> Faulty<T> {
+        Faulty {
+            inner,
+            fault,
+            corrupt_target: None,
+        }
+    }
+
+    /// The region to send for block `block`, or `None` when its send is dropped.
+    fn outgoing(&self, block: usize, region: HostRegion) -> Option<HostRegion> {
+        match self.fault {
+            Some(Fault::DropSend { block: b }) if b == block => None,
+            Some(Fault::ShortSend { block: b }) if b == block => {
+                Some(region.prefix(region.elems().saturating_sub(1)))
+            }
+            _ => Some(region),
+        }
+    }
+
+    /// `corrupt-recv`: called when block `block`'s receive completed, before the strategy
+    /// learns of it.
+    fn received(&mut self, block: usize) {
+        if !matches!(self.fault, Some(Fault::CorruptRecv { block: b }) if b == block) {
+            return;
+        }
+        if let Some(region) = self.corrupt_target.take() {
+            if region.elems() > 0 {
+                // SAFETY: the receive into this region just completed and its completion has
+                // not been reported yet, so the transport still owns the region's contents
+                // (HostRegion's contract, 2); the region holds at least one element, and its
+                // allocation lives as long as `region`.
+                unsafe { region.as_ptr().write_volatile(CORRUPT_VALUE) };
+            }
+        }
+    }
+}
+
+impl<T: Transport> Transport for Faulty<T> {
+    fn rank(&self) -> i32 {
+        self.inner.rank()
+    }
+
+    fn size(&self) -> i32 {
+        self.inner.size()
+    }
+
+    fn prepare(&mut self, blocks: usize) -> Result<()> {
+        self.inner.prepare(blocks)
+    }
+
+    fn post_recv(&mut self, block: usize, region: HostRegion, source: i32) -> Result<()> {
+        if matches!(self.fault, Some(Fault::CorruptRecv { block: b }) if b == block) {
+            self.corrupt_target = Some(region.clone());
+        }
+        self.inner.post_recv(block, region, source)
+    }
+
+    fn send(
+        &mut self,
+        block: usize,
+        region: HostRegion,
+        dest: i32,
+        deadline: Instant,
+    ) -> Result<()> {
+        match self.outgoing(block, region) {
+            Some(region) => self.inner.send(block, region, dest, deadline),
+            None => Ok(()),
+        }
+    }
+
+    fn isend(&mut self, block: usize, region: HostRegion, dest: i32) -> Result<()> {
+        match self.outgoing(block, region) {
+            Some(region) => self.inner.isend(block, region, dest),
+            None => Ok(()),
+        }
+    }
+
+    fn wait_recvs(&mut self, deadline: Instant) -> Result<()> {
+        self.inner.wait_recvs(deadline)?;
+        if let Some(fault) = self.fault {
+            self.received(fault.block());
+        }
+        Ok(())
+    }
+
+    fn test_any_recv(&mut self) -> Result<Option<usize>> {
+        let done = self.inner.test_any_recv()?;
+        if let Some(block) = done {
+            self.received(block);
+        }
+        Ok(done)
+    }
+
+    fn pending_recvs(&self) -> usize {
+        self.inner.pending_recvs()
+    }
+
+    fn wait_sends(&mut self, deadline: Instant) -> Result<()> {
+        self.inner.wait_sends(deadline)
+    }
+
+    fn barrier(&mut self, deadline: Instant) -> Result<()> {
+        self.inner.barrier(deadline)
+    }
+}
