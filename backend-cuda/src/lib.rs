@@ -1,5 +1,11 @@
 //! haloport-cuda: the [`Backend`] trait on NVIDIA GPUs through the CUDA driver API (cudarc's
-//! `sys` layer, loaded at run time, so a binary without a GPU still starts and says so).
+//! `result` layer, loaded at run time, so a binary without a GPU still starts and says so).
+//!
+//! ## Driver
+//! The driver must be at least the CUDA version cudarc's bindings were built for
+//! (`ffi::REQUIRED_DRIVER_VERSION`, 13.0). [`device_count`], the first call of every path to a
+//! device, checks that before cudarc loads libcuda (cudarc panics on an older one) and returns
+//! [`Error::Unsupported`] naming both versions, or [`Error::NoDevice`] without a driver.
 //!
 //! ## Devices and contexts
 //! Each process uses the primary context of device `local_rank % device_count` (SPEC 2), made
@@ -7,7 +13,9 @@
 //! on one GPU share it, time-sliced.
 //!
 //! ## Memory
-//! Device memory is `cuMemAlloc`. Pinned memory is `cuMemHostAlloc(PORTABLE | DEVICEMAP)`:
+//! Device memory is `cuMemAlloc`, zeroed before it is handed out (the memset runs on the legacy
+//! stream, which haloport's non-blocking streams do not wait for, so allocation waits for it).
+//! Pinned memory is `cuMemHostAlloc(PORTABLE | DEVICEMAP)`:
 //! page-locked, mapped, coherent, never write-combined; kernels use the device pointer the
 //! driver gives for it. CUDA has no non-coherent pinned memory: such requests are served as
 //! coherent and reported so.
@@ -68,14 +76,11 @@ pub struct CudaBackend {
 /// why not.
 ///
 /// # Errors
-/// [`Error::NoDevice`] when libcuda is absent, fails to initialize, or sees no device.
+/// [`Error::NoDevice`] when libcuda is absent, fails to initialize, or sees no device;
+/// [`Error::Unsupported`] when the driver is older than this build needs.
 pub fn device_count() -> Result<usize> {
-    if !ffi::driver_present() {
-        return Err(Error::NoDevice {
-            backend: "cuda",
-            reason: "no CUDA driver (libcuda) on this machine".into(),
-        });
-    }
+    // First: no cudarc call may happen before the driver was found new enough.
+    ffi::open_driver()?;
     ffi::init().map_err(|e| Error::NoDevice {
         backend: "cuda",
         reason: format!("the CUDA driver did not initialize: {e}"),
@@ -93,10 +98,13 @@ impl CudaBackend {
     /// Opens device `local_rank % device_count` and loads the kernels.
     ///
     /// # Errors
-    /// [`Error::NoDevice`] without driver or device; [`Error::KernelsUnavailable`] when this
-    /// build has no kernels or they do not load on the device; driver errors.
+    /// [`Error::NoDevice`] without driver or device; [`Error::Unsupported`] when the driver is
+    /// older than this build needs or the device cannot map pinned memory;
+    /// [`Error::KernelsUnavailable`] when this build has no kernels or they do not load on the
+    /// device; driver errors.
     pub fn new(local_rank: usize) -> Result<CudaBackend> {
         let count = device_count()?;
+        let driver_version = ffi::open_driver()?;
         let ordinal = local_rank % count;
         let device = ffi::device(ordinal)?;
         let attr = |a| ffi::attribute(device, a);
@@ -123,7 +131,7 @@ impl CudaBackend {
             coherence_kinds: vec![Coherence::Coherent],
             driver: format!(
                 "CUDA driver {}, compute capability {}.{}, kernels: {}",
-                ffi::driver_version()?,
+                ffi::version_string(driver_version),
                 compute_capability.0,
                 compute_capability.1,
                 kernels::describe()

@@ -19,11 +19,16 @@ haloport_core::backend_conformance_tests!(backend());
 
 #[test]
 fn no_device_is_an_error_not_a_panic() {
-    // On a machine without libcuda this is the NoDevice path; with a GPU it opens device 0.
+    // On a machine without libcuda this is the NoDevice path; on one whose driver is older than
+    // this build needs, the Unsupported one; with a GPU it counts devices. Never a panic.
     match device_count() {
         Ok(n) => assert!(n >= 1),
-        Err(e) => assert!(e.to_string().contains("cuda: no device"), "{e}"),
+        Err(e @ Error::NoDevice { .. }) => assert!(e.to_string().contains("cuda: no device")),
+        Err(e @ Error::Unsupported { .. }) => assert!(e.to_string().contains("is older than")),
+        Err(e) => panic!("unexpected error: {e}"),
     }
+    // Twice: the probe is cached and must give the same answer.
+    assert_eq!(device_count().ok(), device_count().ok());
 }
 
 #[path = "../build/toolchain.rs"]
