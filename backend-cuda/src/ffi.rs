@@ -639,8 +639,29 @@ pub unsafe fn module_unload(m: CUmodule) -> Result<()> {
     })
 }
 
-/// `cuLaunchKernel` of a kernel taking one argument by value, `dims.blocks` x `dims.threads`, no
-/// dynamic shared memory.
+/// How a kernel is launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchKind {
+    /// `cuLaunchKernel`: blocks run as the device finds room.
+    Plain,
+    /// `cuLaunchCooperativeKernel`: the driver launches only if every block can be resident at
+    /// once, for kernels whose blocks wait for each other.
+    Cooperative,
+}
+
+/// What a launch did.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launched {
+    /// Queued on the stream.
+    Queued,
+    /// A cooperative launch the driver refused because the grid cannot be resident at once
+    /// (`CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`); the caller says which kernel and device.
+    TooLargeToBeCoresident,
+}
+
+/// `cuLaunchKernel` or `cuLaunchCooperativeKernel` of a kernel taking one argument by value,
+/// `dims.blocks` x `dims.threads`, no dynamic shared memory.
 ///
 /// # Errors
 /// The driver's error, naming `what` and the dimensions.
@@ -655,18 +676,36 @@ pub unsafe fn launch_one_arg(
     s: CUstream,
     arg: *const c_void,
     what: &str,
-) -> Result<()> {
+    kind: LaunchKind,
+) -> Result<Launched> {
     let mut params = [arg.cast_mut()];
     let (grid, block) = ((dims.blocks, 1, 1), (dims.threads, 1, 1));
     // SAFETY: forwarded from this function's contract; the driver copies the argument before
     // returning, so `params` and `*arg` need only live through the call.
-    let launched = unsafe { result::launch_kernel(f, grid, block, 0, s, &mut params) };
-    check("cuLaunchKernel", launched, || {
-        format!(
-            "launching {what} with {} blocks x {} threads",
-            dims.blocks, dims.threads
-        )
-    })
+    let (call, launched) = unsafe {
+        match kind {
+            LaunchKind::Plain => (
+                "cuLaunchKernel",
+                result::launch_kernel(f, grid, block, 0, s, &mut params),
+            ),
+            LaunchKind::Cooperative => (
+                "cuLaunchCooperativeKernel",
+                result::launch_cooperative_kernel(f, grid, block, 0, s, &mut params),
+            ),
+        }
+    };
+    match launched {
+        Err(DriverError(sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)) => {
+            Ok(Launched::TooLargeToBeCoresident)
+        }
+        other => check(call, other, || {
+            format!(
+                "launching {what} with {} blocks x {} threads",
+                dims.blocks, dims.threads
+            )
+        })
+        .map(|()| Launched::Queued),
+    }
 }
 
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`, without dynamic shared memory.

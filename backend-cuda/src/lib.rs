@@ -23,7 +23,11 @@
 //! ## Kernels
 //! `build.rs` compiles `kernels-cu/haloport.cu` with nvcc into one fatbin (sm_80, sm_90 and PTX by
 //! default) embedded in the binary and loaded with `cuModuleLoadData`. Each kernel takes one
-//! struct from `kernels-cu/haloport_shared.h` by value.
+//! struct from `kernels-cu/haloport_shared.h` by value. Kernels whose blocks wait for each other
+//! ([`Kernel::needs_coresidency`], the taskqueue's persistent kernel) are launched with
+//! `cuLaunchCooperativeKernel`: the driver guarantees all blocks resident at once or refuses,
+//! and haloport reports the refusal as [`Error::Unsupported`]. Devices without cooperative
+//! launch refuse such kernels up front.
 //!
 //! ## Timer
 //! Kernels stamp with `%globaltimer` (nanoseconds); `haloport_core::clock` aligns it with the
@@ -67,6 +71,8 @@ impl Drop for Context {
 pub struct CudaBackend {
     info: DeviceInfo,
     compute_capability: (i32, i32),
+    /// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`: whether co-residency kernels can be launched.
+    cooperative_launch: bool,
     // Declared before ctx: the module is unloaded while the context is still retained.
     module: module::Module,
     ctx: Arc<Context>,
@@ -118,6 +124,7 @@ impl CudaBackend {
             attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
             attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         );
+        let cooperative_launch = attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0;
         let info = DeviceInfo {
             vendor: "NVIDIA".into(),
             name: ffi::device_name(device)?,
@@ -130,10 +137,11 @@ impl CudaBackend {
             timer_hz: 1_000_000_000,
             coherence_kinds: vec![Coherence::Coherent],
             driver: format!(
-                "CUDA driver {}, compute capability {}.{}, kernels: {}",
+                "CUDA driver {}, compute capability {}.{}, cooperative launch: {}, kernels: {}",
                 ffi::version_string(driver_version),
                 compute_capability.0,
                 compute_capability.1,
+                if cooperative_launch { "yes" } else { "no" },
                 kernels::describe()
             ),
         };
@@ -158,6 +166,7 @@ impl CudaBackend {
         Ok(CudaBackend {
             info,
             compute_capability,
+            cooperative_launch,
             module,
             ctx,
         })
@@ -176,6 +185,51 @@ impl CudaBackend {
         // SAFETY: the context is retained while self.ctx lives.
         unsafe { ffi::set_current(self.ctx.raw) }
     }
+}
+
+/// How `kernel` must be launched on `device`: cooperatively when its blocks wait for each other
+/// (`cooperative` is the device's `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`).
+///
+/// # Errors
+/// [`Error::Unsupported`] naming the device when the kernel needs co-residency and the device
+/// has no cooperative launch.
+fn launch_kind(kernel: Kernel, cooperative: bool, device: &DeviceInfo) -> Result<ffi::LaunchKind> {
+    if !kernel.needs_coresidency() {
+        return Ok(ffi::LaunchKind::Plain);
+    }
+    if !cooperative {
+        return Err(Error::Unsupported {
+            backend: "cuda",
+            what: format!(
+                "the {} kernel needs all its blocks resident at once, but {} (device {}) has no \
+                 cooperative launch (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 0)",
+                kernel_name(kernel),
+                device.name,
+                device.ordinal
+            ),
+        });
+    }
+    Ok(ffi::LaunchKind::Cooperative)
+}
+
+/// The driver refused a cooperative launch: the grid cannot be resident at once on `device`.
+fn not_coresident(kernel: Kernel, dims: LaunchDims, device: &DeviceInfo) -> Error {
+    Error::Unsupported {
+        backend: "cuda",
+        what: format!(
+            "the {} kernel needs all {} blocks of {} threads resident at once, but {} cannot \
+             hold them (cuLaunchCooperativeKernel: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)",
+            kernel_name(kernel),
+            dims.blocks,
+            dims.threads,
+            device.name
+        ),
+    }
+}
+
+/// The kernel's name in messages, e.g. "taskqueue".
+fn kernel_name(kernel: Kernel) -> String {
+    format!("{kernel:?}").to_lowercase()
 }
 
 impl Backend for CudaBackend {
@@ -311,13 +365,24 @@ impl Backend for CudaBackend {
     ) -> Result<()> {
         dims.check("cuda", self.info.max_threads_per_block)?;
         let kernel = launch.kernel();
+        let kind = launch_kind(kernel, self.cooperative_launch, &self.info)?;
         let f = self.module.function(kernel)?;
         // SAFETY: each kernel's single parameter is the struct launch.arg_ptr() points at
-        // (hp_kernels.cuh); addresses inside it satisfy this method's contract (the caller's).
-        unsafe { ffi::launch_one_arg(f, dims, stream.raw, launch.arg_ptr(), kernel.symbol()) }
+        // (hp_kernels.cuh); addresses inside it satisfy this method's contract (the caller's);
+        // stream.raw belongs to this backend's context.
+        let launched = unsafe {
+            ffi::launch_one_arg(f, dims, stream.raw, launch.arg_ptr(), kernel.symbol(), kind)?
+        };
+        match launched {
+            ffi::Launched::Queued => Ok(()),
+            ffi::Launched::TooLargeToBeCoresident => Err(not_coresident(kernel, dims, &self.info)),
+        }
     }
 
     fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32> {
+        // A co-residency kernel the device cannot launch cooperatively is refused here already,
+        // so strategies that check occupancy first fail before allocating.
+        launch_kind(kernel, self.cooperative_launch, &self.info)?;
         let f = self.module.function(kernel)?;
         // SAFETY: f belongs to the live module.
         let per_sm = unsafe { ffi::occupancy_per_sm(f, threads)? };
