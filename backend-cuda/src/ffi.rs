@@ -1,161 +1,359 @@
-//! Every CUDA driver call haloport makes, each checked and named (STYLE: vendor calls happen
-//! only here). The other files build RAII types on these functions.
+//! Every CUDA driver call haloport makes (STYLE: vendor calls happen only here). Calls go
+//! through cudarc's checked `result` layer; the few it lacks go through `sys`, each saying why.
+//! [`check`] is the one conversion from cudarc's `DriverError` to haloport's error: it names the
+//! call, the driver's name for the code and what haloport was doing. The other files build RAII
+//! types on these functions.
 //!
-//! The driver library is loaded at run time (cudarc's dynamic loading): [`driver_present`] must
-//! be true before any other function here is called, or cudarc panics.
+//! ## Opening the driver
+//! cudarc loads libcuda at run time and, on its first call, resolves the whole symbol table of
+//! the CUDA version this build was generated for ([`REQUIRED_DRIVER_VERSION`], cudarc's
+//! `cuda-NNNNN` feature), panicking when no library is found or when the driver lacks one
+//! symbol (any driver older than that version). [`open_driver`] therefore opens libcuda itself
+//! first (libloading, the names cudarc tries, in its order), asks it only `cuDriverGetVersion`,
+//! and turns an absent or too old driver into an error. No other function here may be called
+//! before [`open_driver`] returned `Ok`: `lib.rs` calls it first in `device_count`, the one way
+//! to a device.
+//!
+//! ## Threading
+//! Nothing here keeps state but the driver probe, computed once. Handles may be used from any
+//! thread on which their context is current.
 
-use std::ffi::{c_int, c_uint, c_void, CStr};
+use std::ffi::{c_int, c_uint, c_void, CString};
+use std::sync::OnceLock;
 
+use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use haloport_core::{Error, LaunchDims, Result};
 
 pub use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 
-/// Turns a driver return code into a [`Result`], naming the call and what haloport was doing.
+/// The device attributes haloport reads.
+pub use sys::CUdevice_attribute as Attribute;
+
+/// The oldest CUDA driver this build can use, as drivers number versions (1000 * major +
+/// 10 * minor): the version cudarc's bindings were generated for, chosen by its `cuda-NNNNN`
+/// feature in Cargo.toml. cudarc resolves every symbol of that version when it loads libcuda.
+pub const REQUIRED_DRIVER_VERSION: i32 = sys::CUDA_VERSION as i32;
+
+/// Turns a cudarc result into haloport's, naming the call and what haloport was doing.
 ///
 /// # Errors
-/// [`Error::Backend`] for anything but `CUDA_SUCCESS`; [`Error::OutOfMemory`]-like codes keep
-/// their CUDA name so the message says what happened.
-pub fn check(
+/// [`Error::Backend`] with the code's name, e.g. `CUDA_ERROR_INVALID_VALUE`. The name is the
+/// `CUresult` variant's, the same string `cuGetErrorName` gives, taken without a driver call so
+/// that reporting an error never needs the driver (or cudarc's loader) to work.
+pub fn check<T>(
     call: &'static str,
-    code: sys::CUresult,
+    result: std::result::Result<T, DriverError>,
     context: impl FnOnce() -> String,
-) -> Result<()> {
-    if code == sys::CUresult::CUDA_SUCCESS {
-        return Ok(());
-    }
-    Err(Error::Backend {
+) -> Result<T> {
+    result.map_err(|DriverError(code)| Error::Backend {
         backend: "cuda",
         call,
         code: code as i64,
-        name: error_name(code),
+        name: format!("{code:?}"),
         context: context(),
     })
 }
 
-fn error_name(code: sys::CUresult) -> String {
-    let mut name: *const std::ffi::c_char = std::ptr::null();
-    // SAFETY: cuGetErrorName writes a pointer to a static string, or fails for unknown codes.
-    let ok = unsafe { sys::cuGetErrorName(code, &mut name) };
-    if ok != sys::CUresult::CUDA_SUCCESS || name.is_null() {
-        return format!("{code:?}");
+/// `major.minor` of a driver version number, e.g. 12040 -> "12.4".
+pub fn version_string(version: i32) -> String {
+    format!("{}.{}", version / 1000, (version % 1000) / 10)
+}
+
+/// What looking for libcuda found, before cudarc touches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DriverProbe {
+    /// No candidate name could be opened.
+    Absent { tried: Vec<String> },
+    /// A library opened but did not tell its version.
+    Unusable { library: String, reason: String },
+    /// A library opened and reported `version`.
+    Found { library: String, version: i32 },
+}
+
+/// Admits a probed driver if it is at least `needed`, returning its version.
+///
+/// # Errors
+/// [`Error::NoDevice`] without a usable libcuda; [`Error::Unsupported`] naming both versions
+/// when the driver is older than `needed`.
+pub(crate) fn admit(probe: &DriverProbe, needed: i32) -> Result<i32> {
+    match probe {
+        DriverProbe::Absent { tried } => Err(Error::NoDevice {
+            backend: "cuda",
+            reason: format!(
+                "no CUDA driver (libcuda) on this machine: none of the {} names cudarc tries \
+                 ({} ... {}) loads from the library path",
+                tried.len(),
+                tried.first().map_or("", String::as_str),
+                tried.last().map_or("", String::as_str),
+            ),
+        }),
+        DriverProbe::Unusable { library, reason } => Err(Error::NoDevice {
+            backend: "cuda",
+            reason: format!("the CUDA driver {library} is unusable: {reason}"),
+        }),
+        DriverProbe::Found { version, .. } if *version < needed => Err(Error::Unsupported {
+            backend: "cuda",
+            what: format!(
+                "CUDA driver {} is older than {}, which this build of haloport needs \
+                 (update the driver, or build haloport for an older CUDA)",
+                version_string(*version),
+                version_string(needed)
+            ),
+        }),
+        DriverProbe::Found { version, .. } => Ok(*version),
     }
-    // SAFETY: the driver returned a NUL-terminated static string.
-    unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned()
 }
 
-/// True when the CUDA driver library (libcuda) can be loaded. Without it no other call here may
-/// be made (SPEC 11: cudarc panics on first use when libcuda is absent).
-pub fn driver_present() -> bool {
-    // SAFETY: only probes for the library file; loads nothing it keeps.
-    unsafe { sys::is_culib_present() }
+/// The library names cudarc 0.18 tries, in its order (its `get_lib_name_candidates` is private):
+/// the probe must open the file cudarc will open.
+pub(crate) fn library_candidates() -> Vec<String> {
+    use std::env::consts::{DLL_PREFIX as P, DLL_SUFFIX as S};
+    let (major, minor) = (
+        REQUIRED_DRIVER_VERSION / 1000,
+        (REQUIRED_DRIVER_VERSION % 1000) / 10,
+    );
+    let w = usize::BITS;
+    ["cuda", "nvcuda"]
+        .iter()
+        .flat_map(|l| {
+            [
+                format!("{P}{l}{S}"),
+                format!("{P}{l}{w}{S}"),
+                format!("{P}{l}{w}_{major}{S}"),
+                format!("{P}{l}{w}_{major}{minor}{S}"),
+                format!("{P}{l}{w}_{major}{minor}_0{S}"),
+                format!("{P}{l}{w}_{major}0_{minor}{S}"),
+                format!("{P}{l}{w}_10{S}"),
+                format!("{P}{l}{w}_11{S}"),
+                format!("{P}{l}{w}_{major}0_0{S}"),
+                format!("{P}{l}{w}_9{S}"),
+                format!("{P}{l}{S}.{major}"),
+                format!("{P}{l}{S}.11"),
+                format!("{P}{l}{S}.10"),
+                format!("{P}{l}{S}.1"),
+            ]
+        })
+        .collect()
 }
 
-/// `cuInit(0)`.
+/// Opens the first candidate that loads (as cudarc does) and asks its version. The library is
+/// returned so that it stays loaded: cudarc opens the same file next.
+fn probe_driver() -> (DriverProbe, Option<libloading::Library>) {
+    let tried = library_candidates();
+    for name in &tried {
+        // SAFETY: loading libcuda runs only the driver's own initializers, as any CUDA program
+        // (and cudarc, next) does.
+        let Ok(lib) = (unsafe { libloading::Library::new(name) }) else {
+            continue;
+        };
+        // cuDriverGetVersion exists in every driver since CUDA 2.2 and needs no cuInit. Its
+        // CUresult is a C enum, i.e. an int; read as c_int so an unknown code is no UB.
+        type GetVersion = unsafe extern "C" fn(*mut c_int) -> c_int;
+        // SAFETY: GetVersion is cuDriverGetVersion's C signature (cuda.h).
+        let get = match unsafe { lib.get::<GetVersion>(b"cuDriverGetVersion\0") } {
+            Ok(get) => get,
+            Err(e) => {
+                let library = name.clone();
+                return (
+                    DriverProbe::Unusable {
+                        library,
+                        reason: format!("no cuDriverGetVersion ({e})"),
+                    },
+                    Some(lib),
+                );
+            }
+        };
+        let mut version: c_int = 0;
+        // SAFETY: version is a valid out-pointer; the symbol lives while lib does.
+        let code = unsafe { get(&mut version) };
+        let probe = if code == sys::CUresult::CUDA_SUCCESS as c_int {
+            DriverProbe::Found {
+                library: name.clone(),
+                version,
+            }
+        } else {
+            // The toolkit's link-time stand-in for libcuda answers every call with this code.
+            let stub = if code == sys::CUresult::CUDA_ERROR_STUB_LIBRARY as c_int {
+                " (the CUDA toolkit's stub, not a driver)"
+            } else {
+                ""
+            };
+            DriverProbe::Unusable {
+                library: name.clone(),
+                reason: format!("cuDriverGetVersion failed with code {code}{stub}"),
+            }
+        };
+        return (probe, Some(lib));
+    }
+    (DriverProbe::Absent { tried }, None)
+}
+
+/// Finds libcuda, checks that it is at least [`REQUIRED_DRIVER_VERSION`], then lets cudarc load
+/// it. Returns the driver's version (1000 * major + 10 * minor). Cheap after the first call.
+///
+/// # Errors
+/// [`Error::NoDevice`] when there is no usable libcuda; [`Error::Unsupported`] when it is too
+/// old. Neither panics (SPEC 11; issue 9).
+///
+/// Vendor: cuDriverGetVersion.
+pub fn open_driver() -> Result<i32> {
+    static PROBE: OnceLock<(DriverProbe, Option<libloading::Library>)> = OnceLock::new();
+    static CUDARC_LOADS: OnceLock<bool> = OnceLock::new();
+    let (probe, _library) = PROBE.get_or_init(probe_driver);
+    let version = admit(probe, REQUIRED_DRIVER_VERSION)?;
+    // SAFETY: the first library cudarc can open is the one just admitted, new enough to have
+    // every symbol cudarc resolves, so its loader finds them all and does not panic.
+    if !*CUDARC_LOADS.get_or_init(|| unsafe { sys::is_culib_present() }) {
+        return Err(Error::NoDevice {
+            backend: "cuda",
+            reason: format!("cudarc could not load the CUDA driver ({probe:?})"),
+        });
+    }
+    Ok(version)
+}
+
+/// `cuInit(0)`. [`open_driver`] must have returned `Ok` first.
+///
+/// # Errors
+/// The driver's error, e.g. `CUDA_ERROR_NO_DEVICE`.
 pub fn init() -> Result<()> {
-    // SAFETY: cuInit has no pointer arguments; the library is present (caller checked).
-    check("cuInit", unsafe { sys::cuInit(0) }, String::new)
+    check("cuInit", result::init(), String::new)
 }
 
 /// `cuDeviceGetCount`.
+///
+/// # Errors
+/// The driver's error.
 pub fn device_count() -> Result<usize> {
-    let mut n: c_int = 0;
-    // SAFETY: n is a valid out-pointer.
-    let code = unsafe { sys::cuDeviceGetCount(&mut n) };
-    check("cuDeviceGetCount", code, String::new)?;
+    let n = check("cuDeviceGetCount", result::device::get_count(), String::new)?;
     Ok(n.max(0) as usize)
 }
 
 /// `cuDeviceGet`.
+///
+/// # Errors
+/// The driver's error, e.g. for an ordinal beyond the device count.
 pub fn device(ordinal: usize) -> Result<CUdevice> {
-    let mut dev: CUdevice = 0;
-    // SAFETY: dev is a valid out-pointer.
-    let code = unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) };
-    check("cuDeviceGet", code, || format!("opening device {ordinal}"))?;
-    Ok(dev)
+    let ordinal_c = c_int::try_from(ordinal).map_err(|_| {
+        Error::InvalidInput(format!("cuda: device ordinal {ordinal} is out of range"))
+    })?;
+    check("cuDeviceGet", result::device::get(ordinal_c), || {
+        format!("opening device {ordinal}")
+    })
 }
 
 /// `cuDeviceGetName`.
+///
+/// # Errors
+/// The driver's error.
 pub fn device_name(dev: CUdevice) -> Result<String> {
-    let mut buf = [0 as std::ffi::c_char; 256];
-    // SAFETY: buf holds 256 chars, as passed.
-    let code = unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) };
-    check("cuDeviceGetName", code, String::new)?;
-    // SAFETY: the driver NUL-terminates within the buffer.
-    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned())
+    check("cuDeviceGetName", result::device::get_name(dev), || {
+        format!("device {dev}")
+    })
 }
 
 /// `cuDeviceGetAttribute`.
-pub fn attribute(dev: CUdevice, attr: sys::CUdevice_attribute) -> Result<i32> {
-    let mut v: c_int = 0;
-    // SAFETY: v is a valid out-pointer.
-    let code = unsafe { sys::cuDeviceGetAttribute(&mut v, attr, dev) };
-    check("cuDeviceGetAttribute", code, || format!("reading {attr:?}"))?;
-    Ok(v)
+///
+/// # Errors
+/// The driver's error.
+pub fn attribute(dev: CUdevice, attr: Attribute) -> Result<i32> {
+    // SAFETY: a CUdevice is an ordinal the driver checks (CUDA_ERROR_INVALID_DEVICE otherwise);
+    // haloport gets them only from cuDeviceGet (`device`).
+    let value = unsafe { result::device::get_attribute(dev, attr) };
+    check("cuDeviceGetAttribute", value, || {
+        format!("reading {attr:?} of device {dev}")
+    })
 }
 
-/// `cuDriverGetVersion`, as "major.minor".
-pub fn driver_version() -> Result<String> {
-    let mut v: c_int = 0;
-    // SAFETY: v is a valid out-pointer.
-    let code = unsafe { sys::cuDriverGetVersion(&mut v) };
-    check("cuDriverGetVersion", code, String::new)?;
-    Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
-}
-
-/// `cuDevicePrimaryCtxRetain` then `cuCtxSetCurrent`.
+/// `cuDevicePrimaryCtxRetain` then `cuCtxSetCurrent`; releases the context again if it cannot
+/// be made current.
+///
+/// # Errors
+/// The driver's error.
 pub fn retain_primary_context(dev: CUdevice) -> Result<CUcontext> {
-    let mut ctx: CUcontext = std::ptr::null_mut();
-    // SAFETY: ctx is a valid out-pointer; dev came from cuDeviceGet.
-    let code = unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) };
-    check("cuDevicePrimaryCtxRetain", code, || format!("device {dev}"))?;
-    // SAFETY: ctx was just retained.
-    let code = unsafe { sys::cuCtxSetCurrent(ctx) };
-    check("cuCtxSetCurrent", code, || format!("device {dev}"))?;
+    // SAFETY: dev came from cuDeviceGet (`device`).
+    let retained = unsafe { result::primary_ctx::retain(dev) };
+    let ctx = check("cuDevicePrimaryCtxRetain", retained, || {
+        format!("device {dev}")
+    })?;
+    // SAFETY: ctx was just retained and is live.
+    let current = unsafe { result::ctx::set_current(ctx) };
+    if let Err(e) = check("cuCtxSetCurrent", current, || format!("device {dev}")) {
+        if let Err(release) = release_primary_context(dev) {
+            tracing::error!("{release}");
+        }
+        return Err(e);
+    }
     Ok(ctx)
 }
 
 /// `cuCtxSetCurrent`.
 ///
+/// # Errors
+/// The driver's error.
+///
 /// # Safety
 /// 1. `ctx` is a live context (retained and not yet released).
 pub unsafe fn set_current(ctx: CUcontext) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuCtxSetCurrent(ctx) };
-    check("cuCtxSetCurrent", code, String::new)
+    let done = unsafe { result::ctx::set_current(ctx) };
+    check("cuCtxSetCurrent", done, || {
+        "making haloport's context current".into()
+    })
 }
 
 /// `cuDevicePrimaryCtxRelease`.
+///
+/// # Errors
+/// The driver's error.
 pub fn release_primary_context(dev: CUdevice) -> Result<()> {
-    // SAFETY: no pointers; releasing a retained primary context.
-    let code = unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) };
-    check("cuDevicePrimaryCtxRelease", code, String::new)
+    // SAFETY: dev came from cuDeviceGet; the driver refuses a release without a retain.
+    let released = unsafe { result::primary_ctx::release(dev) };
+    check("cuDevicePrimaryCtxRelease", released, || {
+        format!("device {dev}")
+    })
 }
 
-/// `cuMemAlloc` of `bytes`, zeroed with `cuMemsetD8`.
+/// `cuMemAlloc` of `bytes` (at least 1), zeroed with `cuMemsetD8` before returning.
+///
+/// # Errors
+/// [`Error::OutOfMemory`]; the driver's error.
 pub fn mem_alloc_zeroed(bytes: usize) -> Result<CUdeviceptr> {
-    let mut ptr: CUdeviceptr = 0;
-    // SAFETY: ptr is a valid out-pointer; a current context exists (backend invariant).
-    let code = unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) };
-    if code == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-        return Err(Error::OutOfMemory {
-            backend: "cuda",
-            bytes,
-            kind: "device memory",
+    // SAFETY: a current context exists (backend invariant); the memory is zeroed below before
+    // anyone reads it.
+    let ptr = match unsafe { result::malloc_sync(bytes.max(1)) } {
+        Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
+            return Err(Error::OutOfMemory {
+                backend: "cuda",
+                bytes,
+                kind: "device memory",
+            })
+        }
+        other => check("cuMemAlloc", other, || {
+            format!("allocating {bytes} bytes of device memory")
+        })?,
+    };
+    // cuMemsetD8 on device memory returns before it completes and runs on the legacy stream,
+    // which haloport's non-blocking streams do not wait for: without waiting here a kernel or
+    // copy on them could see the memory before it is zero. Waiting on the legacy stream (not
+    // cuCtxSynchronize) leaves a running persistent kernel alone.
+    // SAFETY: ptr points at bytes.max(1) bytes just allocated, freed by no one yet.
+    let memset = unsafe { result::memset_d8_sync(ptr, 0, bytes) };
+    let zeroed =
+        check("cuMemsetD8", memset, || "zeroing new device memory".into()).and_then(|()| {
+            // SAFETY: the null stream is the legacy stream, always valid in a current context.
+            let synced = unsafe { result::stream::synchronize(result::stream::null()) };
+            check("cuStreamSynchronize", synced, || {
+                "waiting for the legacy stream to zero new device memory".into()
+            })
         });
-    }
-    check("cuMemAlloc", code, || {
-        format!("allocating {bytes} bytes of device memory")
-    })?;
-    // SAFETY: ptr points at bytes.max(1) bytes of device memory just allocated.
-    let code = unsafe { sys::cuMemsetD8_v2(ptr, 0, bytes) };
-    if let Err(e) = check("cuMemsetD8", code, || "zeroing new device memory".into()) {
-        // SAFETY: ptr was allocated above and is freed once.
-        unsafe { sys::cuMemFree_v2(ptr) };
+    if let Err(e) = zeroed {
+        // SAFETY: ptr was allocated above and is freed once; the failed memset no longer runs
+        // (its stream was synchronized, or it failed to queue).
+        if let Err(free) = unsafe { mem_free(ptr) } {
+            tracing::error!("{free}");
+        }
         return Err(e);
     }
     Ok(ptr)
@@ -163,272 +361,453 @@ pub fn mem_alloc_zeroed(bytes: usize) -> Result<CUdeviceptr> {
 
 /// `cuMemFree`.
 ///
+/// # Errors
+/// The driver's error.
+///
 /// # Safety
 /// 1. `ptr` came from [`mem_alloc_zeroed`] and is freed once, after all work using it completed.
 pub unsafe fn mem_free(ptr: CUdeviceptr) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
-    check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) }, String::new)
+    check("cuMemFree", unsafe { result::memory_free(ptr) }, || {
+        "freeing device memory".into()
+    })
 }
 
 /// `cuMemHostAlloc(bytes, PORTABLE | DEVICEMAP)`: page-locked, mapped, never write-combined
-/// (the CPU reads it), then `cuMemHostGetDevicePointer` for the kernels' address.
+/// (the CPU reads it), zeroed, then `cuMemHostGetDevicePointer` for the kernels' address.
+///
+/// # Errors
+/// [`Error::OutOfMemory`]; the driver's error.
 pub fn host_alloc_mapped(bytes: usize) -> Result<(*mut u8, CUdeviceptr)> {
-    let mut host: *mut c_void = std::ptr::null_mut();
-    let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
-    // SAFETY: host is a valid out-pointer; a current context exists (backend invariant).
-    let code = unsafe { sys::cuMemHostAlloc(&mut host, bytes.max(1), flags as c_uint) };
-    if code == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-        return Err(Error::OutOfMemory {
-            backend: "cuda",
-            bytes,
-            kind: "pinned host memory",
-        });
-    }
-    check("cuMemHostAlloc", code, || {
-        format!("allocating {bytes} bytes of mapped pinned memory")
-    })?;
+    let flags = (sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP) as c_uint;
+    // SAFETY: a current context exists (backend invariant); the memory is zeroed below before
+    // anyone reads it.
+    let host = match unsafe { result::malloc_host(bytes.max(1), flags) } {
+        Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
+            return Err(Error::OutOfMemory {
+                backend: "cuda",
+                bytes,
+                kind: "pinned host memory",
+            })
+        }
+        other => check("cuMemHostAlloc", other, || {
+            format!("allocating {bytes} bytes of mapped pinned memory")
+        })?,
+    };
     let mut dev: CUdeviceptr = 0;
-    // SAFETY: host was allocated with DEVICEMAP just above.
+    // Raw sys call: cudarc's result layer has no cuMemHostGetDevicePointer.
+    // SAFETY: host was allocated with DEVICEMAP just above; dev is a valid out-pointer.
     let code = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0) };
-    if let Err(e) = check("cuMemHostGetDevicePointer", code, || {
+    if let Err(e) = check("cuMemHostGetDevicePointer", code.result(), || {
         "mapping pinned memory".into()
     }) {
-        // SAFETY: host was allocated above and is freed once.
-        unsafe { sys::cuMemFreeHost(host) };
+        // SAFETY: host was allocated above, is unused and freed once.
+        if let Err(free) = unsafe { host_free(host.cast()) } {
+            tracing::error!("{free}");
+        }
         return Err(e);
     }
-    // SAFETY: host points at bytes.max(1) writable bytes.
+    // SAFETY: host points at bytes.max(1) writable bytes no device work knows of yet; the CPU
+    // writes them synchronously, so no stream ordering is involved.
     unsafe { std::ptr::write_bytes(host.cast::<u8>(), 0, bytes) };
     Ok((host.cast(), dev))
 }
 
 /// `cuMemFreeHost`.
 ///
+/// # Errors
+/// The driver's error.
+///
 /// # Safety
 /// 1. `host` came from [`host_alloc_mapped`] and is freed once, after all work using it completed.
 pub unsafe fn host_free(host: *mut u8) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuMemFreeHost(host.cast()) };
-    check("cuMemFreeHost", code, String::new)
+    let done = unsafe { result::free_host(host.cast()) };
+    check("cuMemFreeHost", done, || "freeing pinned memory".into())
 }
 
 /// `cuStreamCreate(CU_STREAM_NON_BLOCKING)`: no implicit synchronization with the legacy stream.
+///
+/// # Errors
+/// The driver's error.
 pub fn stream_create() -> Result<CUstream> {
-    let mut s: CUstream = std::ptr::null_mut();
-    let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as c_uint;
-    // SAFETY: s is a valid out-pointer.
-    let code = unsafe { sys::cuStreamCreate(&mut s, flags) };
-    check("cuStreamCreate", code, String::new)?;
-    Ok(s)
+    let stream = result::stream::create(result::stream::StreamKind::NonBlocking);
+    check("cuStreamCreate", stream, || "creating a stream".into())
 }
 
 /// `cuStreamQuery`: `Ok(true)` when idle, `Ok(false)` while work is pending.
 ///
+/// # Errors
+/// The driver's error, e.g. from a kernel that faulted.
+///
 /// # Safety
 /// 1. `s` is a live stream.
 pub unsafe fn stream_query(s: CUstream) -> Result<bool> {
+    // Raw sys call: cudarc's result layer has no cuStreamQuery.
     // SAFETY: forwarded from this function's contract.
     match unsafe { sys::cuStreamQuery(s) } {
         sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-        code => check("cuStreamQuery", code, String::new).map(|()| true),
+        code => check("cuStreamQuery", code.result(), || "polling a stream".into()).map(|()| true),
     }
 }
 
 /// `cuStreamSynchronize`.
 ///
+/// # Errors
+/// The driver's error.
+///
 /// # Safety
 /// 1. `s` is a live stream.
 pub unsafe fn stream_synchronize(s: CUstream) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuStreamSynchronize(s) };
-    check("cuStreamSynchronize", code, String::new)
+    let done = unsafe { result::stream::synchronize(s) };
+    check("cuStreamSynchronize", done, || {
+        "waiting for a stream".into()
+    })
 }
 
 /// `cuStreamDestroy`.
+///
+/// # Errors
+/// The driver's error.
 ///
 /// # Safety
 /// 1. `s` is a live stream, destroyed once.
 pub unsafe fn stream_destroy(s: CUstream) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuStreamDestroy_v2(s) };
-    check("cuStreamDestroy", code, String::new)
+    let done = unsafe { result::stream::destroy(s) };
+    check("cuStreamDestroy", done, || "destroying a stream".into())
 }
 
 /// `cuEventCreate(CU_EVENT_DEFAULT)`: with timing.
+///
+/// # Errors
+/// The driver's error.
 pub fn event_create() -> Result<CUevent> {
-    let mut e: CUevent = std::ptr::null_mut();
-    // SAFETY: e is a valid out-pointer.
-    let code = unsafe { sys::cuEventCreate(&mut e, 0) };
-    check("cuEventCreate", code, String::new)?;
-    Ok(e)
+    let event = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    check("cuEventCreate", event, || "creating an event".into())
 }
 
 /// `cuEventRecord`.
+///
+/// # Errors
+/// The driver's error.
 ///
 /// # Safety
 /// 1. `e` and `s` are live and belong to the current context.
 pub unsafe fn event_record(e: CUevent, s: CUstream) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuEventRecord(e, s) };
-    check("cuEventRecord", code, String::new)
+    let done = unsafe { result::event::record(e, s) };
+    check("cuEventRecord", done, || "recording an event".into())
 }
 
-/// `cuEventQuery`: `Ok(true)` when complete.
+/// `cuEventQuery`: `Ok(true)` when complete, `Ok(false)` while work before it is pending.
+///
+/// # Errors
+/// The driver's error.
 ///
 /// # Safety
 /// 1. `e` is a live event.
 pub unsafe fn event_query(e: CUevent) -> Result<bool> {
     // SAFETY: forwarded from this function's contract.
-    match unsafe { sys::cuEventQuery(e) } {
-        sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-        code => check("cuEventQuery", code, String::new).map(|()| true),
+    match unsafe { result::event::query(e) } {
+        Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_READY)) => Ok(false),
+        other => check("cuEventQuery", other, || "polling an event".into()).map(|()| true),
     }
 }
 
 /// `cuEventElapsedTime`, milliseconds.
 ///
+/// # Errors
+/// The driver's error, e.g. when an event has not completed.
+///
 /// # Safety
 /// 1. Both events are live.
 pub unsafe fn event_elapsed_ms(start: CUevent, end: CUevent) -> Result<f32> {
-    let mut ms = 0.0_f32;
-    // SAFETY: ms is a valid out-pointer; events live by contract.
-    let code = unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) };
-    check("cuEventElapsedTime", code, String::new)?;
-    Ok(ms)
+    // SAFETY: forwarded from this function's contract.
+    let ms = unsafe { result::event::elapsed(start, end) };
+    check("cuEventElapsedTime", ms, || "timing two events".into())
 }
 
 /// `cuEventDestroy`.
+///
+/// # Errors
+/// The driver's error.
 ///
 /// # Safety
 /// 1. `e` is a live event, destroyed once.
 pub unsafe fn event_destroy(e: CUevent) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuEventDestroy_v2(e) };
-    check("cuEventDestroy", code, String::new)
+    let done = unsafe { result::event::destroy(e) };
+    check("cuEventDestroy", done, || "destroying an event".into())
 }
 
 /// `cuMemcpyHtoDAsync`.
 ///
+/// # Errors
+/// The driver's error.
+///
 /// # Safety
-/// 1. `src` is valid for `bytes` reads and `dst` for `bytes` writes until the copy completes.
-/// 2. `s` is a live stream.
+/// 1. `src` is non-null and valid for `bytes` reads, `dst` for `bytes` writes, until the copy
+///    completes.
+/// 2. Nothing else writes either range, or reads `dst`, until the copy completes.
+/// 3. `s` is a live stream of the current context.
 pub unsafe fn memcpy_htod_async(
     dst: CUdeviceptr,
     src: *const u8,
     bytes: usize,
     s: CUstream,
 ) -> Result<()> {
+    // SAFETY: by 1 and 2 the range is valid and unchanged while this shared slice lives (this
+    // call only); the driver reads it later, still covered by 1 and 2.
+    let src = unsafe { std::slice::from_raw_parts(src, bytes) };
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, s) };
-    check("cuMemcpyHtoDAsync", code, || format!("{bytes} bytes"))
+    let queued = unsafe { result::memcpy_htod_async(dst, src, s) };
+    check("cuMemcpyHtoDAsync", queued, || {
+        format!("queueing a copy of {bytes} bytes to the device")
+    })
 }
 
 /// `cuMemcpyDtoHAsync`.
 ///
+/// # Errors
+/// The driver's error.
+///
 /// # Safety
-/// As [`memcpy_htod_async`], directions swapped.
+/// 1. `dst` is non-null and valid for `bytes` writes, `src` for `bytes` reads, until the copy
+///    completes.
+/// 2. Nothing else accesses `dst`, or writes `src`, until the copy completes.
+/// 3. `s` is a live stream of the current context.
 pub unsafe fn memcpy_dtoh_async(
     dst: *mut u8,
     src: CUdeviceptr,
     bytes: usize,
     s: CUstream,
 ) -> Result<()> {
+    // SAFETY: by 1 and 2 the range is valid and exclusively the copy's while this slice lives
+    // (this call only); the driver writes it later, still covered by 1 and 2.
+    let dst = unsafe { std::slice::from_raw_parts_mut(dst, bytes) };
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, s) };
-    check("cuMemcpyDtoHAsync", code, || format!("{bytes} bytes"))
+    let queued = unsafe { result::memcpy_dtoh_async(dst, src, s) };
+    check("cuMemcpyDtoHAsync", queued, || {
+        format!("queueing a copy of {bytes} bytes to the host")
+    })
 }
 
 /// `cuModuleLoadData`.
 ///
+/// # Errors
+/// The driver's error, e.g. `CUDA_ERROR_NO_BINARY_FOR_GPU`.
+///
 /// # Safety
-/// 1. `image` points at a complete fatbin/cubin/PTX image, 8-byte aligned.
+/// 1. `image` points at a complete fatbin/cubin/PTX image, 8-byte aligned, that outlives the
+///    call.
 pub unsafe fn module_load_data(image: *const u8) -> Result<CUmodule> {
-    let mut m: CUmodule = std::ptr::null_mut();
-    // SAFETY: forwarded from this function's contract; m is a valid out-pointer.
-    let code = unsafe { sys::cuModuleLoadData(&mut m, image.cast()) };
-    check("cuModuleLoadData", code, || {
+    // SAFETY: forwarded from this function's contract.
+    let module = unsafe { result::module::load_data(image.cast()) };
+    check("cuModuleLoadData", module, || {
         "loading haloport's kernels".into()
-    })?;
-    Ok(m)
+    })
 }
 
 /// `cuModuleGetFunction`.
 ///
+/// # Errors
+/// The driver's error, e.g. `CUDA_ERROR_NOT_FOUND`.
+///
 /// # Safety
 /// 1. `m` is a live module.
-pub unsafe fn module_function(m: CUmodule, name: &CStr) -> Result<CUfunction> {
-    let mut f: CUfunction = std::ptr::null_mut();
-    // SAFETY: m is live by contract; name is NUL-terminated; f is a valid out-pointer.
-    let code = unsafe { sys::cuModuleGetFunction(&mut f, m, name.as_ptr()) };
-    check("cuModuleGetFunction", code, || {
-        format!("looking up kernel {name:?}")
-    })?;
-    Ok(f)
+pub unsafe fn module_function(m: CUmodule, name: CString) -> Result<CUfunction> {
+    let what = format!("looking up kernel {name:?}");
+    // SAFETY: forwarded from this function's contract.
+    let f = unsafe { result::module::get_function(m, name) };
+    check("cuModuleGetFunction", f, || what)
 }
 
 /// `cuModuleUnload`.
+///
+/// # Errors
+/// The driver's error.
 ///
 /// # Safety
 /// 1. `m` is a live module, unloaded once, with no kernel of it running.
 pub unsafe fn module_unload(m: CUmodule) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
-    let code = unsafe { sys::cuModuleUnload(m) };
-    check("cuModuleUnload", code, String::new)
+    let done = unsafe { result::module::unload(m) };
+    check("cuModuleUnload", done, || {
+        "unloading haloport's kernels".into()
+    })
 }
 
-/// `cuLaunchKernel` of a kernel taking one argument by value.
+/// How a kernel is launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchKind {
+    /// `cuLaunchKernel`: blocks run as the device finds room.
+    Plain,
+    /// `cuLaunchCooperativeKernel`: the driver launches only if every block can be resident at
+    /// once, for kernels whose blocks wait for each other.
+    Cooperative,
+}
+
+/// What a launch did.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launched {
+    /// Queued on the stream.
+    Queued,
+    /// A cooperative launch the driver refused because the grid cannot be resident at once
+    /// (`CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`); the caller says which kernel and device.
+    TooLargeToBeCoresident,
+}
+
+/// `cuLaunchKernel` or `cuLaunchCooperativeKernel` of a kernel taking one argument by value,
+/// `dims.blocks` x `dims.threads`, no dynamic shared memory.
+///
+/// # Errors
+/// The driver's error, naming `what` and the dimensions.
 ///
 /// # Safety
 /// 1. `f` is a live function whose only parameter has the type and layout of `*arg`.
 /// 2. Every address inside `*arg` satisfies `Backend::launch`'s contract.
-/// 3. `s` is a live stream.
+/// 3. `s` is a live stream of the current context.
 pub unsafe fn launch_one_arg(
     f: CUfunction,
     dims: LaunchDims,
     s: CUstream,
     arg: *const c_void,
     what: &str,
-) -> Result<()> {
+    kind: LaunchKind,
+) -> Result<Launched> {
     let mut params = [arg.cast_mut()];
+    let (grid, block) = ((dims.blocks, 1, 1), (dims.threads, 1, 1));
     // SAFETY: forwarded from this function's contract; the driver copies the argument before
     // returning, so `params` and `*arg` need only live through the call.
-    let code = unsafe {
-        sys::cuLaunchKernel(
-            f,
-            dims.blocks,
-            1,
-            1,
-            dims.threads,
-            1,
-            1,
-            0,
-            s,
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
+    let (call, launched) = unsafe {
+        match kind {
+            LaunchKind::Plain => (
+                "cuLaunchKernel",
+                result::launch_kernel(f, grid, block, 0, s, &mut params),
+            ),
+            LaunchKind::Cooperative => (
+                "cuLaunchCooperativeKernel",
+                result::launch_cooperative_kernel(f, grid, block, 0, s, &mut params),
+            ),
+        }
     };
-    check("cuLaunchKernel", code, || {
-        format!(
-            "launching {what} with {} blocks x {} threads",
-            dims.blocks, dims.threads
-        )
-    })
+    match launched {
+        Err(DriverError(sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)) => {
+            Ok(Launched::TooLargeToBeCoresident)
+        }
+        other => check(call, other, || {
+            format!(
+                "launching {what} with {} blocks x {} threads",
+                dims.blocks, dims.threads
+            )
+        })
+        .map(|()| Launched::Queued),
+    }
 }
 
-/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`, without dynamic shared memory.
+///
+/// # Errors
+/// The driver's error.
 ///
 /// # Safety
 /// 1. `f` is a live function.
 pub unsafe fn occupancy_per_sm(f: CUfunction, threads: u32) -> Result<u32> {
-    let mut n: c_int = 0;
-    // SAFETY: f is live by contract; n is a valid out-pointer.
-    let code =
-        unsafe { sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, f, threads as c_int, 0) };
-    check("cuOccupancyMaxActiveBlocksPerMultiprocessor", code, || {
+    let threads_c = c_int::try_from(threads).map_err(|_| {
+        Error::InvalidInput(format!("cuda: {threads} threads per block is out of range"))
+    })?;
+    // SAFETY: forwarded from this function's contract.
+    let n = unsafe { result::occupancy::max_active_block_per_multiprocessor(f, threads_c, 0) };
+    let n = check("cuOccupancyMaxActiveBlocksPerMultiprocessor", n, || {
         format!("{threads} threads per block")
     })?;
     Ok(n.max(0) as u32)
 }
 
-/// The device attributes haloport reads.
-pub use sys::CUdevice_attribute as Attribute;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(version: i32) -> DriverProbe {
+        DriverProbe::Found {
+            library: "libcuda.so.1".into(),
+            version,
+        }
+    }
+
+    #[test]
+    fn this_build_needs_the_cuda_version_of_its_cudarc_feature() {
+        // Cargo.toml enables cudarc's cuda-13000: keep this test in step when it changes.
+        assert_eq!(REQUIRED_DRIVER_VERSION, 13000);
+        assert_eq!(version_string(REQUIRED_DRIVER_VERSION), "13.0");
+        assert_eq!(version_string(12040), "12.4");
+        assert_eq!(version_string(12090), "12.9");
+        assert_eq!(version_string(13010), "13.1");
+    }
+
+    #[test]
+    fn an_older_driver_is_refused_naming_both_versions() {
+        let e = admit(&found(12040), 13000).expect_err("12.4 < 13.0");
+        assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "cuda: unsupported: CUDA driver 12.4 is older than 13.0, which this build of \
+             haloport needs (update the driver, or build haloport for an older CUDA)"
+        );
+        assert!(admit(&found(12090), 13000).is_err());
+    }
+
+    #[test]
+    fn the_same_or_a_newer_driver_is_admitted() {
+        assert_eq!(admit(&found(13000), 13000).ok(), Some(13000));
+        assert_eq!(admit(&found(13010), 13000).ok(), Some(13010));
+        assert_eq!(admit(&found(12040), 12040).ok(), Some(12040));
+    }
+
+    #[test]
+    fn no_or_a_broken_driver_is_no_device() {
+        let absent = DriverProbe::Absent {
+            tried: vec!["libcuda.so".into(), "libcuda.so.1".into()],
+        };
+        let e = admit(&absent, 13000).expect_err("absent");
+        assert!(matches!(e, Error::NoDevice { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("the 2 names cudarc tries (libcuda.so ... libcuda.so.1)"),
+            "{e}"
+        );
+        let broken = DriverProbe::Unusable {
+            library: "libcuda.so".into(),
+            reason: "no cuDriverGetVersion".into(),
+        };
+        let e = admit(&broken, 13000).expect_err("broken");
+        assert!(matches!(e, Error::NoDevice { .. }), "{e:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_probe_tries_cudarcs_names_in_cudarcs_order() {
+        let names = library_candidates();
+        assert_eq!(names[0], "libcuda.so");
+        let one = names.iter().position(|n| n == "libcuda.so.1");
+        let major = names.iter().position(|n| n == "libcuda.so.13");
+        assert!(major.is_some() && one.is_some() && major < one, "{names:?}");
+        assert_eq!(names.len(), 28);
+    }
+
+    #[test]
+    fn driver_errors_name_the_call_the_code_and_the_context() {
+        let failed: std::result::Result<(), DriverError> =
+            Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        let e = check("cuMemAlloc", failed, || "allocating 8 bytes".into()).expect_err("failed");
+        assert_eq!(
+            e.to_string(),
+            "cuda: cuMemAlloc failed with CUDA_ERROR_OUT_OF_MEMORY (2) while allocating 8 bytes"
+        );
+        let ok: std::result::Result<u8, DriverError> = Ok(7);
+        assert_eq!(check("cuInit", ok, || unreachable!()).ok(), Some(7));
+    }
+}

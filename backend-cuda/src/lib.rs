@@ -1,5 +1,11 @@
 //! haloport-cuda: the [`Backend`] trait on NVIDIA GPUs through the CUDA driver API (cudarc's
-//! `sys` layer, loaded at run time, so a binary without a GPU still starts and says so).
+//! `result` layer, loaded at run time, so a binary without a GPU still starts and says so).
+//!
+//! ## Driver
+//! The driver must be at least the CUDA version cudarc's bindings were built for
+//! (`ffi::REQUIRED_DRIVER_VERSION`, 13.0). [`device_count`], the first call of every path to a
+//! device, checks that before cudarc loads libcuda (cudarc panics on an older one) and returns
+//! [`Error::Unsupported`] naming both versions, or [`Error::NoDevice`] without a driver.
 //!
 //! ## Devices and contexts
 //! Each process uses the primary context of device `local_rank % device_count` (SPEC 2), made
@@ -7,7 +13,9 @@
 //! on one GPU share it, time-sliced.
 //!
 //! ## Memory
-//! Device memory is `cuMemAlloc`. Pinned memory is `cuMemHostAlloc(PORTABLE | DEVICEMAP)`:
+//! Device memory is `cuMemAlloc`, zeroed before it is handed out (the memset runs on the legacy
+//! stream, which haloport's non-blocking streams do not wait for, so allocation waits for it).
+//! Pinned memory is `cuMemHostAlloc(PORTABLE | DEVICEMAP)`:
 //! page-locked, mapped, coherent, never write-combined; kernels use the device pointer the
 //! driver gives for it. CUDA has no non-coherent pinned memory: such requests are served as
 //! coherent and reported so.
@@ -15,7 +23,11 @@
 //! ## Kernels
 //! `build.rs` compiles `kernels-cu/haloport.cu` with nvcc into one fatbin (sm_80, sm_90 and PTX by
 //! default) embedded in the binary and loaded with `cuModuleLoadData`. Each kernel takes one
-//! struct from `kernels-cu/haloport_shared.h` by value.
+//! struct from `kernels-cu/haloport_shared.h` by value. Kernels whose blocks wait for each other
+//! ([`Kernel::needs_coresidency`], the taskqueue's persistent kernel) are launched with
+//! `cuLaunchCooperativeKernel`: the driver guarantees all blocks resident at once or refuses,
+//! and haloport reports the refusal as [`Error::Unsupported`]. Devices without cooperative
+//! launch refuse such kernels up front.
 //!
 //! ## Timer
 //! Kernels stamp with `%globaltimer` (nanoseconds); `haloport_core::clock` aligns it with the
@@ -59,6 +71,8 @@ impl Drop for Context {
 pub struct CudaBackend {
     info: DeviceInfo,
     compute_capability: (i32, i32),
+    /// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`: whether co-residency kernels can be launched.
+    cooperative_launch: bool,
     // Declared before ctx: the module is unloaded while the context is still retained.
     module: module::Module,
     ctx: Arc<Context>,
@@ -68,14 +82,11 @@ pub struct CudaBackend {
 /// why not.
 ///
 /// # Errors
-/// [`Error::NoDevice`] when libcuda is absent, fails to initialize, or sees no device.
+/// [`Error::NoDevice`] when libcuda is absent, fails to initialize, or sees no device;
+/// [`Error::Unsupported`] when the driver is older than this build needs.
 pub fn device_count() -> Result<usize> {
-    if !ffi::driver_present() {
-        return Err(Error::NoDevice {
-            backend: "cuda",
-            reason: "no CUDA driver (libcuda) on this machine".into(),
-        });
-    }
+    // First: no cudarc call may happen before the driver was found new enough.
+    ffi::open_driver()?;
     ffi::init().map_err(|e| Error::NoDevice {
         backend: "cuda",
         reason: format!("the CUDA driver did not initialize: {e}"),
@@ -93,10 +104,13 @@ impl CudaBackend {
     /// Opens device `local_rank % device_count` and loads the kernels.
     ///
     /// # Errors
-    /// [`Error::NoDevice`] without driver or device; [`Error::KernelsUnavailable`] when this
-    /// build has no kernels or they do not load on the device; driver errors.
+    /// [`Error::NoDevice`] without driver or device; [`Error::Unsupported`] when the driver is
+    /// older than this build needs or the device cannot map pinned memory;
+    /// [`Error::KernelsUnavailable`] when this build has no kernels or they do not load on the
+    /// device; driver errors.
     pub fn new(local_rank: usize) -> Result<CudaBackend> {
         let count = device_count()?;
+        let driver_version = ffi::open_driver()?;
         let ordinal = local_rank % count;
         let device = ffi::device(ordinal)?;
         let attr = |a| ffi::attribute(device, a);
@@ -110,6 +124,7 @@ impl CudaBackend {
             attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
             attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         );
+        let cooperative_launch = attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0;
         let info = DeviceInfo {
             vendor: "NVIDIA".into(),
             name: ffi::device_name(device)?,
@@ -122,10 +137,11 @@ impl CudaBackend {
             timer_hz: 1_000_000_000,
             coherence_kinds: vec![Coherence::Coherent],
             driver: format!(
-                "CUDA driver {}, compute capability {}.{}, kernels: {}",
-                ffi::driver_version()?,
+                "CUDA driver {}, compute capability {}.{}, cooperative launch: {}, kernels: {}",
+                ffi::version_string(driver_version),
                 compute_capability.0,
                 compute_capability.1,
+                if cooperative_launch { "yes" } else { "no" },
                 kernels::describe()
             ),
         };
@@ -150,6 +166,7 @@ impl CudaBackend {
         Ok(CudaBackend {
             info,
             compute_capability,
+            cooperative_launch,
             module,
             ctx,
         })
@@ -168,6 +185,51 @@ impl CudaBackend {
         // SAFETY: the context is retained while self.ctx lives.
         unsafe { ffi::set_current(self.ctx.raw) }
     }
+}
+
+/// How `kernel` must be launched on `device`: cooperatively when its blocks wait for each other
+/// (`cooperative` is the device's `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`).
+///
+/// # Errors
+/// [`Error::Unsupported`] naming the device when the kernel needs co-residency and the device
+/// has no cooperative launch.
+fn launch_kind(kernel: Kernel, cooperative: bool, device: &DeviceInfo) -> Result<ffi::LaunchKind> {
+    if !kernel.needs_coresidency() {
+        return Ok(ffi::LaunchKind::Plain);
+    }
+    if !cooperative {
+        return Err(Error::Unsupported {
+            backend: "cuda",
+            what: format!(
+                "the {} kernel needs all its blocks resident at once, but {} (device {}) has no \
+                 cooperative launch (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 0)",
+                kernel_name(kernel),
+                device.name,
+                device.ordinal
+            ),
+        });
+    }
+    Ok(ffi::LaunchKind::Cooperative)
+}
+
+/// The driver refused a cooperative launch: the grid cannot be resident at once on `device`.
+fn not_coresident(kernel: Kernel, dims: LaunchDims, device: &DeviceInfo) -> Error {
+    Error::Unsupported {
+        backend: "cuda",
+        what: format!(
+            "the {} kernel needs all {} blocks of {} threads resident at once, but {} cannot \
+             hold them (cuLaunchCooperativeKernel: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE)",
+            kernel_name(kernel),
+            dims.blocks,
+            dims.threads,
+            device.name
+        ),
+    }
+}
+
+/// The kernel's name in messages, e.g. "taskqueue".
+fn kernel_name(kernel: Kernel) -> String {
+    format!("{kernel:?}").to_lowercase()
 }
 
 impl Backend for CudaBackend {
@@ -303,13 +365,24 @@ impl Backend for CudaBackend {
     ) -> Result<()> {
         dims.check("cuda", self.info.max_threads_per_block)?;
         let kernel = launch.kernel();
+        let kind = launch_kind(kernel, self.cooperative_launch, &self.info)?;
         let f = self.module.function(kernel)?;
         // SAFETY: each kernel's single parameter is the struct launch.arg_ptr() points at
-        // (hp_kernels.cuh); addresses inside it satisfy this method's contract (the caller's).
-        unsafe { ffi::launch_one_arg(f, dims, stream.raw, launch.arg_ptr(), kernel.symbol()) }
+        // (hp_kernels.cuh); addresses inside it satisfy this method's contract (the caller's);
+        // stream.raw belongs to this backend's context.
+        let launched = unsafe {
+            ffi::launch_one_arg(f, dims, stream.raw, launch.arg_ptr(), kernel.symbol(), kind)?
+        };
+        match launched {
+            ffi::Launched::Queued => Ok(()),
+            ffi::Launched::TooLargeToBeCoresident => Err(not_coresident(kernel, dims, &self.info)),
+        }
     }
 
     fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32> {
+        // A co-residency kernel the device cannot launch cooperatively is refused here already,
+        // so strategies that check occupancy first fail before allocating.
+        launch_kind(kernel, self.cooperative_launch, &self.info)?;
         let f = self.module.function(kernel)?;
         // SAFETY: f belongs to the live module.
         let per_sm = unsafe { ffi::occupancy_per_sm(f, threads)? };

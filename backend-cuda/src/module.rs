@@ -30,7 +30,7 @@ impl Module {
                 reason: format!("kernel name {:?} has a NUL byte", kernel.symbol()),
             })?;
             // SAFETY: raw is the module loaded above.
-            let f = unsafe { ffi::module_function(module.raw, &name)? };
+            let f = unsafe { ffi::module_function(module.raw, name)? };
             module.functions.push((kernel, f));
         }
         Ok(module)
