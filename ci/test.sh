@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The test suite: unit tests, the host backend under mpirun -np 2/3/4, bad-input and fault
-# tests, with the cuda and hip features built (kernels compiled by nvcc and by hipcc, and the
+# The test suite: formatting and clippy (-D warnings), unit tests, the host backend under
+# mpirun -np 2/3/4, bad-input and fault tests, with the cuda and hip features built (kernels compiled by nvcc and by hipcc, and the
 # embedded fatbin and code objects checked); GPU tests print "SKIPPED: no CUDA device" or
 # "SKIPPED: no AMD GPU" where there is none. Needs what ci/setup.sh installs.
 set -euo pipefail
@@ -9,4 +9,9 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --features cuda,hip -- -D warnings
 cargo test --workspace --features cuda,hip -- --show-output
+# The main build has every backend; refusing one that is not built in needs a build without
+# the GPU backends, so that test runs once more in a host-only build.
+cargo test --test bad_input a_backend_not_built_in_is_refused -- --show-output
