@@ -190,6 +190,7 @@ mod tests {
             },
             workloads: vec![],
             entries,
+            partial: None,
         }
     }
 
