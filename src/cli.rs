@@ -47,6 +47,10 @@ pub struct CompareArgs {
     /// Also write compare.md and compare.svg into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Compare results that are not alike (unverified, other pattern, rank count or bytes per
+    /// rank, a partial sweep) instead of refusing; each such row is marked MISMATCH.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Which backend runs the exchange.

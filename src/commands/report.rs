@@ -39,7 +39,7 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<()> {
         .iter()
         .map(|p| load(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let rows = cmp::rows(&files)?;
+    let rows = cmp::rows(&files, args.force)?;
     let table = cmp::markdown(&files, &rows);
     print!("{table}");
     if let Some(out) = &args.out {
