@@ -47,6 +47,10 @@ pub struct CompareArgs {
     /// Also write compare.md and compare.svg into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Compare results that are not alike (unverified, other pattern, rank count or bytes per
+    /// rank, a partial sweep) instead of refusing; each such row is marked MISMATCH.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Which backend runs the exchange.
@@ -255,19 +259,57 @@ pub struct SweepArgs {
     pub protocol: ProtocolArgs,
     #[command(flatten)]
     pub exchange: ExchangeArgs,
-    /// Directory for sweep.json and sweep.csv (created if missing).
-    #[arg(long)]
-    pub out: PathBuf,
+    /// Directory for a new sweep (created if missing): its manifest, one file per finished run
+    /// under cells/, then sweep.json and sweep.csv. An earlier sweep's files there are moved
+    /// into DIR/replaced-<unix seconds>/.
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "resume",
+        conflicts_with = "resume"
+    )]
+    pub out: Option<PathBuf>,
+    /// Finish the interrupted sweep in DIR: run only the runs missing from DIR/cells, then write
+    /// sweep.json and sweep.csv. The other options must be those that started it.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
 }
 
 impl SweepArgs {
-    /// The variants to run: the mpi-only floor first, then those named.
+    /// The sweep directory: `--out` or `--resume`.
+    pub fn dir(&self) -> &std::path::Path {
+        self.resume
+            .as_deref()
+            .or(self.out.as_deref())
+            .unwrap_or_else(|| std::path::Path::new("."))
+    }
+
+    /// The variants to run: the mpi-only floor first, then those named, each once.
     pub fn variant_list(&self) -> Vec<Variant> {
-        std::iter::once(Variant::MpiOnly)
-            .chain(self.variants.0.iter().copied())
-            .collect()
+        let mut list = vec![Variant::MpiOnly];
+        for v in &self.variants.0 {
+            if !list.contains(v) {
+                list.push(*v);
+            }
+        }
+        list
+    }
+
+    /// The workloads to run, each once, in the order first named; and the names given more
+    /// than once (merged).
+    pub fn workload_list(&self) -> (Vec<Workload>, Vec<Workload>) {
+        let mut list = Vec::new();
+        let mut repeated = Vec::new();
+        for w in &self.workloads.0 {
+            if !list.contains(w) {
+                list.push(*w);
+            } else if !repeated.contains(w) {
+                repeated.push(*w);
+            }
+        }
+        (list, repeated)
     }
 }

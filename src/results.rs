@@ -5,9 +5,16 @@
 //! [`VariantResult`] (every measured iteration time per run, statistics, verification with every
 //! recorded wrong value, timelines, event-loop profiles). A run's file flattens both into one
 //! object, so its keys (`variant`, `median_us`, `verified`, ...) sit at the top level.
+//!
+//! A sweep also keeps every finished (workload, variant, run) unit on disk while it runs
+//! ([`sweep_dir`]); [`merge_run`] folds those per-run outcomes back into one per cell.
+
+pub mod sweep_dir;
 
 use haloport_core::clock::ClockFit;
-use haloport_core::measure::{MissingCheck, Protocol, RankOutcome, WrongValue};
+use haloport_core::measure::{
+    MissingCheck, Protocol, RankOutcome, WrongValue, MAX_RECORDED_ERRORS,
+};
 use haloport_core::pattern::RankPattern;
 use haloport_core::stats::Summary;
 use haloport_core::strategy::EventProfile;
@@ -173,6 +180,49 @@ impl VariantResult {
     }
 }
 
+/// Folds the outcome of one later run of a cell into `into`, the same rank's outcome of the
+/// cell's earlier runs, as if both had been measured into one [`RankOutcome`]: times appended in
+/// run order, check counts added, wrong values appended (still at most
+/// [`MAX_RECORDED_ERRORS`]), timelines and event-loop profiles combined. Runs must be merged in
+/// run order (only the last run keeps a timeline).
+///
+/// This is the one place that knows how a [`RankOutcome`] adds up: the destructuring below names
+/// every field, so a field added to `RankOutcome` fails to compile here until it is merged too.
+pub fn merge_run(into: &mut RankOutcome, run: RankOutcome) {
+    let RankOutcome {
+        rank: _,
+        iteration_us,
+        checked,
+        planned,
+        missing_checks,
+        missing,
+        wrong,
+        errors,
+        raw_timeline,
+        clock,
+        timeline,
+        profile,
+    } = run;
+    into.iteration_us.extend(iteration_us);
+    into.checked += checked;
+    into.planned += planned;
+    into.missing += missing;
+    let room = MAX_RECORDED_ERRORS.saturating_sub(into.missing_checks.len());
+    into.missing_checks
+        .extend(missing_checks.into_iter().take(room));
+    into.wrong += wrong;
+    let room = MAX_RECORDED_ERRORS.saturating_sub(into.errors.len());
+    into.errors.extend(errors.into_iter().take(room));
+    into.raw_timeline.extend(raw_timeline);
+    into.timeline.extend(timeline);
+    if clock.is_some() {
+        into.clock = clock;
+    }
+    if let Some(p) = profile {
+        into.profile.get_or_insert_with(Default::default).merge(&p);
+    }
+}
+
 /// The file `haloport run --json` writes.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResult {
@@ -288,6 +338,53 @@ mod tests {
             !result(&[outcome(0, 10, 0), short]).verified,
             "a block with missing checks is not verified"
         );
+    }
+
+    #[test]
+    fn merging_runs_equals_measuring_them_into_one_outcome() {
+        let mut a = outcome(1, 10, 1);
+        a.iteration_us = vec![1.0, 2.0];
+        a.errors = vec![WrongValue {
+            rank: 1,
+            block: 0,
+            run: 0,
+            iteration: 2,
+            index: 0,
+            expected: 1.0,
+            found: 0.0,
+            wrong_in_block: 1,
+        }];
+        a.profile = Some(EventProfile::default());
+        let mut b = outcome(1, 5, 0);
+        b.iteration_us = vec![3.0, 4.0];
+        let mut p = EventProfile::default();
+        p.test(true);
+        b.profile = Some(p);
+        merge_run(&mut a, b);
+        assert_eq!(a.rank, 1);
+        assert_eq!(a.iteration_us, vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!((a.checked, a.wrong, a.errors.len()), (15, 1, 1));
+        assert_eq!(a.profile.map(|p| p.events), Some(1));
+    }
+
+    #[test]
+    fn merged_wrong_values_stay_capped() {
+        let wrong = WrongValue {
+            rank: 0,
+            block: 0,
+            run: 0,
+            iteration: 0,
+            index: 0,
+            expected: 1.0,
+            found: 0.0,
+            wrong_in_block: 1,
+        };
+        let mut a = outcome(0, 1, 1);
+        a.errors = vec![wrong.clone(); MAX_RECORDED_ERRORS - 1];
+        let mut b = outcome(0, 1, 1);
+        b.errors = vec![wrong; 5];
+        merge_run(&mut a, b);
+        assert_eq!(a.errors.len(), MAX_RECORDED_ERRORS);
     }
 
     #[test]

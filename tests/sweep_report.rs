@@ -1,15 +1,31 @@
 //! `sweep`, `report` and `compare` end to end on host-backend sweeps: the files they write,
-//! the tables, valid SVG with the expected series, Chrome traces, and refusals.
+//! the tables, valid SVG with the expected series, Chrome traces, and refusals; durable sweeps
+//! (an interrupted sweep keeps its finished runs, `report` says it is partial, `--resume`
+//! finishes it) and compare's refusal of unlike results.
 
 mod common;
 
 use std::path::Path;
 
-use common::{alone, mpirun, read_json};
+use common::{alone, mpirun, mpirun_with_env, read_json};
 
 fn sweep(out: &Path, variants: &str) -> common::Job {
-    mpirun(
+    sweep_with(&[], "--out", out, variants, "small,thesis-4", "2")
+}
+
+/// A host sweep of `variants` on `workloads`, `runs` runs of 4 iterations, in `dir` (`--out` or
+/// `--resume`), with `env` set on every rank.
+fn sweep_with(
+    env: &[(&str, &str)],
+    mode: &str,
+    dir: &Path,
+    variants: &str,
+    workloads: &str,
+    runs: &str,
+) -> common::Job {
+    mpirun_with_env(
         2,
+        env,
         &[
             "sweep",
             "--backend",
@@ -17,18 +33,78 @@ fn sweep(out: &Path, variants: &str) -> common::Job {
             "--variants",
             variants,
             "--workloads",
-            "small,thesis-4",
+            workloads,
             "--runs",
-            "2",
+            runs,
             "--iters",
             "4",
             "--warmup",
             "1",
             "--quiet",
-            "--out",
-            out.to_str().expect("utf-8"),
+            mode,
+            dir.to_str().expect("utf-8"),
         ],
     )
+}
+
+/// Every run file under `dir/cells`, as `workload/variant/run-R.json`, sorted.
+fn cell_files(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, at: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(at).expect("read dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else {
+                let rel = path.strip_prefix(base).expect("under base");
+                out.push(rel.to_str().expect("utf-8").to_owned());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let cells = dir.join("cells");
+    if cells.is_dir() {
+        walk(&cells, &cells, &mut out);
+    }
+    out.sort();
+    out
+}
+
+/// What must not differ between two complete sweeps of the same plan: keys, names, runs and
+/// measured iterations per cell, timelines per rank, checks, verdicts, clock fits, CSV rows.
+fn shape(dir: &Path) -> serde_json::Value {
+    let s = read_json(&dir.join("sweep.json"));
+    let mut keys: Vec<&String> = s.as_object().expect("object").keys().collect();
+    keys.sort();
+    let cells: Vec<serde_json::Value> = s["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            let mut keys: Vec<&String> = r.as_object().expect("object").keys().collect();
+            keys.sort();
+            serde_json::json!({
+                "keys": keys,
+                "name": [&r["variant"], &r["workload"]],
+                "runs": r["iteration_us"].as_array().expect("runs").iter()
+                    .map(|run| run.as_array().map(Vec::len)).collect::<Vec<_>>(),
+                "timelines": r["timelines"].as_array().expect("timelines").iter()
+                    .map(|t| t.as_array().map(Vec::len)).collect::<Vec<_>>(),
+                "checked": &r["checked"],
+                "verified": &r["verified"],
+            })
+        })
+        .collect();
+    let csv = std::fs::read_to_string(dir.join("sweep.csv")).expect("csv");
+    serde_json::json!({
+        "keys": keys,
+        "variants": &s["variants"],
+        "workloads": &s["workloads"],
+        "runs": &s["runs"],
+        "fits": s["clock"].as_array().expect("clock").iter()
+            .map(|f| f["slope"].is_number()).collect::<Vec<_>>(),
+        "cells": cells,
+        "csv_rows": csv.lines().count(),
+    })
 }
 
 /// Parses an SVG and returns every text it draws.
@@ -261,4 +337,193 @@ fn sweep_and_report_refuse_bad_input() {
     let dir = tempfile::tempdir().expect("temp dir");
     alone(&["report", dir.path().to_str().expect("utf-8")])
         .assert_fails_with(2, "holds no sweep.json");
+}
+
+#[test]
+fn an_interrupted_sweep_keeps_its_runs_report_says_partial_and_resume_completes_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    // An earlier sweep's files must never pass for the new sweep's.
+    std::fs::write(d.join("sweep.json"), "{\"stale\": true}\n").expect("write");
+    std::fs::write(d.join("sweep.csv"), "stale\n").expect("write");
+    let (variants, workloads) = ("base-nb-wait,tq-nb-pb", "small,thesis-4");
+    let stop = [("HALOPORT_SWEEP_STOP_AFTER", "5")];
+    sweep_with(&stop, "--out", d, variants, workloads, "2")
+        .assert_fails_with(2, "sweep stopped after 5 of 12 runs");
+    assert!(!d.join("sweep.json").exists() && !d.join("sweep.csv").exists());
+    let aside: Vec<_> = std::fs::read_dir(d)
+        .expect("read dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("sweep.json").is_file())
+        .collect();
+    assert_eq!(aside.len(), 1, "the stale sweep.json moved aside once");
+    assert!(std::fs::read_to_string(aside[0].join("sweep.json"))
+        .expect("read")
+        .contains("stale"));
+    assert!(d.join("sweep-manifest.json").is_file());
+    // Run 0 of every cell in sweep order, the first five of them, each written whole.
+    assert_eq!(
+        cell_files(d),
+        [
+            "small/base-nb-wait/run-0.json",
+            "small/mpi-only/run-0.json",
+            "small/tq-nb-pb/run-0.json",
+            "thesis-4/base-nb-wait/run-0.json",
+            "thesis-4/mpi-only/run-0.json",
+        ]
+    );
+    let run = read_json(&d.join("cells/small/tq-nb-pb/run-0.json"));
+    assert_eq!(
+        run["outcomes"].as_array().map(Vec::len),
+        Some(2),
+        "both ranks"
+    );
+
+    let job = alone(&["report", d.to_str().expect("utf-8")]);
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    assert!(
+        job.stdout.contains("PARTIAL sweep: 7 of 12 runs missing"),
+        "{}",
+        job.explain()
+    );
+    assert!(job
+        .stdout
+        .contains("missing: tq-nb-pb on thesis-4: all 2 runs missing"));
+    let md = std::fs::read_to_string(d.join("report.md")).expect("report.md");
+    assert!(md.contains("**PARTIAL sweep: 7 of 12 runs missing"), "{md}");
+    assert!(
+        md.contains("- base-nb-wait on small: run 1 of 2 missing"),
+        "{md}"
+    );
+    assert!(md.contains("| small | tq-nb-pb |"), "{md}");
+    assert!(
+        !md.contains("| thesis-4 | tq-nb-pb |"),
+        "no run, no row: {md}"
+    );
+
+    // A resume with other options is refused, naming what differs, and runs nothing.
+    sweep_with(&[], "--resume", d, variants, workloads, "3")
+        .assert_fails_with(2, "runs: 2 in the manifest, 3 requested");
+    sweep_with(&[], "--resume", d, "base-nb-wait", workloads, "2").assert_fails_with(
+        2,
+        "variants: mpi-only,base-nb-wait,tq-nb-pb in the manifest, mpi-only,base-nb-wait requested",
+    );
+    assert_eq!(cell_files(d).len(), 5);
+
+    let job = sweep_with(&[], "--resume", d, variants, workloads, "2");
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    assert!(
+        job.stdout.contains("resumed: ran the 7 of 12 runs missing"),
+        "{}",
+        job.explain()
+    );
+    assert_eq!(cell_files(d).len(), 12);
+    let job = alone(&["report", d.to_str().expect("utf-8")]);
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    assert!(!job.stdout.contains("PARTIAL"), "{}", job.explain());
+
+    // The resumed sweep.json is shaped like a fresh one: every cell, every run, every rank.
+    let fresh = tempfile::tempdir().expect("temp dir");
+    let job = sweep_with(&[], "--out", fresh.path(), variants, workloads, "2");
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    assert_eq!(shape(d), shape(fresh.path()));
+    assert_eq!(shape(d)["cells"].as_array().map(Vec::len), Some(6));
+}
+
+#[test]
+fn duplicated_workloads_and_variants_run_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let job = sweep_with(
+        &[],
+        "--out",
+        dir.path(),
+        "base-nb-wait,base-nb-wait",
+        "small,small",
+        "1",
+    );
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    assert!(
+        job.stderr
+            .contains("note: workload small named more than once: each runs once"),
+        "{}",
+        job.explain()
+    );
+    let s = read_json(&dir.path().join("sweep.json"));
+    assert_eq!(
+        s["variants"],
+        serde_json::json!(["mpi-only", "base-nb-wait"])
+    );
+    assert_eq!(s["workloads"], serde_json::json!(["small"]));
+    assert_eq!(s["results"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        cell_files(dir.path()),
+        ["small/base-nb-wait/run-0.json", "small/mpi-only/run-0.json"]
+    );
+}
+
+#[test]
+fn compare_refuses_unlike_results_and_marks_them_when_forced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = |name: &str, extra: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec![
+            "run",
+            "--variant",
+            "base-nb-wait",
+            "--workload",
+            "small",
+            "--runs",
+            "1",
+            "--iters",
+            "4",
+            "--warmup",
+            "1",
+            "--json",
+            path.to_str().expect("utf-8"),
+        ];
+        args.extend_from_slice(extra);
+        let job = mpirun(2, &args);
+        assert!(path.is_file(), "{}", job.explain());
+        path.to_str().expect("utf-8").to_owned()
+    };
+    let good = run("good.json", &[]);
+    let wrong = run("wrong.json", &["--inject", "corrupt-recv=0"]);
+    let ring = run("ring.json", &["--pattern", "ring"]);
+
+    let job = alone(&["compare", &good, &wrong]);
+    job.assert_fails_with(2, "refusing to compare [0] ");
+    assert!(
+        job.stderr
+            .contains("small base-nb-wait: verified: [0] yes, [1] NO"),
+        "{}",
+        job.explain()
+    );
+    assert!(job.stderr.contains("wrong.json"), "{}", job.explain());
+    alone(&["compare", &good, &ring])
+        .assert_fails_with(2, "every label: pattern: [0] pairwise, [1] ring");
+
+    let out = tempfile::tempdir().expect("temp dir");
+    let job = alone(&[
+        "compare",
+        &good,
+        &wrong,
+        "--force",
+        "--out",
+        out.path().to_str().expect("utf-8"),
+    ]);
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    assert!(
+        job.stdout.contains("**MISMATCH: 1 of 1 rows")
+            && job
+                .stdout
+                .contains("| MISMATCH: verified: [0] yes, [1] NO |"),
+        "{}",
+        job.explain()
+    );
+    let texts = svg_texts(&out.path().join("compare.svg"));
+    assert!(
+        texts.iter().any(|t| t == "MISMATCH small base-nb-wait"),
+        "{texts:?}"
+    );
 }

@@ -20,6 +20,12 @@ fn default_out(input: &Path) -> PathBuf {
 pub fn report(args: &ReportArgs) -> anyhow::Result<()> {
     let out = args.out.clone().unwrap_or_else(|| default_out(&args.input));
     let written = write_report(&args.input, &out)?;
+    if let Some(partial) = &written.partial {
+        println!("{}", partial.summary());
+        for line in &partial.missing {
+            println!("  missing: {line}");
+        }
+    }
     println!("report: {}", written.report.display());
     for f in &written.files {
         println!("  {}", f.display());
@@ -33,7 +39,7 @@ pub fn compare(args: &CompareArgs) -> anyhow::Result<()> {
         .iter()
         .map(|p| load(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let rows = cmp::rows(&files)?;
+    let rows = cmp::rows(&files, args.force)?;
     let table = cmp::markdown(&files, &rows);
     print!("{table}");
     if let Some(out) = &args.out {

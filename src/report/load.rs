@@ -1,15 +1,19 @@
 //! Reading result files back: a sweep (`sweep.json`, optionally gzipped) or a run's `--json`
-//! file, as the same list of (variant, workload) entries.
+//! file, as the same list of (variant, workload) entries. A sweep directory without
+//! `sweep.json` but with a manifest is a partial sweep (interrupted, or still running): its
+//! cells are read from the runs on disk and the result says what is missing ([`Partial`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use haloport_core::pattern::RankPattern;
 use haloport_core::strategy::EventProfile;
 use haloport_core::timeline::IterationTimeline;
 use serde::Deserialize;
 
 use crate::report::headline::Measured;
+use crate::results::sweep_dir;
 
 /// What a report says about where the results come from.
 #[derive(Debug, Clone, Default)]
@@ -55,6 +59,9 @@ pub struct Entry {
     pub verified: bool,
     /// Rank 0's measured iteration times per run.
     pub iteration_us: Vec<Vec<f64>>,
+    /// Every rank's pattern as validated (empty in files that predate it).
+    #[serde(default)]
+    pub patterns: Vec<RankPattern>,
     /// Every rank's last-run timeline.
     #[serde(default)]
     pub timelines: Vec<Vec<IterationTimeline>>,
@@ -81,6 +88,44 @@ impl Entry {
     pub fn all_times(&self) -> Vec<f64> {
         self.iteration_us.iter().flatten().copied().collect()
     }
+
+    /// Bytes each rank sends per iteration (8 per f64 element), in rank order; empty when the
+    /// file holds no patterns. Each block's send and receive buffers have the same size, so
+    /// this is also what each rank receives.
+    pub fn bytes_per_rank(&self) -> Vec<u64> {
+        self.patterns
+            .iter()
+            .map(|p| p.blocks.iter().map(|b| b.elems * 8).sum())
+            .collect()
+    }
+}
+
+/// What a partial sweep lacks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Partial {
+    /// Runs the sweep's plan holds (cells times runs).
+    pub total_runs: usize,
+    /// Runs not on disk.
+    pub missing_runs: usize,
+    /// The missing runs, one line per cell (`base-nb-wait on small: run 1 of 2 missing`).
+    pub missing: Vec<String>,
+}
+
+impl Partial {
+    /// One line saying the sweep is partial and how much is missing.
+    pub fn summary(&self) -> String {
+        if self.missing_runs == 0 {
+            format!(
+                "PARTIAL sweep: all {} runs are on disk but sweep.json was never assembled; `haloport sweep --resume DIR` (same options) assembles it",
+                self.total_runs
+            )
+        } else {
+            format!(
+                "PARTIAL sweep: {} of {} runs missing (interrupted or still running); `haloport sweep --resume DIR` (same options) runs them",
+                self.missing_runs, self.total_runs
+            )
+        }
+    }
 }
 
 /// A loaded result file.
@@ -94,6 +139,8 @@ pub struct Loaded {
     pub workloads: Vec<String>,
     /// Entries, in file order.
     pub entries: Vec<Entry>,
+    /// Set for a sweep directory with runs on disk but no `sweep.json`.
+    pub partial: Option<Partial>,
 }
 
 fn text(path: &Path) -> anyhow::Result<String> {
@@ -119,26 +166,84 @@ fn resolve(input: &Path) -> anyhow::Result<PathBuf> {
             return Ok(candidate);
         }
     }
-    bail!("{} holds no sweep.json or sweep.json.gz", input.display())
+    bail!(
+        "{} holds no sweep.json or sweep.json.gz (nor a partial sweep's {})",
+        input.display(),
+        sweep_dir::MANIFEST
+    )
 }
 
-/// Loads a sweep or run result file (or a directory holding `sweep.json[.gz]`).
+/// Loads a sweep or run result file (or a directory holding `sweep.json[.gz]`, or the manifest
+/// and run files of a partial sweep).
 ///
 /// # Errors
 /// A file that cannot be read, is not JSON, or is not a haloport result.
 pub fn load(input: &Path) -> anyhow::Result<Loaded> {
+    let assembled = ["sweep.json", "sweep.json.gz"]
+        .iter()
+        .any(|name| input.join(name).is_file());
+    if input.is_dir() && !assembled && input.join(sweep_dir::MANIFEST).is_file() {
+        return load_partial(input);
+    }
     let path = resolve(input)?;
     let value: serde_json::Value = serde_json::from_str(&text(&path)?)
         .with_context(|| format!("{} is not JSON", path.display()))?;
+    let header = header_of(&value);
+    let raw = match value.get("results") {
+        Some(results) => results.clone(),
+        None if value.get("variant").is_some() => serde_json::Value::Array(vec![value.clone()]),
+        None => bail!(
+            "{} is not a haloport result file (no \"results\" and no \"variant\")",
+            path.display()
+        ),
+    };
+    let entries = entries_of(&path, raw)?;
+    Ok(Loaded {
+        path,
+        header,
+        workloads: workloads_of(&entries),
+        entries,
+        partial: None,
+    })
+}
+
+/// A partial sweep: every cell with a run on disk, over the runs it has.
+fn load_partial(dir: &Path) -> anyhow::Result<Loaded> {
+    let manifest = sweep_dir::read_manifest(dir)?;
+    let plan = &manifest.plan;
+    let missing = sweep_dir::missing(dir, plan);
+    let mut results = Vec::new();
+    for workload in 0..plan.workloads.len() {
+        for variant in 0..plan.variants.len() {
+            if let Some(cell) = sweep_dir::assemble_cell(dir, plan, workload, variant, None)? {
+                results.push(cell);
+            }
+        }
+    }
+    let path = dir.join(sweep_dir::MANIFEST);
+    let mut header = header_of(&manifest.header);
+    header.kind = "partial sweep".into();
+    let entries = entries_of(&path, serde_json::to_value(&results)?)?;
+    Ok(Loaded {
+        path,
+        header,
+        workloads: workloads_of(&entries),
+        entries,
+        partial: Some(Partial {
+            total_runs: plan.units().len(),
+            missing_runs: missing.len(),
+            missing: sweep_dir::describe_missing(plan, &missing),
+        }),
+    })
+}
+
+/// The header keys of a result file (or of a manifest's starting header).
+fn header_of(value: &serde_json::Value) -> Header {
     let s = |key: &str| value[key].as_str().unwrap_or_default().to_owned();
     let i = |key: &str| value[key].as_i64().unwrap_or_default();
     let kind = s("kind");
-    let header = Header {
-        kind: if kind.is_empty() {
-            "run".into()
-        } else {
-            kind.clone()
-        },
+    Header {
+        kind: if kind.is_empty() { "run".into() } else { kind },
         backend: s("backend"),
         device: value["device"]["name"]
             .as_str()
@@ -158,30 +263,26 @@ pub fn load(input: &Path) -> anyhow::Result<Loaded> {
             .as_str()
             .unwrap_or("unknown")
             .to_owned(),
-    };
-    let raw = match value.get("results") {
-        Some(results) => results.clone(),
-        None if value.get("variant").is_some() => serde_json::Value::Array(vec![value.clone()]),
-        None => bail!(
-            "{} is not a haloport result file (no \"results\" and no \"variant\")",
-            path.display()
-        ),
-    };
+    }
+}
+
+/// The entries of a result list.
+fn entries_of(path: &Path, raw: serde_json::Value) -> anyhow::Result<Vec<Entry>> {
     let mut entries: Vec<Entry> = serde_json::from_value(raw)
         .with_context(|| format!("{}: results are not in haloport's format", path.display()))?;
     for e in &mut entries {
         e.profile = e.profiles.first().copied().flatten();
     }
+    Ok(entries)
+}
+
+/// Workloads in the order the entries first name them.
+fn workloads_of(entries: &[Entry]) -> Vec<String> {
     let mut workloads: Vec<String> = Vec::new();
-    for e in &entries {
+    for e in entries {
         if !workloads.contains(&e.workload) {
             workloads.push(e.workload.clone());
         }
     }
-    Ok(Loaded {
-        path,
-        header,
-        workloads,
-        entries,
-    })
+    workloads
 }

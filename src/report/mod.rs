@@ -2,7 +2,9 @@
 //! 4.4/4.8, 4.7, 4.9, 4.11 and 4.15 as SVG, timelines as Chrome trace JSON, and side-by-side
 //! comparison of files from different machines, backends or vendors.
 //!
-//! Everything here reads result files ([`load`]) and needs neither MPI nor a GPU.
+//! Everything here reads result files ([`load`]) and needs neither MPI nor a GPU. A partial
+//! sweep (runs on disk, no `sweep.json`) is reported over the runs it has, and says so at the
+//! top of the report and in [`Written::partial`].
 
 pub mod compare;
 pub mod headline;
@@ -14,7 +16,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 pub use headline::{headline, markdown, HeadlineRow, Measured};
-pub use load::{load, Entry, Loaded};
+pub use load::{load, Entry, Loaded, Partial};
 
 /// Files a report wrote.
 #[derive(Debug, Default)]
@@ -23,6 +25,8 @@ pub struct Written {
     pub report: PathBuf,
     /// Plots and traces, in the order written.
     pub files: Vec<PathBuf>,
+    /// Set when the input was a partial sweep: what it lacks.
+    pub partial: Option<Partial>,
 }
 
 /// The report being written: its Markdown and the files beside it.
@@ -86,7 +90,10 @@ fn showcase<'a>(data: &'a Loaded, workload: &str) -> Vec<&'a Entry> {
 pub fn write_report(input: &Path, dir: &Path) -> anyhow::Result<Written> {
     let data = load(input)?;
     std::fs::create_dir_all(dir)?;
-    let written = Written::default();
+    let written = Written {
+        partial: data.partial.clone(),
+        ..Written::default()
+    };
     let measured: Vec<Measured> = data.entries.iter().map(Entry::measured).collect();
     let rows = headline(&measured);
 
@@ -98,6 +105,21 @@ pub fn write_report(input: &Path, dir: &Path) -> anyhow::Result<Written> {
         "{} on {} ({} {}), host {}, {} ranks, pattern {}, {} runs x {} iterations ({} warm-up), build {}.\n",
         h.kind, h.backend, h.vendor, h.device, h.host, h.ranks, h.pattern, h.runs, h.iterations, h.warmup, h.git
     );
+    if let Some(partial) = &data.partial {
+        let _ = writeln!(md, "**{}.**\n", partial.summary());
+        let _ = writeln!(
+            md,
+            "Cells are summarised over the runs on disk; a cell with no run is left out. There are no\n\
+             timelines: converting device times needs the clock fit made when the sweep completes.\n"
+        );
+        if !partial.missing.is_empty() {
+            let _ = writeln!(md, "Missing:\n");
+            for line in &partial.missing {
+                let _ = writeln!(md, "- {line}");
+            }
+            md.push('\n');
+        }
+    }
     let _ = writeln!(
         md,
         "## Time per iteration, speedup and efficiency (thesis tables 4.2-4.5)\n"
