@@ -3,14 +3,14 @@
 //! `gfx906;gfx908;gfx90a`) plus newer targets the installed hipcc accepts (probed by compiling a
 //! one-line kernel for each, never by asking a GPU). Only with the `kernels` feature (which
 //! haloport's `hip` feature turns on). `--offload-arch` is always explicit: without it Debian's
-//! hipcc runs `rocm_agent_enumerator`, which crashes on machines without an AMD GPU.
-
-#[path = "../backend-cuda/build/toolchain.rs"]
-mod toolchain;
+//! hipcc runs `rocm_agent_enumerator`, which crashes on machines without an AMD GPU. Finding
+//! hipcc is `haloport-toolchain`'s job (shared with haloport-cuda's build script).
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use haloport_toolchain as toolchain;
 
 const INSTALL_HINT: &str = "\
 install hipcc, for example on Debian/Ubuntu:
@@ -47,7 +47,6 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={}", file.display());
     }
-    println!("cargo:rerun-if-changed=../backend-cuda/build/toolchain.rs");
     for var in [
         "HIPCC",
         "ROCM_PATH",
