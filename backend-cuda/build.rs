@@ -2,14 +2,14 @@
 //! architecture in `HALOPORT_CUDA_ARCHS` (default `80;90`) plus PTX for the newest, and leaves it
 //! in `OUT_DIR` for `include_bytes!`. Only with the `kernels` feature (which haloport's `cuda`
 //! feature turns on): without it the crate builds without nvcc and reports at run time that it
-//! has no kernels. Never queries a GPU.
-
-#[path = "build/toolchain.rs"]
-mod toolchain;
+//! has no kernels. Never queries a GPU. Finding nvcc is `haloport-toolchain`'s job (shared with
+//! `haloport-hip`'s build script).
 
 use std::env;
 use std::path::PathBuf;
 use std::process::Command;
+
+use haloport_toolchain as toolchain;
 
 const INSTALL_HINT: &str = "\
 install the CUDA compiler, for example from pip into the repository's virtualenv:
@@ -29,7 +29,6 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={}", kernels.join(file).display());
     }
-    println!("cargo:rerun-if-changed=build/toolchain.rs");
     for var in [
         "NVCC",
         "CUDA_HOME",

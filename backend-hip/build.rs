@@ -1,24 +1,158 @@
-//! Compiles the shared kernels (`kernels-cu/`, through `kernels-hip/haloport.hip`) with hipcc
-//! into one offload bundle holding a code object per AMD target: `HALOPORT_HIP_ARCHS` (default
-//! `gfx906;gfx908;gfx90a`) plus newer targets the installed hipcc accepts (probed by compiling a
-//! one-line kernel for each, never by asking a GPU). Only with the `kernels` feature (which
-//! haloport's `hip` feature turns on). `--offload-arch` is always explicit: without it Debian's
-//! hipcc runs `rocm_agent_enumerator`, which crashes on machines without an AMD GPU.
+//! With the `kernels` feature (which haloport's `hip` feature turns on), three jobs:
+//!
+//! 1. Compiles the shared kernels (`kernels-cu/`, through `kernels-hip/haloport.hip`) with hipcc
+//!    into one offload bundle holding a code object per AMD target: `HALOPORT_HIP_ARCHS` (default
+//!    `gfx906;gfx908;gfx90a`) plus newer targets the installed hipcc accepts (probed by compiling
+//!    a one-line kernel for each, never by asking a GPU). `--offload-arch` is always explicit:
+//!    without it Debian's hipcc runs `rocm_agent_enumerator`, which crashes without an AMD GPU.
+//! 2. Generates the HIP runtime bindings with bindgen from the installed `hip_runtime_api.h`
+//!    (`$HIP_PATH`, `$ROCM_PATH`, `hipconfig -p`, hipcc's root, `/opt/rocm`, `/usr`), allowlisting
+//!    exactly what `src/ffi.rs` calls, and checks every constant of them against the header hipcc
+//!    compiles with (a `static_assert` per constant): a mismatch stops the build. Pre-generated
+//!    bindings (hip-runtime-sys 0.1.2) named attributes Debian's HIP 5.2 does not have.
+//!    What the header lacks becomes a cfg: `haloport_hip_wall_clock_rate` when it has
+//!    `hipDeviceAttributeWallClockRate`, `haloport_hip_module_cooperative` when it declares
+//!    `hipModuleLaunchCooperativeKernel` (HIP 5.2 has neither).
+//! 3. Links libamdhip64 from that installation.
+//!
+//! Toolchain discovery is `haloport-toolchain`'s (shared with haloport-cuda's build script).
 
-#[path = "../backend-cuda/build/toolchain.rs"]
-mod toolchain;
-
+use std::collections::BTreeMap;
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use bindgen::callbacks::{EnumVariantValue, IntKind, ParseCallbacks};
+use haloport_toolchain as toolchain;
 
 const INSTALL_HINT: &str = "\
-install hipcc, for example on Debian/Ubuntu:
+install hipcc and the HIP runtime headers, for example on Debian/Ubuntu:
     apt-get install hipcc libamdhip64-dev
 (`bash ci/setup.sh` does this), or install ROCm and set ROCM_PATH, or point HIPCC at hipcc.";
 
 /// Targets newer than the defaults, used when the installed hipcc knows them.
 const NEWER: [&str; 3] = ["gfx942", "gfx1100", "gfx1030"];
+
+/// The runtime functions `src/ffi.rs` calls. Those a header may lack are marked in
+/// [`OPTIONAL`]; bindgen simply generates nothing for them.
+const FUNCTIONS: &[&str] = &[
+    "hipGetErrorName",
+    "hipGetDeviceCount",
+    "hipSetDevice",
+    "hipDeviceGetName",
+    "hipDeviceGetAttribute",
+    "hipDriverGetVersion",
+    "hipRuntimeGetVersion",
+    "hipMalloc",
+    "hipMemset",
+    "hipFree",
+    "hipHostMalloc",
+    "hipHostGetDevicePointer",
+    "hipHostFree",
+    "hipStreamCreateWithFlags",
+    "hipStreamQuery",
+    "hipStreamSynchronize",
+    "hipStreamDestroy",
+    "hipEventCreate",
+    "hipEventRecord",
+    "hipEventQuery",
+    "hipEventElapsedTime",
+    "hipEventDestroy",
+    "hipMemcpyHtoDAsync",
+    "hipMemcpyDtoHAsync",
+    "hipModuleLoadData",
+    "hipModuleGetFunction",
+    "hipModuleUnload",
+    "hipModuleLaunchKernel",
+    "hipModuleLaunchCooperativeKernel",
+    "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
+];
+
+/// Enums whose values haloport uses (generated as newtypes, so a code the runtime returns that
+/// the header did not list is still a valid value, not undefined behaviour).
+const ENUMS: &[&str] = &["hipError_t", "hipDeviceAttribute_t"];
+
+/// Flag macros haloport passes, and the header's version (for messages).
+const MACROS: &[&str] = &[
+    "HIP_VERSION_MAJOR",
+    "HIP_VERSION_MINOR",
+    "HIP_VERSION_PATCH",
+    "hipHostMallocPortable",
+    "hipHostMallocMapped",
+    "hipHostMallocCoherent",
+    "hipHostMallocNonCoherent",
+    "hipStreamNonBlocking",
+];
+
+/// Constants `src/ffi.rs` needs; the build stops, naming the header, when one is missing.
+const REQUIRED: &[&str] = &[
+    "hipSuccess",
+    "hipErrorNoDevice",
+    "hipErrorNotReady",
+    "hipErrorOutOfMemory",
+    "hipErrorInvalidValue",
+    "hipErrorCooperativeLaunchTooLarge",
+    "hipDeviceAttributeCanMapHostMemory",
+    "hipDeviceAttributeCooperativeLaunch",
+    "hipDeviceAttributeMultiprocessorCount",
+    "hipDeviceAttributeWarpSize",
+    "hipDeviceAttributeMaxThreadsPerBlock",
+];
+
+/// What haloport can do without: the constant or function, and the cfg set when present.
+const OPTIONAL: &[(&str, &str)] = &[
+    (
+        "hipDeviceAttributeWallClockRate",
+        "haloport_hip_wall_clock_rate",
+    ),
+    (
+        "hipModuleLaunchCooperativeKernel",
+        "haloport_hip_module_cooperative",
+    ),
+];
+
+/// Records the value libclang gave every enumerator of [`ENUMS`] and every macro of [`MACROS`].
+#[derive(Debug, Default)]
+struct Values(Arc<Mutex<BTreeMap<String, i64>>>);
+
+impl Values {
+    fn insert(&self, name: &str, value: i64) {
+        if let Ok(mut map) = self.0.lock() {
+            map.insert(name.to_owned(), value);
+        }
+    }
+}
+
+impl ParseCallbacks for Values {
+    fn int_macro(&self, name: &str, value: i64) -> Option<IntKind> {
+        if MACROS.contains(&name) {
+            self.insert(name, value);
+        }
+        None
+    }
+
+    fn enum_variant_name(
+        &self,
+        enum_name: Option<&str>,
+        variant: &str,
+        value: EnumVariantValue,
+    ) -> Option<String> {
+        let in_enum = enum_name.is_some_and(|e| {
+            ENUMS
+                .iter()
+                .any(|want| e == *want || e == format!("enum {want}"))
+        });
+        if in_enum {
+            match value {
+                EnumVariantValue::Signed(v) => self.insert(variant, v),
+                EnumVariantValue::Unsigned(v) => self.insert(variant, v as i64),
+                EnumVariantValue::Boolean(v) => self.insert(variant, i64::from(v)),
+            }
+        }
+        None
+    }
+}
 
 fn compiles_for(hipcc: &Path, arch: &str, scratch: &Path) -> bool {
     let src = scratch.join("probe.hip");
@@ -31,6 +165,11 @@ fn compiles_for(hipcc: &Path, arch: &str, scratch: &Path) -> bool {
         .arg(&src)
         .output()
         .is_ok_and(|o| o.status.success())
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(1);
 }
 
 fn main() {
@@ -47,7 +186,6 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={}", file.display());
     }
-    println!("cargo:rerun-if-changed=../backend-cuda/build/toolchain.rs");
     for var in [
         "HIPCC",
         "ROCM_PATH",
@@ -56,6 +194,9 @@ fn main() {
         "HALOPORT_HIP_ARCHS",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
+    }
+    for (_, cfg) in OPTIONAL {
+        println!("cargo:rustc-check-cfg=cfg({cfg})");
     }
     if env::var_os("CARGO_FEATURE_KERNELS").is_none() {
         return;
@@ -69,16 +210,39 @@ fn main() {
     };
     let hipcc = toolchain::find_or_exit(&search, "hip", INSTALL_HINT);
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let archs = architectures(&hipcc, &out_dir);
+    compile_kernels(&hipcc, &archs, &shared, &amd, &out_dir);
+
+    let root = hip_root(&hipcc);
+    let values = generate_bindings(&root, &out_dir);
+    check_against_hipcc(&hipcc, &archs[0], &values, &out_dir);
+
+    let lib = root.join("lib");
+    if lib.join("libamdhip64.so").exists() {
+        println!("cargo:rustc-link-search=native={}", lib.display());
+    }
+    // Otherwise (Debian: /usr/lib/x86_64-linux-gnu) the linker's default paths find it.
+    println!("cargo:rustc-link-lib=dylib=amdhip64");
+    println!("cargo:rustc-cfg=haloport_kernels");
+    println!("cargo:rustc-env=HALOPORT_HIP_ARCHS={}", archs.join(";"));
+    println!("cargo:rustc-env=HALOPORT_HIPCC={}", hipcc.display());
+    println!(
+        "cargo:rustc-env=HALOPORT_HIP_HEADER={}",
+        root.join("include/hip/hip_runtime_api.h").display()
+    );
+}
+
+/// `HALOPORT_HIP_ARCHS`, or the defaults plus the newer targets this hipcc compiles for.
+fn architectures(hipcc: &Path, out_dir: &Path) -> Vec<String> {
     let mut archs = toolchain::arch_list(
         &env::var("HALOPORT_HIP_ARCHS").unwrap_or_else(|_| "gfx906;gfx908;gfx90a".into()),
     );
     if archs.is_empty() {
-        eprintln!("error: HALOPORT_HIP_ARCHS names no target");
-        std::process::exit(1);
+        fail("HALOPORT_HIP_ARCHS names no target");
     }
     if env::var_os("HALOPORT_HIP_ARCHS").is_none() {
         for arch in NEWER {
-            if compiles_for(&hipcc, arch, &out_dir) {
+            if compiles_for(hipcc, arch, out_dir) {
                 archs.push(arch.to_owned());
             } else {
                 println!(
@@ -88,18 +252,139 @@ fn main() {
             }
         }
     }
+    archs
+}
+
+fn compile_kernels(hipcc: &Path, archs: &[String], shared: &Path, amd: &Path, out_dir: &Path) {
     let bundle = out_dir.join("haloport.hsaco");
-    let mut cmd = Command::new(&hipcc);
+    let mut cmd = Command::new(hipcc);
     cmd.args(["--genco", "-O3", "-std=c++17"])
         .arg("-I")
-        .arg(&shared)
+        .arg(shared)
         .arg("-I")
-        .arg(&amd);
-    for arch in &archs {
+        .arg(amd);
+    for arch in archs {
         cmd.arg(format!("--offload-arch={arch}"));
     }
     cmd.arg("-o").arg(&bundle).arg(amd.join("haloport.hip"));
     toolchain::compile_or_exit(&mut cmd, "hipcc");
-    println!("cargo:rustc-cfg=haloport_kernels");
-    println!("cargo:rustc-env=HALOPORT_HIP_ARCHS={}", archs.join(";"));
+}
+
+/// The HIP installation whose `include/hip/hip_runtime_api.h` the bindings come from.
+fn hip_root(hipcc: &Path) -> PathBuf {
+    let hipconfig = hipcc.with_file_name("hipconfig");
+    let hipconfig = if hipconfig.is_file() {
+        hipconfig
+    } else {
+        PathBuf::from("hipconfig")
+    };
+    let roots = toolchain::hip_roots(
+        &|v| env::var(v).ok(),
+        toolchain::hipconfig_prefix(&hipconfig),
+        Some(hipcc),
+    );
+    toolchain::find_root(&roots, "include/hip/hip_runtime_api.h").unwrap_or_else(|tried| {
+        eprintln!(
+            "error: haloport's hip feature needs the HIP runtime headers, and none were found."
+        );
+        eprintln!("looked in:\n  {}", tried.join("\n  "));
+        eprintln!("{INSTALL_HINT}");
+        std::process::exit(1);
+    })
+}
+
+/// Runs bindgen over the installed header into `OUT_DIR/hip_bindings.rs`, writes the values of
+/// the constants it generated to `OUT_DIR/hip_header_values.rs` (for the tests), and sets the
+/// cfgs of [`OPTIONAL`]. Returns the constants' values.
+fn generate_bindings(root: &Path, out_dir: &Path) -> BTreeMap<String, i64> {
+    let include = root.join("include");
+    let header = include.join("hip/hip_runtime_api.h");
+    let values = Values::default();
+    let recorded = Arc::clone(&values.0);
+    let mut builder = bindgen::Builder::default()
+        .header(header.display().to_string())
+        .clang_arg(format!("-I{}", include.display()))
+        .clang_arg("-D__HIP_PLATFORM_AMD__")
+        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
+        .parse_callbacks(Box::new(values))
+        .allowlist_recursively(true)
+        .size_t_is_usize(true)
+        .prepend_enum_name(false)
+        .generate_comments(false)
+        .layout_tests(true);
+    for f in FUNCTIONS {
+        builder = builder.allowlist_function(f);
+    }
+    for e in ENUMS {
+        builder = builder.allowlist_type(e).newtype_enum(e);
+    }
+    for m in MACROS {
+        builder = builder.allowlist_var(m);
+    }
+    let bindings = builder.generate().unwrap_or_else(|e| {
+        fail(&format!(
+            "bindgen could not read {}: {e} (is libclang installed?)",
+            header.display()
+        ))
+    });
+    let text = bindings.to_string();
+    std::fs::write(out_dir.join("hip_bindings.rs"), &text)
+        .unwrap_or_else(|e| fail(&format!("writing hip_bindings.rs: {e}")));
+
+    let values = recorded
+        .lock()
+        .map(|m| m.clone())
+        .unwrap_or_else(|_| fail("bindgen's callback panicked"));
+    let missing: Vec<&str> = REQUIRED
+        .iter()
+        .chain(MACROS)
+        .filter(|name| !values.contains_key(**name))
+        .copied()
+        .collect();
+    if !missing.is_empty() {
+        fail(&format!(
+            "{} lacks what haloport's HIP backend needs: {}",
+            header.display(),
+            missing.join(", ")
+        ));
+    }
+    for (item, cfg) in OPTIONAL {
+        let present = values.contains_key(*item) || text.contains(&format!("pub fn {item}("));
+        if present {
+            println!("cargo:rustc-cfg={cfg}");
+        } else {
+            println!(
+                "cargo:warning=haloport-hip: {} has no {item}; built without it (see src/lib.rs)",
+                header.display()
+            );
+        }
+    }
+    let mut table = String::from(
+        "/// Every constant the HIP bindings hold, as libclang read it from the installed header.\n\
+         pub(crate) const HEADER_VALUES: &[(&str, i64)] = &[\n",
+    );
+    for (name, value) in &values {
+        table.push_str(&format!("    ({name:?}, {value}),\n"));
+    }
+    table.push_str("];\n");
+    std::fs::write(out_dir.join("hip_header_values.rs"), table)
+        .unwrap_or_else(|e| fail(&format!("writing hip_header_values.rs: {e}")));
+    values
+}
+
+/// Stops the build unless hipcc, compiling against its own HIP headers, agrees with every
+/// constant bindgen generated (two installations, or a header changed under the bindings).
+fn check_against_hipcc(hipcc: &Path, arch: &str, values: &BTreeMap<String, i64>, out: &Path) {
+    let constants: Vec<(String, i64)> = values.iter().map(|(n, v)| (n.clone(), *v)).collect();
+    let source = toolchain::constant_check_source("hip/hip_runtime_api.h", &constants);
+    let mut cmd = Command::new(hipcc);
+    cmd.arg(format!("--offload-arch={arch}"))
+        .arg("-Wno-unused-command-line-argument");
+    if let Err(e) = toolchain::syntax_check(&mut cmd, &out.join("hip_constants_check.hip"), &source)
+    {
+        fail(&format!(
+            "the HIP bindings generated from the installed hip_runtime_api.h disagree with the \
+             headers hipcc compiles with (two HIP installations? set HIP_PATH to hipcc's):\n{e}"
+        ));
+    }
 }

@@ -14,10 +14,17 @@ use crate::memory::{HipDeviceMemory, HipPinnedMemory};
 use crate::module::Module;
 use crate::stream::{HipEvent, HipStream};
 
+/// `s_memrealtime`'s rate, assumed where the runtime does not report it: the constant 100 MHz
+/// reference clock of gfx9 (MI50, MI100, MI200, MI300); see the crate docs' "Timer".
+pub(crate) const ASSUMED_WALL_CLOCK_HZ: u64 = 100_000_000;
+
 /// The HIP backend, on one device.
 pub struct HipBackend {
     info: DeviceInfo,
     module: Module,
+    /// `hipDeviceAttributeCooperativeLaunch`: the device can launch grids whose blocks are all
+    /// resident at once.
+    cooperative: bool,
 }
 
 /// How many AMD GPUs the HIP runtime sees.
@@ -45,33 +52,54 @@ impl HipBackend {
         let ordinal = local_rank % count;
         ffi::set_device(ordinal)?;
         let attr = |a| ffi::attribute(ordinal, a);
-        if attr(Attribute::hipDeviceAttributeCanMapHostMemory)? == 0 {
+        if attr(Attribute::CanMapHostMemory)? == 0 {
             return Err(Error::Unsupported {
                 backend: "hip",
                 what: format!("device {ordinal} cannot map pinned host memory"),
             });
         }
-        let wall_clock_khz = attr(Attribute::hipDeviceAttributeWallClockRate)?;
-        if wall_clock_khz <= 0 {
-            return Err(Error::Unsupported {
-                backend: "hip",
-                what: format!("device {ordinal} reports no wall-clock rate for kernel timestamps"),
-            });
-        }
         let name = ffi::device_name(ordinal)?;
+        let (timer_hz, timer) = match ffi::wall_clock_khz(ordinal)? {
+            Some(khz) => (u64::from(khz) * 1000, format!("wall clock {khz} kHz")),
+            None => {
+                tracing::warn!(
+                    "hip: {name}: the HIP runtime does not report hipDeviceAttributeWallClockRate \
+                     (bindings from {}); assuming s_memrealtime runs at {} MHz (gfx9); the \
+                     clock fit measures the real rate",
+                    ffi::header(),
+                    ASSUMED_WALL_CLOCK_HZ / 1_000_000
+                );
+                (
+                    ASSUMED_WALL_CLOCK_HZ,
+                    format!(
+                        "wall clock assumed {} MHz (not reported)",
+                        ASSUMED_WALL_CLOCK_HZ / 1_000_000
+                    ),
+                )
+            }
+        };
+        let cooperative = attr(Attribute::CooperativeLaunch)? != 0;
+        let coop = match (cooperative, ffi::HAS_MODULE_COOPERATIVE_LAUNCH) {
+            (true, true) => "yes",
+            (false, _) => "no (device)",
+            (true, false) => "no (built against a HIP without hipModuleLaunchCooperativeKernel)",
+        };
         let info = DeviceInfo {
             vendor: "AMD".into(),
             name: name.clone(),
             ordinal,
             device_count: count,
-            multiprocessors: attr(Attribute::hipDeviceAttributeMultiprocessorCount)? as u32,
-            warp_width: attr(Attribute::hipDeviceAttributeWarpSize)? as u32,
-            max_threads_per_block: attr(Attribute::hipDeviceAttributeMaxThreadsPerBlock)? as u32,
-            timer_hz: wall_clock_khz as u64 * 1000,
+            multiprocessors: attr(Attribute::MultiprocessorCount)? as u32,
+            warp_width: attr(Attribute::WarpSize)? as u32,
+            max_threads_per_block: attr(Attribute::MaxThreadsPerBlock)? as u32,
+            timer_hz,
             coherence_kinds: vec![Coherence::Coherent, Coherence::NonCoherent],
             driver: format!(
-                "HIP driver {}, kernels: {}",
+                "HIP runtime {}, driver {}, bindings from {}, {timer}, cooperative launch: \
+                 {coop}, kernels: {}",
+                ffi::runtime_version()?,
                 ffi::driver_version()?,
+                ffi::header(),
                 kernels::describe()
             ),
         };
@@ -86,7 +114,11 @@ impl HipBackend {
                 kernels::describe()
             ),
         })?;
-        Ok(HipBackend { info, module })
+        Ok(HipBackend {
+            info,
+            module,
+            cooperative,
+        })
     }
 }
 
@@ -222,9 +254,58 @@ impl Backend for HipBackend {
         dims.check("hip", self.info.max_threads_per_block)?;
         let kernel = launch.kernel();
         let f = self.module.function(kernel)?;
-        // SAFETY: each kernel's single parameter is the struct launch.arg_ptr() points at
-        // (hp_kernels.cuh); addresses inside it satisfy this method's contract (the caller's).
-        unsafe { ffi::launch_one_arg(f, dims, stream.raw, launch.arg_ptr(), kernel.symbol()) }
+        if !kernel.needs_coresidency() {
+            // SAFETY: each kernel's single parameter is the struct launch.arg_ptr() points at
+            // (hp_kernels.cuh); addresses inside it satisfy this method's contract (the
+            // caller's).
+            return unsafe {
+                ffi::launch_one_arg(f, dims, stream.raw, launch.arg_ptr(), kernel.symbol())
+            };
+        }
+        // Its blocks wait for each other through the CPU: a plain launch of a grid that does not
+        // fit would hang, so only a cooperative launch, which the runtime refuses when the grid
+        // cannot be co-resident, will do.
+        let refuse = |why: &str| Error::Unsupported {
+            backend: "hip",
+            what: format!(
+                "launching {} ({} blocks x {} threads) on {} with all blocks resident at once: \
+                 {why}",
+                kernel.symbol(),
+                dims.blocks,
+                dims.threads,
+                self.info.name
+            ),
+        };
+        if !self.cooperative {
+            return Err(refuse(
+                "the device does not support cooperative launch \
+                 (hipDeviceAttributeCooperativeLaunch is 0)",
+            ));
+        }
+        #[cfg(haloport_hip_module_cooperative)]
+        {
+            // SAFETY: as for the plain launch above.
+            unsafe {
+                ffi::launch_cooperative(
+                    f,
+                    dims,
+                    stream.raw,
+                    launch.arg_ptr(),
+                    kernel.symbol(),
+                    &self.info.name,
+                )
+            }
+        }
+        #[cfg(not(haloport_hip_module_cooperative))]
+        {
+            let _ = f;
+            Err(refuse(&format!(
+                "haloport was built against {}, which has no hipModuleLaunchCooperativeKernel \
+                 (its hipLaunchCooperativeKernel cannot launch module functions); build with a \
+                 HIP whose hip_runtime_api.h declares it (set HIP_PATH or ROCM_PATH)",
+                ffi::header()
+            )))
+        }
     }
 
     fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32> {

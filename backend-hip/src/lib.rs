@@ -1,10 +1,20 @@
 //! haloport-hip: the [`Backend`](haloport_core::Backend) trait on AMD GPUs through the HIP
-//! runtime (hip-sys), with the kernels of `kernels-cu/` compiled by hipcc.
+//! runtime, with the kernels of `kernels-cu/` compiled by hipcc.
 //!
 //! The runtime part needs the `kernels` feature (haloport's `hip` feature): it links
 //! libamdhip64, so a binary built with it needs the HIP runtime installed to start, GPU or not.
 //! Without the feature this crate holds only [`kernels`] (the code-object inspection), so the
 //! workspace builds anywhere.
+//!
+//! ## Bindings
+//! `build.rs` generates them with bindgen from the installed `hip_runtime_api.h` (`$HIP_PATH`,
+//! `$ROCM_PATH`, `hipconfig -p`, hipcc's root, `/opt/rocm`, `/usr`), allowlisting exactly the
+//! calls `ffi.rs` makes, and stops the build unless every constant in them has the same value
+//! in the headers hipcc compiles the kernels with. hip-sys is not used: its pre-generated
+//! bindings (hip-runtime-sys 0.1.2) come from a newer HIP and name attributes Debian's HIP 5.2
+//! lacks (`hipDeviceAttributeWallClockRate = 10017`), which that runtime rejects. Enums are
+//! newtypes, so a code a newer runtime returns is a value, never undefined behaviour. The
+//! device info's `driver` line names the header the bindings came from.
 //!
 //! ## Devices
 //! Each process uses device `local_rank % device_count` (`hipSetDevice` on the creating thread;
@@ -12,7 +22,9 @@
 //! `hipErrorNoDevice`, reported as [`Error::NoDevice`](haloport_core::Error::NoDevice).
 //!
 //! ## Memory
-//! Device memory is `hipMalloc`. Pinned memory is `hipHostMalloc(Mapped | Portable | Coherent
+//! Device memory is `hipMalloc`, zeroed by `hipMemset` on the null stream, which haloport's
+//! non-blocking streams do not wait for: allocation therefore waits for the null stream, so the
+//! zeroing is complete when `alloc_device` returns. Pinned memory is `hipHostMalloc(Mapped | Portable | Coherent
 //! or NonCoherent)`: both kinds are real on AMD, and served as asked (thesis 3.2.1: the
 //! non-coherent baseline ran 1.7x faster on MI50s). Never write-combined.
 //!
@@ -20,10 +32,29 @@
 //! `build.rs` compiles `kernels-hip/haloport.hip` (the shared sources plus `hp_amd.h`) into one
 //! offload bundle, loaded with `hipModuleLoadData` and launched with `hipModuleLaunchKernel`.
 //!
+//! ## Cooperative launch
+//! Kernels whose blocks wait for each other ([`Kernel::needs_coresidency`]: the taskqueue's
+//! persistent kernel) are launched with `hipModuleLaunchCooperativeKernel`, which the runtime
+//! refuses (`hipErrorCooperativeLaunchTooLarge`, reported as `Unsupported` naming blocks, threads
+//! and device) when the grid cannot be resident at once; a device without
+//! `hipDeviceAttributeCooperativeLaunch` is refused before launching. HIP 5.2 (Debian's) has
+//! no `hipModuleLaunchCooperativeKernel`, and its `hipLaunchCooperativeKernel` takes the host
+//! stub of a kernel registered by hipcc-compiled host code, not a module function: built
+//! against it, such launches are `Unsupported`, saying so, rather than a plain launch that could
+//! hang. Other kernels use `hipModuleLaunchKernel`.
+//!
+//! [`Kernel::needs_coresidency`]: haloport_core::Kernel::needs_coresidency
+//!
 //! ## Timer
-//! Kernels stamp with `wall_clock64()` (`s_memrealtime`), whose rate the device reports
-//! (`hipDeviceAttributeWallClockRate`, kHz); `haloport_core::clock` aligns it with the host
-//! clock by ping-pong.
+//! Kernels stamp with `wall_clock64()` (`s_memrealtime`), whose rate the device reports as
+//! `hipDeviceAttributeWallClockRate` (kHz) where the header has that attribute and the runtime
+//! answers it. HIP 5.2 has neither; then `timer_hz` is 100 MHz, the constant reference clock
+//! `s_memrealtime` counts on gfx9 (MI50 to MI300), a `tracing::warn!` says it was assumed, and
+//! the device info's `driver` line says "wall clock assumed". Not `hipDeviceAttributeClockRate`:
+//! that is the shader clock, which varies. `timer_hz` only sizes time-outs in ticks; timestamps
+//! are converted with the slope `haloport_core::clock` measures by ping-pong, and the
+//! conformance suite fails if that slope is more than 1 % off `timer_hz`, so a device where
+//! the assumption is wrong is caught, not silently mis-timed.
 //!
 //! ## Polling
 //! The thesis (4.6.2) found taskqueue flags propagating slowly on MI50s under constant polling:
