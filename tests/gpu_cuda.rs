@@ -38,11 +38,13 @@ fn every_baseline_variant_verifies_on_cuda_with_a_clock_fit() {
         let r = read_json(&json);
         assert_eq!(r["verified"], true, "{variant}");
         assert_eq!(r["backend"], "cuda");
+        // Per block: one check per thread plus the first and the last element.
         assert_eq!(
             r["checked"],
-            2 * 9 * 128 * 2 * 13,
+            2 * 9 * (128 + 2) * 2 * 13,
             "{variant}: checks performed"
         );
+        assert_eq!(r["planned"], r["checked"], "{variant}: checks planned");
         let fit = &r["clock"][0];
         let slope = fit["slope"].as_f64().expect("a clock fit");
         assert!(
@@ -134,9 +136,10 @@ fn every_taskqueue_variant_verifies_on_cuda_with_its_events_counted() {
         assert_eq!(r["verified"], true, "{variant}");
         assert_eq!(
             r["checked"],
-            2 * 27 * 128 * 2 * 13,
+            2 * 27 * (128 + 2) * 2 * 13,
             "{variant}: checks performed"
         );
+        assert_eq!(r["planned"], r["checked"], "{variant}: checks planned");
         let per_block = if variant.starts_with("tqm-") { 4 } else { 2 };
         for profile in r["profile"].as_array().expect("profiles") {
             assert_eq!(profile["events"], per_block * 27 * 2 * 10, "{variant}");

@@ -273,6 +273,18 @@ pub trait Backend: Sized {
 
     /// Queues a copy of `bytes` from pinned host memory to device memory on `stream`.
     ///
+    /// Freeing the source while the copy is queued cannot be written in safe code: the call is
+    /// `unsafe`, and its contract forbids it.
+    ///
+    /// ```compile_fail,E0133
+    /// use haloport_core::{Backend, Coherence};
+    /// fn queue_then_free<B: Backend>(b: &B, dst: &B::DeviceMemory, s: &B::Stream) {
+    ///     let src = b.alloc_pinned(64, Coherence::Coherent).unwrap();
+    ///     b.copy_to_device_async(dst, 0, &src, 0, 64, s).unwrap();
+    ///     drop(src); // the queued copy would read freed memory
+    /// }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) if a range lies outside its allocation.
     ///

@@ -221,6 +221,15 @@ impl<B: Backend> ExchangeBuffers<B> {
 
     /// Reads every block's check record and zeroes it for the next iteration.
     ///
+    /// Reading them while an unpack kernel may still write them cannot be written in safe code:
+    ///
+    /// ```compile_fail,E0133
+    /// use haloport_core::exchange::ExchangeBuffers;
+    /// fn read_too_early<B: haloport_core::Backend>(buffers: &mut ExchangeBuffers<B>) {
+    ///     let _ = buffers.take_checks(); // an unpack may still be running
+    /// }
+    /// ```
+    ///
     /// # Safety
     /// 1. No kernel that writes the check records is queued or running: the stream of every
     ///    unpack launched on these buffers was seen idle after that launch.

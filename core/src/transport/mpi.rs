@@ -157,7 +157,9 @@ impl MpiTransport {
         Ok(())
     }
 
-    /// Polls `MPI_Testall` over one direction's requests until all completed or `deadline`.
+    /// Polls `MPI_Testsome` over one direction's requests until all completed or `deadline`
+    /// (`MPI_Waitall` that can give up). Testsome rather than Testall: requests complete one by
+    /// one, so a time-out names exactly the blocks that never arrived.
     fn test_all_until(&mut self, sends: bool, deadline: Instant) -> Result<()> {
         let rank = self.rank;
         let since = Instant::now();
@@ -167,25 +169,26 @@ impl MpiTransport {
             &mut self.recvs
         };
         let n = c_int::try_from(requests.raw.len()).map_err(|_| too_many(requests.raw.len()))?;
-        loop {
-            let mut done: c_int = 0;
-            // SAFETY: raw holds `n` valid or null requests; statuses are ignored. Buffers of
-            // pending requests are alive: their regions are kept beside them.
+        let mut indices: Vec<c_int> = vec![0; requests.raw.len()];
+        let what = if sends { "sends" } else { "receives" };
+        while !requests.pending().is_empty() {
+            let mut completed: c_int = 0;
+            // SAFETY: raw holds `n` valid or null requests; indices has room for n entries;
+            // statuses are ignored. Buffers of pending requests are alive: their regions are
+            // kept beside them until they complete.
             let code = unsafe {
-                ffi::MPI_Testall(
+                ffi::MPI_Testsome(
                     n,
                     requests.raw.as_mut_ptr(),
-                    &mut done,
+                    &mut completed,
+                    indices.as_mut_ptr(),
                     ffi::RSMPI_STATUSES_IGNORE,
                 )
             };
-            let what = if sends { "sends" } else { "receives" };
-            check("MPI_Testall", code, || {
-                format!("rank {rank} waiting for {what}")
-            })?;
-            if done != 0 {
-                requests.release_completed();
-                return Ok(());
+            check("MPI_Testsome", code, || format!("rank {rank} waiting for {what}"))?;
+            requests.release_completed();
+            if completed > 0 {
+                continue;
             }
             if Instant::now() >= deadline {
                 let pending = requests.pending();
@@ -202,6 +205,7 @@ impl MpiTransport {
             }
             std::hint::spin_loop();
         }
+        Ok(())
     }
 
     /// Cancels every pending request and completes it (MPI 3.1 section 3.8.4: a cancelled
@@ -440,10 +444,12 @@ impl Drop for MpiTransport {
             return;
         }
         let problems = self.cancel_and_complete(Instant::now() + self.drain_timeout);
-        tracing::warn!(
-            "rank {}: {pending} MPI requests were still pending when the transport was dropped; cancelled and completed",
-            self.rank
-        );
+        if problems.is_empty() {
+            tracing::warn!(
+                "rank {}: {pending} MPI requests were still pending when the transport was dropped; cancelled and completed",
+                self.rank
+            );
+        }
         for problem in problems {
             tracing::error!("rank {}: {problem}", self.rank);
         }
