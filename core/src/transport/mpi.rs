@@ -185,7 +185,9 @@ impl MpiTransport {
                     ffi::RSMPI_STATUSES_IGNORE,
                 )
             };
-            check("MPI_Testsome", code, || format!("rank {rank} waiting for {what}"))?;
+            check("MPI_Testsome", code, || {
+                format!("rank {rank} waiting for {what}")
+            })?;
             requests.release_completed();
             if completed > 0 {
                 continue;
