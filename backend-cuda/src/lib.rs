@@ -43,7 +43,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use haloport_core::backend::check_range;
-use haloport_core::{Backend, Coherence, DeviceInfo, Error, Kernel, Launch, LaunchDims, Result};
+use haloport_core::{
+    Backend, Coherence, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch, LaunchDims,
+    Result,
+};
 
 pub use memory::{CudaDeviceMemory, CudaPinnedMemory};
 pub use stream::{CudaEvent, CudaStream};
@@ -237,6 +240,7 @@ impl Backend for CudaBackend {
     type Event = CudaEvent;
     type DeviceMemory = CudaDeviceMemory;
     type PinnedMemory = CudaPinnedMemory;
+    type PeerMemory = CudaDeviceMemory;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -388,7 +392,31 @@ impl Backend for CudaBackend {
         let per_sm = unsafe { ffi::occupancy_per_sm(f, threads)? };
         Ok(per_sm * self.info.multiprocessors)
     }
+
+    fn export_ipc(&self, _memory: &CudaDeviceMemory) -> Result<IpcHandle> {
+        Err(ipc_unsupported())
+    }
+
+    fn open_ipc(&self, _handle: &IpcHandle) -> Result<CudaDeviceMemory> {
+        Err(ipc_unsupported())
+    }
+
+    fn device_identity(&self) -> Result<DeviceIdentity> {
+        Err(ipc_unsupported())
+    }
+
+    fn can_access_peer(&self, _peer: &DeviceIdentity) -> Result<bool> {
+        Err(ipc_unsupported())
+    }
 }
 
 #[cfg(test)]
 mod tests;
+
+/// Device-direct IPC is not wired up in this backend yet.
+fn ipc_unsupported() -> Error {
+    Error::Unsupported {
+        backend: "cuda",
+        what: "device-direct IPC (export/open of device memory)".into(),
+    }
+}

@@ -4,8 +4,8 @@ use std::time::Instant;
 
 use haloport_core::backend::check_range;
 use haloport_core::{
-    Backend, Coherence, DeviceInfo, DeviceMemory, Error, Kernel, Launch, LaunchDims, PinnedMemory,
-    Result,
+    Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, Error, IpcHandle, Kernel, Launch,
+    LaunchDims, PinnedMemory, Result,
 };
 
 use crate::ffi::{self, Attribute};
@@ -127,6 +127,7 @@ impl Backend for HipBackend {
     type Event = HipEvent;
     type DeviceMemory = HipDeviceMemory;
     type PinnedMemory = HipPinnedMemory;
+    type PeerMemory = HipDeviceMemory;
 
     fn name(&self) -> &'static str {
         "hip"
@@ -313,5 +314,29 @@ impl Backend for HipBackend {
         // SAFETY: f belongs to the live module.
         let per_cu = unsafe { ffi::occupancy_per_cu(f, threads)? };
         Ok(per_cu * self.info.multiprocessors)
+    }
+
+    fn export_ipc(&self, _memory: &HipDeviceMemory) -> Result<IpcHandle> {
+        Err(ipc_unsupported())
+    }
+
+    fn open_ipc(&self, _handle: &IpcHandle) -> Result<HipDeviceMemory> {
+        Err(ipc_unsupported())
+    }
+
+    fn device_identity(&self) -> Result<DeviceIdentity> {
+        Err(ipc_unsupported())
+    }
+
+    fn can_access_peer(&self, _peer: &DeviceIdentity) -> Result<bool> {
+        Err(ipc_unsupported())
+    }
+}
+
+/// Device-direct IPC is not wired up in this backend yet.
+fn ipc_unsupported() -> Error {
+    Error::Unsupported {
+        backend: "hip",
+        what: "device-direct IPC (export/open of device memory)".into(),
     }
 }

@@ -26,7 +26,8 @@ mod stream;
 use std::time::Instant;
 
 use haloport_core::{
-    Backend, Coherence, DeviceInfo, Error, Kernel, Launch, LaunchDims, PinnedMemory, Result,
+    Backend, Coherence, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch, LaunchDims,
+    PinnedMemory, Result,
 };
 use kernels::HostLaunch;
 
@@ -95,6 +96,7 @@ impl Backend for HostBackend {
     type Event = HostEvent;
     type DeviceMemory = HostAllocation;
     type PinnedMemory = HostAllocation;
+    type PeerMemory = HostAllocation;
 
     fn name(&self) -> &'static str {
         "host"
@@ -232,7 +234,31 @@ impl Backend for HostBackend {
         }
         Ok(self.max_resident_blocks)
     }
+
+    fn export_ipc(&self, _memory: &HostAllocation) -> Result<IpcHandle> {
+        Err(ipc_unsupported())
+    }
+
+    fn open_ipc(&self, _handle: &IpcHandle) -> Result<HostAllocation> {
+        Err(ipc_unsupported())
+    }
+
+    fn device_identity(&self) -> Result<DeviceIdentity> {
+        Err(ipc_unsupported())
+    }
+
+    fn can_access_peer(&self, _peer: &DeviceIdentity) -> Result<bool> {
+        Err(ipc_unsupported())
+    }
 }
 
 #[cfg(test)]
 mod tests;
+
+/// Device-direct IPC is not wired up in this backend yet.
+fn ipc_unsupported() -> Error {
+    Error::Unsupported {
+        backend: "host",
+        what: "device-direct IPC (export/open of device memory)".into(),
+    }
+}

@@ -14,7 +14,7 @@
 use std::fmt;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::shared::{hp_exchange_args, hp_pingpong_args, hp_taskqueue_args};
@@ -174,6 +174,32 @@ impl Launch<'_> {
     }
 }
 
+/// Device memory of one process in a form another process of the same node can open
+/// ([`Backend::export_ipc`], [`Backend::open_ipc`]): it travels between ranks over MPI once,
+/// at set-up (SPEC 12).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpcHandle {
+    /// The backend that made it ("cuda", "hip", "host"); only the same backend opens it.
+    pub backend: String,
+    /// The vendor's opaque handle (CUDA and HIP: the 64-byte `cu/hipIpcMemHandle_t`; host: the
+    /// exporting process's id and the descriptor of its shared mapping).
+    pub bytes: Vec<u8>,
+    /// Size of the exported allocation in bytes.
+    pub len: usize,
+}
+
+/// Which physical device a rank works on, as other ranks of its node see it: two ranks with the
+/// same identity share one device; [`Backend::can_access_peer`] says whether kernels on one can
+/// store into memory of the other.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DeviceIdentity {
+    /// The backend ("cuda", "hip", "host").
+    pub backend: String,
+    /// A name unique to the physical device on its node: the PCI bus id for GPUs (e.g.
+    /// `0000:1B:00.0`); the host backend's one "device" is the node's memory (`host`).
+    pub id: String,
+}
+
 /// Device memory: only kernels and copies touch it.
 pub trait DeviceMemory: Send {
     /// Size in bytes.
@@ -210,6 +236,9 @@ pub trait Backend: Sized {
     type DeviceMemory: DeviceMemory;
     /// Pinned host memory.
     type PinnedMemory: PinnedMemory;
+    /// Another process's device memory, opened from an [`IpcHandle`]: kernels of this process
+    /// store into it; dropping it unmaps it (the owner frees the memory).
+    type PeerMemory: DeviceMemory;
 
     /// Short backend name used in outputs: "host", "cuda", "hip".
     fn name(&self) -> &'static str;
@@ -355,6 +384,39 @@ pub trait Backend: Sized {
     ///
     /// Vendor: cuOccupancyMaxActiveBlocksPerMultiprocessor / hipOccupancyMaxActiveBlocksPerMultiprocessor.
     fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32>;
+
+    /// Exports device memory this backend allocated, as a whole allocation (SPEC 11: an IPC
+    /// handle names a whole allocation), so that other processes of the node can open it.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::Error::Unsupported) where the backend has no IPC; the
+    /// vendor's error otherwise.
+    ///
+    /// Vendor: cuIpcGetMemHandle / hipIpcGetMemHandle; host: a shared mapping other processes
+    /// open through `/proc/PID/fd`.
+    fn export_ipc(&self, memory: &Self::DeviceMemory) -> Result<IpcHandle>;
+
+    /// Opens memory another process of this node exported. Kernels of this process may then
+    /// store into it (over NVLink/xGMI or PCIe between GPUs, or within one GPU), ordered for
+    /// the owner by system-scope fences and flags.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a handle of another backend;
+    /// the vendor's error (e.g. a handle of another node) otherwise.
+    ///
+    /// Vendor: cuIpcOpenMemHandle(LAZY_ENABLE_PEER_ACCESS) / hipIpcOpenMemHandle.
+    fn open_ipc(&self, handle: &IpcHandle) -> Result<Self::PeerMemory>;
+
+    /// The physical device this backend works on, as other ranks of the node name it.
+    ///
+    /// Vendor: cuDeviceGetPCIBusId / hipDeviceGetPCIBusId.
+    fn device_identity(&self) -> Result<DeviceIdentity>;
+
+    /// Whether kernels on this device can store into memory on `peer`'s device (the same
+    /// device: yes). A device this process cannot see is not reachable.
+    ///
+    /// Vendor: cuDeviceGetByPCIBusId + cuDeviceCanAccessPeer / the hip equivalents.
+    fn can_access_peer(&self, peer: &DeviceIdentity) -> Result<bool>;
 }
 
 /// Polls `done` until it says true or `deadline` passes: how GPU backends wait for streams and
