@@ -19,6 +19,7 @@
 //! ## Timer
 //! The device timer is a monotonic host clock in nanoseconds ([`kernels::timer_ns`]).
 
+mod ipc_kernels;
 mod kernels;
 mod memory;
 mod stream;
@@ -209,6 +210,9 @@ impl Backend for HostBackend {
             }
             Launch::ClockPingPong(args) => HostLaunch::ClockPingPong(*args),
             Launch::Taskqueue(args) => HostLaunch::Taskqueue(*args),
+            Launch::IpcPack(args) | Launch::IpcUnpack(args) | Launch::IpcTaskqueue(args) => {
+                HostLaunch::Ipc(launch.kernel(), *args)
+            }
             other => {
                 return Err(Error::Unsupported {
                     backend: "host",

@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::shared::{hp_exchange_args, hp_pingpong_args, hp_taskqueue_args};
+use crate::shared::{hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_taskqueue_args};
 
 /// Which kind of pinned host memory to allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -108,6 +108,14 @@ pub enum Kernel {
     /// The taskqueue's persistent kernel (thesis 3.4-3.5): per block, pack, post a task, wait for
     /// the go flag, unpack. Its blocks wait for the CPU, so all must be resident at once.
     Taskqueue,
+    /// Device-direct (SPEC 12): per chunk, wait for the destination's credit, store the chunk
+    /// into the destination's receive slot, fence at system scope, raise its arrival flag.
+    IpcPack,
+    /// Device-direct: per chunk, wait for its arrival flag, check it, raise the source's credit.
+    IpcUnpack,
+    /// The GPU-only taskqueue: [`Kernel::IpcPack`] then [`Kernel::IpcUnpack`] in one persistent
+    /// kernel. Its blocks wait for the peer's blocks, so all must be resident at once.
+    IpcTaskqueue,
 }
 
 impl Kernel {
@@ -118,6 +126,9 @@ impl Kernel {
             Kernel::Unpack => "hp_unpack",
             Kernel::ClockPingPong => "hp_clock_pingpong",
             Kernel::Taskqueue => "hp_taskqueue",
+            Kernel::IpcPack => "hp_ipc_pack",
+            Kernel::IpcUnpack => "hp_ipc_unpack",
+            Kernel::IpcTaskqueue => "hp_ipc_taskqueue",
         }
     }
 
@@ -126,15 +137,18 @@ impl Kernel {
     /// (cuLaunchCooperativeKernel / hipModuleLaunchCooperativeKernel), which the driver refuses
     /// when the grid cannot be co-resident, instead of trusting an occupancy estimate.
     pub fn needs_coresidency(self) -> bool {
-        matches!(self, Kernel::Taskqueue)
+        matches!(self, Kernel::Taskqueue | Kernel::IpcTaskqueue)
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 4] = [
+    pub const ALL: [Kernel; 7] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
         Kernel::Taskqueue,
+        Kernel::IpcPack,
+        Kernel::IpcUnpack,
+        Kernel::IpcTaskqueue,
     ];
 }
 
@@ -150,6 +164,12 @@ pub enum Launch<'a> {
     ClockPingPong(&'a hp_pingpong_args),
     /// [`Kernel::Taskqueue`].
     Taskqueue(&'a hp_taskqueue_args),
+    /// [`Kernel::IpcPack`].
+    IpcPack(&'a hp_ipc_args),
+    /// [`Kernel::IpcUnpack`].
+    IpcUnpack(&'a hp_ipc_args),
+    /// [`Kernel::IpcTaskqueue`].
+    IpcTaskqueue(&'a hp_ipc_args),
 }
 
 impl Launch<'_> {
@@ -160,6 +180,9 @@ impl Launch<'_> {
             Launch::Pack(a) | Launch::Unpack(a) => std::ptr::from_ref(*a).cast(),
             Launch::ClockPingPong(a) => std::ptr::from_ref(*a).cast(),
             Launch::Taskqueue(a) => std::ptr::from_ref(*a).cast(),
+            Launch::IpcPack(a) | Launch::IpcUnpack(a) | Launch::IpcTaskqueue(a) => {
+                std::ptr::from_ref(*a).cast()
+            }
         }
     }
 
@@ -170,6 +193,9 @@ impl Launch<'_> {
             Launch::Unpack(_) => Kernel::Unpack,
             Launch::ClockPingPong(_) => Kernel::ClockPingPong,
             Launch::Taskqueue(_) => Kernel::Taskqueue,
+            Launch::IpcPack(_) => Kernel::IpcPack,
+            Launch::IpcUnpack(_) => Kernel::IpcUnpack,
+            Launch::IpcTaskqueue(_) => Kernel::IpcTaskqueue,
         }
     }
 }
