@@ -4,9 +4,19 @@
 //! and the CLI run and are tested on machines without a GPU (SPEC 1).
 //!
 //! ## Memory
-//! Device memory and pinned memory are page-aligned heap allocations; device addresses are host
-//! addresses. Host memory is always coherent: non-coherent requests are served as coherent and
-//! reported so ([`PinnedMemory::coherence_served`]).
+//! Device addresses are host addresses. Device memory is a page-aligned shared mapping of an
+//! anonymous shared-memory file, so that other processes (ranks) of the node can map it too;
+//! pinned memory is a page-aligned heap allocation (`memory.rs`). Host memory is always
+//! coherent: non-coherent requests are served as coherent and reported so
+//! ([`PinnedMemory::coherence_served`]).
+//!
+//! ## IPC (SPEC 12, the `ipc` transport)
+//! [`Backend::export_ipc`] of device memory gives an [`IpcHandle`] whose `bytes` are the
+//! exporting process's id (`u32`) and the descriptor of the allocation's shared-memory file
+//! (`i32`), both little-endian; [`Backend::open_ipc`] opens `/proc/PID/fd/FD` and maps it
+//! ([`HostPeerMemory`]). The one "device" is the node's memory: every rank's
+//! [`Backend::device_identity`] is `host`, and each can store into every other's memory.
+//! Linux only (`memfd_create`, `/proc`).
 //!
 //! ## Streams and events
 //! A stream is a worker thread executing queued work in order; stream and event queries report
@@ -19,6 +29,7 @@
 //! ## Timer
 //! The device timer is a monotonic host clock in nanoseconds ([`kernels::timer_ns`]).
 
+mod ffi;
 mod ipc_kernels;
 mod kernels;
 mod memory;
@@ -33,7 +44,7 @@ use haloport_core::{
 use kernels::HostLaunch;
 
 pub use kernels::timer_ns;
-pub use memory::HostAllocation;
+pub use memory::{HostAllocation, HostPeerMemory};
 pub use stream::{HostEvent, HostStream};
 
 /// The host backend.
@@ -97,7 +108,7 @@ impl Backend for HostBackend {
     type Event = HostEvent;
     type DeviceMemory = HostAllocation;
     type PinnedMemory = HostAllocation;
-    type PeerMemory = HostAllocation;
+    type PeerMemory = HostPeerMemory;
 
     fn name(&self) -> &'static str {
         "host"
@@ -108,11 +119,11 @@ impl Backend for HostBackend {
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<HostAllocation> {
-        HostAllocation::new(bytes, Coherence::Coherent, "device memory")
+        HostAllocation::shared(bytes, "device memory")
     }
 
     fn alloc_pinned(&self, bytes: usize, coherence: Coherence) -> Result<HostAllocation> {
-        HostAllocation::new(bytes, coherence, "pinned host memory")
+        HostAllocation::heap(bytes, coherence, "pinned host memory")
     }
 
     fn create_stream(&self) -> Result<HostStream> {
@@ -239,30 +250,28 @@ impl Backend for HostBackend {
         Ok(self.max_resident_blocks)
     }
 
-    fn export_ipc(&self, _memory: &HostAllocation) -> Result<IpcHandle> {
-        Err(ipc_unsupported())
+    /// The handle names this process and the allocation's shared-memory file: it stays valid
+    /// while `memory` lives (see the crate docs for its bytes).
+    fn export_ipc(&self, memory: &HostAllocation) -> Result<IpcHandle> {
+        memory.ipc_handle()
     }
 
-    fn open_ipc(&self, _handle: &IpcHandle) -> Result<HostAllocation> {
-        Err(ipc_unsupported())
+    fn open_ipc(&self, handle: &IpcHandle) -> Result<HostPeerMemory> {
+        HostPeerMemory::open(handle)
     }
 
     fn device_identity(&self) -> Result<DeviceIdentity> {
-        Err(ipc_unsupported())
+        Ok(DeviceIdentity {
+            backend: "host".into(),
+            id: "host".into(),
+        })
     }
 
-    fn can_access_peer(&self, _peer: &DeviceIdentity) -> Result<bool> {
-        Err(ipc_unsupported())
+    /// Every host-backend rank of the node shares the node's memory; a GPU is not reachable.
+    fn can_access_peer(&self, peer: &DeviceIdentity) -> Result<bool> {
+        Ok(peer.backend == "host")
     }
 }
 
 #[cfg(test)]
 mod tests;
-
-/// Device-direct IPC is not wired up in this backend yet.
-fn ipc_unsupported() -> Error {
-    Error::Unsupported {
-        backend: "host",
-        what: "device-direct IPC (export/open of device memory)".into(),
-    }
-}
