@@ -178,6 +178,7 @@ typedef struct hp_taskqueue_args {
 #define HP_IPC_DONE 5u
 #define HP_IPC_TIMED_OUT 6u
 #define HP_IPC_ABORTED 7u
+#define HP_IPC_SENT 8u        /* sender: the chunk is stored and its flag raised (final) */
 
 /* No block: the fault fields of hp_ipc_args when no fault is injected. */
 #define HP_IPC_NO_BLOCK 0xffffffffu
@@ -216,8 +217,12 @@ typedef struct hp_ipc_args {
      * per chunk; the CPU folds them per block. */
     uint64_t checks;
     uint64_t times;
-    /* u32 HP_IPC_* state per chunk, 4 bytes apart (coherent pinned), for time-out reports. */
+    /* u32 HP_IPC_* states per chunk, 4 bytes apart (coherent pinned): the receiving side's
+     * (final: DONE), then the sending side's (final: SENT). Each chunk's records are written
+     * before its final states (release), so the CPU may read them once it sees every chunk's
+     * final states, without waiting for the kernels to be reported finished. */
     uint64_t states;
+    uint64_t send_states;
     /* u32 abort flag (coherent pinned), CPU -> GPU: every wait gives up when it equals epoch. */
     uint64_t abort_flag;
     /* A wait gives up after this many device timer ticks. */

@@ -357,29 +357,45 @@ HP_DEVICE hp_block_times* hp_ipc_times(const hp_ipc_args& a, uint32_t c) {
     return a.times ? (hp_block_times*)a.times + c : (hp_block_times*)0;
 }
 
-/* ipc-base, step 1: every chunk stored into its destination. */
-extern "C" __global__ void hp_ipc_pack(hp_ipc_args a) {
-    const uint32_t c = blockIdx.x;
-    if (c >= a.num_chunks) return;
-    const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
-    uint32_t* state = hp_ipc_state(a, c);
+HP_DEVICE uint32_t* hp_ipc_send_state(const hp_ipc_args& a, uint32_t c) {
+    return (uint32_t*)a.send_states + c;
+}
+
+/* Sends chunk c with timestamps and publishes the sending side's final state. */
+__device__ uint32_t hp_ipc_pack_chunk(const hp_ipc_args& a, uint32_t c, const hp_ipc_chunk& ch) {
+    uint32_t* state = hp_ipc_send_state(a, c);
     hp_block_times* t = hp_ipc_times(a, c);
     if (t && threadIdx.x == 0) t->pack_start = hp_timer();
     const uint32_t outcome = hp_ipc_send_chunk(a, c, ch, state);
     if (threadIdx.x == 0) {
         if (t) t->pack_end = hp_timer();
-        hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_IDLE);
+        hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_SENT);
     }
+    return outcome;
 }
 
-/* ipc-base, step 2: every incoming chunk waited for and checked. */
+/* Receives chunk c and publishes the receiving side's final state. */
+__device__ void hp_ipc_unpack_chunk(const hp_ipc_args& a, uint32_t c, const hp_ipc_chunk& ch) {
+    uint32_t* state = hp_ipc_state(a, c);
+    const uint32_t outcome = hp_ipc_receive_chunk(a, c, ch, state, hp_ipc_times(a, c));
+    if (threadIdx.x == 0) hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_DONE);
+}
+
+/* ipc-base, the sending half: every chunk stored into its destination. */
+extern "C" __global__ void hp_ipc_pack(hp_ipc_args a) {
+    const uint32_t c = blockIdx.x;
+    if (c >= a.num_chunks) return;
+    const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
+    hp_ipc_pack_chunk(a, c, ch);
+}
+
+/* ipc-base, the receiving half (on its own stream, beside the pack kernel): every incoming
+ * chunk waited for and checked. */
 extern "C" __global__ void hp_ipc_unpack(hp_ipc_args a) {
     const uint32_t c = blockIdx.x;
     if (c >= a.num_chunks) return;
     const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
-    uint32_t* state = hp_ipc_state(a, c);
-    const uint32_t outcome = hp_ipc_receive_chunk(a, c, ch, state, hp_ipc_times(a, c));
-    if (threadIdx.x == 0) hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_DONE);
+    hp_ipc_unpack_chunk(a, c, ch);
 }
 
 /* ipc-tq: the GPU-only taskqueue (thesis 3.4 without the CPU): one persistent kernel, each block
@@ -388,13 +404,13 @@ extern "C" __global__ void hp_ipc_taskqueue(hp_ipc_args a) {
     const uint32_t c = blockIdx.x;
     if (c >= a.num_chunks) return;
     const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
-    uint32_t* state = hp_ipc_state(a, c);
-    hp_block_times* t = hp_ipc_times(a, c);
-    if (t && threadIdx.x == 0) t->pack_start = hp_timer();
-    uint32_t outcome = hp_ipc_send_chunk(a, c, ch, state);
-    if (t && threadIdx.x == 0) t->pack_end = hp_timer();
-    if (outcome == 0) outcome = hp_ipc_receive_chunk(a, c, ch, state, t);
-    if (threadIdx.x == 0) hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_DONE);
+    const uint32_t sent = hp_ipc_pack_chunk(a, c, ch);
+    if (sent != 0) {
+        /* The receiving half never ran: it ends in the state the sending half gave up in. */
+        if (threadIdx.x == 0) hp_store_release_system(hp_ipc_state(a, c), sent);
+        return;
+    }
+    hp_ipc_unpack_chunk(a, c, ch);
 }
 
 #endif /* HP_KERNELS_CUH */

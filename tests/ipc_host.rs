@@ -98,7 +98,7 @@ fn a_dropped_chunk_ends_every_rank_with_a_time_out_naming_the_block() {
         assert_ne!(job.code, Some(0), "{}", job.explain());
         for (rank, peer) in [(0, 1), (1, 0)] {
             let expected = format!(
-                "rank {rank}: timed out after 1.0 s in the device-direct exchange: block 2: 4 of 4 chunks timed out on the device waiting for their data or slot (sent to rank {peer}, received from rank {peer})"
+                "rank {rank}: timed out after 1.0 s in the device-direct exchange: block 2: 4 of 4 incoming chunks timed out on the device (from rank {peer})"
             );
             assert!(
                 job.stderr.contains(&expected),

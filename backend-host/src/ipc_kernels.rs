@@ -57,7 +57,10 @@ struct Chunk<'a> {
     args: &'a hp_ipc_args,
     index: u32,
     entry: hp_ipc_chunk,
+    /// The receiving side's state (final: DONE).
     state: &'a AtomicU32,
+    /// The sending side's state (final: SENT).
+    send_state: &'a AtomicU32,
     abort: &'a AtomicU32,
     times: Option<&'a mut hp_block_times>,
 }
@@ -70,13 +73,14 @@ impl Chunk<'_> {
     unsafe fn send(&mut self) -> Result<(), u32> {
         let (a, ch) = (self.args, &self.entry);
         if a.epoch > 2 {
-            self.state
+            self.send_state
                 .store(shared::HP_IPC_WAIT_CREDIT, Ordering::Release);
             // SAFETY: the credit flag is ours, live, aligned (contract).
             let credit = unsafe { flag(ch.credit) };
             wait_at_least(a, credit, self.abort, a.epoch - 2)?;
         }
-        self.state.store(shared::HP_IPC_PACKING, Ordering::Release);
+        self.send_state
+            .store(shared::HP_IPC_PACKING, Ordering::Release);
         if ch.block == a.drop_block {
             return Ok(());
         }
@@ -166,10 +170,11 @@ pub(crate) unsafe fn run(kernel: Kernel, args: &hp_ipc_args, threads: u32, block
 unsafe fn run_chunk(kernel: Kernel, args: &hp_ipc_args, threads: u32, index: u32) {
     let c = index as usize;
     // SAFETY: forwarded: the tables hold num_chunks entries; only this chunk uses entry c.
-    let (entry, state, abort, times) = unsafe {
+    let (entry, state, send_state, abort, times) = unsafe {
         (
             *(args.chunks as *const hp_ipc_chunk).add(c),
             flag(args.states + 4 * c as u64),
+            flag(args.send_states + 4 * c as u64),
             flag(args.abort_flag),
             (args.times != 0).then(|| &mut *(args.times as *mut hp_block_times).add(c)),
         )
@@ -179,30 +184,42 @@ unsafe fn run_chunk(kernel: Kernel, args: &hp_ipc_args, threads: u32, index: u32
         index,
         entry,
         state,
+        send_state,
         abort,
         times,
     };
-    let pack_start = timer_ns();
-    // SAFETY: forwarded from this function's contract.
-    let outcome = unsafe {
-        match kernel {
-            Kernel::IpcPack => chunk.send().map(|()| shared::HP_IPC_IDLE),
-            Kernel::IpcUnpack => chunk.receive(threads).map(|()| shared::HP_IPC_DONE),
-            Kernel::IpcTaskqueue => chunk.send().and_then(|()| {
-                if let Some(t) = chunk.times.as_deref_mut() {
-                    t.pack_start = pack_start;
-                    t.pack_end = timer_ns();
-                }
-                chunk.receive(threads).map(|()| shared::HP_IPC_DONE)
-            }),
-            _ => Ok(shared::HP_IPC_IDLE),
-        }
-    };
-    if kernel == Kernel::IpcPack {
+    // As hp_ipc_pack_chunk: send with timestamps, then the sending side's final state.
+    let pack = |chunk: &mut Chunk<'_>| {
+        let start = timer_ns();
+        // SAFETY: forwarded from this function's contract.
+        let sent = unsafe { chunk.send() };
         if let Some(t) = chunk.times.as_deref_mut() {
-            t.pack_start = pack_start;
+            t.pack_start = start;
             t.pack_end = timer_ns();
         }
+        send_state.store(sent.err().unwrap_or(shared::HP_IPC_SENT), Ordering::Release);
+        sent
+    };
+    // As hp_ipc_unpack_chunk: receive, then the receiving side's final state.
+    let unpack = |chunk: &mut Chunk<'_>| {
+        // SAFETY: forwarded from this function's contract.
+        let received = unsafe { chunk.receive(threads) };
+        state.store(
+            received.err().unwrap_or(shared::HP_IPC_DONE),
+            Ordering::Release,
+        );
+    };
+    match kernel {
+        Kernel::IpcPack => {
+            let _ = pack(&mut chunk);
+        }
+        Kernel::IpcUnpack => unpack(&mut chunk),
+        Kernel::IpcTaskqueue => match pack(&mut chunk) {
+            Ok(()) => unpack(&mut chunk),
+            // The receiving half never ran: it ends in the state the sending half gave up in.
+            Err(outcome) => state.store(outcome, Ordering::Release),
+        },
+        // Only the device-direct kernels reach here (see HostLaunch::Ipc).
+        _ => {}
     }
-    state.store(outcome.unwrap_or_else(|s| s), Ordering::Release);
 }

@@ -3,8 +3,8 @@
 //! [`IpcTransport`], fence at system scope and raise the destination's per-chunk flag.
 //!
 //! - `ipc-base` (thesis 3.3's shape): per iteration the CPU queues the pack kernel and the
-//!   unpack kernel on one stream and waits for it; unpack's blocks wait (bounded) for their
-//!   chunks' flags.
+//!   unpack kernel, each on its own stream (unpack waits for its chunks' flags, bounded, not for
+//!   the local pack, so the two overlap), and waits for every chunk's final state.
 //! - `ipc-tq` (thesis 3.4 with the CPU taken out): one persistent kernel per iteration; each of
 //!   its blocks sends its chunk, then waits for its incoming chunk and unpacks it. Its blocks wait
 //!   for the peer's blocks, so it is launched cooperatively (co-resident or refused).
@@ -38,7 +38,7 @@ use crate::verify::planned_checks;
 struct ChunkRecords<B: Backend> {
     checks: B::PinnedMemory,
     times: B::PinnedMemory,
-    /// `chunks` u32 states, then the abort flag.
+    /// `chunks` u32 receiving-side states, `chunks` sending-side states, then the abort flag.
     states: B::PinnedMemory,
     chunks: usize,
 }
@@ -49,24 +49,57 @@ impl<B: Backend> ChunkRecords<B> {
         Ok(ChunkRecords {
             checks: backend.alloc_pinned(n * size_of::<hp_block_check>(), Coherence::Coherent)?,
             times: backend.alloc_pinned(n * size_of::<hp_block_times>(), Coherence::Coherent)?,
-            states: backend.alloc_pinned(4 * (n + 1), Coherence::Coherent)?,
+            states: backend.alloc_pinned(4 * (2 * n + 1), Coherence::Coherent)?,
             chunks,
         })
     }
 
     fn flag(&self, index: usize) -> &AtomicU32 {
-        // SAFETY: index <= chunks, inside the states allocation (4 * (chunks + 1) bytes); the
-        // allocation is page-aligned and entries 4-byte aligned; it lives as long as &self;
-        // kernels access it only atomically.
+        // SAFETY: index <= 2 * chunks, inside the states allocation (4 * (2 * chunks + 1)
+        // bytes); the allocation is page-aligned and entries 4-byte aligned; it lives as long as
+        // &self; kernels access it only atomically.
         unsafe { AtomicU32::from_ptr(self.states.host_ptr().cast::<u32>().add(index)) }
     }
 
+    /// The receiving side's state of chunk `chunk`.
     fn state(&self, chunk: usize) -> u32 {
         self.flag(chunk).load(Ordering::Acquire)
     }
 
-    fn abort_addr(&self) -> u64 {
+    /// The sending side's state of chunk `chunk`.
+    fn send_state(&self, chunk: usize) -> u32 {
+        self.flag(self.chunks + chunk).load(Ordering::Acquire)
+    }
+
+    fn abort(&self) -> &AtomicU32 {
+        self.flag(2 * self.chunks)
+    }
+
+    fn send_states_addr(&self) -> u64 {
         self.states.device_addr() + 4 * self.chunks as u64
+    }
+
+    fn abort_addr(&self) -> u64 {
+        self.states.device_addr() + 8 * self.chunks as u64
+    }
+
+    /// Marks every chunk not started, before a launch (no kernel writes the states then).
+    fn reset(&self) {
+        for index in 0..2 * self.chunks {
+            self.flag(index)
+                .store(shared::HP_IPC_IDLE, Ordering::Relaxed);
+        }
+    }
+
+    /// True when every chunk reached its final states on both sides (done, or given up). The
+    /// kernels write a chunk's records before its final states, with release ordering.
+    fn all_final(&self) -> bool {
+        let given_up = |s| s == shared::HP_IPC_TIMED_OUT || s == shared::HP_IPC_ABORTED;
+        (0..self.chunks).all(|c| {
+            let (recv, send) = (self.state(c), self.send_state(c));
+            (recv == shared::HP_IPC_DONE || given_up(recv))
+                && (send == shared::HP_IPC_SENT || given_up(send))
+        })
     }
 
     /// # Safety
@@ -94,8 +127,11 @@ impl<B: Backend> ChunkRecords<B> {
 
 /// A device-direct strategy on backend `B`.
 pub struct IpcExchange<'b, B: Backend> {
-    // Drop order: the stream (waiting for the kernels) before the memory they use.
+    // Drop order: the streams (waiting for the kernels) before the memory they use.
     stream: B::Stream,
+    /// ipc-base: the unpack kernel runs here, beside the pack kernel (it waits for flags, not
+    /// for the local pack).
+    unpack_stream: B::Stream,
     records: ChunkRecords<B>,
     transport: IpcTransport<B>,
     backend: &'b B,
@@ -160,6 +196,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         let pattern = patterns[transport.rank() as usize].clone();
         Ok(IpcExchange {
             stream: backend.create_stream()?,
+            unpack_stream: backend.create_stream()?,
             records: ChunkRecords::new(backend, chunks)?,
             transport,
             backend,
@@ -186,6 +223,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             checks: self.records.checks.device_addr(),
             times: self.records.times.device_addr(),
             states: self.records.states.device_addr(),
+            send_states: self.records.send_states_addr(),
             abort_flag: self.records.abort_addr(),
             timeout_ticks: (self.exchange.timeout.as_secs_f64() * timer_hz) as u64,
             num_chunks: self.records.chunks as u32,
@@ -209,57 +247,96 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
     fn stuck_report(&self) -> Option<String> {
         let mut parts = Vec::new();
         for (b, block) in self.pattern.blocks.iter().enumerate() {
-            let stuck: Vec<(u32, u32)> = self
-                .transport
-                .chunks()
-                .iter()
-                .enumerate()
-                .filter(|(_, ch)| ch.block as usize == b)
-                .map(|(c, ch)| (ch.index, self.records.state(c)))
-                .filter(|&(_, state)| state != shared::HP_IPC_DONE)
+            let chunks: Vec<usize> = (0..self.records.chunks)
+                .filter(|&c| self.transport.chunks()[c].block as usize == b)
                 .collect();
-            if let Some(&(_, state)) = stuck.first() {
-                let of = self
-                    .transport
-                    .chunks()
-                    .iter()
-                    .filter(|c| c.block as usize == b)
-                    .count();
+            let receiving: Vec<u32> = chunks
+                .iter()
+                .map(|&c| self.records.state(c))
+                .filter(|&s| s != shared::HP_IPC_DONE)
+                .collect();
+            let sending: Vec<u32> = chunks
+                .iter()
+                .map(|&c| self.records.send_state(c))
+                .filter(|&s| s != shared::HP_IPC_SENT)
+                .collect();
+            if let Some(&state) = receiving.first() {
                 parts.push(format!(
-                    "block {b}: {} of {of} chunks {} (sent to rank {}, received from rank {})",
-                    stuck.len(),
+                    "block {b}: {} of {} incoming chunks {} (from rank {})",
+                    receiving.len(),
+                    chunks.len(),
                     ipc_state_name(state),
-                    block.dest,
                     block.source
+                ));
+            }
+            if let Some(&state) = sending.first() {
+                parts.push(format!(
+                    "block {b}: {} of {} outgoing chunks {} (to rank {})",
+                    sending.len(),
+                    chunks.len(),
+                    ipc_state_name(state),
+                    block.dest
                 ));
             }
         }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 
+    /// Waits until every chunk reached its final states: polling them in pinned memory sees
+    /// the end microseconds before a stream query would report the kernels finished. Then the
+    /// records are complete (written before the final states) and nothing writes them again.
     fn wait_for_kernels(&mut self) -> Result<()> {
         let rank = self.transport.rank();
         // Each kernel wait gives up after the time-out; a chunk may wait twice (credit, data).
-        let deadline = Instant::now() + 2 * self.exchange.timeout + Duration::from_secs(1);
-        if let Err(e) = self.backend.stream_synchronize(&self.stream, deadline) {
-            self.records
-                .flag(self.records.chunks)
-                .store(self.epoch, Ordering::Release);
-            let drained = self
-                .backend
-                .stream_synchronize(&self.stream, Instant::now() + self.exchange.timeout);
-            self.kernels_idle = drained.is_ok();
-            return Err(e.on_rank(rank));
+        let limit = 2 * self.exchange.timeout + Duration::from_secs(1);
+        let since = Instant::now();
+        while !self.records.all_final() {
+            if since.elapsed() >= limit {
+                let what = format!(
+                    "waiting for the device-direct kernels: {}",
+                    self.stuck_report()
+                        .unwrap_or_else(|| "every chunk finished late".into())
+                );
+                return Err(self.abort_kernels(Error::Timeout {
+                    rank: Some(rank),
+                    what,
+                    after: since.elapsed(),
+                }));
+            }
+            std::hint::spin_loop();
         }
-        self.kernels_idle = true;
         if let Some(stuck) = self.stuck_report() {
-            return Err(Error::Timeout {
+            // The kernels gave up by themselves; let them end before reporting.
+            return Err(self.abort_kernels(Error::Timeout {
                 rank: Some(rank),
                 what: format!("in the device-direct exchange: {stuck}"),
                 after: self.exchange.timeout,
-            });
+            }));
         }
+        self.kernels_idle = true;
         Ok(())
+    }
+
+    /// Raises the abort flag and waits, at most the time-out, for both streams; the records
+    /// count as readable only if they drained.
+    fn abort_kernels(&mut self, error: Error) -> Error {
+        self.records.abort().store(self.epoch, Ordering::Release);
+        let deadline = Instant::now() + self.exchange.timeout;
+        let drained = self
+            .backend
+            .stream_synchronize(&self.stream, deadline)
+            .and_then(|()| {
+                self.backend
+                    .stream_synchronize(&self.unpack_stream, deadline)
+            });
+        self.kernels_idle = drained.is_ok();
+        if let Err(e) = drained {
+            tracing::error!(
+                "rank {}: the device-direct kernels did not end after the abort flag: {e}",
+                self.transport.rank()
+            );
+        }
+        error
     }
 }
 
@@ -272,7 +349,8 @@ pub fn ipc_state_name(state: u32) -> &'static str {
         shared::HP_IPC_WAIT_DATA => "waiting for their data",
         shared::HP_IPC_UNPACKING => "unpacking",
         shared::HP_IPC_DONE => "done",
-        shared::HP_IPC_TIMED_OUT => "timed out on the device waiting for their data or slot",
+        shared::HP_IPC_SENT => "sent",
+        shared::HP_IPC_TIMED_OUT => "timed out on the device",
         shared::HP_IPC_ABORTED => "aborted by the CPU",
         _ => "in an unknown state",
     }
@@ -281,11 +359,7 @@ pub fn ipc_state_name(state: u32) -> &'static str {
 impl<B: Backend> Strategy for IpcExchange<'_, B> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
         self.epoch += 1;
-        for c in 0..self.records.chunks {
-            self.records
-                .flag(c)
-                .store(shared::HP_IPC_IDLE, Ordering::Relaxed);
-        }
+        self.records.reset();
         let args = self.args(iteration);
         let dims = LaunchDims {
             blocks: self.records.chunks as u32,
@@ -302,7 +376,7 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
                     self.backend
                         .launch(Launch::IpcPack(&args), dims, &self.stream)?;
                     self.backend
-                        .launch(Launch::IpcUnpack(&args), dims, &self.stream)?;
+                        .launch(Launch::IpcUnpack(&args), dims, &self.unpack_stream)?;
                 }
                 IpcMode::Taskqueue => {
                     self.backend
@@ -352,15 +426,20 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
     }
 
     fn block_state(&self, block: usize) -> Option<String> {
-        let states: Vec<&str> = self
-            .transport
-            .chunks()
-            .iter()
-            .enumerate()
-            .filter(|(_, ch)| ch.block as usize == block)
-            .map(|(c, _)| ipc_state_name(self.records.state(c)))
+        let states: Vec<String> = (0..self.records.chunks)
+            .filter(|&c| self.transport.chunks()[c].block as usize == block)
+            .map(|c| {
+                format!(
+                    "{} / {}",
+                    ipc_state_name(self.records.send_state(c)),
+                    ipc_state_name(self.records.state(c))
+                )
+            })
             .collect();
-        Some(format!("chunk states: {}", states.join(", ")))
+        Some(format!(
+            "chunks (sending / receiving): {}",
+            states.join(", ")
+        ))
     }
 
     /// Per block, the first chunk's start and the last chunk's end of each phase.
