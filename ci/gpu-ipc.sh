@@ -21,10 +21,6 @@ step mpirun -np 2 "$hp" sweep --backend cuda --variants all \
     --workloads small,thesis-9,thesis-27,large --runs "$runs" --quiet --out "$out/sweep"
 step mpirun -np 2 "$hp" sweep --backend cuda --variants ipc-base,ipc-tq --no-barrier \
     --workloads small,thesis-9,thesis-27,large --runs "$runs" --quiet --out "$out/sweep-back-to-back"
-for chunks in 8 16; do
-    step mpirun -np 2 "$hp" sweep --backend cuda --variants ipc-base,ipc-tq --ipc-chunks "$chunks" \
-        --workloads thesis-9,large --runs 5 --quiet --out "$out/sweep-chunks-$chunks"
-done
 for v in ipc-base ipc-tq; do
     step mpirun -np 2 "$hp" run --backend cuda --transport ipc --variant "$v" --workload thesis-9 \
         --runs 3 --verify full --json "$out/$v-thesis-9-full.json"

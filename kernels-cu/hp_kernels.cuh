@@ -284,7 +284,8 @@ HP_DEVICE uint32_t hp_ipc_wait(const hp_ipc_args& a, const uint32_t* flag, uint3
     const uint64_t since = hp_timer();
     for (uint32_t spins = 0;; ++spins) {
         if (hp_load_acquire_system(flag) >= target) return 0;
-        if ((spins & 15u) == 15u) {
+        /* The abort flag and the timer are PCIe and clock reads: look every 256th poll. */
+        if ((spins & 255u) == 255u) {
             if (hp_load_acquire_system((const uint32_t*)a.abort_flag) == a.epoch) return HP_IPC_ABORTED;
             if (hp_timer() - since > a.timeout_ticks) return HP_IPC_TIMED_OUT;
         }
@@ -300,10 +301,10 @@ __device__ uint32_t hp_ipc_send_chunk(const hp_ipc_args& a, uint32_t c, const hp
     if (threadIdx.x == 0) {
         outcome = 0;
         if (a.epoch > 2) {
-            hp_store_release_system(state, HP_IPC_WAIT_CREDIT);
+            hp_store_relaxed_system(state, HP_IPC_WAIT_CREDIT);
             outcome = hp_ipc_wait(a, (const uint32_t*)ch.credit, a.epoch - 2);
         }
-        if (outcome == 0) hp_store_release_system(state, HP_IPC_PACKING);
+        if (outcome == 0) hp_store_relaxed_system(state, HP_IPC_PACKING);
     }
     __syncthreads();
     if (outcome != 0) return outcome;
@@ -327,10 +328,10 @@ __device__ uint32_t hp_ipc_receive_chunk(const hp_ipc_args& a, uint32_t c, const
                                          uint32_t* state, hp_block_times* t) {
     __shared__ uint32_t outcome;
     if (threadIdx.x == 0) {
-        hp_store_release_system(state, HP_IPC_WAIT_DATA);
+        hp_store_relaxed_system(state, HP_IPC_WAIT_DATA);
         outcome = hp_ipc_wait(a, (const uint32_t*)ch.arrival, a.epoch);
         if (outcome == 0) {
-            hp_store_release_system(state, HP_IPC_UNPACKING);
+            hp_store_relaxed_system(state, HP_IPC_UNPACKING);
             if (t) t->unpack_start = hp_timer();
         }
     }
@@ -342,8 +343,8 @@ __device__ uint32_t hp_ipc_receive_chunk(const hp_ipc_args& a, uint32_t c, const
     __syncthreads();
     if (threadIdx.x == 0) {
         if (t) t->unpack_end = hp_timer();
-        /* Our reads of the slot are done before the source may overwrite it. */
-        hp_fence_system();
+        /* Release: every thread's reads of the slot (ordered by the barrier above) are done
+         * before the source may overwrite it. */
         hp_store_release_system((uint32_t*)ch.source_credit, a.epoch);
     }
     return 0;

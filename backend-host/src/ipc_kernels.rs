@@ -32,7 +32,7 @@ fn wait_at_least(
         if flag.load(Ordering::Acquire) >= target {
             return Ok(());
         }
-        if spins % 16 == 15 {
+        if spins % 256 == 255 {
             if abort.load(Ordering::Acquire) == args.epoch {
                 return Err(shared::HP_IPC_ABORTED);
             }

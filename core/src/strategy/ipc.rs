@@ -2,9 +2,10 @@
 //! message; kernels store each chunk straight into the destination's receive slot over the
 //! [`IpcTransport`], fence at system scope and raise the destination's per-chunk flag.
 //!
-//! - `ipc-base` (thesis 3.3's shape): per iteration the CPU queues the pack kernel and the
-//!   unpack kernel, each on its own stream (unpack waits for its chunks' flags, bounded, not for
-//!   the local pack, so the two overlap), and waits for every chunk's final state.
+//! - `ipc-base` (thesis 3.3's shape): per iteration the CPU queues the pack kernel and then the
+//!   unpack kernel on one stream, and waits for every chunk's final state; unpack's blocks wait
+//!   (bounded) for their chunks' flags. (Unpack on a second stream, overlapping pack, measured
+//!   slower on 2 x H200: its blocks spin while pack stores; `results/2026-11-22-h200x2-ipc/`.)
 //! - `ipc-tq` (thesis 3.4 with the CPU taken out): one persistent kernel per iteration; each of
 //!   its blocks sends its chunk, then waits for its incoming chunk and unpacks it. Its blocks wait
 //!   for the peer's blocks, so it is launched cooperatively (co-resident or refused).
@@ -127,11 +128,8 @@ impl<B: Backend> ChunkRecords<B> {
 
 /// A device-direct strategy on backend `B`.
 pub struct IpcExchange<'b, B: Backend> {
-    // Drop order: the streams (waiting for the kernels) before the memory they use.
+    // Drop order: the stream (waiting for the kernels) before the memory they use.
     stream: B::Stream,
-    /// ipc-base: the unpack kernel runs here, beside the pack kernel (it waits for flags, not
-    /// for the local pack).
-    unpack_stream: B::Stream,
     records: ChunkRecords<B>,
     transport: IpcTransport<B>,
     backend: &'b B,
@@ -196,7 +194,6 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         let pattern = patterns[transport.rank() as usize].clone();
         Ok(IpcExchange {
             stream: backend.create_stream()?,
-            unpack_stream: backend.create_stream()?,
             records: ChunkRecords::new(backend, chunks)?,
             transport,
             backend,
@@ -317,18 +314,12 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         Ok(())
     }
 
-    /// Raises the abort flag and waits, at most the time-out, for both streams; the records
+    /// Raises the abort flag and waits, at most the time-out, for the stream; the records
     /// count as readable only if they drained.
     fn abort_kernels(&mut self, error: Error) -> Error {
         self.records.abort().store(self.epoch, Ordering::Release);
         let deadline = Instant::now() + self.exchange.timeout;
-        let drained = self
-            .backend
-            .stream_synchronize(&self.stream, deadline)
-            .and_then(|()| {
-                self.backend
-                    .stream_synchronize(&self.unpack_stream, deadline)
-            });
+        let drained = self.backend.stream_synchronize(&self.stream, deadline);
         self.kernels_idle = drained.is_ok();
         if let Err(e) = drained {
             tracing::error!(
@@ -376,7 +367,7 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
                     self.backend
                         .launch(Launch::IpcPack(&args), dims, &self.stream)?;
                     self.backend
-                        .launch(Launch::IpcUnpack(&args), dims, &self.unpack_stream)?;
+                        .launch(Launch::IpcUnpack(&args), dims, &self.stream)?;
                 }
                 IpcMode::Taskqueue => {
                     self.backend
