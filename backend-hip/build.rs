@@ -67,6 +67,12 @@ const FUNCTIONS: &[&str] = &[
     "hipModuleLaunchKernel",
     "hipModuleLaunchCooperativeKernel",
     "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
+    "hipIpcGetMemHandle",
+    "hipIpcOpenMemHandle",
+    "hipIpcCloseMemHandle",
+    "hipDeviceGetPCIBusId",
+    "hipDeviceGetByPCIBusId",
+    "hipDeviceCanAccessPeer",
 ];
 
 /// Enums whose values haloport uses (generated as newtypes, so a code the runtime returns that
@@ -83,6 +89,8 @@ const MACROS: &[&str] = &[
     "hipHostMallocCoherent",
     "hipHostMallocNonCoherent",
     "hipStreamNonBlocking",
+    "hipIpcMemLazyEnablePeerAccess",
+    "HIP_IPC_HANDLE_SIZE",
 ];
 
 /// Constants `src/ffi.rs` needs; the build stops, naming the header, when one is missing.
@@ -93,6 +101,7 @@ const REQUIRED: &[&str] = &[
     "hipErrorOutOfMemory",
     "hipErrorInvalidValue",
     "hipErrorCooperativeLaunchTooLarge",
+    "hipErrorInvalidDevice",
     "hipDeviceAttributeCanMapHostMemory",
     "hipDeviceAttributeCooperativeLaunch",
     "hipDeviceAttributeMultiprocessorCount",

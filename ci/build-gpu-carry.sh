@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 mkdir -p carry
 rm -f carry/*
 cargo build --release --features cuda
-cp target/release/haloport carry/haloport
+cp "${CARGO_TARGET_DIR:-target}/release/haloport" carry/haloport
 # Test binaries: cargo prints where each one is.
 cargo test --release --workspace --features cuda --no-run --message-format=json 2>/dev/null |
     python3 -c '
@@ -23,5 +23,5 @@ for line in sys.stdin:
         print("carry/" + wanted[name])
 '
 strip carry/* 2>/dev/null || true
-cp ci/gpu-test.sh ci/gpu-baseline.sh ci/gpu-taskqueue.sh ci/gpu-sweep.sh carry/
+cp ci/gpu-*.sh carry/
 ls -la carry

@@ -156,4 +156,89 @@ typedef struct hp_taskqueue_args {
     uint32_t poll_backoff_ns;
 } hp_taskqueue_args;
 
+/*
+ * Device-direct exchange within a node (SPEC 12, transport `ipc`). Every rank keeps its receive
+ * buffers (two slots: iteration epoch e uses slot e & 1) and two flag arrays in device memory
+ * exported by IPC; its peers open them. A pattern block is served by one or more chunks, one GPU
+ * block each; chunk c is both an outgoing chunk (block b to its destination) and an incoming one
+ * (block b from its source: block b has the same size on both sides, so the chunking agrees).
+ * Flags are u32 epochs `stride` bytes apart, never reset:
+ *   arrival[c]  in the receiver's memory: the sender raises it to e after storing chunk c of
+ *               epoch e into the receiver's slot e & 1 (system-scope fence, then release).
+ *   credit[c]   in the sender's memory: the receiver raises it to e after unpacking epoch e, so
+ *               the sender may overwrite that slot with epoch e + 2.
+ * A sender waits for credit >= e - 2 before packing epoch e; a receiver waits for
+ * arrival >= e (the sender may already be one epoch ahead, in the other slot).
+ */
+#define HP_IPC_IDLE 0u
+#define HP_IPC_WAIT_CREDIT 1u /* sender waiting for the receiver to free the slot */
+#define HP_IPC_PACKING 2u
+#define HP_IPC_WAIT_DATA 3u   /* receiver waiting for the chunk's arrival flag */
+#define HP_IPC_UNPACKING 4u
+#define HP_IPC_DONE 5u
+#define HP_IPC_TIMED_OUT 6u
+#define HP_IPC_ABORTED 7u
+#define HP_IPC_SENT 8u        /* sender: the chunk is stored and its flag raised (final) */
+
+/* No block: the fault fields of hp_ipc_args when no fault is injected. */
+#define HP_IPC_NO_BLOCK 0xffffffffu
+
+typedef struct hp_ipc_chunk {
+    /* Pattern block this chunk belongs to, and the block's size in elements. */
+    uint32_t block;
+    uint32_t reserved;
+    uint64_t elems;
+    /* Elements [begin, end) of the block that this chunk moves. */
+    uint64_t begin;
+    uint64_t end;
+    /* Outgoing: the destination's receive buffer for this block, slot 0, as this process
+     * addresses it (opened IPC memory); the destination's slot size in bytes; the destination's
+     * arrival flag for this chunk; this chunk's credit flag in our own memory. */
+    uint64_t dest_recv;
+    uint64_t dest_slot_bytes;
+    uint64_t dest_arrival;
+    uint64_t credit;
+    /* Incoming: our receive buffer for this block, slot 0; our slot size in bytes; our arrival
+     * flag for this chunk; the source's credit flag for this chunk (opened IPC memory). */
+    uint64_t recv;
+    uint64_t slot_bytes;
+    uint64_t arrival;
+    uint64_t source_credit;
+    /* Ranks the incoming chunk comes from and the outgoing one goes to. */
+    int32_t source;
+    int32_t dest;
+} hp_ipc_chunk;
+
+/* The argument of hp_ipc_pack, hp_ipc_unpack and hp_ipc_taskqueue. */
+typedef struct hp_ipc_args {
+    /* Device address of hp_ipc_chunk[num_chunks]. */
+    uint64_t chunks;
+    /* hp_block_check[num_chunks] and hp_block_times[num_chunks] (coherent pinned): one record
+     * per chunk; the CPU folds them per block. */
+    uint64_t checks;
+    uint64_t times;
+    /* u32 HP_IPC_* states per chunk, 4 bytes apart (coherent pinned): the receiving side's
+     * (final: DONE), then the sending side's (final: SENT). Each chunk's records are written
+     * before its final states (release), so the CPU may read them once it sees every chunk's
+     * final states, without waiting for the kernels to be reported finished. */
+    uint64_t states;
+    uint64_t send_states;
+    /* u32 abort flag (coherent pinned), CPU -> GPU: every wait gives up when it equals epoch. */
+    uint64_t abort_flag;
+    /* A wait gives up after this many device timer ticks. */
+    uint64_t timeout_ticks;
+    uint32_t num_chunks;
+    int32_t rank;
+    /* Global iteration number (part of every packed value) and its epoch, iteration + 1. */
+    uint32_t iteration;
+    uint32_t epoch;
+    /* HP_VERIFY_SAMPLE or HP_VERIFY_FULL. */
+    uint32_t verify;
+    /* Fault injection: a block never sent, a block sent one element short, or HP_IPC_NO_BLOCK. */
+    uint32_t drop_block;
+    uint32_t short_block;
+    /* Pause between polls of a flag, nanoseconds (0: spin). */
+    uint32_t poll_backoff_ns;
+} hp_ipc_args;
+
 #endif /* HALOPORT_SHARED_H */

@@ -5,6 +5,7 @@
  *   hp_load_acquire_system(p)        32-bit load, acquire, system scope (CPU writes are seen)
  *   hp_store_release_system(p, v)    32-bit store, release, system scope (CPU sees prior writes)
  *   hp_store_release_system_u64      the same, 64 bits
+ *   hp_store_relaxed_system(p, v)    32-bit store, relaxed, system scope (progress reports only)
  *   hp_fence_system()                fence ordering this thread's writes for the CPU
  *   hp_backoff(ns)                   pause about ns nanoseconds between polls (0: none)
  *
@@ -38,6 +39,10 @@ HP_DEVICE uint32_t hp_load_acquire_system(const uint32_t* p) {
 
 HP_DEVICE void hp_store_release_system(uint32_t* p, uint32_t v) {
     asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+HP_DEVICE void hp_store_relaxed_system(uint32_t* p, uint32_t v) {
+    asm volatile("st.relaxed.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 HP_DEVICE void hp_store_release_system_u64(uint64_t* p, uint64_t v) {

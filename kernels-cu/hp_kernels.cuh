@@ -71,12 +71,16 @@ HP_DEVICE void hp_check_one(hp_thread_checks& c, const double* recv, uint64_t in
     }
 }
 
-__device__ void hp_unpack_block(const hp_exchange_args& a, uint32_t b) {
+/* Checks elements [begin, end) of block b's receive buffer `recv` against what rank `source`
+ * packed in `iteration`, by `verify`, and writes the check record. All threads of the block
+ * call it. */
+__device__ void hp_check_range(const double* recv, uint64_t begin, uint64_t end, uint32_t verify,
+                               uint32_t iteration, int32_t source, uint32_t b,
+                               hp_block_check* check) {
     __shared__ uint32_t checked;
     __shared__ uint32_t wrong;
     __shared__ unsigned long long first_index;
     __shared__ uint32_t first_thread;
-    const hp_block blk = ((const hp_block*)a.blocks)[b];
     if (threadIdx.x == 0) {
         checked = 0;
         wrong = 0;
@@ -84,21 +88,21 @@ __device__ void hp_unpack_block(const hp_exchange_args& a, uint32_t b) {
         first_thread = 0xffffffffu;
     }
     __syncthreads();
-    const double* recv = (const double*)blk.recv;
     hp_thread_checks c = {0, 0, 0, 0.0, 0.0};
-    if (a.verify == HP_VERIFY_FULL) {
-        for (uint64_t i = threadIdx.x; i < blk.elems; i += blockDim.x) {
-            hp_check_one(c, recv, i, hp_packed_value(a.iteration, blk.source, b, i));
+    if (verify == HP_VERIFY_FULL) {
+        for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+            hp_check_one(c, recv, i, hp_packed_value(iteration, source, b, i));
         }
-    } else if (blk.elems > 0) {
-        const uint64_t index = (uint64_t)threadIdx.x * blk.elems / (uint64_t)blockDim.x;
-        hp_check_one(c, recv, index, hp_packed_value(a.iteration, blk.source, b, index));
+    } else if (end > begin) {
+        const uint64_t n = end - begin;
+        const uint64_t index = begin + (uint64_t)threadIdx.x * n / (uint64_t)blockDim.x;
+        hp_check_one(c, recv, index, hp_packed_value(iteration, source, b, index));
         if (threadIdx.x == 0) {
-            hp_check_one(c, recv, 0, hp_packed_value(a.iteration, blk.source, b, 0));
+            hp_check_one(c, recv, begin, hp_packed_value(iteration, source, b, begin));
         }
         if (threadIdx.x == blockDim.x - 1) {
-            const uint64_t last = blk.elems - 1;
-            hp_check_one(c, recv, last, hp_packed_value(a.iteration, blk.source, b, last));
+            const uint64_t last = end - 1;
+            hp_check_one(c, recv, last, hp_packed_value(iteration, source, b, last));
         }
     }
     atomicAdd(&checked, c.checked);
@@ -112,7 +116,6 @@ __device__ void hp_unpack_block(const hp_exchange_args& a, uint32_t b) {
         atomicMin(&first_thread, (uint32_t)threadIdx.x);
     }
     __syncthreads();
-    hp_block_check* check = (hp_block_check*)a.checks + b;
     if (threadIdx.x == first_thread) {
         check->first_index = c.first_index;
         check->first_expected = c.first_expected;
@@ -122,6 +125,12 @@ __device__ void hp_unpack_block(const hp_exchange_args& a, uint32_t b) {
         check->checked = checked;
         check->wrong = wrong;
     }
+}
+
+__device__ void hp_unpack_block(const hp_exchange_args& a, uint32_t b) {
+    const hp_block blk = ((const hp_block*)a.blocks)[b];
+    hp_check_range((const double*)blk.recv, 0, blk.elems, a.verify, a.iteration, blk.source, b,
+                   (hp_block_check*)a.checks + b);
 }
 
 extern "C" __global__ void hp_pack(hp_exchange_args a) {
@@ -265,6 +274,144 @@ extern "C" __global__ void hp_taskqueue(hp_taskqueue_args a) {
         hp_fence_system();
         hp_store_release_system(state, HP_TQ_DONE);
     }
+}
+
+/* ---- Device-direct exchange (SPEC 12): kernels store straight into the peer's memory. ---- */
+
+/* Thread 0 waits until *flag >= target (epochs only grow). Returns 0, or HP_IPC_ABORTED /
+ * HP_IPC_TIMED_OUT. */
+HP_DEVICE uint32_t hp_ipc_wait(const hp_ipc_args& a, const uint32_t* flag, uint32_t target) {
+    const uint64_t since = hp_timer();
+    for (uint32_t spins = 0;; ++spins) {
+        if (hp_load_acquire_system(flag) >= target) return 0;
+        /* The abort flag and the timer are PCIe and clock reads: look every 256th poll. */
+        if ((spins & 255u) == 255u) {
+            if (hp_load_acquire_system((const uint32_t*)a.abort_flag) == a.epoch) return HP_IPC_ABORTED;
+            if (hp_timer() - since > a.timeout_ticks) return HP_IPC_TIMED_OUT;
+        }
+        hp_backoff(a.poll_backoff_ns);
+    }
+}
+
+/* Stores chunk c of this epoch into the destination's slot and raises its arrival flag.
+ * All threads call it; returns 0 or the state it gave up in. */
+__device__ uint32_t hp_ipc_send_chunk(const hp_ipc_args& a, uint32_t c, const hp_ipc_chunk& ch,
+                                      uint32_t* state) {
+    __shared__ uint32_t outcome;
+    if (threadIdx.x == 0) {
+        outcome = 0;
+        if (a.epoch > 2) {
+            hp_store_relaxed_system(state, HP_IPC_WAIT_CREDIT);
+            outcome = hp_ipc_wait(a, (const uint32_t*)ch.credit, a.epoch - 2);
+        }
+        if (outcome == 0) hp_store_relaxed_system(state, HP_IPC_PACKING);
+    }
+    __syncthreads();
+    if (outcome != 0) return outcome;
+    if (ch.block == a.drop_block) return 0;
+    uint64_t end = ch.end;
+    if (ch.block == a.short_block && end == ch.elems && end > ch.begin) end -= 1;
+    double* dst = (double*)(ch.dest_recv + (uint64_t)(a.epoch & 1u) * ch.dest_slot_bytes);
+    for (uint64_t i = ch.begin + threadIdx.x; i < end; i += blockDim.x) {
+        dst[i] = hp_packed_value(a.iteration, a.rank, ch.block, i);
+    }
+    /* Every thread's stores reach the peer before the flag that announces them. */
+    hp_fence_system();
+    __syncthreads();
+    if (threadIdx.x == 0) hp_store_release_system((uint32_t*)ch.dest_arrival, a.epoch);
+    return 0;
+}
+
+/* Waits for chunk c of this epoch, checks it, and gives the slot back to its source.
+ * All threads call it; returns 0 or the state it gave up in. */
+__device__ uint32_t hp_ipc_receive_chunk(const hp_ipc_args& a, uint32_t c, const hp_ipc_chunk& ch,
+                                         uint32_t* state, hp_block_times* t) {
+    __shared__ uint32_t outcome;
+    if (threadIdx.x == 0) {
+        hp_store_relaxed_system(state, HP_IPC_WAIT_DATA);
+        outcome = hp_ipc_wait(a, (const uint32_t*)ch.arrival, a.epoch);
+        if (outcome == 0) {
+            hp_store_relaxed_system(state, HP_IPC_UNPACKING);
+            if (t) t->unpack_start = hp_timer();
+        }
+    }
+    __syncthreads();
+    if (outcome != 0) return outcome;
+    const double* recv = (const double*)(ch.recv + (uint64_t)(a.epoch & 1u) * ch.slot_bytes);
+    hp_check_range(recv, ch.begin, ch.end, a.verify, a.iteration, ch.source, ch.block,
+                   (hp_block_check*)a.checks + c);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (t) t->unpack_end = hp_timer();
+        /* Release: every thread's reads of the slot (ordered by the barrier above) are done
+         * before the source may overwrite it. */
+        hp_store_release_system((uint32_t*)ch.source_credit, a.epoch);
+    }
+    return 0;
+}
+
+HP_DEVICE uint32_t* hp_ipc_state(const hp_ipc_args& a, uint32_t c) {
+    return (uint32_t*)a.states + c;
+}
+
+HP_DEVICE hp_block_times* hp_ipc_times(const hp_ipc_args& a, uint32_t c) {
+    return a.times ? (hp_block_times*)a.times + c : (hp_block_times*)0;
+}
+
+HP_DEVICE uint32_t* hp_ipc_send_state(const hp_ipc_args& a, uint32_t c) {
+    return (uint32_t*)a.send_states + c;
+}
+
+/* Sends chunk c with timestamps and publishes the sending side's final state. */
+__device__ uint32_t hp_ipc_pack_chunk(const hp_ipc_args& a, uint32_t c, const hp_ipc_chunk& ch) {
+    uint32_t* state = hp_ipc_send_state(a, c);
+    hp_block_times* t = hp_ipc_times(a, c);
+    if (t && threadIdx.x == 0) t->pack_start = hp_timer();
+    const uint32_t outcome = hp_ipc_send_chunk(a, c, ch, state);
+    if (threadIdx.x == 0) {
+        if (t) t->pack_end = hp_timer();
+        hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_SENT);
+    }
+    return outcome;
+}
+
+/* Receives chunk c and publishes the receiving side's final state. */
+__device__ void hp_ipc_unpack_chunk(const hp_ipc_args& a, uint32_t c, const hp_ipc_chunk& ch) {
+    uint32_t* state = hp_ipc_state(a, c);
+    const uint32_t outcome = hp_ipc_receive_chunk(a, c, ch, state, hp_ipc_times(a, c));
+    if (threadIdx.x == 0) hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_DONE);
+}
+
+/* ipc-base, the sending half: every chunk stored into its destination. */
+extern "C" __global__ void hp_ipc_pack(hp_ipc_args a) {
+    const uint32_t c = blockIdx.x;
+    if (c >= a.num_chunks) return;
+    const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
+    hp_ipc_pack_chunk(a, c, ch);
+}
+
+/* ipc-base, the receiving half (on its own stream, beside the pack kernel): every incoming
+ * chunk waited for and checked. */
+extern "C" __global__ void hp_ipc_unpack(hp_ipc_args a) {
+    const uint32_t c = blockIdx.x;
+    if (c >= a.num_chunks) return;
+    const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
+    hp_ipc_unpack_chunk(a, c, ch);
+}
+
+/* ipc-tq: the GPU-only taskqueue (thesis 3.4 without the CPU): one persistent kernel, each block
+ * sends its chunk, then waits for and checks its incoming one. */
+extern "C" __global__ void hp_ipc_taskqueue(hp_ipc_args a) {
+    const uint32_t c = blockIdx.x;
+    if (c >= a.num_chunks) return;
+    const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
+    const uint32_t sent = hp_ipc_pack_chunk(a, c, ch);
+    if (sent != 0) {
+        /* The receiving half never ran: it ends in the state the sending half gave up in. */
+        if (threadIdx.x == 0) hp_store_release_system(hp_ipc_state(a, c), sent);
+        return;
+    }
+    hp_ipc_unpack_chunk(a, c, ch);
 }
 
 #endif /* HP_KERNELS_CUH */

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use haloport::core::measure::Protocol;
 use haloport::core::strategy::ExchangeOptions;
+use haloport::core::variant::TransportKind;
 use haloport::core::{Fault, PatternSource, Variant, Verify, Workload};
 
 /// Halo exchange between GPUs over MPI, portable across CUDA and HIP. Run under mpirun.
@@ -97,6 +98,10 @@ fn parse_fault(s: &str) -> Result<Fault, String> {
     s.parse().map_err(|e: haloport::Error| e.to_string())
 }
 
+fn parse_transport(s: &str) -> Result<TransportKind, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
 fn parse_verify(s: &str) -> Result<Verify, String> {
     s.parse().map_err(|e: haloport::Error| e.to_string())
 }
@@ -128,6 +133,10 @@ pub struct RunArgs {
     pub protocol: ProtocolArgs,
     #[command(flatten)]
     pub exchange: ExchangeArgs,
+    /// How bytes travel: `mpi` (host-staged, every variant but ipc-*) or `ipc` (device-direct
+    /// within a node: ipc-base, ipc-tq). Checked against the variant.
+    #[arg(long, value_parser = parse_transport, default_value = "mpi")]
+    pub transport: TransportKind,
     /// Write the result as JSON to this file (rank 0).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -179,6 +188,13 @@ pub struct ExchangeArgs {
     /// per thread, the thesis's sample) or `full` (every element; its cost shows in unpack).
     #[arg(long, value_parser = parse_verify, default_value = "sample")]
     pub verify: Verify,
+    /// Device-direct variants only: run iterations back to back, without the closing MPI
+    /// barrier of the thesis protocol (receive slots are guarded by credit flags instead).
+    #[arg(long)]
+    pub no_barrier: bool,
+    /// Device-direct variants: most GPU blocks serving one pattern block (1 to 64).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub ipc_chunks: u32,
 }
 
 impl ExchangeArgs {
@@ -189,6 +205,8 @@ impl ExchangeArgs {
             flag_stride: self.flag_stride,
             poll_backoff_ns: self.poll_backoff,
             verify: self.verify,
+            barrier: !self.no_barrier,
+            ipc_chunks: self.ipc_chunks,
         }
     }
 }

@@ -19,6 +19,7 @@ use haloport_core::pattern::RankPattern;
 use haloport_core::stats::Summary;
 use haloport_core::strategy::EventProfile;
 use haloport_core::timeline::IterationTimeline;
+use haloport_core::variant::TransportKind;
 use haloport_core::{Coherence, DeviceInfo};
 use serde::Serialize;
 
@@ -74,8 +75,14 @@ pub struct ResultHeader {
 pub struct VariantResult {
     /// Variant name, e.g. `base-nb-test`.
     pub variant: String,
-    /// Strategy the variant belongs to: "baseline", "taskqueue" or "reference".
+    /// Strategy the variant belongs to: "baseline", "taskqueue", "device-direct" or "reference".
     pub strategy: String,
+    /// How its bytes travelled between every pair of ranks: "mpi" (host-staged) or "ipc"
+    /// (device-direct; every peer of a device-direct variant is on the node today).
+    pub transport: String,
+    /// Whether every iteration ended with an MPI barrier (the thesis protocol), or iterations
+    /// ran back to back (`--no-barrier`, device-direct variants only).
+    pub barrier: bool,
     /// Workload name.
     pub workload: String,
     /// Blocks per rank (rank 0's count).
@@ -131,6 +138,7 @@ impl VariantResult {
         outcomes: &[RankOutcome],
         protocol: Protocol,
         (requested, served): (Coherence, Coherence),
+        barrier: bool,
     ) -> VariantResult {
         let rank0 = &outcomes[0];
         let stats = Summary::of(&rank0.iteration_us).unwrap_or(Summary {
@@ -148,6 +156,9 @@ impl VariantResult {
         VariantResult {
             variant: variant.name(),
             strategy: variant.strategy().to_owned(),
+            transport: variant.transport().name().to_owned(),
+            // Only device-direct variants run without the closing barrier.
+            barrier: barrier || variant.transport() != TransportKind::Ipc,
             workload: workload.name().to_owned(),
             blocks: patterns[0].blocks.len(),
             threads: workload.threads(),
@@ -315,6 +326,7 @@ mod tests {
             outcomes,
             protocol,
             (Coherence::Coherent, Coherence::Coherent),
+            true,
         )
     }
 

@@ -194,3 +194,44 @@ fn a_dropped_send_in_the_gpu_taskqueue_times_out_on_both_ranks() {
     assert!(job.took.as_secs() < 20, "took {:?}", job.took);
     println!("{}", job.stderr);
 }
+
+#[test]
+fn both_ipc_variants_verify_on_cuda_with_and_without_barrier() {
+    if !require_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    for variant in ["ipc-base", "ipc-tq"] {
+        for back_to_back in [false, true] {
+            let json = dir.path().join(format!("{variant}-{back_to_back}.json"));
+            let mut args = vec![
+                "run",
+                "--backend",
+                "cuda",
+                "--transport",
+                "ipc",
+                "--variant",
+                variant,
+                "--workload",
+                "thesis-9",
+                "--runs",
+                "2",
+                "--json",
+                json.to_str().expect("utf-8 path"),
+            ];
+            if back_to_back {
+                args.push("--no-barrier");
+            }
+            let job = mpirun(2, &args);
+            assert_eq!(job.code, Some(0), "{variant}: {}", job.explain());
+            let r = read_json(&json);
+            assert_eq!(r["verified"], true, "{variant}");
+            assert_eq!(r["transport"], "ipc");
+            assert_eq!(r["barrier"], !back_to_back);
+            // thesis-9: block 0 is one chunk, blocks 1-8 four each; per chunk one check per
+            // thread plus its first and last element.
+            assert_eq!(r["checked"], 2 * 33 * (128 + 2) * 2 * 13, "{variant}");
+            assert_eq!(r["planned"], r["checked"], "{variant}");
+        }
+    }
+}

@@ -727,6 +727,156 @@ pub unsafe fn occupancy_per_sm(f: CUfunction, threads: u32) -> Result<u32> {
     Ok(n.max(0) as u32)
 }
 
+/// Size of a CUDA IPC memory handle in bytes (`CU_IPC_HANDLE_SIZE`, 64).
+pub const IPC_HANDLE_SIZE: usize = sys::CU_IPC_HANDLE_SIZE as usize;
+
+// The handle travels as bytes: the struct must be exactly its reserved array.
+const _: () = assert!(std::mem::size_of::<sys::CUipcMemHandle>() == IPC_HANDLE_SIZE);
+
+/// `cuIpcGetMemHandle`: the opaque handle of the allocation `ptr` lies in, as bytes. The handle
+/// names the whole allocation (SPEC 11), so `ptr` should be an allocation's base, as every
+/// [`mem_alloc_zeroed`] pointer is; `len` is only for messages.
+///
+/// # Errors
+/// The driver's error, e.g. `CUDA_ERROR_INVALID_VALUE` for an address it did not allocate with
+/// `cuMemAlloc` (pooled or managed memory).
+///
+/// Vendor: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html> (cuIpcGetMemHandle).
+pub fn ipc_get_mem_handle(ptr: CUdeviceptr, len: usize) -> Result<[u8; IPC_HANDLE_SIZE]> {
+    let mut handle = sys::CUipcMemHandle {
+        reserved: [0; IPC_HANDLE_SIZE],
+    };
+    // Raw sys call: cudarc 0.18's result layer has no IPC calls.
+    // SAFETY: handle is a valid out-pointer for one CUipcMemHandle; the driver validates ptr.
+    let code = unsafe { sys::cuIpcGetMemHandle(&mut handle, ptr) };
+    check("cuIpcGetMemHandle", code.result(), || {
+        format!("exporting {len} bytes of device memory at {ptr:#x}")
+    })?;
+    Ok(handle.reserved.map(|c| c as u8))
+}
+
+/// `cuIpcOpenMemHandle(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)`: maps another process's allocation
+/// into the current context (enabling peer access to its device when needed) and returns its
+/// address here. `len` is only for messages.
+///
+/// # Errors
+/// The driver's error. `CUDA_ERROR_INVALID_CONTEXT` is also what CUDA answers for a handle this
+/// very process exported, and the message says so.
+///
+/// Vendor: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html> (cuIpcOpenMemHandle).
+pub fn ipc_open_mem_handle(bytes: &[u8; IPC_HANDLE_SIZE], len: usize) -> Result<CUdeviceptr> {
+    let handle = sys::CUipcMemHandle {
+        reserved: bytes.map(|b| b as std::ffi::c_char),
+    };
+    let flags = sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as c_uint;
+    let mut ptr: CUdeviceptr = 0;
+    // Raw sys call: cudarc 0.18's result layer has no IPC calls.
+    // SAFETY: ptr is a valid out-pointer; the handle is passed by value and the driver refuses
+    // one it does not know; a current context exists (backend invariant).
+    let code = unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, handle, flags) };
+    let same_process = code == sys::CUresult::CUDA_ERROR_INVALID_CONTEXT;
+    check("cuIpcOpenMemHandle", code.result(), || {
+        format!(
+            "opening another process's {len} bytes of device memory{}",
+            if same_process {
+                " (CUDA answers this for a handle exported by this same process, which it never \
+                 opens: use the allocation directly)"
+            } else {
+                ""
+            }
+        )
+    })?;
+    Ok(ptr)
+}
+
+/// `cuIpcCloseMemHandle`: unmaps memory [`ipc_open_mem_handle`] mapped (the owner frees it).
+///
+/// # Errors
+/// The driver's error.
+///
+/// # Safety
+/// 1. `ptr` came from [`ipc_open_mem_handle`] and is closed once.
+/// 2. No kernel or copy that uses the mapping is queued or running.
+///
+/// Vendor: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html> (cuIpcCloseMemHandle).
+pub unsafe fn ipc_close_mem_handle(ptr: CUdeviceptr) -> Result<()> {
+    // Raw sys call: cudarc 0.18's result layer has no IPC calls.
+    // SAFETY: forwarded from this function's contract.
+    let code = unsafe { sys::cuIpcCloseMemHandle(ptr) };
+    check("cuIpcCloseMemHandle", code.result(), || {
+        format!("unmapping another process's device memory at {ptr:#x}")
+    })
+}
+
+/// `cuDeviceGetPCIBusId`: the device's PCI bus id, e.g. `0000:1B:00.0`.
+///
+/// # Errors
+/// The driver's error.
+///
+/// Vendor: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html> (cuDeviceGetPCIBusId).
+pub fn device_pci_bus_id(dev: CUdevice) -> Result<String> {
+    // The driver writes at most len chars including the NUL; the last one stays 0 regardless.
+    let mut buf: [std::ffi::c_char; 64] = [0; 64];
+    let len = (buf.len() - 1) as c_int;
+    // Raw sys call: cudarc 0.18's result layer has no cuDeviceGetPCIBusId.
+    // SAFETY: buf holds len + 1 chars; dev came from cuDeviceGet (`device`).
+    let code = unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), len, dev) };
+    check("cuDeviceGetPCIBusId", code.result(), || {
+        format!("naming device {dev}")
+    })?;
+    let bytes = buf.map(|c| c as u8);
+    let id = std::ffi::CStr::from_bytes_until_nul(&bytes).map_err(|_| Error::Backend {
+        backend: "cuda",
+        call: "cuDeviceGetPCIBusId",
+        code: 0,
+        name: "unterminated".into(),
+        context: format!("naming device {dev}"),
+    })?;
+    Ok(id.to_string_lossy().into_owned())
+}
+
+/// `cuDeviceGetByPCIBusId`: the device with that PCI bus id, or `Ok(None)` when this process
+/// does not see it (`CUDA_ERROR_INVALID_DEVICE`: another node, or hidden by
+/// `CUDA_VISIBLE_DEVICES`).
+///
+/// # Errors
+/// [`Error::InvalidInput`] for an id holding a NUL; the driver's other errors (e.g.
+/// `CUDA_ERROR_INVALID_VALUE` for a malformed id).
+///
+/// Vendor: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html> (cuDeviceGetByPCIBusId).
+pub fn device_by_pci_bus_id(id: &str) -> Result<Option<CUdevice>> {
+    let c_id = CString::new(id)
+        .map_err(|_| Error::InvalidInput(format!("cuda: PCI bus id {id:?} holds a NUL")))?;
+    let mut dev: CUdevice = 0;
+    // Raw sys call: cudarc 0.18's result layer has no cuDeviceGetByPCIBusId.
+    // SAFETY: dev is a valid out-pointer; c_id is NUL-terminated and outlives the call.
+    match unsafe { sys::cuDeviceGetByPCIBusId(&mut dev, c_id.as_ptr()) } {
+        sys::CUresult::CUDA_ERROR_INVALID_DEVICE => Ok(None),
+        code => check("cuDeviceGetByPCIBusId", code.result(), || {
+            format!("finding device {id}")
+        })
+        .map(|()| Some(dev)),
+    }
+}
+
+/// `cuDeviceCanAccessPeer`: whether kernels on `dev` can access memory on `peer`. The driver
+/// answers no for `dev == peer`: callers treat one device as reachable themselves.
+///
+/// # Errors
+/// The driver's error.
+///
+/// Vendor: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__PEER__ACCESS.html> (cuDeviceCanAccessPeer).
+pub fn can_access_peer(dev: CUdevice, peer: CUdevice) -> Result<bool> {
+    let mut can: c_int = 0;
+    // Raw sys call: cudarc 0.18's result layer has no cuDeviceCanAccessPeer.
+    // SAFETY: can is a valid out-pointer; the driver checks both ordinals.
+    let code = unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer) };
+    check("cuDeviceCanAccessPeer", code.result(), || {
+        format!("asking whether device {dev} can access device {peer}")
+    })?;
+    Ok(can != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,16 @@
 //! driver gives for it. CUDA has no non-coherent pinned memory: such requests are served as
 //! coherent and reported so.
 //!
+//! ## IPC and peer access
+//! Device memory is exported with `cuIpcGetMemHandle` (each allocation is a whole `cuMemAlloc`
+//! allocation, as a handle requires) and another process's opened with
+//! `cuIpcOpenMemHandle(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)` as a [`CudaPeerMemory`]; a handle
+//! this process exported itself is refused (CUDA never opens those). A device is named by its
+//! PCI bus id (`cuDeviceGetPCIBusId`); a peer's is looked up with `cuDeviceGetByPCIBusId` (one
+//! this process does not see, e.g. hidden by `CUDA_VISIBLE_DEVICES`, counts as unreachable) and
+//! asked `cuDeviceCanAccessPeer`. Ids compare as numbers, so case and domain width do not
+//! matter.
+//!
 //! ## Kernels
 //! `build.rs` compiles `kernels-cu/haloport.cu` with nvcc into one fatbin (sm_80, sm_90 and PTX by
 //! default) embedded in the binary and loaded with `cuModuleLoadData`. Each kernel takes one
@@ -43,9 +53,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use haloport_core::backend::check_range;
-use haloport_core::{Backend, Coherence, DeviceInfo, Error, Kernel, Launch, LaunchDims, Result};
+use haloport_core::{
+    Backend, Coherence, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch, LaunchDims,
+    Result,
+};
 
-pub use memory::{CudaDeviceMemory, CudaPinnedMemory};
+pub use memory::{CudaDeviceMemory, CudaPeerMemory, CudaPinnedMemory};
 pub use stream::{CudaEvent, CudaStream};
 
 /// A retained primary context; released when the last handle using it is dropped.
@@ -237,6 +250,7 @@ impl Backend for CudaBackend {
     type Event = CudaEvent;
     type DeviceMemory = CudaDeviceMemory;
     type PinnedMemory = CudaPinnedMemory;
+    type PeerMemory = CudaPeerMemory;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -388,6 +402,71 @@ impl Backend for CudaBackend {
         let per_sm = unsafe { ffi::occupancy_per_sm(f, threads)? };
         Ok(per_sm * self.info.multiprocessors)
     }
+
+    fn export_ipc(&self, memory: &CudaDeviceMemory) -> Result<IpcHandle> {
+        memory.export_ipc()
+    }
+
+    fn open_ipc(&self, handle: &IpcHandle) -> Result<CudaPeerMemory> {
+        CudaPeerMemory::open(&self.ctx, handle)
+    }
+
+    fn device_identity(&self) -> Result<DeviceIdentity> {
+        Ok(DeviceIdentity {
+            backend: "cuda".into(),
+            id: ffi::device_pci_bus_id(self.ctx.device)?,
+        })
+    }
+
+    fn can_access_peer(&self, peer: &DeviceIdentity) -> Result<bool> {
+        let theirs = peer_bus_id(peer)?;
+        let mine = self.device_identity()?;
+        if parse_pci_bus_id(&mine.id) == Some(theirs) {
+            return Ok(true);
+        }
+        match ffi::device_by_pci_bus_id(&peer.id)? {
+            Some(dev) => ffi::can_access_peer(self.ctx.device, dev),
+            None => Ok(false),
+        }
+    }
+}
+
+/// A PCI bus id, `domain:bus:device.function` in hex (`0000:1B:00.0`), as numbers, so that ids
+/// differing only in case or domain width compare equal; `None` when `id` is not one.
+fn parse_pci_bus_id(id: &str) -> Option<(u32, u32, u32, u32)> {
+    fn hex(s: &str, max_digits: usize) -> Option<u32> {
+        let digits =
+            (1..=max_digits).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+        digits.then(|| u32::from_str_radix(s, 16).ok()).flatten()
+    }
+    let (domain, rest) = id.split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let (device, function) = rest.split_once('.')?;
+    Some((
+        hex(domain, 8)?,
+        hex(bus, 2)?,
+        hex(device, 2)?,
+        hex(function, 1)?,
+    ))
+}
+
+/// The PCI bus id of a peer's [`DeviceIdentity`], once it is shown to be a CUDA device's.
+///
+/// # Errors
+/// [`Error::InvalidInput`] for another backend's identity or an id that is no PCI bus id.
+fn peer_bus_id(peer: &DeviceIdentity) -> Result<(u32, u32, u32, u32)> {
+    if peer.backend != "cuda" {
+        return Err(Error::InvalidInput(format!(
+            "cuda: cannot ask about peer access to a device of the {:?} backend ({})",
+            peer.backend, peer.id
+        )));
+    }
+    parse_pci_bus_id(&peer.id).ok_or_else(|| {
+        Error::InvalidInput(format!(
+            "cuda: peer device id {:?} is not a PCI bus id (domain:bus:device.function)",
+            peer.id
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -4,13 +4,13 @@ use std::time::Instant;
 
 use haloport_core::backend::check_range;
 use haloport_core::{
-    Backend, Coherence, DeviceInfo, DeviceMemory, Error, Kernel, Launch, LaunchDims, PinnedMemory,
-    Result,
+    Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, Error, IpcHandle, Kernel, Launch,
+    LaunchDims, PinnedMemory, Result,
 };
 
 use crate::ffi::{self, Attribute};
 use crate::kernels;
-use crate::memory::{HipDeviceMemory, HipPinnedMemory};
+use crate::memory::{HipDeviceMemory, HipPeerMemory, HipPinnedMemory};
 use crate::module::Module;
 use crate::stream::{HipEvent, HipStream};
 
@@ -127,6 +127,7 @@ impl Backend for HipBackend {
     type Event = HipEvent;
     type DeviceMemory = HipDeviceMemory;
     type PinnedMemory = HipPinnedMemory;
+    type PeerMemory = HipPeerMemory;
 
     fn name(&self) -> &'static str {
         "hip"
@@ -314,4 +315,69 @@ impl Backend for HipBackend {
         let per_cu = unsafe { ffi::occupancy_per_cu(f, threads)? };
         Ok(per_cu * self.info.multiprocessors)
     }
+
+    fn export_ipc(&self, memory: &HipDeviceMemory) -> Result<IpcHandle> {
+        memory.export_ipc()
+    }
+
+    fn open_ipc(&self, handle: &IpcHandle) -> Result<HipPeerMemory> {
+        HipPeerMemory::open(handle)
+    }
+
+    fn device_identity(&self) -> Result<DeviceIdentity> {
+        Ok(DeviceIdentity {
+            backend: "hip".into(),
+            id: ffi::device_pci_bus_id(self.info.ordinal)?,
+        })
+    }
+
+    fn can_access_peer(&self, peer: &DeviceIdentity) -> Result<bool> {
+        let theirs = peer_bus_id(peer)?;
+        let mine = self.device_identity()?;
+        if parse_pci_bus_id(&mine.id) == Some(theirs) {
+            return Ok(true);
+        }
+        match ffi::device_by_pci_bus_id(&peer.id)? {
+            Some(ordinal) => ffi::can_access_peer(self.info.ordinal, ordinal),
+            None => Ok(false),
+        }
+    }
+}
+
+/// A PCI bus id, `domain:bus:device.function` in hex (`0000:c1:00.0`), as numbers, so that ids
+/// differing only in case or domain width compare equal; `None` when `id` is not one.
+pub(crate) fn parse_pci_bus_id(id: &str) -> Option<(u32, u32, u32, u32)> {
+    fn hex(s: &str, max_digits: usize) -> Option<u32> {
+        let digits =
+            (1..=max_digits).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+        digits.then(|| u32::from_str_radix(s, 16).ok()).flatten()
+    }
+    let (domain, rest) = id.split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let (device, function) = rest.split_once('.')?;
+    Some((
+        hex(domain, 8)?,
+        hex(bus, 2)?,
+        hex(device, 2)?,
+        hex(function, 1)?,
+    ))
+}
+
+/// The PCI bus id of a peer's [`DeviceIdentity`], once it is shown to be a HIP device's.
+///
+/// # Errors
+/// [`Error::InvalidInput`] for another backend's identity or an id that is no PCI bus id.
+pub(crate) fn peer_bus_id(peer: &DeviceIdentity) -> Result<(u32, u32, u32, u32)> {
+    if peer.backend != "hip" {
+        return Err(Error::InvalidInput(format!(
+            "hip: cannot ask about peer access to a device of the {:?} backend ({})",
+            peer.backend, peer.id
+        )));
+    }
+    parse_pci_bus_id(&peer.id).ok_or_else(|| {
+        Error::InvalidInput(format!(
+            "hip: peer device id {:?} is not a PCI bus id (domain:bus:device.function)",
+            peer.id
+        ))
+    })
 }

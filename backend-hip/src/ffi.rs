@@ -30,7 +30,7 @@ pub(crate) mod sys {
 pub use sys::{hipEvent_t, hipFunction_t, hipModule_t, hipStream_t};
 
 /// True when the installed header declares `hipModuleLaunchCooperativeKernel` (see
-/// [`launch_cooperative`]).
+/// `launch_cooperative`, built only then).
 pub const HAS_MODULE_COOPERATIVE_LAUNCH: bool = cfg!(haloport_hip_module_cooperative);
 
 /// The header the bindings were generated from, and its HIP version, e.g.
@@ -582,6 +582,121 @@ pub unsafe fn occupancy_per_cu(f: hipFunction_t, threads: u32) -> Result<u32> {
     Ok(n.max(0) as u32)
 }
 
+/// Size of a HIP IPC memory handle in bytes: the installed header's `HIP_IPC_HANDLE_SIZE` (64 in
+/// HIP 5.2), checked against hipcc's at build time like every constant here.
+pub const IPC_HANDLE_SIZE: usize = sys::HIP_IPC_HANDLE_SIZE as usize;
+
+// The handle travels as bytes: the struct must be exactly its reserved array.
+const _: () = assert!(std::mem::size_of::<sys::hipIpcMemHandle_t>() == IPC_HANDLE_SIZE);
+
+/// `hipIpcGetMemHandle`: the opaque handle of the allocation `ptr` lies in, as bytes. The handle
+/// names the whole allocation (SPEC 11), so `ptr` should be an allocation's base, as every
+/// [`malloc_zeroed`] pointer is; `len` is only for messages.
+///
+/// # Errors
+/// The runtime's error, e.g. for an address `hipMalloc` did not return.
+pub fn ipc_get_mem_handle(ptr: *mut c_void, len: usize) -> Result<[u8; IPC_HANDLE_SIZE]> {
+    let mut handle = sys::hipIpcMemHandle_t {
+        reserved: [0; IPC_HANDLE_SIZE],
+    };
+    // SAFETY: handle is a valid out-pointer for one hipIpcMemHandle_t; the runtime validates ptr.
+    let code = unsafe { sys::hipIpcGetMemHandle(&mut handle, ptr) };
+    check("hipIpcGetMemHandle", code, || {
+        format!("exporting {len} bytes of device memory at {ptr:p}")
+    })?;
+    Ok(handle.reserved.map(|c| c as u8))
+}
+
+/// `hipIpcOpenMemHandle(hipIpcMemLazyEnablePeerAccess)`: maps another process's allocation into
+/// this one (on the current device) and returns its address here. `len` is only for messages.
+///
+/// # Errors
+/// The runtime's error.
+pub fn ipc_open_mem_handle(bytes: &[u8; IPC_HANDLE_SIZE], len: usize) -> Result<*mut c_void> {
+    let handle = sys::hipIpcMemHandle_t {
+        reserved: bytes.map(|b| b as std::ffi::c_char),
+    };
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: ptr is a valid out-pointer; the handle is passed by value and the runtime refuses
+    // one it does not know; the flag is the header's (the only one hipIpcOpenMemHandle takes).
+    let code =
+        unsafe { sys::hipIpcOpenMemHandle(&mut ptr, handle, sys::hipIpcMemLazyEnablePeerAccess) };
+    check("hipIpcOpenMemHandle", code, || {
+        format!("opening another process's {len} bytes of device memory")
+    })?;
+    Ok(ptr)
+}
+
+/// `hipIpcCloseMemHandle`: unmaps memory [`ipc_open_mem_handle`] mapped (the owner frees it).
+///
+/// # Safety
+/// 1. `ptr` came from [`ipc_open_mem_handle`] and is closed once.
+/// 2. No kernel or copy that uses the mapping is queued or running.
+pub unsafe fn ipc_close_mem_handle(ptr: *mut c_void) -> Result<()> {
+    // SAFETY: forwarded from this function's contract.
+    let code = unsafe { sys::hipIpcCloseMemHandle(ptr) };
+    check("hipIpcCloseMemHandle", code, || {
+        format!("unmapping another process's device memory at {ptr:p}")
+    })
+}
+
+/// `hipDeviceGetPCIBusId`: the device's PCI bus id, e.g. `0000:c1:00.0`.
+pub fn device_pci_bus_id(ordinal: usize) -> Result<String> {
+    // The runtime writes at most len chars including the NUL; the last one stays 0 regardless.
+    let mut buf: [std::ffi::c_char; 64] = [0; 64];
+    let len = (buf.len() - 1) as c_int;
+    // SAFETY: buf holds len + 1 chars; the runtime checks the ordinal.
+    let code = unsafe { sys::hipDeviceGetPCIBusId(buf.as_mut_ptr(), len, ordinal as c_int) };
+    check("hipDeviceGetPCIBusId", code, || {
+        format!("naming device {ordinal}")
+    })?;
+    let bytes = buf.map(|c| c as u8);
+    let id = CStr::from_bytes_until_nul(&bytes).map_err(|_| Error::Backend {
+        backend: "hip",
+        call: "hipDeviceGetPCIBusId",
+        code: 0,
+        name: "unterminated".into(),
+        context: format!("naming device {ordinal}"),
+    })?;
+    Ok(id.to_string_lossy().into_owned())
+}
+
+/// `hipDeviceGetByPCIBusId`: the ordinal of the device with that PCI bus id, or `Ok(None)` when
+/// this process does not see it (`hipErrorInvalidDevice`: another node, or hidden by
+/// `HIP_VISIBLE_DEVICES` / `ROCR_VISIBLE_DEVICES`).
+///
+/// # Errors
+/// [`Error::InvalidInput`] for an id holding a NUL; the runtime's other errors (e.g.
+/// `hipErrorInvalidValue` for a malformed id).
+pub fn device_by_pci_bus_id(id: &str) -> Result<Option<usize>> {
+    let c_id = std::ffi::CString::new(id)
+        .map_err(|_| Error::InvalidInput(format!("hip: PCI bus id {id:?} holds a NUL")))?;
+    let mut ordinal: c_int = -1;
+    // SAFETY: ordinal is a valid out-pointer; c_id is NUL-terminated and outlives the call.
+    match unsafe { sys::hipDeviceGetByPCIBusId(&mut ordinal, c_id.as_ptr()) } {
+        sys::hipError_t::hipErrorInvalidDevice => Ok(None),
+        code => {
+            check("hipDeviceGetByPCIBusId", code, || {
+                format!("finding device {id}")
+            })?;
+            Ok(usize::try_from(ordinal).ok())
+        }
+    }
+}
+
+/// `hipDeviceCanAccessPeer`: whether kernels on device `ordinal` can access memory on `peer`.
+/// The runtime answers no for `ordinal == peer`: callers treat one device as reachable
+/// themselves.
+pub fn can_access_peer(ordinal: usize, peer: usize) -> Result<bool> {
+    let mut can: c_int = 0;
+    // SAFETY: can is a valid out-pointer; the runtime checks both ordinals.
+    let code = unsafe { sys::hipDeviceCanAccessPeer(&mut can, ordinal as c_int, peer as c_int) };
+    check("hipDeviceCanAccessPeer", code, || {
+        format!("asking whether device {ordinal} can access device {peer}")
+    })?;
+    Ok(can != 0)
+}
+
 /// Every constant of [`sys`] this file passes or compares with, by its header name, with the
 /// value the bindings hold: the tests compile them against the installed header.
 #[cfg(test)]
@@ -603,6 +718,7 @@ pub(crate) fn constants_used() -> Vec<(String, i64)> {
         hipError_t::hipErrorOutOfMemory,
         hipError_t::hipErrorInvalidValue,
         hipError_t::hipErrorCooperativeLaunchTooLarge,
+        hipError_t::hipErrorInvalidDevice,
         hipDeviceAttribute_t::hipDeviceAttributeCanMapHostMemory,
         hipDeviceAttribute_t::hipDeviceAttributeCooperativeLaunch,
         hipDeviceAttribute_t::hipDeviceAttributeMultiprocessorCount,
@@ -619,6 +735,8 @@ pub(crate) fn constants_used() -> Vec<(String, i64)> {
         hipHostMallocCoherent,
         hipHostMallocNonCoherent,
         hipStreamNonBlocking,
+        hipIpcMemLazyEnablePeerAccess,
+        HIP_IPC_HANDLE_SIZE,
     ]);
     used
 }

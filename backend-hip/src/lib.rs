@@ -28,6 +28,16 @@
 //! or NonCoherent)`: both kinds are real on AMD, and served as asked (thesis 3.2.1: the
 //! non-coherent baseline ran 1.7x faster on MI50s). Never write-combined.
 //!
+//! ## IPC and peer access
+//! Device memory is exported with `hipIpcGetMemHandle` (each allocation is a whole `hipMalloc`
+//! allocation, as a handle requires; the handle's size is the installed header's
+//! `HIP_IPC_HANDLE_SIZE`, 64 in HIP 5.2, checked at build time) and another process's opened
+//! with `hipIpcOpenMemHandle(hipIpcMemLazyEnablePeerAccess)` as a `HipPeerMemory`; a handle
+//! this process exported itself is refused. A device is named by its PCI bus id
+//! (`hipDeviceGetPCIBusId`); a peer's is looked up with `hipDeviceGetByPCIBusId` (one this
+//! process does not see counts as unreachable) and asked `hipDeviceCanAccessPeer`. Ids compare
+//! as numbers, so case and domain width do not matter.
+//!
 //! ## Kernels
 //! `build.rs` compiles `kernels-hip/haloport.hip` (the shared sources plus `hp_amd.h`) into one
 //! offload bundle, loaded with `hipModuleLoadData` and launched with `hipModuleLaunchKernel`.
@@ -77,7 +87,7 @@ mod backend;
 #[cfg(feature = "kernels")]
 pub use backend::{device_count, HipBackend};
 #[cfg(feature = "kernels")]
-pub use memory::{HipDeviceMemory, HipPinnedMemory};
+pub use memory::{HipDeviceMemory, HipPeerMemory, HipPinnedMemory};
 #[cfg(feature = "kernels")]
 pub use stream::{HipEvent, HipStream};
 

@@ -1,8 +1,13 @@
 //! The shared conformance suite on HIP: it skips, saying so, where the HIP runtime sees no AMD
-//! GPU (everywhere this project can reach), and fails under `HALOPORT_REQUIRE_GPU=1`.
+//! GPU (everywhere this project can reach), and fails under `HALOPORT_REQUIRE_GPU=1`. Also the
+//! IPC handle and device-id checks (pure, so they run without a GPU), the IPC calls one process
+//! can make (skipping without a device), and the bindings' constants against the header.
 
 use super::*;
-use haloport_core::Error;
+use haloport_core::{Backend, DeviceIdentity, DeviceMemory, Error, IpcHandle};
+
+use crate::backend::{parse_pci_bus_id, peer_bus_id};
+use crate::memory;
 
 /// The backend, or `None` (with the reason printed) when this machine has no AMD GPU.
 fn backend() -> Option<HipBackend> {
@@ -25,6 +30,143 @@ fn no_amd_gpu_is_an_error_naming_hip_not_a_crash() {
         Ok(n) => assert!(n >= 1),
         Err(e) => assert!(e.to_string().contains("hip: no device"), "{e}"),
     }
+}
+
+fn handle(backend: &str, bytes: usize) -> IpcHandle {
+    IpcHandle {
+        backend: backend.into(),
+        bytes: vec![7; bytes],
+        len: 4096,
+    }
+}
+
+#[test]
+fn ipc_handles_of_another_backend_or_length_are_refused_naming_why() {
+    let e = memory::ipc_handle_bytes(&handle("cuda", 64)).expect_err("a cuda handle");
+    assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
+    assert!(
+        e.to_string().contains("made by the \"cuda\" backend"),
+        "{e}"
+    );
+    for len in [0, 63, 65, 128] {
+        let e = memory::ipc_handle_bytes(&handle("hip", len)).expect_err("wrong length");
+        assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains(&format!("(hipIpcMemHandle_t) has 64 bytes, this one {len}")),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        memory::ipc_handle_bytes(&handle("hip", 64)).ok(),
+        Some([7; 64])
+    );
+}
+
+#[test]
+fn exported_handles_are_known_until_their_allocation_is_forgotten() {
+    let list = memory::ExportedHandles::new();
+    let (a, b) = ([1_u8; 64], [2_u8; 64]);
+    assert!(!list.contains(&a));
+    list.record(0x1000, a);
+    list.record(0x1000, a);
+    list.record(0x2000, b);
+    assert!(list.contains(&a) && list.contains(&b));
+    list.forget(0x1000);
+    assert!(!list.contains(&a) && list.contains(&b));
+    list.forget(0x3000);
+    assert!(list.contains(&b));
+}
+
+#[test]
+fn pci_bus_ids_compare_as_numbers() {
+    assert_eq!(parse_pci_bus_id("0000:c1:00.0"), Some((0, 0xc1, 0, 0)));
+    assert_eq!(
+        parse_pci_bus_id("00000000:C1:00.0"),
+        parse_pci_bus_id("0000:c1:00.0")
+    );
+    assert_eq!(parse_pci_bus_id("0001:c1:1f.7"), Some((1, 0xc1, 0x1f, 7)));
+    for bad in [
+        "",
+        "host",
+        "0000:c1:00",
+        "0000:c1.00.0",
+        "0000:c1:00.",
+        "0000:c1:00.10",
+        "0000:c11:00.0",
+        "000000000:c1:00.0",
+        "0000:+1:00.0",
+        "0000:c1:00.0 ",
+        "0000:g1:00.0",
+    ] {
+        assert_eq!(parse_pci_bus_id(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn peer_identities_of_another_backend_or_malformed_are_refused() {
+    let id = |backend: &str, id: &str| DeviceIdentity {
+        backend: backend.into(),
+        id: id.into(),
+    };
+    let e = peer_bus_id(&id("cuda", "0000:c1:00.0")).expect_err("a cuda device");
+    assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
+    assert!(e.to_string().contains("the \"cuda\" backend"), "{e}");
+    let e = peer_bus_id(&id("hip", "GPU-1234")).expect_err("no bus id");
+    assert!(e.to_string().contains("not a PCI bus id"), "{e}");
+    assert_eq!(
+        peer_bus_id(&id("hip", "0000:c1:00.0")).ok(),
+        Some((0, 0xc1, 0, 0))
+    );
+}
+
+/// Runs `check` on the backend, or says why not: skipped without a device, failed without one
+/// under `HALOPORT_REQUIRE_GPU=1` (as the conformance macro does).
+fn on_gpu(name: &str, check: impl FnOnce(&HipBackend)) {
+    match backend() {
+        Some(b) => check(&b),
+        None if std::env::var("HALOPORT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            panic!("HALOPORT_REQUIRE_GPU=1 but no AMD GPU for {name}")
+        }
+        None => println!("SKIPPED: {name}: no AMD GPU"),
+    }
+}
+
+#[test]
+fn export_gives_a_whole_allocation_handle_this_process_refuses_to_open() {
+    on_gpu("ipc export and same-process open", |b| {
+        let memory = b.alloc_device(4096).expect("alloc");
+        let h = b
+            .export_ipc(&memory)
+            .expect("hipIpcGetMemHandle on a hipMalloc base");
+        assert_eq!(h.backend, "hip");
+        assert_eq!(h.bytes.len(), 64);
+        assert_eq!(h.len, memory.len_bytes());
+        let e = b.open_ipc(&h).expect_err("a handle of this process");
+        assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
+        assert!(e.to_string().contains("this process exported"), "{e}");
+        let e = b.open_ipc(&handle("host", 64)).expect_err("a host handle");
+        assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
+    });
+}
+
+#[test]
+fn the_device_is_named_by_its_pci_bus_id_and_reaches_itself() {
+    on_gpu("device identity and peer access", |b| {
+        let me = b.device_identity().expect("hipDeviceGetPCIBusId");
+        assert_eq!(me.backend, "hip");
+        assert!(parse_pci_bus_id(&me.id).is_some(), "{me:?}");
+        assert!(b.can_access_peer(&me).expect("the same device"));
+        let absent = DeviceIdentity {
+            backend: "hip".into(),
+            id: "fffe:fe:1f.7".into(),
+        };
+        assert_eq!(
+            b.can_access_peer(&absent).ok(),
+            Some(false),
+            "unseen device"
+        );
+    });
 }
 
 mod bindings {

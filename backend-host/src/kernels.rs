@@ -14,7 +14,7 @@ use std::thread;
 use std::time::Instant;
 
 use haloport_core::shared::{
-    self, hp_block, hp_block_check, hp_block_times, hp_clock_sample, hp_exchange_args,
+    self, hp_block, hp_block_check, hp_block_times, hp_clock_sample, hp_exchange_args, hp_ipc_args,
     hp_pingpong_args, hp_taskqueue_args,
 };
 use haloport_core::verify::{check_block, packed_value};
@@ -33,6 +33,7 @@ pub(crate) enum HostLaunch {
     Exchange(Kernel, hp_exchange_args),
     ClockPingPong(hp_pingpong_args),
     Taskqueue(hp_taskqueue_args),
+    Ipc(Kernel, hp_ipc_args),
 }
 
 /// Runs a launch to completion.
@@ -59,6 +60,10 @@ pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) {
                 unsafe { taskqueue_block(&args, dims.threads, block) }
             });
         }
+        // SAFETY: forwarded from this function's contract.
+        HostLaunch::Ipc(kernel, args) => unsafe {
+            crate::ipc_kernels::run(kernel, &args, dims.threads, dims.blocks)
+        },
     }
 }
 

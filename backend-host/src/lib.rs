@@ -4,9 +4,19 @@
 //! and the CLI run and are tested on machines without a GPU (SPEC 1).
 //!
 //! ## Memory
-//! Device memory and pinned memory are page-aligned heap allocations; device addresses are host
-//! addresses. Host memory is always coherent: non-coherent requests are served as coherent and
-//! reported so ([`PinnedMemory::coherence_served`]).
+//! Device addresses are host addresses. Device memory is a page-aligned shared mapping of an
+//! anonymous shared-memory file, so that other processes (ranks) of the node can map it too;
+//! pinned memory is a page-aligned heap allocation (`memory.rs`). Host memory is always
+//! coherent: non-coherent requests are served as coherent and reported so
+//! ([`PinnedMemory::coherence_served`]).
+//!
+//! ## IPC (SPEC 12, the `ipc` transport)
+//! [`Backend::export_ipc`] of device memory gives an [`IpcHandle`] whose `bytes` are the
+//! exporting process's id (`u32`) and the descriptor of the allocation's shared-memory file
+//! (`i32`), both little-endian; [`Backend::open_ipc`] opens `/proc/PID/fd/FD` and maps it
+//! ([`HostPeerMemory`]). The one "device" is the node's memory: every rank's
+//! [`Backend::device_identity`] is `host`, and each can store into every other's memory.
+//! Linux only (`memfd_create`, `/proc`).
 //!
 //! ## Streams and events
 //! A stream is a worker thread executing queued work in order; stream and event queries report
@@ -19,6 +29,8 @@
 //! ## Timer
 //! The device timer is a monotonic host clock in nanoseconds ([`kernels::timer_ns`]).
 
+mod ffi;
+mod ipc_kernels;
 mod kernels;
 mod memory;
 mod stream;
@@ -26,12 +38,13 @@ mod stream;
 use std::time::Instant;
 
 use haloport_core::{
-    Backend, Coherence, DeviceInfo, Error, Kernel, Launch, LaunchDims, PinnedMemory, Result,
+    Backend, Coherence, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch, LaunchDims,
+    PinnedMemory, Result,
 };
 use kernels::HostLaunch;
 
 pub use kernels::timer_ns;
-pub use memory::HostAllocation;
+pub use memory::{HostAllocation, HostPeerMemory};
 pub use stream::{HostEvent, HostStream};
 
 /// The host backend.
@@ -95,6 +108,7 @@ impl Backend for HostBackend {
     type Event = HostEvent;
     type DeviceMemory = HostAllocation;
     type PinnedMemory = HostAllocation;
+    type PeerMemory = HostPeerMemory;
 
     fn name(&self) -> &'static str {
         "host"
@@ -105,11 +119,11 @@ impl Backend for HostBackend {
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<HostAllocation> {
-        HostAllocation::new(bytes, Coherence::Coherent, "device memory")
+        HostAllocation::shared(bytes, "device memory")
     }
 
     fn alloc_pinned(&self, bytes: usize, coherence: Coherence) -> Result<HostAllocation> {
-        HostAllocation::new(bytes, coherence, "pinned host memory")
+        HostAllocation::heap(bytes, coherence, "pinned host memory")
     }
 
     fn create_stream(&self) -> Result<HostStream> {
@@ -207,6 +221,9 @@ impl Backend for HostBackend {
             }
             Launch::ClockPingPong(args) => HostLaunch::ClockPingPong(*args),
             Launch::Taskqueue(args) => HostLaunch::Taskqueue(*args),
+            Launch::IpcPack(args) | Launch::IpcUnpack(args) | Launch::IpcTaskqueue(args) => {
+                HostLaunch::Ipc(launch.kernel(), *args)
+            }
             other => {
                 return Err(Error::Unsupported {
                     backend: "host",
@@ -231,6 +248,28 @@ impl Backend for HostBackend {
             )));
         }
         Ok(self.max_resident_blocks)
+    }
+
+    /// The handle names this process and the allocation's shared-memory file: it stays valid
+    /// while `memory` lives (see the crate docs for its bytes).
+    fn export_ipc(&self, memory: &HostAllocation) -> Result<IpcHandle> {
+        memory.ipc_handle()
+    }
+
+    fn open_ipc(&self, handle: &IpcHandle) -> Result<HostPeerMemory> {
+        HostPeerMemory::open(handle)
+    }
+
+    fn device_identity(&self) -> Result<DeviceIdentity> {
+        Ok(DeviceIdentity {
+            backend: "host".into(),
+            id: "host".into(),
+        })
+    }
+
+    /// Every host-backend rank of the node shares the node's memory; a GPU is not reachable.
+    fn can_access_peer(&self, peer: &DeviceIdentity) -> Result<bool> {
+        Ok(peer.backend == "host")
     }
 }
 

@@ -4,7 +4,8 @@
 //! at a time, and `submitted`/`completed` counters make stream queries truthful. An error in an
 //! item is sticky, like a device error: it is reported by the next query or synchronize of that
 //! stream. An event is recorded by queueing a marker: it completes, with a timestamp, when the
-//! worker reaches it. Dropping a stream lets its queued work finish, then joins the worker.
+//! worker reaches it, after the marker was counted as completed, so that a stream whose last
+//! item is a completed event's marker already queries as idle. Dropping a stream lets its queued work finish, then joins the worker.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -14,6 +15,13 @@ use std::time::Instant;
 use haloport_core::{Error, Result};
 
 pub(crate) type Work = Box<dyn FnOnce() -> std::result::Result<(), String> + Send>;
+
+/// What the worker runs: work, or an event's marker, which cannot fail and completes the
+/// event only once the stream counts it as done.
+enum Item {
+    Work(Work),
+    Marker(Box<dyn FnOnce() + Send>),
+}
 
 #[derive(Default)]
 struct Progress {
@@ -36,7 +44,7 @@ impl Shared {
 
 /// An in-order work queue served by one thread.
 pub struct HostStream {
-    sender: Option<mpsc::Sender<Work>>,
+    sender: Option<mpsc::Sender<Item>>,
     shared: Arc<Shared>,
     worker: Option<thread::JoinHandle<()>>,
 }
@@ -64,20 +72,28 @@ fn timeout(since: Instant, what: &str) -> Error {
 
 impl HostStream {
     pub(crate) fn new() -> Result<HostStream> {
-        let (sender, receiver) = mpsc::channel::<Work>();
+        let (sender, receiver) = mpsc::channel::<Item>();
         let shared = Arc::new(Shared::default());
         let worker_shared = Arc::clone(&shared);
         let worker = thread::Builder::new()
             .name("haloport-host-stream".into())
             .spawn(move || {
-                for work in receiver {
-                    let result = work();
-                    let mut p = worker_shared.lock();
-                    p.completed += 1;
-                    if let Err(e) = result {
-                        p.error.get_or_insert(e);
+                for item in receiver {
+                    let (result, marker) = match item {
+                        Item::Work(work) => (work(), None),
+                        Item::Marker(marker) => (Ok(()), Some(marker)),
+                    };
+                    {
+                        let mut p = worker_shared.lock();
+                        p.completed += 1;
+                        if let Err(e) = result {
+                            p.error.get_or_insert(e);
+                        }
+                        worker_shared.changed.notify_all();
                     }
-                    worker_shared.changed.notify_all();
+                    if let Some(marker) = marker {
+                        marker();
+                    }
                 }
             })
             .map_err(|e| Error::Backend {
@@ -96,8 +112,12 @@ impl HostStream {
 
     /// Queues `work`; it runs after everything queued before it.
     pub(crate) fn enqueue(&self, work: Work) -> Result<()> {
+        self.send(Item::Work(work))
+    }
+
+    fn send(&self, item: Item) -> Result<()> {
         let mut p = self.shared.lock();
-        let sent = self.sender.as_ref().map(|s| s.send(work));
+        let sent = self.sender.as_ref().map(|s| s.send(item));
         match sent {
             Some(Ok(())) => {
                 p.submitted += 1;
@@ -191,14 +211,13 @@ impl HostEvent {
             s.generation
         };
         let shared = Arc::clone(&self.shared);
-        stream.enqueue(Box::new(move || {
+        stream.send(Item::Marker(Box::new(move || {
             let mut s = shared.lock();
             if s.generation == generation {
                 s.reached = Some(Instant::now());
                 shared.changed.notify_all();
             }
-            Ok(())
-        }))
+        })))
     }
 
     /// Like cuEventQuery: an event never recorded counts as complete.

@@ -14,10 +14,10 @@
 use std::fmt;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::shared::{hp_exchange_args, hp_pingpong_args, hp_taskqueue_args};
+use crate::shared::{hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_taskqueue_args};
 
 /// Which kind of pinned host memory to allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -108,6 +108,14 @@ pub enum Kernel {
     /// The taskqueue's persistent kernel (thesis 3.4-3.5): per block, pack, post a task, wait for
     /// the go flag, unpack. Its blocks wait for the CPU, so all must be resident at once.
     Taskqueue,
+    /// Device-direct (SPEC 12): per chunk, wait for the destination's credit, store the chunk
+    /// into the destination's receive slot, fence at system scope, raise its arrival flag.
+    IpcPack,
+    /// Device-direct: per chunk, wait for its arrival flag, check it, raise the source's credit.
+    IpcUnpack,
+    /// The GPU-only taskqueue: [`Kernel::IpcPack`] then [`Kernel::IpcUnpack`] in one persistent
+    /// kernel. Its blocks wait for the peer's blocks, so all must be resident at once.
+    IpcTaskqueue,
 }
 
 impl Kernel {
@@ -118,6 +126,9 @@ impl Kernel {
             Kernel::Unpack => "hp_unpack",
             Kernel::ClockPingPong => "hp_clock_pingpong",
             Kernel::Taskqueue => "hp_taskqueue",
+            Kernel::IpcPack => "hp_ipc_pack",
+            Kernel::IpcUnpack => "hp_ipc_unpack",
+            Kernel::IpcTaskqueue => "hp_ipc_taskqueue",
         }
     }
 
@@ -126,15 +137,18 @@ impl Kernel {
     /// (cuLaunchCooperativeKernel / hipModuleLaunchCooperativeKernel), which the driver refuses
     /// when the grid cannot be co-resident, instead of trusting an occupancy estimate.
     pub fn needs_coresidency(self) -> bool {
-        matches!(self, Kernel::Taskqueue)
+        matches!(self, Kernel::Taskqueue | Kernel::IpcTaskqueue)
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 4] = [
+    pub const ALL: [Kernel; 7] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
         Kernel::Taskqueue,
+        Kernel::IpcPack,
+        Kernel::IpcUnpack,
+        Kernel::IpcTaskqueue,
     ];
 }
 
@@ -150,6 +164,12 @@ pub enum Launch<'a> {
     ClockPingPong(&'a hp_pingpong_args),
     /// [`Kernel::Taskqueue`].
     Taskqueue(&'a hp_taskqueue_args),
+    /// [`Kernel::IpcPack`].
+    IpcPack(&'a hp_ipc_args),
+    /// [`Kernel::IpcUnpack`].
+    IpcUnpack(&'a hp_ipc_args),
+    /// [`Kernel::IpcTaskqueue`].
+    IpcTaskqueue(&'a hp_ipc_args),
 }
 
 impl Launch<'_> {
@@ -160,6 +180,9 @@ impl Launch<'_> {
             Launch::Pack(a) | Launch::Unpack(a) => std::ptr::from_ref(*a).cast(),
             Launch::ClockPingPong(a) => std::ptr::from_ref(*a).cast(),
             Launch::Taskqueue(a) => std::ptr::from_ref(*a).cast(),
+            Launch::IpcPack(a) | Launch::IpcUnpack(a) | Launch::IpcTaskqueue(a) => {
+                std::ptr::from_ref(*a).cast()
+            }
         }
     }
 
@@ -170,8 +193,37 @@ impl Launch<'_> {
             Launch::Unpack(_) => Kernel::Unpack,
             Launch::ClockPingPong(_) => Kernel::ClockPingPong,
             Launch::Taskqueue(_) => Kernel::Taskqueue,
+            Launch::IpcPack(_) => Kernel::IpcPack,
+            Launch::IpcUnpack(_) => Kernel::IpcUnpack,
+            Launch::IpcTaskqueue(_) => Kernel::IpcTaskqueue,
         }
     }
+}
+
+/// Device memory of one process in a form another process of the same node can open
+/// ([`Backend::export_ipc`], [`Backend::open_ipc`]): it travels between ranks over MPI once,
+/// at set-up (SPEC 12).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpcHandle {
+    /// The backend that made it ("cuda", "hip", "host"); only the same backend opens it.
+    pub backend: String,
+    /// The vendor's opaque handle (CUDA and HIP: the 64-byte `cu/hipIpcMemHandle_t`; host: the
+    /// exporting process's id and the descriptor of its shared mapping).
+    pub bytes: Vec<u8>,
+    /// Size of the exported allocation in bytes.
+    pub len: usize,
+}
+
+/// Which physical device a rank works on, as other ranks of its node see it: two ranks with the
+/// same identity share one device; [`Backend::can_access_peer`] says whether kernels on one can
+/// store into memory of the other.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DeviceIdentity {
+    /// The backend ("cuda", "hip", "host").
+    pub backend: String,
+    /// A name unique to the physical device on its node: the PCI bus id for GPUs (e.g.
+    /// `0000:1B:00.0`); the host backend's one "device" is the node's memory (`host`).
+    pub id: String,
 }
 
 /// Device memory: only kernels and copies touch it.
@@ -210,6 +262,9 @@ pub trait Backend: Sized {
     type DeviceMemory: DeviceMemory;
     /// Pinned host memory.
     type PinnedMemory: PinnedMemory;
+    /// Another process's device memory, opened from an [`IpcHandle`]: kernels of this process
+    /// store into it; dropping it unmaps it (the owner frees the memory).
+    type PeerMemory: DeviceMemory;
 
     /// Short backend name used in outputs: "host", "cuda", "hip".
     fn name(&self) -> &'static str;
@@ -355,6 +410,39 @@ pub trait Backend: Sized {
     ///
     /// Vendor: cuOccupancyMaxActiveBlocksPerMultiprocessor / hipOccupancyMaxActiveBlocksPerMultiprocessor.
     fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32>;
+
+    /// Exports device memory this backend allocated, as a whole allocation (SPEC 11: an IPC
+    /// handle names a whole allocation), so that other processes of the node can open it.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::Error::Unsupported) where the backend has no IPC; the
+    /// vendor's error otherwise.
+    ///
+    /// Vendor: cuIpcGetMemHandle / hipIpcGetMemHandle; host: a shared mapping other processes
+    /// open through `/proc/PID/fd`.
+    fn export_ipc(&self, memory: &Self::DeviceMemory) -> Result<IpcHandle>;
+
+    /// Opens memory another process of this node exported. Kernels of this process may then
+    /// store into it (over NVLink/xGMI or PCIe between GPUs, or within one GPU), ordered for
+    /// the owner by system-scope fences and flags.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a handle of another backend;
+    /// the vendor's error (e.g. a handle of another node) otherwise.
+    ///
+    /// Vendor: cuIpcOpenMemHandle(LAZY_ENABLE_PEER_ACCESS) / hipIpcOpenMemHandle.
+    fn open_ipc(&self, handle: &IpcHandle) -> Result<Self::PeerMemory>;
+
+    /// The physical device this backend works on, as other ranks of the node name it.
+    ///
+    /// Vendor: cuDeviceGetPCIBusId / hipDeviceGetPCIBusId.
+    fn device_identity(&self) -> Result<DeviceIdentity>;
+
+    /// Whether kernels on this device can store into memory on `peer`'s device (the same
+    /// device: yes). A device this process cannot see is not reachable.
+    ///
+    /// Vendor: cuDeviceGetByPCIBusId + cuDeviceCanAccessPeer / the hip equivalents.
+    fn can_access_peer(&self, peer: &DeviceIdentity) -> Result<bool>;
 }
 
 /// Polls `done` until it says true or `deadline` passes: how GPU backends wait for streams and

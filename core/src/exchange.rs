@@ -62,7 +62,10 @@ impl<M: PinnedMemory> Shared<M> {
     }
 }
 
-fn layout(pattern: &RankPattern) -> (Vec<usize>, usize) {
+/// Where each block starts (in elements) in one allocation per direction, and the allocation's
+/// size in elements: every block on a 512-byte boundary. A peer computes the same layout from
+/// this rank's pattern (the device-direct path stores into it).
+pub(crate) fn layout(pattern: &RankPattern) -> (Vec<usize>, usize) {
     let mut offsets = Vec::with_capacity(pattern.blocks.len());
     let mut at = 0_usize;
     for block in &pattern.blocks {

@@ -30,7 +30,8 @@ pub mod verify;
 pub mod workload;
 
 pub use backend::{
-    Backend, Coherence, DeviceInfo, DeviceMemory, Kernel, Launch, LaunchDims, PinnedMemory,
+    Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, IpcHandle, Kernel, Launch,
+    LaunchDims, PinnedMemory,
 };
 pub use error::{Error, Result};
 pub use pattern::{BuiltinPattern, PatternSource, RankPattern};

@@ -1,7 +1,8 @@
 //! Variant names and what they select (SPEC 4): the strategy and its options.
 //!
 //! Names follow the thesis's figures: `base-{nb|bl}-{wait|test}[-nc]`, `tq-{nb|bl}-{tq|pb}`
-//! (zero-copy taskqueue) and `tqm-{nb|bl}-{tq|pb}` (memcpy taskqueue). Parsing is the only way
+//! (zero-copy taskqueue), `tqm-{nb|bl}-{tq|pb}` (memcpy taskqueue), and the device-direct
+//! `ipc-base` and `ipc-tq` (SPEC 12). Parsing is the only way
 //! from a user's string to a variant, so every output uses the same spelling.
 
 use std::fmt;
@@ -74,6 +75,25 @@ pub struct TaskqueueOptions {
     pub buffers: SendBuffers,
 }
 
+/// Which device-direct strategy (SPEC 12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IpcMode {
+    /// The device-direct baseline (thesis 3.3's shape): a pack kernel stores every chunk into
+    /// its destination and raises its flag; an unpack kernel waits for each incoming chunk.
+    Base,
+    /// The GPU-only taskqueue (thesis 3.4 without the CPU): one persistent kernel; each block
+    /// sends its chunk, then waits for its incoming one and unpacks it.
+    Taskqueue,
+}
+
+/// The options of the device-direct strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct IpcOptions {
+    /// Baseline or GPU-only taskqueue.
+    pub mode: IpcMode,
+}
+
 /// One variant of one strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -84,6 +104,8 @@ pub enum Variant {
     Taskqueue(TaskqueueOptions),
     /// The reference floor: the same messages between host buffers, no GPU (`mpi-only`).
     MpiOnly,
+    /// Device-direct within a node: kernels store into the peer's memory (SPEC 12).
+    Ipc(IpcOptions),
 }
 
 impl Variant {
@@ -113,7 +135,18 @@ impl Variant {
                 }
             }
         }
+        for mode in [IpcMode::Base, IpcMode::Taskqueue] {
+            all.push(Variant::Ipc(IpcOptions { mode }));
+        }
         all
+    }
+
+    /// How this variant's bytes travel: `mpi` (host-staged) or `ipc` (device-direct).
+    pub fn transport(&self) -> TransportKind {
+        match self {
+            Variant::Ipc(_) => TransportKind::Ipc,
+            _ => TransportKind::Mpi,
+        }
     }
 
     /// The name used on the command line and in every output.
@@ -124,6 +157,10 @@ impl Variant {
         };
         match self {
             Variant::MpiOnly => "mpi-only".to_owned(),
+            Variant::Ipc(o) => match o.mode {
+                IpcMode::Base => "ipc-base".to_owned(),
+                IpcMode::Taskqueue => "ipc-tq".to_owned(),
+            },
             Variant::Taskqueue(o) => {
                 let prefix = match o.buffers {
                     SendBuffers::ZeroCopy => "tq",
@@ -156,6 +193,7 @@ impl Variant {
             Variant::Baseline(_) => "baseline",
             Variant::Taskqueue(_) => "taskqueue",
             Variant::MpiOnly => "reference",
+            Variant::Ipc(_) => "device-direct",
         }
     }
 
@@ -164,7 +202,48 @@ impl Variant {
         match self {
             Variant::Baseline(o) => o.send,
             Variant::Taskqueue(o) => o.send,
-            Variant::MpiOnly => SendMode::NonBlocking,
+            // Device stores do not wait for the receiver: compared with non-blocking sends.
+            Variant::MpiOnly | Variant::Ipc(_) => SendMode::NonBlocking,
+        }
+    }
+}
+
+/// How bytes travel between two ranks (SPEC 12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportKind {
+    /// Host-staged: pinned host buffers handed to MPI; works between any ranks.
+    Mpi,
+    /// Device-direct within a node: kernels store into the peer's device memory opened by IPC.
+    Ipc,
+}
+
+impl TransportKind {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::Mpi => "mpi",
+            TransportKind::Ipc => "ipc",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for TransportKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "mpi" => Ok(TransportKind::Mpi),
+            "ipc" => Ok(TransportKind::Ipc),
+            _ => Err(Error::InvalidInput(format!(
+                "unknown transport '{s}'; known transports: mpi (host-staged), ipc (device-direct within a node)"
+            ))),
         }
     }
 }
@@ -207,13 +286,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn there_are_eight_baseline_and_eight_taskqueue_variants_with_distinct_names() {
+    fn there_are_eight_baseline_eight_taskqueue_and_two_ipc_variants_with_distinct_names() {
         let names: Vec<_> = Variant::all().iter().map(Variant::name).collect();
-        assert_eq!(names.len(), 16);
+        assert_eq!(names.len(), 18);
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
-        assert_eq!(unique.len(), 16);
+        assert_eq!(unique.len(), 18);
+        assert_eq!(
+            Variant::all()
+                .iter()
+                .filter(|v| v.transport() == TransportKind::Ipc)
+                .map(Variant::name)
+                .collect::<Vec<_>>(),
+            vec!["ipc-base", "ipc-tq"]
+        );
         for name in [
             "base-nb-wait",
             "base-bl-test-nc",

@@ -9,7 +9,9 @@ use haloport::core::clock::{ping_pong, ClockFit, ClockSample};
 use haloport::core::collective::all_gather;
 use haloport::core::measure::{Protocol, RankOutcome};
 use haloport::core::pattern::RankPattern;
-use haloport::core::strategy::{Baseline, ExchangeOptions, MpiOnly, Strategy, Taskqueue};
+use haloport::core::strategy::{
+    Baseline, ExchangeOptions, IpcExchange, MpiOnly, Strategy, Taskqueue,
+};
 use haloport::core::transport::faulty::Faulty;
 use haloport::core::transport::mpi::MpiTransport;
 use haloport::core::{Backend, Error, Variant};
@@ -57,9 +59,16 @@ pub fn make_strategy<'b, B: Backend>(
     world: &SimpleCommunicator,
     variant: Variant,
     threads: u32,
-    pattern: &RankPattern,
+    patterns: &[RankPattern],
     exchange: ExchangeOptions,
 ) -> anyhow::Result<Box<dyn Strategy + 'b>> {
+    use mpi::topology::Communicator;
+    if let Variant::Ipc(options) = variant {
+        return Ok(Box::new(IpcExchange::new(
+            backend, world, patterns, threads, options, exchange,
+        )?));
+    }
+    let pattern = &patterns[world.rank() as usize];
     let transport = Faulty::new(MpiTransport::new(world, exchange.timeout)?, exchange.fault);
     let strategy: Box<dyn Strategy + 'b> = match variant {
         Variant::Baseline(options) => Box::new(Baseline::new(

@@ -7,6 +7,7 @@ use haloport::core::measure::measure;
 use haloport::core::pattern::RankPattern;
 use haloport::core::stats::Summary;
 use haloport::core::timeline::BlockPhases;
+use haloport::core::variant::TransportKind;
 use haloport::core::verify::decode_value;
 use haloport::core::{Backend, Error};
 use haloport::results::{RunResult, VariantResult};
@@ -30,6 +31,7 @@ pub fn run(world: &SimpleCommunicator, args: &RunArgs) -> anyhow::Result<()> {
         fault.check_block_exists(blocks)?;
     }
     check_writable(world, args.json.as_deref())?;
+    check_transport(args)?;
     dispatch(
         args.backend,
         local_rank(world),
@@ -64,7 +66,7 @@ impl OnBackend for RunOne<'_> {
                 world,
                 args.variant,
                 args.workload.threads(),
-                &patterns[rank as usize],
+                patterns,
                 exchange,
             )
             .with_context(|| {
@@ -101,6 +103,7 @@ impl OnBackend for RunOne<'_> {
                 &outcomes,
                 protocol,
                 coherence,
+                exchange.barrier,
             ),
         };
         if rank == 0 {
@@ -255,4 +258,23 @@ fn explain_value(expected: f64, found: f64, index: u64) -> String {
         (Some(_), Some((_, at))) => format!("another iteration's value of element {at}"),
         _ => "not a value pack writes".to_owned(),
     }
+}
+
+/// Refuses a variant over a transport it does not use, and `--no-barrier` for host-staged
+/// variants (the thesis protocol is theirs).
+fn check_transport(args: &RunArgs) -> Result<(), Error> {
+    let wants = args.variant.transport();
+    if args.transport != wants {
+        return Err(Error::InvalidInput(format!(
+            "variant {} moves its data over the {wants} transport, not {}: give --transport {wants}",
+            args.variant, args.transport
+        )));
+    }
+    if args.exchange.no_barrier && wants != TransportKind::Ipc {
+        return Err(Error::InvalidInput(format!(
+            "--no-barrier applies to the device-direct variants (ipc-base, ipc-tq) only; {} keeps the thesis protocol",
+            args.variant
+        )));
+    }
+    Ok(())
 }

@@ -187,6 +187,9 @@ impl OnBackend for Sweep<'_> {
             runs: protocol.runs,
             flag_stride: exchange.flag_stride,
             poll_backoff_ns: exchange.poll_backoff_ns,
+            verify: exchange.verify.name().to_owned(),
+            barrier: exchange.barrier,
+            ipc_chunks: exchange.ipc_chunks,
             variants: variants.iter().map(Variant::name).collect(),
             workloads: workloads.iter().map(|w| w.name().to_owned()).collect(),
             patterns: patterns.clone(),
@@ -230,13 +233,12 @@ impl OnBackend for Sweep<'_> {
                 bar.set_message(context());
             }
             let workload = workloads[unit.workload];
-            let pattern = &patterns[unit.workload][rank as usize];
             let mut strategy = make_strategy(
                 backend,
                 world,
                 variants[unit.variant],
                 workload.threads(),
-                pattern,
+                &patterns[unit.workload],
                 exchange,
             )
             .with_context(context)?;

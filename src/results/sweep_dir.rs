@@ -80,12 +80,34 @@ pub struct SweepPlan {
     pub flag_stride: u32,
     /// Pause between the taskqueue's polls, nanoseconds.
     pub poll_backoff_ns: u32,
+    /// Which received elements unpack checks ("sample" or "full").
+    #[serde(default = "default_verify")]
+    pub verify: String,
+    /// Whether iterations end with a barrier (`--no-barrier` turns it off for device-direct
+    /// variants).
+    #[serde(default = "default_barrier")]
+    pub barrier: bool,
+    /// Device-direct: most GPU blocks per pattern block.
+    #[serde(default = "default_ipc_chunks")]
+    pub ipc_chunks: u32,
     /// Variant names in sweep order (the `mpi-only` floor first), no duplicates.
     pub variants: Vec<String>,
     /// Workload names in sweep order, no duplicates.
     pub workloads: Vec<String>,
     /// Per workload, every rank's pattern as validated (a changed pattern file shows here).
     pub patterns: Vec<Vec<RankPattern>>,
+}
+
+fn default_verify() -> String {
+    "sample".into()
+}
+
+fn default_barrier() -> bool {
+    true
+}
+
+fn default_ipc_chunks() -> u32 {
+    4
 }
 
 /// One finished-or-not piece of a sweep: run `run` of variant `variant` on workload `workload`
@@ -175,6 +197,21 @@ impl SweepPlan {
             "poll back-off",
             self.poll_backoff_ns.to_string(),
             requested.poll_backoff_ns.to_string(),
+        );
+        key(
+            "verification",
+            self.verify.clone(),
+            requested.verify.clone(),
+        );
+        key(
+            "barrier each iteration",
+            self.barrier.to_string(),
+            requested.barrier.to_string(),
+        );
+        key(
+            "ipc chunks per block",
+            self.ipc_chunks.to_string(),
+            requested.ipc_chunks.to_string(),
         );
         key(
             "variants",
@@ -480,6 +517,7 @@ pub fn assemble_cell(
         &outcomes,
         plan.protocol(),
         coherence,
+        plan.barrier,
     )))
 }
 
@@ -524,6 +562,9 @@ mod tests {
             runs: 2,
             flag_stride: 128,
             poll_backoff_ns: 0,
+            verify: "sample".into(),
+            barrier: true,
+            ipc_chunks: 4,
             variants: vec!["mpi-only".into(), "base-nb-wait".into()],
             workloads: vec!["small".into()],
             patterns: vec![vec![RankPattern {

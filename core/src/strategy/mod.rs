@@ -5,6 +5,7 @@
 //! sends completed, all unpacking finished and every rank passed the closing barrier.
 
 pub mod baseline;
+pub mod ipc;
 pub mod mpi_only;
 pub mod taskqueue;
 
@@ -17,6 +18,7 @@ use crate::shared::{hp_block_check, hp_block_times};
 use crate::verify::Verify;
 
 pub use baseline::Baseline;
+pub use ipc::IpcExchange;
 pub use mpi_only::MpiOnly;
 pub use taskqueue::Taskqueue;
 
@@ -122,6 +124,12 @@ pub struct ExchangeOptions {
     pub poll_backoff_ns: u32,
     /// Which received elements unpack checks.
     pub verify: Verify,
+    /// End every iteration with an MPI barrier (the thesis protocol, SPEC 4). Only the
+    /// device-direct variants may run without it (back to back): their receive slots are
+    /// guarded by credit flags; host-staged variants always keep it.
+    pub barrier: bool,
+    /// Device-direct: most GPU blocks (chunks) serving one pattern block.
+    pub ipc_chunks: u32,
 }
 
 impl ExchangeOptions {
@@ -140,6 +148,8 @@ impl Default for ExchangeOptions {
             flag_stride: 128,
             poll_backoff_ns: 0,
             verify: Verify::Sample,
+            barrier: true,
+            ipc_chunks: 4,
         }
     }
 }

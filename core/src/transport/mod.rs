@@ -16,6 +16,7 @@
 #![allow(unsafe_code)]
 
 pub mod faulty;
+pub mod ipc;
 pub mod mpi;
 
 use std::sync::Arc;

@@ -418,13 +418,8 @@ impl Transport for MpiTransport {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                // A barrier request has no buffer: freeing it pending is allowed (MPI 3.1
-                // section 3.7.3) and the barrier completes, or not, without us.
-                // SAFETY: request is valid; MPI_Request_free nulls it.
-                let code = unsafe { ffi::MPI_Request_free(&mut request) };
-                check("MPI_Request_free", code, || {
-                    format!("rank {rank} giving up on the barrier")
-                })?;
+                // The request stays pending: MPI 3.1 section 5.12 makes freeing or cancelling
+                // a nonblocking collective erroneous, and it holds no buffer of ours.
                 return Err(Error::Timeout {
                     rank: Some(rank),
                     what: "in MPI_Barrier (polled) at the end of an iteration: another rank did not arrive".into(),

@@ -1,0 +1,469 @@
+//! The device-direct strategies (SPEC 12): no CPU in the data path, no host memory, no MPI
+//! message; kernels store each chunk straight into the destination's receive slot over the
+//! [`IpcTransport`], fence at system scope and raise the destination's per-chunk flag.
+//!
+//! - `ipc-base` (thesis 3.3's shape): per iteration the CPU queues the pack kernel and then the
+//!   unpack kernel on one stream, and waits for every chunk's final state; unpack's blocks wait
+//!   (bounded) for their chunks' flags. (Unpack on a second stream, overlapping pack, measured
+//!   slower on 2 x H200: its blocks spin while pack stores; `results/2026-11-22-h200x2-ipc/`.)
+//! - `ipc-tq` (thesis 3.4 with the CPU taken out): one persistent kernel per iteration; each of
+//!   its blocks sends its chunk, then waits for its incoming chunk and unpacks it. Its blocks wait
+//!   for the peer's blocks, so it is launched cooperatively (co-resident or refused).
+//!
+//! Every iteration ends when every incoming chunk was unpacked and, with the thesis protocol
+//! (the default), every rank passed an MPI barrier; `ExchangeOptions::barrier = false` runs
+//! iterations back to back, safe because receive buffers have two slots guarded by credit
+//! flags. Epochs count this strategy's own iterations (1, 2, ...), so a fresh strategy with
+//! fresh flags agrees with its peers' fresh strategies. Every device wait has the time-out and
+//! watches the abort flag; the CPU names each chunk that did not finish, with its state.
+
+// Kernel launches take raw device addresses; per-chunk records are read from pinned memory.
+#![allow(unsafe_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use mpi::topology::SimpleCommunicator;
+
+use crate::backend::{Backend, Coherence, Kernel, Launch, LaunchDims, PinnedMemory};
+use crate::error::{Error, Result};
+use crate::pattern::RankPattern;
+use crate::shared::{self, hp_block_check, hp_block_times, hp_ipc_args};
+use crate::strategy::{ensure_idle, EventProfile, ExchangeOptions, Fault, Strategy};
+use crate::timeline::{CpuEvent, CpuEventKind};
+use crate::transport::ipc::IpcTransport;
+use crate::variant::{IpcMode, IpcOptions};
+use crate::verify::planned_checks;
+
+/// Per-chunk records the kernels write and the CPU reads: checks, timestamps, states, abort.
+struct ChunkRecords<B: Backend> {
+    checks: B::PinnedMemory,
+    times: B::PinnedMemory,
+    /// `chunks` u32 receiving-side states, `chunks` sending-side states, then the abort flag.
+    states: B::PinnedMemory,
+    chunks: usize,
+}
+
+impl<B: Backend> ChunkRecords<B> {
+    fn new(backend: &B, chunks: usize) -> Result<Self> {
+        let n = chunks.max(1);
+        Ok(ChunkRecords {
+            checks: backend.alloc_pinned(n * size_of::<hp_block_check>(), Coherence::Coherent)?,
+            times: backend.alloc_pinned(n * size_of::<hp_block_times>(), Coherence::Coherent)?,
+            states: backend.alloc_pinned(4 * (2 * n + 1), Coherence::Coherent)?,
+            chunks,
+        })
+    }
+
+    fn flag(&self, index: usize) -> &AtomicU32 {
+        // SAFETY: index <= 2 * chunks, inside the states allocation (4 * (2 * chunks + 1)
+        // bytes); the allocation is page-aligned and entries 4-byte aligned; it lives as long as
+        // &self; kernels access it only atomically.
+        unsafe { AtomicU32::from_ptr(self.states.host_ptr().cast::<u32>().add(index)) }
+    }
+
+    /// The receiving side's state of chunk `chunk`.
+    fn state(&self, chunk: usize) -> u32 {
+        self.flag(chunk).load(Ordering::Acquire)
+    }
+
+    /// The sending side's state of chunk `chunk`.
+    fn send_state(&self, chunk: usize) -> u32 {
+        self.flag(self.chunks + chunk).load(Ordering::Acquire)
+    }
+
+    fn abort(&self) -> &AtomicU32 {
+        self.flag(2 * self.chunks)
+    }
+
+    fn send_states_addr(&self) -> u64 {
+        self.states.device_addr() + 4 * self.chunks as u64
+    }
+
+    fn abort_addr(&self) -> u64 {
+        self.states.device_addr() + 8 * self.chunks as u64
+    }
+
+    /// Marks every chunk not started, before a launch (no kernel writes the states then).
+    fn reset(&self) {
+        for index in 0..2 * self.chunks {
+            self.flag(index)
+                .store(shared::HP_IPC_IDLE, Ordering::Relaxed);
+        }
+    }
+
+    /// True when every chunk reached its final states on both sides (done, or given up). The
+    /// kernels write a chunk's records before its final states, with release ordering.
+    fn all_final(&self) -> bool {
+        let given_up = |s| s == shared::HP_IPC_TIMED_OUT || s == shared::HP_IPC_ABORTED;
+        (0..self.chunks).all(|c| {
+            let (recv, send) = (self.state(c), self.send_state(c));
+            (recv == shared::HP_IPC_DONE || given_up(recv))
+                && (send == shared::HP_IPC_SENT || given_up(send))
+        })
+    }
+
+    /// # Safety
+    /// 1. No kernel writing the records is queued or running.
+    unsafe fn take_checks(&mut self) -> Vec<hp_block_check> {
+        let ptr = self.checks.host_ptr().cast::<hp_block_check>();
+        // SAFETY: the allocation holds `chunks` records; no kernel writes them (contract, 1).
+        unsafe {
+            let taken = std::slice::from_raw_parts(ptr, self.chunks).to_vec();
+            std::ptr::write_bytes(ptr, 0, self.chunks);
+            taken
+        }
+    }
+
+    /// # Safety
+    /// 1. No kernel writing the records is queued or running.
+    unsafe fn times(&self) -> Vec<hp_block_times> {
+        // SAFETY: the allocation holds `chunks` records; no kernel writes them (contract, 1).
+        unsafe {
+            std::slice::from_raw_parts(self.times.host_ptr().cast::<hp_block_times>(), self.chunks)
+                .to_vec()
+        }
+    }
+}
+
+/// A device-direct strategy on backend `B`.
+pub struct IpcExchange<'b, B: Backend> {
+    // Drop order: the stream (waiting for the kernels) before the memory they use.
+    stream: B::Stream,
+    records: ChunkRecords<B>,
+    transport: IpcTransport<B>,
+    backend: &'b B,
+    pattern: RankPattern,
+    options: IpcOptions,
+    exchange: ExchangeOptions,
+    threads: u32,
+    epoch: u32,
+    events: Vec<CpuEvent>,
+    kernels_idle: bool,
+}
+
+impl<'b, B: Backend> IpcExchange<'b, B> {
+    /// Sets up the transport (collective over `world`) and the records for `patterns` (every
+    /// rank's), `threads` threads per GPU block.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a thread count the device cannot run, for `corrupt-recv`
+    /// (no CPU touches the data on this path), or when the transport cannot serve the pattern;
+    /// allocation and vendor errors.
+    pub fn new(
+        backend: &'b B,
+        world: &SimpleCommunicator,
+        patterns: &[RankPattern],
+        threads: u32,
+        options: IpcOptions,
+        exchange: ExchangeOptions,
+    ) -> Result<Self> {
+        let max = backend.device_info().max_threads_per_block;
+        if threads == 0 || threads > max {
+            return Err(Error::InvalidInput(format!(
+                "{threads} threads per block: the {} backend runs 1 to {max}",
+                backend.name()
+            )));
+        }
+        if let Some(fault @ Fault::CorruptRecv { .. }) = exchange.fault {
+            return Err(Error::InvalidInput(format!(
+                "--inject {fault}: the device-direct variants have no CPU step between arrival and unpack to corrupt; use drop-send or short-send"
+            )));
+        }
+        let transport = IpcTransport::new(
+            backend,
+            world,
+            patterns,
+            exchange.ipc_chunks,
+            exchange.flag_stride,
+            exchange.timeout,
+        )?;
+        let chunks = transport.chunks().len();
+        if options.mode == IpcMode::Taskqueue {
+            let resident = backend.max_resident_blocks(Kernel::IpcTaskqueue, threads)?;
+            if (resident as usize) < chunks {
+                return Err(Error::Unsupported {
+                    backend: backend.name(),
+                    what: format!(
+                        "the ipc-tq kernel needs all {chunks} blocks of {threads} threads resident at once, but {} holds only {resident}",
+                        backend.device_info().name
+                    ),
+                });
+            }
+        }
+        let pattern = patterns[transport.rank() as usize].clone();
+        Ok(IpcExchange {
+            stream: backend.create_stream()?,
+            records: ChunkRecords::new(backend, chunks)?,
+            transport,
+            backend,
+            pattern,
+            options,
+            exchange,
+            threads,
+            epoch: 0,
+            events: Vec::with_capacity(8),
+            kernels_idle: true,
+        })
+    }
+
+    fn args(&self, iteration: u32) -> hp_ipc_args {
+        let timer_hz = self.backend.device_info().timer_hz as f64;
+        let fault_block = |pick: fn(Fault) -> Option<usize>| {
+            self.exchange
+                .fault
+                .and_then(pick)
+                .map_or(shared::HP_IPC_NO_BLOCK, |b| b as u32)
+        };
+        hp_ipc_args {
+            chunks: self.transport.table_addr(),
+            checks: self.records.checks.device_addr(),
+            times: self.records.times.device_addr(),
+            states: self.records.states.device_addr(),
+            send_states: self.records.send_states_addr(),
+            abort_flag: self.records.abort_addr(),
+            timeout_ticks: (self.exchange.timeout.as_secs_f64() * timer_hz) as u64,
+            num_chunks: self.records.chunks as u32,
+            rank: self.transport.rank(),
+            iteration,
+            epoch: self.epoch,
+            verify: self.exchange.verify.code(),
+            drop_block: fault_block(|f| match f {
+                Fault::DropSend { block } => Some(block),
+                _ => None,
+            }),
+            short_block: fault_block(|f| match f {
+                Fault::ShortSend { block } => Some(block),
+                _ => None,
+            }),
+            poll_backoff_ns: self.exchange.poll_backoff_ns,
+        }
+    }
+
+    /// Describes every chunk that did not finish, grouped by block, for a time-out error.
+    fn stuck_report(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        for (b, block) in self.pattern.blocks.iter().enumerate() {
+            let chunks: Vec<usize> = (0..self.records.chunks)
+                .filter(|&c| self.transport.chunks()[c].block as usize == b)
+                .collect();
+            let receiving: Vec<u32> = chunks
+                .iter()
+                .map(|&c| self.records.state(c))
+                .filter(|&s| s != shared::HP_IPC_DONE)
+                .collect();
+            let sending: Vec<u32> = chunks
+                .iter()
+                .map(|&c| self.records.send_state(c))
+                .filter(|&s| s != shared::HP_IPC_SENT)
+                .collect();
+            if let Some(&state) = receiving.first() {
+                parts.push(format!(
+                    "block {b}: {} of {} incoming chunks {} (from rank {})",
+                    receiving.len(),
+                    chunks.len(),
+                    ipc_state_name(state),
+                    block.source
+                ));
+            }
+            if let Some(&state) = sending.first() {
+                parts.push(format!(
+                    "block {b}: {} of {} outgoing chunks {} (to rank {})",
+                    sending.len(),
+                    chunks.len(),
+                    ipc_state_name(state),
+                    block.dest
+                ));
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// Waits until every chunk reached its final states: polling them in pinned memory sees
+    /// the end microseconds before a stream query would report the kernels finished. Then the
+    /// records are complete (written before the final states) and nothing writes them again.
+    fn wait_for_kernels(&mut self) -> Result<()> {
+        let rank = self.transport.rank();
+        // Each kernel wait gives up after the time-out; a chunk may wait twice (credit, data).
+        let limit = 2 * self.exchange.timeout + Duration::from_secs(1);
+        let since = Instant::now();
+        while !self.records.all_final() {
+            if since.elapsed() >= limit {
+                let what = format!(
+                    "waiting for the device-direct kernels: {}",
+                    self.stuck_report()
+                        .unwrap_or_else(|| "every chunk finished late".into())
+                );
+                return Err(self.abort_kernels(Error::Timeout {
+                    rank: Some(rank),
+                    what,
+                    after: since.elapsed(),
+                }));
+            }
+            std::hint::spin_loop();
+        }
+        if let Some(stuck) = self.stuck_report() {
+            // The kernels gave up by themselves; let them end before reporting.
+            return Err(self.abort_kernels(Error::Timeout {
+                rank: Some(rank),
+                what: format!("in the device-direct exchange: {stuck}"),
+                after: self.exchange.timeout,
+            }));
+        }
+        self.kernels_idle = true;
+        Ok(())
+    }
+
+    /// Raises the abort flag and waits, at most the time-out, for the stream; the records
+    /// count as readable only if they drained.
+    fn abort_kernels(&mut self, error: Error) -> Error {
+        self.records.abort().store(self.epoch, Ordering::Release);
+        let deadline = Instant::now() + self.exchange.timeout;
+        let drained = self.backend.stream_synchronize(&self.stream, deadline);
+        self.kernels_idle = drained.is_ok();
+        if let Err(e) = drained {
+            tracing::error!(
+                "rank {}: the device-direct kernels did not end after the abort flag: {e}",
+                self.transport.rank()
+            );
+        }
+        error
+    }
+}
+
+/// Words for a device-direct chunk state, for error messages.
+pub fn ipc_state_name(state: u32) -> &'static str {
+    match state {
+        shared::HP_IPC_IDLE => "not started",
+        shared::HP_IPC_WAIT_CREDIT => "waiting for the receiver to free its slot",
+        shared::HP_IPC_PACKING => "packing",
+        shared::HP_IPC_WAIT_DATA => "waiting for their data",
+        shared::HP_IPC_UNPACKING => "unpacking",
+        shared::HP_IPC_DONE => "done",
+        shared::HP_IPC_SENT => "sent",
+        shared::HP_IPC_TIMED_OUT => "timed out on the device",
+        shared::HP_IPC_ABORTED => "aborted by the CPU",
+        _ => "in an unknown state",
+    }
+}
+
+impl<B: Backend> Strategy for IpcExchange<'_, B> {
+    fn iteration(&mut self, iteration: u32) -> Result<()> {
+        self.epoch += 1;
+        self.records.reset();
+        let args = self.args(iteration);
+        let dims = LaunchDims {
+            blocks: self.records.chunks as u32,
+            threads: self.threads,
+        };
+        self.kernels_idle = false;
+        // SAFETY: args point into the transport's and the records' allocations and into peers'
+        // memory the transport keeps open; all outlive the kernels (the stream is waited for
+        // before this method returns, or the kernels aborted and drained; dropping the strategy
+        // drops, and so waits for, the stream first).
+        unsafe {
+            match self.options.mode {
+                IpcMode::Base => {
+                    self.backend
+                        .launch(Launch::IpcPack(&args), dims, &self.stream)?;
+                    self.backend
+                        .launch(Launch::IpcUnpack(&args), dims, &self.stream)?;
+                }
+                IpcMode::Taskqueue => {
+                    self.backend
+                        .launch(Launch::IpcTaskqueue(&args), dims, &self.stream)?;
+                }
+            }
+        }
+        self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
+        self.wait_for_kernels()?;
+        self.events
+            .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
+        if self.exchange.barrier {
+            self.transport
+                .barrier(Instant::now() + self.exchange.timeout)?;
+            self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
+        }
+        Ok(())
+    }
+
+    /// Folds the chunks' records into one per block: checks and wrong values summed, the lowest
+    /// wrong index kept.
+    fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
+        ensure_idle(self.kernels_idle)?;
+        // SAFETY: the stream was seen idle after the last launch (kernels_idle).
+        let chunks = unsafe { self.records.take_checks() };
+        let mut blocks = vec![hp_block_check::default(); self.pattern.blocks.len()];
+        for (plan, c) in self.transport.chunks().iter().zip(chunks) {
+            let b = &mut blocks[plan.block as usize];
+            if c.wrong > 0 && (b.wrong == 0 || c.first_index < b.first_index) {
+                b.first_index = c.first_index;
+                b.first_expected = c.first_expected;
+                b.first_found = c.first_found;
+            }
+            b.checked += c.checked;
+            b.wrong += c.wrong;
+        }
+        Ok(blocks)
+    }
+
+    fn planned_checks(&self) -> Vec<u64> {
+        let mut planned = vec![0_u64; self.pattern.blocks.len()];
+        for chunk in self.transport.chunks() {
+            planned[chunk.block as usize] +=
+                planned_checks(self.exchange.verify, self.threads, chunk.end - chunk.begin);
+        }
+        planned
+    }
+
+    fn block_state(&self, block: usize) -> Option<String> {
+        let states: Vec<String> = (0..self.records.chunks)
+            .filter(|&c| self.transport.chunks()[c].block as usize == block)
+            .map(|c| {
+                format!(
+                    "{} / {}",
+                    ipc_state_name(self.records.send_state(c)),
+                    ipc_state_name(self.records.state(c))
+                )
+            })
+            .collect();
+        Some(format!(
+            "chunks (sending / receiving): {}",
+            states.join(", ")
+        ))
+    }
+
+    /// Per block, the first chunk's start and the last chunk's end of each phase.
+    fn device_times(&self) -> Result<Vec<hp_block_times>> {
+        ensure_idle(self.kernels_idle)?;
+        // SAFETY: as for take_checks.
+        let chunks = unsafe { self.records.times() };
+        let mut blocks: Vec<Option<hp_block_times>> = vec![None; self.pattern.blocks.len()];
+        for (plan, t) in self.transport.chunks().iter().zip(chunks) {
+            let b = &mut blocks[plan.block as usize];
+            *b = Some(match b {
+                None => t,
+                Some(a) => hp_block_times {
+                    pack_start: a.pack_start.min(t.pack_start),
+                    pack_end: a.pack_end.max(t.pack_end),
+                    unpack_start: a.unpack_start.min(t.unpack_start),
+                    unpack_end: a.unpack_end.max(t.unpack_end),
+                },
+            });
+        }
+        Ok(blocks.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// Device memory only: there are no host buffers to be coherent.
+    fn buffer_coherence(&self) -> (Coherence, Coherence) {
+        (Coherence::Coherent, Coherence::Coherent)
+    }
+
+    fn take_cpu_events(&mut self) -> Vec<CpuEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn take_profile(&mut self) -> Option<EventProfile> {
+        None
+    }
+}

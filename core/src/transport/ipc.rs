@@ -1,0 +1,398 @@
+//! Device-direct transport within a node (SPEC 12, `ipc`): every rank keeps its receive buffers
+//! and flags in device memory, exports them once at set-up, and its peers' kernels store
+//! straight into them (CUDA/HIP IPC over NVLink/xGMI; the host backend through memory shared
+//! between the processes of a node).
+//!
+//! Set-up, collective over the job: find each rank's node (`MPI_Comm_split_type(SHARED)`),
+//! allocate the receive buffers (two slots, so iteration e + 1 never overwrites what a peer
+//! still unpacks of iteration e) and the flags, export them, exchange the handles over MPI,
+//! check that every peer is on this node and reachable (peer access), open the peers' memory,
+//! and write the chunk table the kernels read (`hp_ipc_chunk`, `kernels-cu/haloport_shared.h`).
+//! Every verdict is shared, so all ranks fail alike, with the same message, before any exchange.
+//!
+//! A pattern block is served by up to `max_chunks` chunks, one GPU block each (with one GPU
+//! block per pattern block, 9 SMs cannot fill NVLink: `shared/device-facts.md`). The chunking
+//! depends only on the block's size, so sender and receiver agree on it.
+//!
+//! Not yet: peers on another node fall back to host-staged MPI within the same exchange; today
+//! such a pattern is refused with a message naming the pair.
+
+// The chunk table is written into pinned memory and copied to the device.
+#![allow(unsafe_code)]
+
+use std::mem::ManuallyDrop;
+use std::time::{Duration, Instant};
+
+use mpi::topology::{Communicator, SimpleCommunicator};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, Coherence, DeviceIdentity, DeviceMemory, IpcHandle, PinnedMemory};
+use crate::collective::all_gather;
+use crate::error::{Error, Result};
+use crate::exchange::layout;
+use crate::pattern::RankPattern;
+use crate::shared::hp_ipc_chunk;
+use crate::transport::mpi::MpiTransport;
+use crate::transport::Transport;
+
+/// Below this many elements a chunk is not split further.
+const MIN_CHUNK_ELEMS: u64 = 4096;
+
+/// Chunks serving a block of `elems` elements: one per `MIN_CHUNK_ELEMS`, at most `max_chunks`.
+pub fn chunks_of(elems: u64, max_chunks: u32) -> u32 {
+    elems
+        .div_ceil(MIN_CHUNK_ELEMS)
+        .clamp(1, u64::from(max_chunks.max(1))) as u32
+}
+
+/// One chunk of one rank's pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkPlan {
+    /// Pattern block.
+    pub block: u32,
+    /// Index within the block.
+    pub index: u32,
+    /// Elements [begin, end) of the block.
+    pub begin: u64,
+    /// See `begin`.
+    pub end: u64,
+    /// The block's size.
+    pub elems: u64,
+}
+
+/// A rank's chunks in order (block by block), and where each block's chunks start.
+pub fn plan_chunks(pattern: &RankPattern, max_chunks: u32) -> (Vec<ChunkPlan>, Vec<usize>) {
+    let mut chunks = Vec::new();
+    let mut first = Vec::with_capacity(pattern.blocks.len());
+    for (b, block) in pattern.blocks.iter().enumerate() {
+        first.push(chunks.len());
+        let n = u64::from(chunks_of(block.elems, max_chunks));
+        for k in 0..n {
+            chunks.push(ChunkPlan {
+                block: b as u32,
+                index: k as u32,
+                begin: k * block.elems / n,
+                end: (k + 1) * block.elems / n,
+                elems: block.elems,
+            });
+        }
+    }
+    (chunks, first)
+}
+
+/// What one rank tells the others at set-up.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Exported {
+    /// The lowest world rank on this rank's node: equal for ranks of one node.
+    node: i32,
+    host: String,
+    identity: DeviceIdentity,
+    recv: IpcHandle,
+    flags: IpcHandle,
+}
+
+/// Another rank's memory, as this rank addresses it.
+struct PeerMemories<B: Backend> {
+    rank: i32,
+    recv: B::PeerMemory,
+    flags: B::PeerMemory,
+}
+
+/// One rank's side of the device-direct transport: its own receive buffers and flags, its
+/// peers' opened memory, and the chunk table in device memory.
+pub struct IpcTransport<B: Backend> {
+    /// Host-staged MPI beside it: the closing barrier (and, later, remote peers).
+    mpi: MpiTransport,
+    // Drop order: the peers' memory is unmapped before ours is freed.
+    /// Kept open (mapped) while our kernels may store into them.
+    _peers: Vec<PeerMemories<B>>,
+    table: B::DeviceMemory,
+    /// Freed in `drop` only after every rank passed the closing barrier.
+    recv: ManuallyDrop<B::DeviceMemory>,
+    flags: ManuallyDrop<B::DeviceMemory>,
+    chunks: Vec<ChunkPlan>,
+    drain_timeout: Duration,
+}
+
+/// Where a rank's allocations are, for the chunk table.
+#[derive(Clone, Copy)]
+struct Addresses {
+    recv: u64,
+    flags: u64,
+}
+
+impl<B: Backend> IpcTransport<B> {
+    /// Sets up the device-direct transport for `patterns` (every rank's, as agreed), `max_chunks`
+    /// chunks per block at most, flags `stride` bytes apart. Collective over `world`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`], the same on every rank, when a backend cannot export or open
+    /// device memory, when a peer is on another node, or when a device cannot reach its peer's;
+    /// allocation and MPI errors.
+    pub fn new(
+        backend: &B,
+        world: &SimpleCommunicator,
+        patterns: &[RankPattern],
+        max_chunks: u32,
+        stride: u32,
+        drain_timeout: Duration,
+    ) -> Result<Self> {
+        let rank = world.rank();
+        let mine = patterns
+            .get(rank as usize)
+            .ok_or_else(|| Error::Internal(format!("no pattern for rank {rank}")))?;
+        let stride = u64::from(stride);
+        let (chunks, _) = plan_chunks(mine, max_chunks);
+        let slot_bytes = slot_bytes_of(mine);
+        let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
+
+        // Allocate and export; a backend without IPC fails here on every rank alike.
+        let allocated = (|| {
+            let recv = backend.alloc_device(2 * slot_bytes as usize)?;
+            let flags = backend.alloc_device(flag_bytes(chunks.len(), stride) as usize)?;
+            let exported = Exported {
+                node: node_leader(world),
+                host: mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into()),
+                identity: backend.device_identity()?,
+                recv: backend.export_ipc(&recv)?,
+                flags: backend.export_ipc(&flags)?,
+            };
+            Ok::<_, Error>((recv, flags, exported))
+        })();
+        let (mine_exported, allocated) = match allocated {
+            Ok((recv, flags, exported)) => (Ok(exported), Some((recv, flags))),
+            Err(e) => (Err(format!("setting up the ipc transport: {e}")), None),
+        };
+        let all = all_gather(world, mine_exported, collective)?;
+        let (recv, flags) = allocated
+            .ok_or_else(|| Error::Internal("ipc allocation vanished after set-up".into()))?;
+
+        // Every peer must be on this node and reachable; open what is.
+        let opened = open_peers(backend, rank, mine, &all);
+        let (verdict, peers) = match opened {
+            Ok(peers) => (Ok(()), peers),
+            Err(e) => (Err(e.to_string()), Vec::new()),
+        };
+        all_gather(world, verdict, collective)?;
+
+        let own = Addresses {
+            recv: recv.device_addr(),
+            flags: flags.device_addr(),
+        };
+        let address = |p: i32| -> Result<Addresses> {
+            if p == rank {
+                return Ok(own);
+            }
+            peers
+                .iter()
+                .find(|m| m.rank == p)
+                .map(|m| Addresses {
+                    recv: m.recv.device_addr(),
+                    flags: m.flags.device_addr(),
+                })
+                .ok_or_else(|| Error::Internal(format!("rank {p}'s memory was not opened")))
+        };
+        let mut entries = Vec::with_capacity(chunks.len());
+        for (c, chunk) in chunks.iter().enumerate() {
+            let block = &mine.blocks[chunk.block as usize];
+            let (dest, source) = (block.dest, block.source);
+            let (dest_pattern, source_pattern) =
+                (&patterns[dest as usize], &patterns[source as usize]);
+            let (dest_offsets, _) = layout(dest_pattern);
+            let (_, dest_first) = plan_chunks(dest_pattern, max_chunks);
+            let (source_chunks, source_first) = plan_chunks(source_pattern, max_chunks);
+            let (own_offsets, _) = layout(mine);
+            let b = chunk.block as usize;
+            let k = chunk.index as usize;
+            let (to, from) = (address(dest)?, address(source)?);
+            entries.push(hp_ipc_chunk {
+                block: chunk.block,
+                reserved: 0,
+                elems: chunk.elems,
+                begin: chunk.begin,
+                end: chunk.end,
+                dest_recv: to.recv + 8 * dest_offsets[b] as u64,
+                dest_slot_bytes: slot_bytes_of(dest_pattern),
+                dest_arrival: to.flags + (dest_first[b] + k) as u64 * stride,
+                credit: own.flags + (chunks.len() + c) as u64 * stride,
+                recv: own.recv + 8 * own_offsets[b] as u64,
+                slot_bytes,
+                arrival: own.flags + c as u64 * stride,
+                source_credit: from.flags
+                    + (source_chunks.len() + source_first[b] + k) as u64 * stride,
+                source,
+                dest,
+            });
+        }
+        let table = upload(backend, &entries)?;
+        Ok(IpcTransport {
+            mpi: MpiTransport::new(world, drain_timeout)?,
+            _peers: peers,
+            table,
+            recv: ManuallyDrop::new(recv),
+            flags: ManuallyDrop::new(flags),
+            chunks,
+            drain_timeout,
+        })
+    }
+
+    /// This rank's chunks, in the order of the chunk table.
+    pub fn chunks(&self) -> &[ChunkPlan] {
+        &self.chunks
+    }
+
+    /// Device address of the chunk table (`hp_ipc_chunk[chunks().len()]`).
+    pub fn table_addr(&self) -> u64 {
+        self.table.device_addr()
+    }
+
+    /// This process's rank.
+    pub fn rank(&self) -> i32 {
+        self.mpi.rank()
+    }
+
+    /// The closing barrier of an iteration (polled `MPI_Ibarrier`, SPEC 4).
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] when another rank does not arrive by `deadline`; MPI errors.
+    pub fn barrier(&mut self, deadline: Instant) -> Result<()> {
+        self.mpi.barrier(deadline)
+    }
+}
+
+impl<B: Backend> Drop for IpcTransport<B> {
+    /// Peers may still store into our memory (a last credit) after our own kernels ended: wait
+    /// for every rank at a barrier before freeing. If the barrier does not complete (a failed
+    /// rank), leak our memory rather than free what a peer may still write.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + self.drain_timeout;
+        match self.mpi.barrier(deadline) {
+            Ok(()) => {
+                // SAFETY: each is dropped once, here, and never used again.
+                unsafe {
+                    ManuallyDrop::drop(&mut self.recv);
+                    ManuallyDrop::drop(&mut self.flags);
+                }
+            }
+            Err(e) => tracing::error!(
+                "rank {}: closing the ipc transport: {e}; its device memory is leaked so peers can never store into freed memory",
+                self.mpi.rank()
+            ),
+        }
+    }
+}
+
+/// Bytes of one receive slot of a rank with `pattern`.
+fn slot_bytes_of(pattern: &RankPattern) -> u64 {
+    (8 * layout(pattern).1).max(8) as u64
+}
+
+/// Bytes of the flags of a rank with `chunks` chunks: arrival flags, then credit flags.
+fn flag_bytes(chunks: usize, stride: u64) -> u64 {
+    (2 * chunks as u64 * stride).max(stride)
+}
+
+/// The lowest world rank among the ranks of this node.
+fn node_leader(world: &SimpleCommunicator) -> i32 {
+    use mpi::collective::CommunicatorCollectives;
+    let node = world.split_shared(0);
+    let mut ranks = vec![0_i32; node.size() as usize];
+    node.all_gather_into(&world.rank(), &mut ranks[..]);
+    ranks.into_iter().min().unwrap_or(0)
+}
+
+/// Opens the memory of every rank this rank sends to or receives from.
+fn open_peers<B: Backend>(
+    backend: &B,
+    rank: i32,
+    mine: &RankPattern,
+    all: &[Exported],
+) -> Result<Vec<PeerMemories<B>>> {
+    let me = &all[rank as usize];
+    let mut wanted: Vec<i32> = mine
+        .blocks
+        .iter()
+        .flat_map(|b| [b.dest, b.source])
+        .filter(|&p| p != rank)
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut peers = Vec::with_capacity(wanted.len());
+    for p in wanted {
+        let them = &all[p as usize];
+        if them.node != me.node {
+            return Err(Error::InvalidInput(format!(
+                "rank {rank} (on {}) exchanges with rank {p} (on {}), which is on another node: the ipc transport reaches only ranks of one node, and falling back to mpi for remote peers is not built yet; use --transport mpi",
+                me.host, them.host
+            )));
+        }
+        if !backend.can_access_peer(&them.identity)? {
+            return Err(Error::InvalidInput(format!(
+                "rank {rank} (device {}) cannot store into rank {p}'s device ({}): no peer access between them; use --transport mpi",
+                me.identity.id, them.identity.id
+            )));
+        }
+        peers.push(PeerMemories {
+            rank: p,
+            recv: backend.open_ipc(&them.recv)?,
+            flags: backend.open_ipc(&them.flags)?,
+        });
+    }
+    Ok(peers)
+}
+
+/// Copies the chunk table into device memory (kernels read it once per chunk).
+fn upload<B: Backend>(backend: &B, entries: &[hp_ipc_chunk]) -> Result<B::DeviceMemory> {
+    let bytes = std::mem::size_of_val(entries).max(1);
+    let staging = backend.alloc_pinned(bytes, Coherence::Coherent)?;
+    let table = backend.alloc_device(bytes)?;
+    // SAFETY: staging holds `bytes` bytes, page-aligned; nothing else uses it yet.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            entries.as_ptr(),
+            staging.host_ptr().cast::<hp_ipc_chunk>(),
+            entries.len(),
+        );
+    }
+    let stream = backend.create_stream()?;
+    // SAFETY: (1) staging and table live until the stream is synchronized below (and the
+    // stream, declared after them, is dropped first); (2) nothing else touches them meanwhile.
+    unsafe { backend.copy_to_device_async(&table, 0, &staging, 0, bytes, &stream)? };
+    backend.stream_synchronize(&stream, Instant::now() + Duration::from_secs(10))?;
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::BlockSpec;
+
+    #[test]
+    fn blocks_split_into_at_most_max_chunks_that_cover_them() {
+        assert_eq!(chunks_of(1, 4), 1);
+        assert_eq!(chunks_of(4096, 4), 1);
+        assert_eq!(chunks_of(4097, 4), 2);
+        assert_eq!(chunks_of(1_300_000, 4), 4);
+        assert_eq!(chunks_of(1_300_000, 0), 1);
+        let pattern = RankPattern {
+            rank: 0,
+            blocks: [1_u64, 15_000, 130_000]
+                .iter()
+                .map(|&elems| BlockSpec {
+                    elems,
+                    dest: 1,
+                    source: 1,
+                })
+                .collect(),
+        };
+        let (chunks, first) = plan_chunks(&pattern, 4);
+        assert_eq!(first, vec![0, 1, 5]);
+        assert_eq!(chunks.len(), 9);
+        for (b, block) in pattern.blocks.iter().enumerate() {
+            let mine: Vec<_> = chunks.iter().filter(|c| c.block == b as u32).collect();
+            assert_eq!(mine.first().map(|c| c.begin), Some(0));
+            assert_eq!(mine.last().map(|c| c.end), Some(block.elems));
+            assert!(mine.windows(2).all(|w| w[0].end == w[1].begin));
+        }
+    }
+}

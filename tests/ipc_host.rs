@@ -1,0 +1,191 @@
+//! The device-direct transport on the host backend (memory shared between the ranks of a
+//! node): both ipc variants under `mpirun -np 2` and `-np 4`, every built-in pattern, with and
+//! without the closing barrier, verified; its faults and bad input.
+
+mod common;
+
+use common::{mpirun, read_json};
+
+const IPC_VARIANTS: [&str; 2] = ["ipc-base", "ipc-tq"];
+
+fn ipc_run(
+    np: u32,
+    variant: &str,
+    pattern: &str,
+    extra: &[&str],
+    json: &std::path::Path,
+) -> common::Job {
+    let mut args = vec![
+        "run",
+        "--transport",
+        "ipc",
+        "--variant",
+        variant,
+        "--workload",
+        "thesis-4",
+        "--pattern",
+        pattern,
+        "--runs",
+        "2",
+        "--iters",
+        "4",
+        "--warmup",
+        "1",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    mpirun(np, &args)
+}
+
+fn every_ipc_variant_verifies(np: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for pattern in ["pairwise", "ring", "mixed"] {
+        for variant in IPC_VARIANTS {
+            for back_to_back in [false, true] {
+                let json = dir
+                    .path()
+                    .join(format!("{variant}-{pattern}-{back_to_back}.json"));
+                let extra: &[&str] = if back_to_back { &["--no-barrier"] } else { &[] };
+                let job = ipc_run(np, variant, pattern, extra, &json);
+                assert_eq!(
+                    job.code,
+                    Some(0),
+                    "{variant} {pattern} -np {np}: {}",
+                    job.explain()
+                );
+                let r = read_json(&json);
+                assert_eq!(r["verified"], true, "{variant} {pattern}");
+                assert_eq!(r["transport"], "ipc");
+                assert_eq!(r["barrier"], !back_to_back);
+                assert_eq!(r["wrong"], 0);
+                assert_eq!(r["missing"], 0);
+                // thesis-4 blocks of 1, 15000, 30000 and 45000 elements are served by 1, 4, 4
+                // and 4 chunks; each chunk checks one element per thread plus its first and last.
+                let per_iteration = 13 * (128 + 2);
+                assert_eq!(
+                    r["checked"],
+                    u64::from(np) * per_iteration * 2 * 4,
+                    "{variant} {pattern}: checks performed"
+                );
+                assert_eq!(r["planned"], r["checked"]);
+            }
+        }
+    }
+}
+
+#[test]
+fn both_ipc_variants_verify_on_2_ranks_with_every_pattern_with_and_without_barrier() {
+    every_ipc_variant_verifies(2);
+}
+
+#[test]
+fn both_ipc_variants_verify_on_4_ranks_with_every_pattern_with_and_without_barrier() {
+    every_ipc_variant_verifies(4);
+}
+
+#[test]
+fn a_dropped_chunk_ends_every_rank_with_a_time_out_naming_the_block() {
+    for variant in IPC_VARIANTS {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let job = ipc_run(
+            2,
+            variant,
+            "pairwise",
+            &["--inject", "drop-send=2", "--timeout", "1"],
+            &dir.path().join("r.json"),
+        );
+        assert_ne!(job.code, Some(0), "{}", job.explain());
+        for (rank, peer) in [(0, 1), (1, 0)] {
+            let expected = format!(
+                "rank {rank}: timed out after 1.0 s in the device-direct exchange: block 2: 4 of 4 incoming chunks timed out on the device (from rank {peer})"
+            );
+            assert!(
+                job.stderr.contains(&expected),
+                "{variant}: expected\n{expected}\n{}",
+                job.explain()
+            );
+        }
+        assert!(!job.stderr.contains("panicked"), "{}", job.explain());
+        assert!(job.took.as_secs() < 20, "{variant} took {:?}", job.took);
+    }
+}
+
+#[test]
+fn a_short_chunk_fails_verification_naming_the_block() {
+    for variant in IPC_VARIANTS {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let job = ipc_run(
+            2,
+            variant,
+            "pairwise",
+            &["--inject", "short-send=3"],
+            &dir.path().join("r.json"),
+        );
+        job.assert_fails_with(1, "verification failed");
+        assert!(
+            job.stdout
+                .contains("wrong value: rank 0 block 3 run 0 iteration 0: element 44999"),
+            "{variant}: {}",
+            job.explain()
+        );
+    }
+}
+
+#[test]
+fn transports_and_variants_that_do_not_fit_are_refused() {
+    mpirun(2, &["run", "--variant", "ipc-base", "--runs", "1"]).assert_fails_with(
+        2,
+        "variant ipc-base moves its data over the ipc transport, not mpi: give --transport ipc",
+    );
+    mpirun(
+        2,
+        &[
+            "run",
+            "--variant",
+            "base-nb-wait",
+            "--transport",
+            "ipc",
+            "--runs",
+            "1",
+        ],
+    )
+    .assert_fails_with(
+        2,
+        "variant base-nb-wait moves its data over the mpi transport, not ipc: give --transport mpi",
+    );
+    mpirun(
+        2,
+        &[
+            "run",
+            "--variant",
+            "tq-nb-pb",
+            "--no-barrier",
+            "--runs",
+            "1",
+        ],
+    )
+    .assert_fails_with(
+        2,
+        "--no-barrier applies to the device-direct variants (ipc-base, ipc-tq) only",
+    );
+    mpirun(
+        2,
+        &[
+            "run",
+            "--variant",
+            "ipc-tq",
+            "--transport",
+            "ipc",
+            "--inject",
+            "corrupt-recv=1",
+            "--runs",
+            "1",
+        ],
+    )
+    .assert_fails_with(
+        2,
+        "the device-direct variants have no CPU step between arrival and unpack",
+    );
+    mpirun(2, &["run", "--transport", "nvlink"]).assert_fails_with(2, "unknown transport 'nvlink'");
+}
