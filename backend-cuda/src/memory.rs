@@ -18,7 +18,7 @@
 //! shared between threads here, behind a mutex.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use haloport_core::{Coherence, DeviceMemory, Error, IpcHandle, PinnedMemory, Result};
 
@@ -28,36 +28,8 @@ use crate::Context;
 /// A CUDA IPC handle's bytes.
 type HandleBytes = [u8; ffi::IPC_HANDLE_SIZE];
 
-/// The IPC handles this process exported, each with the address of the allocation it names,
-/// while that allocation lives.
-pub(crate) struct ExportedHandles(Mutex<Vec<(ffi::CUdeviceptr, HandleBytes)>>);
-
-impl ExportedHandles {
-    pub(crate) const fn new() -> Self {
-        ExportedHandles(Mutex::new(Vec::new()))
-    }
-
-    /// The list; a panic elsewhere while it was held cannot leave it inconsistent (each change
-    /// is one push or retain), so a poisoned lock is used as it is, and `Drop` never panics.
-    fn lock(&self) -> MutexGuard<'_, Vec<(ffi::CUdeviceptr, HandleBytes)>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn record(&self, ptr: ffi::CUdeviceptr, handle: HandleBytes) {
-        let mut list = self.lock();
-        if !list.contains(&(ptr, handle)) {
-            list.push((ptr, handle));
-        }
-    }
-
-    pub(crate) fn forget(&self, ptr: ffi::CUdeviceptr) {
-        self.lock().retain(|(p, _)| *p != ptr);
-    }
-
-    pub(crate) fn contains(&self, handle: &HandleBytes) -> bool {
-        self.lock().iter().any(|(_, h)| h == handle)
-    }
-}
+/// The IPC handles this process exported (shared with the other GPU backend, in core).
+pub(crate) type ExportedHandles = haloport_core::backend::ExportedHandles<{ ffi::IPC_HANDLE_SIZE }>;
 
 /// This process's exported handles.
 static EXPORTED: ExportedHandles = ExportedHandles::new();
@@ -68,19 +40,7 @@ static EXPORTED: ExportedHandles = ExportedHandles::new();
 /// # Errors
 /// [`Error::InvalidInput`] naming the backend that made it or its length.
 pub(crate) fn ipc_handle_bytes(handle: &IpcHandle) -> Result<HandleBytes> {
-    if handle.backend != "cuda" {
-        return Err(Error::InvalidInput(format!(
-            "cuda: cannot open an IPC handle made by the {:?} backend (only the cuda backend's)",
-            handle.backend
-        )));
-    }
-    handle.bytes.as_slice().try_into().map_err(|_| {
-        Error::InvalidInput(format!(
-            "cuda: an IPC handle (CUipcMemHandle) has {} bytes, this one {}",
-            ffi::IPC_HANDLE_SIZE,
-            handle.bytes.len()
-        ))
-    })
+    handle.vendor_bytes("cuda", "CUipcMemHandle")
 }
 
 /// `cuMemAlloc`ed memory: always a whole allocation, so it can be exported.

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use haloport_core::backend::check_range;
+use haloport_core::backend::{check_range, PciBusId};
 use haloport_core::{
     Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, Error, IpcHandle, Kernel, Launch,
     LaunchDims, PinnedMemory, Result,
@@ -344,40 +344,15 @@ impl Backend for HipBackend {
     }
 }
 
-/// A PCI bus id, `domain:bus:device.function` in hex (`0000:c1:00.0`), as numbers, so that ids
-/// differing only in case or domain width compare equal; `None` when `id` is not one.
-pub(crate) fn parse_pci_bus_id(id: &str) -> Option<(u32, u32, u32, u32)> {
-    fn hex(s: &str, max_digits: usize) -> Option<u32> {
-        let digits =
-            (1..=max_digits).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
-        digits.then(|| u32::from_str_radix(s, 16).ok()).flatten()
-    }
-    let (domain, rest) = id.split_once(':')?;
-    let (bus, rest) = rest.split_once(':')?;
-    let (device, function) = rest.split_once('.')?;
-    Some((
-        hex(domain, 8)?,
-        hex(bus, 2)?,
-        hex(device, 2)?,
-        hex(function, 1)?,
-    ))
+/// A PCI bus id as numbers (`DeviceIdentity::parse_pci_bus_id`).
+pub(crate) fn parse_pci_bus_id(id: &str) -> Option<PciBusId> {
+    DeviceIdentity::parse_pci_bus_id(id)
 }
 
 /// The PCI bus id of a peer's [`DeviceIdentity`], once it is shown to be a HIP device's.
 ///
 /// # Errors
 /// [`Error::InvalidInput`] for another backend's identity or an id that is no PCI bus id.
-pub(crate) fn peer_bus_id(peer: &DeviceIdentity) -> Result<(u32, u32, u32, u32)> {
-    if peer.backend != "hip" {
-        return Err(Error::InvalidInput(format!(
-            "hip: cannot ask about peer access to a device of the {:?} backend ({})",
-            peer.backend, peer.id
-        )));
-    }
-    parse_pci_bus_id(&peer.id).ok_or_else(|| {
-        Error::InvalidInput(format!(
-            "hip: peer device id {:?} is not a PCI bus id (domain:bus:device.function)",
-            peer.id
-        ))
-    })
+pub(crate) fn peer_bus_id(peer: &DeviceIdentity) -> Result<PciBusId> {
+    peer.pci_bus_id_for("hip")
 }

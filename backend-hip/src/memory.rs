@@ -18,7 +18,6 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use haloport_core::{Coherence, DeviceMemory, Error, IpcHandle, PinnedMemory, Result};
 
@@ -27,36 +26,8 @@ use crate::ffi;
 /// A HIP IPC handle's bytes.
 type HandleBytes = [u8; ffi::IPC_HANDLE_SIZE];
 
-/// The IPC handles this process exported, each with the address of the allocation it names,
-/// while that allocation lives.
-pub(crate) struct ExportedHandles(Mutex<Vec<(u64, HandleBytes)>>);
-
-impl ExportedHandles {
-    pub(crate) const fn new() -> Self {
-        ExportedHandles(Mutex::new(Vec::new()))
-    }
-
-    /// The list; a panic elsewhere while it was held cannot leave it inconsistent (each change
-    /// is one push or retain), so a poisoned lock is used as it is, and `Drop` never panics.
-    fn lock(&self) -> MutexGuard<'_, Vec<(u64, HandleBytes)>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    pub(crate) fn record(&self, addr: u64, handle: HandleBytes) {
-        let mut list = self.lock();
-        if !list.contains(&(addr, handle)) {
-            list.push((addr, handle));
-        }
-    }
-
-    pub(crate) fn forget(&self, addr: u64) {
-        self.lock().retain(|(a, _)| *a != addr);
-    }
-
-    pub(crate) fn contains(&self, handle: &HandleBytes) -> bool {
-        self.lock().iter().any(|(_, h)| h == handle)
-    }
-}
+/// The IPC handles this process exported (shared with the other GPU backend, in core).
+pub(crate) type ExportedHandles = haloport_core::backend::ExportedHandles<{ ffi::IPC_HANDLE_SIZE }>;
 
 /// This process's exported handles.
 static EXPORTED: ExportedHandles = ExportedHandles::new();
@@ -67,19 +38,7 @@ static EXPORTED: ExportedHandles = ExportedHandles::new();
 /// # Errors
 /// [`Error::InvalidInput`] naming the backend that made it or its length.
 pub(crate) fn ipc_handle_bytes(handle: &IpcHandle) -> Result<HandleBytes> {
-    if handle.backend != "hip" {
-        return Err(Error::InvalidInput(format!(
-            "hip: cannot open an IPC handle made by the {:?} backend (only the hip backend's)",
-            handle.backend
-        )));
-    }
-    handle.bytes.as_slice().try_into().map_err(|_| {
-        Error::InvalidInput(format!(
-            "hip: an IPC handle (hipIpcMemHandle_t) has {} bytes, this one {}",
-            ffi::IPC_HANDLE_SIZE,
-            handle.bytes.len()
-        ))
-    })
+    handle.vendor_bytes("hip", "hipIpcMemHandle_t")
 }
 
 /// `hipMalloc`ed memory: always a whole allocation, so it can be exported.
