@@ -104,7 +104,8 @@ impl<B: Backend> ChunkRecords<B> {
     }
 
     /// # Safety
-    /// 1. No kernel writing the records is queued or running.
+    /// 1. No kernel will write the records again: every chunk of the last launch reached its
+    ///    final states (the kernels write a chunk's records before them), or the stream drained.
     unsafe fn take_checks(&mut self) -> Vec<hp_block_check> {
         let ptr = self.checks.host_ptr().cast::<hp_block_check>();
         // SAFETY: the allocation holds `chunks` records; no kernel writes them (contract, 1).
@@ -116,7 +117,7 @@ impl<B: Backend> ChunkRecords<B> {
     }
 
     /// # Safety
-    /// 1. No kernel writing the records is queued or running.
+    /// 1. As for [`Self::take_checks`].
     unsafe fn times(&self) -> Vec<hp_block_times> {
         // SAFETY: the allocation holds `chunks` records; no kernel writes them (contract, 1).
         unsafe {
@@ -361,19 +362,24 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
         // memory the transport keeps open; all outlive the kernels (the stream is waited for
         // before this method returns, or the kernels aborted and drained; dropping the strategy
         // drops, and so waits for, the stream first).
-        unsafe {
+        let launched = unsafe {
             match self.options.mode {
-                IpcMode::Base => {
-                    self.backend
-                        .launch(Launch::IpcPack(&args), dims, &self.stream)?;
-                    self.backend
-                        .launch(Launch::IpcUnpack(&args), dims, &self.stream)?;
-                }
+                IpcMode::Base => self
+                    .backend
+                    .launch(Launch::IpcPack(&args), dims, &self.stream)
+                    .and_then(|()| {
+                        self.backend
+                            .launch(Launch::IpcUnpack(&args), dims, &self.stream)
+                    }),
                 IpcMode::Taskqueue => {
                     self.backend
-                        .launch(Launch::IpcTaskqueue(&args), dims, &self.stream)?;
+                        .launch(Launch::IpcTaskqueue(&args), dims, &self.stream)
                 }
             }
+        };
+        if let Err(e) = launched {
+            // A pack kernel may already run: make its waits give up before returning.
+            return Err(self.abort_kernels(e));
         }
         self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
         self.wait_for_kernels()?;
@@ -391,7 +397,8 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
     /// wrong index kept.
     fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
         ensure_idle(self.kernels_idle)?;
-        // SAFETY: the stream was seen idle after the last launch (kernels_idle).
+        // SAFETY: every chunk of the last launch reached its final states, after which the
+        // kernels write no record, or the stream drained (kernels_idle).
         let chunks = unsafe { self.records.take_checks() };
         let mut blocks = vec![hp_block_check::default(); self.pattern.blocks.len()];
         for (plan, c) in self.transport.chunks().iter().zip(chunks) {
