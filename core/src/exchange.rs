@@ -248,6 +248,26 @@ impl<B: Backend> ExchangeBuffers<B> {
         }
     }
 
+    /// [`Self::take_checks`] for a strategy that tracks whether its kernels were seen idle.
+    ///
+    /// # Errors
+    /// [`Error::Internal`](crate::Error::Internal) when `kernels_idle` is false.
+    pub fn take_checks_when_idle(&mut self, kernels_idle: bool) -> Result<Vec<hp_block_check>> {
+        crate::strategy::ensure_idle(kernels_idle)?;
+        // SAFETY: the caller saw every stream its kernels ran on idle after the last launch.
+        Ok(unsafe { self.take_checks() })
+    }
+
+    /// [`Self::read_times`] for a strategy that tracks whether its kernels were seen idle.
+    ///
+    /// # Errors
+    /// [`Error::Internal`](crate::Error::Internal) when `kernels_idle` is false.
+    pub fn read_times_when_idle(&self, kernels_idle: bool) -> Result<Vec<hp_block_times>> {
+        crate::strategy::ensure_idle(kernels_idle)?;
+        // SAFETY: as for take_checks_when_idle.
+        Ok(unsafe { self.read_times() })
+    }
+
     /// Reads every block's device timestamps of the last iteration.
     ///
     /// # Safety

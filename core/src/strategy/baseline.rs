@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
 use crate::shared::{hp_block_check, hp_block_times};
-use crate::strategy::{ensure_idle, EventProfile, ExchangeOptions, Strategy};
+use crate::strategy::{check_threads, EventProfile, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
 use crate::variant::{BaselineOptions, SendMode, WaitMode};
@@ -53,13 +53,7 @@ impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
         options: BaselineOptions,
         exchange: ExchangeOptions,
     ) -> Result<Self> {
-        let max = backend.device_info().max_threads_per_block;
-        if threads == 0 || threads > max {
-            return Err(Error::InvalidInput(format!(
-                "{threads} threads per block: the {} backend runs 1 to {max}",
-                backend.name()
-            )));
-        }
+        check_threads(backend, threads)?;
         transport.prepare(pattern.blocks.len())?;
         let buffers = ExchangeBuffers::new(backend, pattern, options.buffers)?;
         let stream = backend.create_stream()?;
@@ -191,9 +185,7 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
     }
 
     fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
-        ensure_idle(self.kernels_idle)?;
-        // SAFETY: the stream was seen idle after the last launch (kernels_idle).
-        Ok(unsafe { self.buffers.take_checks() })
+        self.buffers.take_checks_when_idle(self.kernels_idle)
     }
 
     fn planned_checks(&self) -> Vec<u64> {
@@ -202,9 +194,7 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
     }
 
     fn device_times(&self) -> Result<Vec<hp_block_times>> {
-        ensure_idle(self.kernels_idle)?;
-        // SAFETY: as for take_checks.
-        Ok(unsafe { self.buffers.read_times() })
+        self.buffers.read_times_when_idle(self.kernels_idle)
     }
 
     fn buffer_coherence(&self) -> (Coherence, Coherence) {

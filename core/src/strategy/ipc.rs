@@ -29,7 +29,7 @@ use crate::backend::{Backend, Coherence, Kernel, Launch, LaunchDims, PinnedMemor
 use crate::error::{Error, Result};
 use crate::pattern::RankPattern;
 use crate::shared::{self, hp_block_check, hp_block_times, hp_ipc_args};
-use crate::strategy::{ensure_idle, EventProfile, ExchangeOptions, Fault, Strategy};
+use crate::strategy::{check_threads, ensure_idle, EventProfile, ExchangeOptions, Fault, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::ipc::IpcTransport;
 use crate::variant::{IpcMode, IpcOptions};
@@ -159,13 +159,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         options: IpcOptions,
         exchange: ExchangeOptions,
     ) -> Result<Self> {
-        let max = backend.device_info().max_threads_per_block;
-        if threads == 0 || threads > max {
-            return Err(Error::InvalidInput(format!(
-                "{threads} threads per block: the {} backend runs 1 to {max}",
-                backend.name()
-            )));
-        }
+        check_threads(backend, threads)?;
         if let Some(fault @ Fault::CorruptRecv { .. }) = exchange.fault {
             return Err(Error::InvalidInput(format!(
                 "--inject {fault}: the device-direct variants have no CPU step between arrival and unpack to corrupt; use drop-send or short-send"

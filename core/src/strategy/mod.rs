@@ -206,6 +206,24 @@ pub trait Strategy {
     fn take_profile(&mut self) -> Option<EventProfile>;
 }
 
+/// Checks that `backend` can run GPU blocks of `threads` threads, before a strategy allocates.
+///
+/// # Errors
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the backend and its limit.
+pub(crate) fn check_threads<B: crate::backend::Backend>(
+    backend: &B,
+    threads: u32,
+) -> crate::Result<()> {
+    let max = backend.device_info().max_threads_per_block;
+    if threads == 0 || threads > max {
+        return Err(crate::Error::InvalidInput(format!(
+            "{threads} threads per block: the {} backend runs 1 to {max}",
+            backend.name()
+        )));
+    }
+    Ok(())
+}
+
 /// The error for reading kernel output (check records, timestamps) while kernels that write it
 /// may still run: after an iteration that failed before its kernels were seen finished.
 ///

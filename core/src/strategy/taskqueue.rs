@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
 use crate::shared::{self, hp_block_check, hp_block_times};
-use crate::strategy::{ensure_idle, EventProfile, ExchangeOptions, Strategy};
+use crate::strategy::{check_threads, EventProfile, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
 use crate::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
@@ -89,13 +89,7 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
         exchange: ExchangeOptions,
     ) -> Result<Self> {
         let blocks = pattern.blocks.len();
-        let max = backend.device_info().max_threads_per_block;
-        if threads == 0 || threads > max {
-            return Err(Error::InvalidInput(format!(
-                "{threads} threads per block: the {} backend runs 1 to {max}",
-                backend.name()
-            )));
-        }
+        check_threads(backend, threads)?;
         let resident = backend.max_resident_blocks(Kernel::Taskqueue, threads)?;
         if (resident as usize) < blocks {
             return Err(Error::Unsupported {
@@ -460,9 +454,7 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
     }
 
     fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
-        ensure_idle(self.kernels_idle)?;
-        // SAFETY: the kernel and the block streams were seen idle after the launch.
-        Ok(unsafe { self.buffers.take_checks() })
+        self.buffers.take_checks_when_idle(self.kernels_idle)
     }
 
     fn planned_checks(&self) -> Vec<u64> {
@@ -471,9 +463,7 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
     }
 
     fn device_times(&self) -> Result<Vec<hp_block_times>> {
-        ensure_idle(self.kernels_idle)?;
-        // SAFETY: as for take_checks.
-        Ok(unsafe { self.buffers.read_times() })
+        self.buffers.read_times_when_idle(self.kernels_idle)
     }
 
     fn buffer_coherence(&self) -> (Coherence, Coherence) {
