@@ -189,3 +189,92 @@ fn transports_and_variants_that_do_not_fit_are_refused() {
     );
     mpirun(2, &["run", "--transport", "nvlink"]).assert_fails_with(2, "unknown transport 'nvlink'");
 }
+
+/// Test hook of the ipc transport: ranks count as nodes of this many consecutive ranks.
+const RANKS_PER_NODE: &str = "HALOPORT_IPC_RANKS_PER_NODE";
+
+fn split_node_run(
+    np: u32,
+    per_node: &str,
+    variant: &str,
+    pattern: &str,
+    extra: &[&str],
+) -> common::Job {
+    let mut args = vec![
+        "run",
+        "--transport",
+        "ipc",
+        "--variant",
+        variant,
+        "--workload",
+        "thesis-4",
+        "--pattern",
+        pattern,
+        "--runs",
+        "2",
+        "--iters",
+        "4",
+        "--warmup",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    common::mpirun_with_env(np, &[(RANKS_PER_NODE, per_node)], &args)
+}
+
+#[test]
+fn peers_on_other_nodes_fall_back_to_host_staged_mpi_within_the_exchange() {
+    // Nodes of two ranks: ring and mixed send some blocks within a node (device-direct) and
+    // some across (host-staged MPI) in the same exchange.
+    for pattern in ["ring", "mixed"] {
+        for variant in IPC_VARIANTS {
+            for extra in [&[][..], &["--no-barrier"][..]] {
+                let job = split_node_run(4, "2", variant, pattern, extra);
+                assert_eq!(
+                    job.code,
+                    Some(0),
+                    "{variant} {pattern} {extra:?}: {}",
+                    job.explain()
+                );
+                assert!(
+                    job.stdout
+                        .contains("verified: true (54080 of 54080 planned checks made"),
+                    "{variant} {pattern}: {}",
+                    job.explain()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn faults_on_blocks_to_another_node_are_caught() {
+    // One rank per node: every block takes the host-staged path.
+    for variant in IPC_VARIANTS {
+        let job = split_node_run(2, "1", variant, "pairwise", &["--inject", "short-send=3"]);
+        job.assert_fails_with(1, "verification failed");
+        assert!(
+            job.stdout
+                .contains("wrong value: rank 0 block 3 run 0 iteration 0: element 44999"),
+            "{variant}: {}",
+            job.explain()
+        );
+        let job = split_node_run(
+            2,
+            "1",
+            variant,
+            "pairwise",
+            &["--inject", "drop-send=2", "--timeout", "1"],
+        );
+        for (rank, peer) in [(0, 1), (1, 0)] {
+            let expected = format!(
+                "rank {rank}: timed out after 1.0 s in the device-direct exchange: block 2: 4 of 4 incoming chunks timed out on the device (from rank {peer})"
+            );
+            assert!(
+                job.stderr.contains(&expected),
+                "{variant}: expected\n{expected}\n{}",
+                job.explain()
+            );
+        }
+        assert!(job.took.as_secs() < 20, "{variant} took {:?}", job.took);
+    }
+}

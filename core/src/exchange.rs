@@ -151,6 +151,15 @@ impl<B: Backend> ExchangeBuffers<B> {
         self.send_device.as_ref()
     }
 
+    /// Device addresses (kernels' view) of block `block`'s send and receive buffers.
+    pub fn device_addrs(&self, block: usize) -> (u64, u64) {
+        let offset = 8 * self.offsets[block] as u64;
+        (
+            self.send.lock().device_addr() + offset,
+            self.recv.lock().device_addr() + offset,
+        )
+    }
+
     /// The pinned send buffers (locked: the transport may hold a share of them).
     pub fn pinned_send(&self) -> MutexGuard<'_, B::PinnedMemory> {
         self.send.lock()

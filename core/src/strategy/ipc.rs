@@ -1,6 +1,9 @@
-//! The device-direct strategies (SPEC 12): no CPU in the data path, no host memory, no MPI
-//! message; kernels store each chunk straight into the destination's receive slot over the
-//! [`IpcTransport`], fence at system scope and raise the destination's per-chunk flag.
+//! The device-direct strategies (SPEC 12): between ranks of one node no CPU in the data path,
+//! no host memory, no MPI message; kernels store each chunk straight into the destination's
+//! receive slot over the [`IpcTransport`], fence at system scope and raise the destination's
+//! per-chunk flag. Blocks for ranks on other nodes take host-staged MPI within the same
+//! exchange: the same kernels stage them in pinned memory, and the CPU sends and receives them
+//! while it waits for the kernels.
 //!
 //! - `ipc-base` (thesis 3.3's shape): per iteration the CPU queues the pack kernel and then the
 //!   unpack kernel on one stream, and waits for every chunk's final state; unpack's blocks wait
@@ -90,6 +93,14 @@ impl<B: Backend> ChunkRecords<B> {
             self.flag(index)
                 .store(shared::HP_IPC_IDLE, Ordering::Relaxed);
         }
+    }
+
+    /// True when some chunk gave up (timed out or aborted) on either side.
+    fn any_given_up(&self) -> bool {
+        (0..2 * self.chunks).any(|i| {
+            let s = self.flag(i).load(Ordering::Acquire);
+            s == shared::HP_IPC_TIMED_OUT || s == shared::HP_IPC_ABORTED
+        })
     }
 
     /// True when every chunk reached its final states on both sides (done, or given up). The
@@ -282,11 +293,20 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         // Each kernel wait gives up after the time-out; a chunk may wait twice (credit, data).
         let limit = 2 * self.exchange.timeout + Duration::from_secs(1);
         let since = Instant::now();
-        while !self.records.all_final() {
+        loop {
+            // Blocks for other nodes travel by host-staged MPI meanwhile (the transport).
+            let remote_done = match self.transport.progress_remote(self.epoch) {
+                Ok(done) => done,
+                Err(e) => return Err(self.abort_kernels(e)),
+            };
+            if self.records.all_final() && (remote_done || self.records.any_given_up()) {
+                break;
+            }
             if since.elapsed() >= limit {
                 let what = format!(
                     "waiting for the device-direct kernels: {}",
                     self.stuck_report()
+                        .or_else(|| self.transport.remote_report())
                         .unwrap_or_else(|| "every chunk finished late".into())
                 );
                 return Err(self.abort_kernels(Error::Timeout {
@@ -297,7 +317,10 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             }
             std::hint::spin_loop();
         }
-        if let Some(stuck) = self.stuck_report() {
+        if let Some(stuck) = self
+            .stuck_report()
+            .or_else(|| self.transport.remote_report())
+        {
             // The kernels gave up by themselves; let them end before reporting.
             return Err(self.abort_kernels(Error::Timeout {
                 rank: Some(rank),
@@ -346,6 +369,7 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
         self.epoch += 1;
         self.records.reset();
+        self.transport.begin_remote()?;
         let args = self.args(iteration);
         let dims = LaunchDims {
             blocks: self.records.chunks as u32,
@@ -379,6 +403,12 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
         self.wait_for_kernels()?;
         self.events
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
+        if self.transport.has_remote() {
+            self.transport
+                .finish_remote(Instant::now() + self.exchange.timeout)?;
+            self.events
+                .push(CpuEvent::now(CpuEventKind::SendsDone, None));
+        }
         if self.exchange.barrier {
             self.transport
                 .barrier(Instant::now() + self.exchange.timeout)?;

@@ -14,13 +14,18 @@
 //! block per pattern block, 9 SMs cannot fill NVLink: `shared/device-facts.md`). The chunking
 //! depends only on the block's size, so sender and receiver agree on it.
 //!
-//! Not yet: peers on another node fall back to host-staged MPI within the same exchange; today
-//! such a pattern is refused with a message naming the pair.
+//! Peers on another node fall back to host-staged MPI within the same exchange: the kernels
+//! store those chunks into pinned host staging buffers and raise a pinned flag; the CPU sends a
+//! block once all its chunks are staged, receives remote blocks into pinned buffers and raises
+//! their chunks' arrival flags, which the same kernels wait for ([`RemoteStaging`]). For tests on
+//! one machine, `HALOPORT_IPC_RANKS_PER_NODE=N` makes ranks count as nodes of N consecutive
+//! ranks.
 
 // The chunk table is written into pinned memory and copied to the device.
 #![allow(unsafe_code)]
 
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -29,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{Backend, Coherence, DeviceIdentity, DeviceMemory, IpcHandle, PinnedMemory};
 use crate::collective::all_gather;
 use crate::error::{Error, Result};
-use crate::exchange::layout;
+use crate::exchange::{layout, ExchangeBuffers};
 use crate::pattern::RankPattern;
 use crate::shared::hp_ipc_chunk;
 use crate::transport::mpi::MpiTransport;
@@ -111,7 +116,82 @@ pub struct IpcTransport<B: Backend> {
     recv: ManuallyDrop<B::DeviceMemory>,
     flags: ManuallyDrop<B::DeviceMemory>,
     chunks: Vec<ChunkPlan>,
+    /// Blocks exchanged with ranks on other nodes, over host-staged MPI; `None` when every peer
+    /// is on this node.
+    remote: Option<RemoteStaging<B>>,
     drain_timeout: Duration,
+}
+
+/// The host-staged part of a device-direct exchange: blocks whose destination or source is on
+/// another node.
+///
+/// Pinned flags, u32, 4 bytes apart: `staged[c]` (kernel -> CPU: chunk c's store into the send
+/// staging buffer is complete), `arrival[c]` (CPU -> kernel: chunk c's block arrived by MPI),
+/// then a word that is always `u32::MAX` (the credit of a staged chunk: the CPU sends only after
+/// the previous iteration's sends completed) and a scratch word (the credit a remote source
+/// never reads).
+pub struct RemoteStaging<B: Backend> {
+    buffers: ExchangeBuffers<B>,
+    flags: B::PinnedMemory,
+    chunks: usize,
+    /// Blocks sent to another node, with their chunks, and whether sent this iteration.
+    out: Vec<(usize, Vec<usize>, bool)>,
+    /// Blocks received from another node, with their chunks.
+    incoming: Vec<(usize, Vec<usize>)>,
+}
+
+impl<B: Backend> RemoteStaging<B> {
+    fn new(
+        backend: &B,
+        mine: &RankPattern,
+        chunks: &[ChunkPlan],
+        here: i32,
+        node_of: impl Fn(i32) -> i32,
+    ) -> Result<Self> {
+        let n = chunks.len();
+        let flags = backend.alloc_pinned(4 * (2 * n + 2), Coherence::Coherent)?;
+        let chunks_of_block = |b: usize| -> Vec<usize> {
+            (0..n).filter(|&c| chunks[c].block as usize == b).collect()
+        };
+        let staging = RemoteStaging {
+            buffers: ExchangeBuffers::new(backend, mine, Coherence::Coherent)?,
+            flags,
+            chunks: n,
+            out: (0..mine.blocks.len())
+                .filter(|&b| node_of(mine.blocks[b].dest) != here)
+                .map(|b| (b, chunks_of_block(b), false))
+                .collect(),
+            incoming: (0..mine.blocks.len())
+                .filter(|&b| node_of(mine.blocks[b].source) != here)
+                .map(|b| (b, chunks_of_block(b)))
+                .collect(),
+        };
+        staging.flag(2 * n).store(u32::MAX, Ordering::Release);
+        Ok(staging)
+    }
+
+    fn flag(&self, index: usize) -> &AtomicU32 {
+        // SAFETY: index < 2 * chunks + 2, inside the flags allocation of that many u32s; it is
+        // page-aligned, so every entry is aligned; it lives as long as &self; kernels access it
+        // only atomically.
+        unsafe { AtomicU32::from_ptr(self.flags.host_ptr().cast::<u32>().add(index)) }
+    }
+
+    fn staged_addr(&self, c: usize) -> u64 {
+        self.flags.device_addr() + 4 * c as u64
+    }
+
+    fn arrival_addr(&self, c: usize) -> u64 {
+        self.flags.device_addr() + 4 * (self.chunks + c) as u64
+    }
+
+    fn always_addr(&self) -> u64 {
+        self.flags.device_addr() + 4 * (2 * self.chunks) as u64
+    }
+
+    fn scratch_addr(&self) -> u64 {
+        self.flags.device_addr() + 4 * (2 * self.chunks + 1) as u64
+    }
 }
 
 /// Where a rank's allocations are, for the chunk table.
@@ -192,48 +272,181 @@ impl<B: Backend> IpcTransport<B> {
                 })
                 .ok_or_else(|| Error::Internal(format!("rank {p}'s memory was not opened")))
         };
+        let node_of = |r: i32| all[r as usize].node;
+        let here = node_of(rank);
+        let remote = if mine
+            .blocks
+            .iter()
+            .any(|b| node_of(b.dest) != here || node_of(b.source) != here)
+        {
+            Some(RemoteStaging::new(backend, mine, &chunks, here, node_of)?)
+        } else {
+            None
+        };
+        let (own_offsets, _) = layout(mine);
         let mut entries = Vec::with_capacity(chunks.len());
         for (c, chunk) in chunks.iter().enumerate() {
             let block = &mine.blocks[chunk.block as usize];
             let (dest, source) = (block.dest, block.source);
-            let (dest_pattern, source_pattern) =
-                (&patterns[dest as usize], &patterns[source as usize]);
-            let (dest_offsets, _) = layout(dest_pattern);
-            let (_, dest_first) = plan_chunks(dest_pattern, max_chunks);
-            let (source_chunks, source_first) = plan_chunks(source_pattern, max_chunks);
-            let (own_offsets, _) = layout(mine);
             let b = chunk.block as usize;
             let k = chunk.index as usize;
-            let (to, from) = (address(dest)?, address(source)?);
-            entries.push(hp_ipc_chunk {
+            let mut entry = hp_ipc_chunk {
                 block: chunk.block,
                 reserved: 0,
                 elems: chunk.elems,
                 begin: chunk.begin,
                 end: chunk.end,
-                dest_recv: to.recv + 8 * dest_offsets[b] as u64,
-                dest_slot_bytes: slot_bytes_of(dest_pattern),
-                dest_arrival: to.flags + (dest_first[b] + k) as u64 * stride,
-                credit: own.flags + (chunks.len() + c) as u64 * stride,
-                recv: own.recv + 8 * own_offsets[b] as u64,
-                slot_bytes,
-                arrival: own.flags + c as u64 * stride,
-                source_credit: from.flags
-                    + (source_chunks.len() + source_first[b] + k) as u64 * stride,
-                source,
-                dest,
-            });
+                ..hp_ipc_chunk::default()
+            };
+            match &remote {
+                // Outgoing to another node: into our send staging, announced to our CPU.
+                Some(r) if node_of(dest) != here => {
+                    entry.dest_recv = r.buffers.device_addrs(b).0;
+                    entry.dest_slot_bytes = 0;
+                    entry.dest_arrival = r.staged_addr(c);
+                    entry.credit = r.always_addr();
+                }
+                _ => {
+                    let dest_pattern = &patterns[dest as usize];
+                    let (dest_offsets, _) = layout(dest_pattern);
+                    let (_, dest_first) = plan_chunks(dest_pattern, max_chunks);
+                    let to = address(dest)?;
+                    entry.dest_recv = to.recv + 8 * dest_offsets[b] as u64;
+                    entry.dest_slot_bytes = slot_bytes_of(dest_pattern);
+                    entry.dest_arrival = to.flags + (dest_first[b] + k) as u64 * stride;
+                    entry.credit = own.flags + (chunks.len() + c) as u64 * stride;
+                }
+            }
+            match &remote {
+                // Incoming from another node: MPI delivers into our receive staging and our CPU
+                // raises the arrival flag.
+                Some(r) if node_of(source) != here => {
+                    entry.recv = r.buffers.device_addrs(b).1;
+                    entry.slot_bytes = 0;
+                    entry.arrival = r.arrival_addr(c);
+                    entry.source_credit = r.scratch_addr();
+                }
+                _ => {
+                    let source_pattern = &patterns[source as usize];
+                    let (source_chunks, source_first) = plan_chunks(source_pattern, max_chunks);
+                    let from = address(source)?;
+                    entry.recv = own.recv + 8 * own_offsets[b] as u64;
+                    entry.slot_bytes = slot_bytes;
+                    entry.arrival = own.flags + c as u64 * stride;
+                    entry.source_credit =
+                        from.flags + (source_chunks.len() + source_first[b] + k) as u64 * stride;
+                }
+            }
+            entry.source = source;
+            entry.dest = dest;
+            entries.push(entry);
         }
         let table = upload(backend, &entries)?;
+        let mut mpi = MpiTransport::new(world, drain_timeout)?;
+        mpi.prepare(mine.blocks.len())?;
         Ok(IpcTransport {
-            mpi: MpiTransport::new(world, drain_timeout)?,
+            mpi,
             _peers: peers,
             table,
             recv: ManuallyDrop::new(recv),
             flags: ManuallyDrop::new(flags),
             chunks,
+            remote,
             drain_timeout,
         })
+    }
+
+    /// True when some blocks go to or come from another node over host-staged MPI.
+    pub fn has_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// Starts an iteration's host-staged part: posts the receives of remote blocks.
+    ///
+    /// # Errors
+    /// MPI errors.
+    pub fn begin_remote(&mut self) -> Result<()> {
+        let Some(remote) = &mut self.remote else {
+            return Ok(());
+        };
+        for (_, _, sent) in &mut remote.out {
+            *sent = false;
+        }
+        for (b, _) in &remote.incoming {
+            let source = remote.buffers.pattern().blocks[*b].source;
+            self.mpi
+                .post_recv(*b, remote.buffers.recv_region(*b), source)?;
+        }
+        Ok(())
+    }
+
+    /// One step of the host-staged part: sends every remote block whose chunks the kernels
+    /// staged for `epoch`, and raises the arrival flags of every remote block MPI delivered.
+    /// Returns true when every remote block was sent and received.
+    ///
+    /// # Errors
+    /// MPI errors.
+    pub fn progress_remote(&mut self, epoch: u32) -> Result<bool> {
+        let Some(remote) = &mut self.remote else {
+            return Ok(true);
+        };
+        for i in 0..remote.out.len() {
+            let (b, ref chunks, sent) = remote.out[i];
+            if sent
+                || !chunks
+                    .iter()
+                    .all(|&c| remote.flag(c).load(Ordering::Acquire) == epoch)
+            {
+                continue;
+            }
+            let dest = remote.buffers.pattern().blocks[b].dest;
+            self.mpi.isend(b, remote.buffers.send_region(b), dest)?;
+            remote.out[i].2 = true;
+        }
+        while let Some(b) = self.mpi.test_any_recv()? {
+            if let Some((_, chunks)) = remote.incoming.iter().find(|(block, _)| *block == b) {
+                for &c in chunks {
+                    remote
+                        .flag(remote.chunks + c)
+                        .store(epoch, Ordering::Release);
+                }
+            }
+        }
+        Ok(remote.out.iter().all(|o| o.2) && self.mpi.pending_recvs() == 0)
+    }
+
+    /// Ends an iteration's host-staged part: waits for the remote sends.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] naming the sends still pending at `deadline`; MPI errors.
+    pub fn finish_remote(&mut self, deadline: Instant) -> Result<()> {
+        if self.remote.is_some() {
+            self.mpi.wait_sends(deadline)?;
+        }
+        Ok(())
+    }
+
+    /// Remote blocks not sent (their chunks not all staged) or not received yet, for errors.
+    pub fn remote_report(&self) -> Option<String> {
+        let remote = self.remote.as_ref()?;
+        let mut parts: Vec<String> = remote
+            .out
+            .iter()
+            .filter(|o| !o.2)
+            .map(|(b, _, _)| {
+                format!(
+                    "block {b}: not all chunks staged for host-staged MPI to rank {} on another node",
+                    remote.buffers.pattern().blocks[*b].dest
+                )
+            })
+            .collect();
+        if self.mpi.pending_recvs() > 0 {
+            parts.push(format!(
+                "{} remote blocks not received over host-staged MPI",
+                self.mpi.pending_recvs()
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// This rank's chunks, in the order of the chunk table.
@@ -295,6 +508,13 @@ fn flag_bytes(chunks: usize, stride: u64) -> u64 {
 /// The lowest world rank among the ranks of this node.
 fn node_leader(world: &SimpleCommunicator) -> i32 {
     use mpi::collective::CommunicatorCollectives;
+    if let Some(n) = std::env::var("HALOPORT_IPC_RANKS_PER_NODE")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+        .filter(|&n| n > 0)
+    {
+        return world.rank() - world.rank() % n;
+    }
     let node = world.split_shared(0);
     let mut ranks = vec![0_i32; node.size() as usize];
     node.all_gather_into(&world.rank(), &mut ranks[..]);
@@ -321,10 +541,8 @@ fn open_peers<B: Backend>(
     for p in wanted {
         let them = &all[p as usize];
         if them.node != me.node {
-            return Err(Error::InvalidInput(format!(
-                "rank {rank} (on {}) exchanges with rank {p} (on {}), which is on another node: the ipc transport reaches only ranks of one node, and falling back to mpi for remote peers is not built yet; use --transport mpi",
-                me.host, them.host
-            )));
+            // Another node: its blocks go over host-staged MPI (RemoteStaging).
+            continue;
         }
         if !backend.can_access_peer(&them.identity)? {
             return Err(Error::InvalidInput(format!(
