@@ -8,13 +8,8 @@ use common::{mpirun, read_json};
 
 const IPC_VARIANTS: [&str; 2] = ["ipc-base", "ipc-tq"];
 
-fn ipc_run(
-    np: u32,
-    variant: &str,
-    pattern: &str,
-    extra: &[&str],
-    json: &std::path::Path,
-) -> common::Job {
+/// The arguments every device-direct run here shares, then `extra`.
+fn ipc_args<'a>(variant: &'a str, pattern: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "run",
         "--transport",
@@ -31,10 +26,20 @@ fn ipc_run(
         "4",
         "--warmup",
         "1",
-        "--json",
-        json.to_str().expect("utf-8 path"),
     ];
     args.extend_from_slice(extra);
+    args
+}
+
+fn ipc_run(
+    np: u32,
+    variant: &str,
+    pattern: &str,
+    extra: &[&str],
+    json: &std::path::Path,
+) -> common::Job {
+    let mut args = ipc_args(variant, pattern, extra);
+    args.extend(["--json", json.to_str().expect("utf-8 path")]);
     mpirun(np, &args)
 }
 
@@ -200,24 +205,7 @@ fn split_node_run(
     pattern: &str,
     extra: &[&str],
 ) -> common::Job {
-    let mut args = vec![
-        "run",
-        "--transport",
-        "ipc",
-        "--variant",
-        variant,
-        "--workload",
-        "thesis-4",
-        "--pattern",
-        pattern,
-        "--runs",
-        "2",
-        "--iters",
-        "4",
-        "--warmup",
-        "1",
-    ];
-    args.extend_from_slice(extra);
+    let args = ipc_args(variant, pattern, extra);
     common::mpirun_with_env(np, &[(RANKS_PER_NODE, per_node)], &args)
 }
 
