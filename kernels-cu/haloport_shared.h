@@ -241,4 +241,106 @@ typedef struct hp_ipc_args {
     uint32_t poll_backoff_ns;
 } hp_ipc_args;
 
+/*
+ * The library's halo exchange (SPEC 13): fields of f32 or f64 elements in 3-D arrays, and
+ * regions of them (a face, an edge or a corner) described in a flattened form (seed 002):
+ * an offset plus nested count/stride, innermost dimension first. Element e of a region, with
+ *   i0 = e % count[0], i1 = (e / count[0]) % count[1], i2 = e / (count[0] * count[1]),
+ * lives at field index offset + i0 * stride[0] + i1 * stride[1] + i2 * stride[2], and at index
+ * e of the region's packed buffer. One GPU thread per element, no dependencies between threads.
+ *
+ * A launch serves many regions: region r owns grid blocks [first_block, first_block + blocks);
+ * a grid block finds its region by binary search and its threads stride over the region's
+ * elements by blocks * blockDim.
+ */
+#define HP_NO_MESSAGE 0xffffffffu
+
+typedef struct hp_region {
+    /* Device address of the field's element 0 (the allocated array, halos included). */
+    uint64_t field;
+    /* Device address of the region's packed elements (pinned host, own or a peer's device
+     * memory). */
+    uint64_t buffer;
+    /* Elements from `field` to the region's first element. */
+    uint64_t offset;
+    /* Extents and element strides, innermost first; count[k] >= 1. */
+    uint64_t count[3];
+    uint64_t stride[3];
+    /* Grid blocks of this region: [first_block, first_block + blocks). Regions are listed in
+     * increasing first_block, without gaps. */
+    uint32_t first_block;
+    uint32_t blocks;
+    /* Index into the launch's message table, or HP_NO_MESSAGE (no signalling). */
+    uint32_t message;
+    uint32_t reserved;
+} hp_region;
+
+/*
+ * Signalling for device-direct messages (several regions, one per field, may form one message).
+ * Before touching its region, a grid block waits (thread 0, bounded by timeout_ticks, watching
+ * the abort flag) until *wait >= wait_min (no wait when wait == 0 or wait_min == 0). After its
+ * stores, it fences at system scope and adds 1 to *counter (monotonic, never reset); the block
+ * that brings *counter to epoch * blocks fences again and stores epoch into *flag with release
+ * semantics (no store when flag == 0). So every epoch must run every block of the message once.
+ *   pack:    wait = own credit flag (the peer unpacked the slot), flag = the peer's arrival flag
+ *   unpack:  wait = own arrival flag (>= epoch),                  flag = the peer's credit flag
+ */
+typedef struct hp_message_signal {
+    /* Device address of a u32 block counter in this process's device memory. */
+    uint64_t counter;
+    /* Device address of the u32 flag raised to epoch when the message is complete, or 0. */
+    uint64_t flag;
+    /* Device address of the u32 flag waited for, or 0. */
+    uint64_t wait;
+    uint32_t wait_min;
+    /* Grid blocks serving the message, over all its regions. */
+    uint32_t blocks;
+} hp_message_signal;
+
+/* What a region kernel's waits ended in, per message (u32, coherent pinned). */
+#define HP_MESSAGE_OK 0u
+#define HP_MESSAGE_TIMED_OUT 1u
+#define HP_MESSAGE_ABORTED 2u
+
+/* The argument of hp_pack_regions and hp_unpack_regions. */
+typedef struct hp_regions_args {
+    /* Device address of hp_region[num_regions]. */
+    uint64_t regions;
+    /* Device address of hp_message_signal[...], or 0 when no region has a message. */
+    uint64_t messages;
+    /* Device address of u32 status per message (HP_MESSAGE_*), or 0 when messages == 0. */
+    uint64_t status;
+    /* Device address of the u32 abort flag: a wait gives up when *abort_flag >= epoch; or 0. */
+    uint64_t abort_flag;
+    /* A wait gives up after this many device timer ticks. */
+    uint64_t timeout_ticks;
+    uint32_t num_regions;
+    /* 4 (f32) or 8 (f64): elements are moved as 32- or 64-bit words. */
+    uint32_t elem_bytes;
+    /* This exchange's epoch (1, 2, ...): counter targets and flag values. */
+    uint32_t epoch;
+    uint32_t reserved;
+} hp_regions_args;
+
+/*
+ * One Jacobi sweep of the 27-point stencil over a box of a field's interior (SPEC 13's
+ * application): out[p] = (sum over dz, dy, dx in -1..1, in that nesting, dx innermost, of
+ * in[p + d]) * (1 / 27), computed in the element type, the sum accumulated in that order so
+ * that every decomposition gives the same bits. One thread per point of the box.
+ */
+typedef struct hp_stencil_args {
+    /* Device addresses of the input and output fields (same layout). */
+    uint64_t in;
+    uint64_t out;
+    /* Allocated extents, halos included, innermost (x) first: index = x + ax * (y + ay * z). */
+    uint64_t alloc[3];
+    /* The box to update, in allocated coordinates: [begin[k], end[k]) per dimension; every
+     * point's 26 neighbours lie inside the allocation. */
+    uint64_t begin[3];
+    uint64_t end[3];
+    /* 4 (f32) or 8 (f64). */
+    uint32_t elem_bytes;
+    uint32_t reserved;
+} hp_stencil_args;
+
 #endif /* HALOPORT_SHARED_H */
