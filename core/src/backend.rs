@@ -588,6 +588,41 @@ pub fn poll_until(
     }
 }
 
+/// Copies two tables, `head` then `tail` right after it, into new device memory (kernels read
+/// such tables often; device memory keeps them close) and waits for the copy.
+///
+/// # Errors
+/// [`Error::Internal`](crate::Error::Internal) when `tail` would be misaligned after `head`;
+/// allocation, copy and time-out errors.
+pub fn upload_table<B: Backend, T: Copy, U: Copy>(
+    backend: &B,
+    head: &[T],
+    tail: &[U],
+) -> Result<B::DeviceMemory> {
+    let head_bytes = std::mem::size_of_val(head);
+    if head_bytes % std::mem::align_of::<U>() != 0 {
+        return Err(crate::Error::Internal(
+            "a table's tail would be misaligned".into(),
+        ));
+    }
+    let bytes = (head_bytes + std::mem::size_of_val(tail)).max(1);
+    let staging = backend.alloc_pinned(bytes, Coherence::Coherent)?;
+    let table = backend.alloc_device(bytes)?;
+    // SAFETY: staging holds `bytes` bytes, page-aligned (so aligned for T), and nothing else
+    // uses it yet; head fills its first head_bytes, tail the rest, aligned for U (checked).
+    unsafe {
+        let at = staging.host_ptr();
+        std::ptr::copy_nonoverlapping(head.as_ptr(), at.cast::<T>(), head.len());
+        std::ptr::copy_nonoverlapping(tail.as_ptr(), at.add(head_bytes).cast::<U>(), tail.len());
+    }
+    let stream = backend.create_stream()?;
+    // SAFETY: (1) staging and table live until the stream is synchronized below (and the
+    // stream, declared after them, is dropped first); (2) nothing else touches them meanwhile.
+    unsafe { backend.copy_to_device_async(&table, 0, &staging, 0, bytes, &stream)? };
+    backend.stream_synchronize(&stream, Instant::now() + std::time::Duration::from_secs(10))?;
+    Ok(table)
+}
+
 /// Checks that `[offset, offset + bytes)` lies inside an allocation of `len` bytes, for copies.
 ///
 /// # Errors

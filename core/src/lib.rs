@@ -18,6 +18,7 @@ pub mod conformance;
 pub mod control;
 pub mod error;
 pub mod exchange;
+pub mod halo;
 pub mod measure;
 pub mod pattern;
 pub mod shared;

@@ -29,15 +29,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use mpi::topology::{Communicator, SimpleCommunicator};
-use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, Coherence, DeviceIdentity, DeviceMemory, IpcHandle, PinnedMemory};
-use crate::collective::all_gather;
+use crate::backend::{upload_table, Backend, Coherence, DeviceMemory, PinnedMemory};
 use crate::error::{Error, Result};
 use crate::exchange::{layout, ExchangeBuffers};
 use crate::pattern::RankPattern;
 use crate::shared::hp_ipc_chunk;
 use crate::transport::mpi::MpiTransport;
+use crate::transport::node::{share_with_node, NodeShare};
 use crate::transport::Transport;
 
 /// Below this many elements a chunk is not split further.
@@ -85,24 +84,6 @@ pub fn plan_chunks(pattern: &RankPattern, max_chunks: u32) -> (Vec<ChunkPlan>, V
     (chunks, first)
 }
 
-/// What one rank tells the others at set-up.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Exported {
-    /// The lowest world rank on this rank's node: equal for ranks of one node.
-    node: i32,
-    host: String,
-    identity: DeviceIdentity,
-    recv: IpcHandle,
-    flags: IpcHandle,
-}
-
-/// Another rank's memory, as this rank addresses it.
-struct PeerMemories<B: Backend> {
-    rank: i32,
-    recv: B::PeerMemory,
-    flags: B::PeerMemory,
-}
-
 /// One rank's side of the device-direct transport: its own receive buffers and flags, its
 /// peers' opened memory, and the chunk table in device memory.
 pub struct IpcTransport<B: Backend> {
@@ -110,7 +91,7 @@ pub struct IpcTransport<B: Backend> {
     mpi: MpiTransport,
     // Drop order: the peers' memory is unmapped before ours is freed.
     /// Kept open (mapped) while our kernels may store into them.
-    _peers: Vec<PeerMemories<B>>,
+    _peers: NodeShare<B>,
     table: B::DeviceMemory,
     /// Freed in `drop` only after every rank passed the closing barrier.
     recv: ManuallyDrop<B::DeviceMemory>,
@@ -224,37 +205,23 @@ impl<B: Backend> IpcTransport<B> {
         let stride = u64::from(stride);
         let (chunks, _) = plan_chunks(mine, max_chunks);
         let slot_bytes = slot_bytes_of(mine);
-        let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
-
-        // Allocate and export; a backend without IPC fails here on every rank alike.
-        let allocated = (|| {
-            let recv = backend.alloc_device(2 * slot_bytes as usize)?;
-            let flags = backend.alloc_device(flag_bytes(chunks.len(), stride) as usize)?;
-            let exported = Exported {
-                node: node_leader(world),
-                host: mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into()),
-                identity: backend.device_identity()?,
-                recv: backend.export_ipc(&recv)?,
-                flags: backend.export_ipc(&flags)?,
-            };
-            Ok::<_, Error>((recv, flags, exported))
-        })();
-        let (mine_exported, allocated) = match allocated {
-            Ok((recv, flags, exported)) => (Ok(exported), Some((recv, flags))),
-            Err(e) => (Err(format!("setting up the ipc transport: {e}")), None),
+        let wanted: Vec<i32> = mine.blocks.iter().flat_map(|b| [b.dest, b.source]).collect();
+        let (mut memories, share) = share_with_node(
+            backend,
+            world,
+            || {
+                Ok(vec![
+                    backend.alloc_device(2 * slot_bytes as usize)?,
+                    backend.alloc_device(flag_bytes(chunks.len(), stride) as usize)?,
+                ])
+            },
+            &wanted,
+            "the ipc transport",
+        )?;
+        let (flags, recv) = match (memories.pop(), memories.pop()) {
+            (Some(flags), Some(recv)) => (flags, recv),
+            _ => return Err(Error::Internal("ipc allocations vanished".into())),
         };
-        let all = all_gather(world, mine_exported, collective)?;
-        let (recv, flags) = allocated
-            .ok_or_else(|| Error::Internal("ipc allocation vanished after set-up".into()))?;
-
-        // Every peer must be on this node and reachable; open what is.
-        let opened = open_peers(backend, rank, mine, &all);
-        let (verdict, peers) = match opened {
-            Ok(peers) => (Ok(()), peers),
-            Err(e) => (Err(e.to_string()), Vec::new()),
-        };
-        all_gather(world, verdict, collective)?;
-
         let own = Addresses {
             recv: recv.device_addr(),
             flags: flags.device_addr(),
@@ -263,16 +230,12 @@ impl<B: Backend> IpcTransport<B> {
             if p == rank {
                 return Ok(own);
             }
-            peers
-                .iter()
-                .find(|m| m.rank == p)
-                .map(|m| Addresses {
-                    recv: m.recv.device_addr(),
-                    flags: m.flags.device_addr(),
-                })
-                .ok_or_else(|| Error::Internal(format!("rank {p}'s memory was not opened")))
+            Ok(Addresses {
+                recv: share.peer_addr(p, 0)?,
+                flags: share.peer_addr(p, 1)?,
+            })
         };
-        let node_of = |r: i32| all[r as usize].node;
+        let node_of = |r: i32| share.nodes()[r as usize];
         let here = node_of(rank);
         let remote = if mine
             .blocks
@@ -341,12 +304,12 @@ impl<B: Backend> IpcTransport<B> {
             entry.dest = dest;
             entries.push(entry);
         }
-        let table = upload(backend, &entries)?;
+        let table = upload_table::<_, _, u8>(backend, &entries, &[])?;
         let mut mpi = MpiTransport::new(world, drain_timeout)?;
         mpi.prepare(mine.blocks.len())?;
         Ok(IpcTransport {
             mpi,
-            _peers: peers,
+            _peers: share,
             table,
             recv: ManuallyDrop::new(recv),
             flags: ManuallyDrop::new(flags),
@@ -503,81 +466,6 @@ fn slot_bytes_of(pattern: &RankPattern) -> u64 {
 /// Bytes of the flags of a rank with `chunks` chunks: arrival flags, then credit flags.
 fn flag_bytes(chunks: usize, stride: u64) -> u64 {
     (2 * chunks as u64 * stride).max(stride)
-}
-
-/// The lowest world rank among the ranks of this node.
-fn node_leader(world: &SimpleCommunicator) -> i32 {
-    use mpi::collective::CommunicatorCollectives;
-    if let Some(n) = std::env::var("HALOPORT_IPC_RANKS_PER_NODE")
-        .ok()
-        .and_then(|v| v.parse::<i32>().ok())
-        .filter(|&n| n > 0)
-    {
-        return world.rank() - world.rank() % n;
-    }
-    let node = world.split_shared(0);
-    let mut ranks = vec![0_i32; node.size() as usize];
-    node.all_gather_into(&world.rank(), &mut ranks[..]);
-    ranks.into_iter().min().unwrap_or(0)
-}
-
-/// Opens the memory of every rank this rank sends to or receives from.
-fn open_peers<B: Backend>(
-    backend: &B,
-    rank: i32,
-    mine: &RankPattern,
-    all: &[Exported],
-) -> Result<Vec<PeerMemories<B>>> {
-    let me = &all[rank as usize];
-    let mut wanted: Vec<i32> = mine
-        .blocks
-        .iter()
-        .flat_map(|b| [b.dest, b.source])
-        .filter(|&p| p != rank)
-        .collect();
-    wanted.sort_unstable();
-    wanted.dedup();
-    let mut peers = Vec::with_capacity(wanted.len());
-    for p in wanted {
-        let them = &all[p as usize];
-        if them.node != me.node {
-            // Another node: its blocks go over host-staged MPI (RemoteStaging).
-            continue;
-        }
-        if !backend.can_access_peer(&them.identity)? {
-            return Err(Error::InvalidInput(format!(
-                "rank {rank} (device {}) cannot store into rank {p}'s device ({}): no peer access between them; use --transport mpi",
-                me.identity.id, them.identity.id
-            )));
-        }
-        peers.push(PeerMemories {
-            rank: p,
-            recv: backend.open_ipc(&them.recv)?,
-            flags: backend.open_ipc(&them.flags)?,
-        });
-    }
-    Ok(peers)
-}
-
-/// Copies the chunk table into device memory (kernels read it once per chunk).
-fn upload<B: Backend>(backend: &B, entries: &[hp_ipc_chunk]) -> Result<B::DeviceMemory> {
-    let bytes = std::mem::size_of_val(entries).max(1);
-    let staging = backend.alloc_pinned(bytes, Coherence::Coherent)?;
-    let table = backend.alloc_device(bytes)?;
-    // SAFETY: staging holds `bytes` bytes, page-aligned; nothing else uses it yet.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            entries.as_ptr(),
-            staging.host_ptr().cast::<hp_ipc_chunk>(),
-            entries.len(),
-        );
-    }
-    let stream = backend.create_stream()?;
-    // SAFETY: (1) staging and table live until the stream is synchronized below (and the
-    // stream, declared after them, is dropped first); (2) nothing else touches them meanwhile.
-    unsafe { backend.copy_to_device_async(&table, 0, &staging, 0, bytes, &stream)? };
-    backend.stream_synchronize(&stream, Instant::now() + Duration::from_secs(10))?;
-    Ok(table)
 }
 
 #[cfg(test)]

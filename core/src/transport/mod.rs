@@ -18,6 +18,7 @@
 pub mod faulty;
 pub mod ipc;
 pub mod mpi;
+pub mod node;
 
 use std::sync::Arc;
 use std::time::Instant;

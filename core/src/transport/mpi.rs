@@ -35,14 +35,18 @@ struct Requests {
     regions: Vec<Option<HostRegion>>,
     /// The peer rank of each pending request, for time-out messages.
     peers: Vec<i32>,
+    /// The MPI tag of each slot: the block itself, unless prepared with other tags.
+    tags: Vec<c_int>,
 }
 
 impl Requests {
-    fn new(blocks: usize) -> Requests {
+    fn new(tags: Vec<c_int>) -> Requests {
+        let blocks = tags.len();
         Requests {
             raw: vec![null_request(); blocks],
             regions: vec![None; blocks],
             peers: vec![-1; blocks],
+            tags,
         }
     }
 
@@ -117,10 +121,27 @@ impl MpiTransport {
             rank: comm.rank(),
             size: comm.size(),
             comm,
-            recvs: Requests::new(0),
-            sends: Requests::new(0),
+            recvs: Requests::new(Vec::new()),
+            sends: Requests::new(Vec::new()),
             drain_timeout,
         })
+    }
+
+    /// Prepares one receive slot per entry of `recv_tags` and one send slot per entry of
+    /// `send_tags`, each message carrying its slot's tag (the library's halo exchange: slots
+    /// are messages, tags say which side of the domain a message is for).
+    ///
+    /// # Errors
+    /// [`Error::Internal`] while requests are pending.
+    pub fn prepare_tagged(&mut self, recv_tags: Vec<c_int>, send_tags: Vec<c_int>) -> Result<()> {
+        if !self.recvs.pending().is_empty() || !self.sends.pending().is_empty() {
+            return Err(Error::Internal(
+                "prepare called with requests pending".into(),
+            ));
+        }
+        self.recvs = Requests::new(recv_tags);
+        self.sends = Requests::new(send_tags);
+        Ok(())
     }
 
     fn count(region: &HostRegion, block: usize) -> Result<c_int> {
@@ -144,7 +165,7 @@ impl MpiTransport {
                 count,
                 ffi::RSMPI_DOUBLE,
                 dest,
-                block as c_int,
+                self.sends.tags[block],
                 self.comm.as_raw(),
                 &mut self.sends.raw[block],
             )
@@ -282,16 +303,14 @@ impl Transport for MpiTransport {
                 "prepare called with requests pending".into(),
             ));
         }
-        c_int::try_from(blocks).map_err(|_| too_many(blocks))?;
-        self.recvs = Requests::new(blocks);
-        self.sends = Requests::new(blocks);
-        Ok(())
+        let blocks = c_int::try_from(blocks).map_err(|_| too_many(blocks))?;
+        self.prepare_tagged((0..blocks).collect(), (0..blocks).collect())
     }
 
     fn post_recv(&mut self, block: usize, region: HostRegion, source: i32) -> Result<()> {
         self.recvs.free_slot(block, "receive")?;
         let count = Self::count(&region, block)?;
-        let tag = block as c_int;
+        let tag = self.recvs.tags[block];
         // SAFETY: region is valid for `count` f64 writes until the request completes: the slot
         // keeps the region (and its allocation) until then; the request slot is ours and null.
         let code = unsafe {

@@ -1,0 +1,712 @@
+//! The compiled halo exchange: one plan, the user's fields, any transport, ordered on the
+//! user's stream (SPEC 13).
+//!
+//! Per exchange (epoch e = 1, 2, ...): one pack launch covers every region of every field of
+//! every message, one unpack launch every received region. How a message travels is chosen per
+//! neighbour ([`Link`]): to this rank itself through its own receive slot; device-direct into a
+//! same-node peer's receive slot e & 1, announced by the peer's arrival flag and guarded by our
+//! credit flag (the peer unpacked slot e & 1 of epoch e - 2), all on the GPU; or host-staged:
+//! pack into pinned memory, MPI, unpack from pinned memory. Only host-staged messages need the
+//! CPU between pack and unpack.
+
+// Launches take raw device addresses of tables, fields and peers' memory; flags in pinned
+// memory are read through atomics.
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+use super::field::{Field, FieldMemory};
+use super::layout::{direction_name, receiving_entry, sending_entry, Link, Mailbox};
+use crate::backend::{
+    upload_table, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
+};
+use crate::collective::all_gather;
+use crate::domain::{DomainSpec, HaloPlan};
+use crate::error::{Error, Result};
+use crate::shared::{
+    hp_message_signal, hp_region, hp_regions_args, HP_MESSAGE_ABORTED, HP_MESSAGE_OK,
+    HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
+};
+use crate::transport::mpi::MpiTransport;
+use crate::transport::node::{share_with_node, NodeShare};
+use crate::transport::{HostRegion, Transport};
+use crate::variant::TransportKind;
+
+/// How an exchange runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HaloOptions {
+    /// `mpi`: every peer host-staged. `ipc`: same-node peers device-direct, others host-staged.
+    pub transport: TransportKind,
+    /// How long any single wait (MPI, stream, a GPU-side flag) may take.
+    pub timeout: Duration,
+    /// Threads per GPU block of the pack and unpack kernels.
+    pub threads: u32,
+    /// Elements each thread moves (sets the blocks per region).
+    pub elems_per_thread: u32,
+}
+
+impl Default for HaloOptions {
+    fn default() -> Self {
+        HaloOptions {
+            transport: TransportKind::Mpi,
+            timeout: Duration::from_secs(10),
+            threads: 256,
+            elems_per_thread: 4,
+        }
+    }
+}
+
+/// Where one neighbour's outgoing and incoming messages go, resolved at set-up.
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    link: Link,
+    /// Outgoing: the receiver's buffer for slot 0 and slot 1, its arrival flag, our credit flag.
+    dest: [u64; 2],
+    dest_arrival: u64,
+    credit: u64,
+    /// Incoming: our buffer for slot 0 and slot 1, our arrival flag, the sender's credit flag.
+    recv: [u64; 2],
+    arrival: u64,
+    source_credit: u64,
+}
+
+/// The region tables of one set of fields, for each slot parity, in device memory.
+struct Tables<B: Backend> {
+    pack: [B::DeviceMemory; 2],
+    unpack: [B::DeviceMemory; 2],
+    regions: u32,
+    pack_blocks: u32,
+    unpack_blocks: u32,
+}
+
+/// Pinned host staging of host-staged messages.
+struct Staging<B: Backend> {
+    send: Arc<Mutex<B::PinnedMemory>>,
+    recv: Arc<Mutex<B::PinnedMemory>>,
+    send_host: *mut u8,
+    recv_host: *mut u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Started,
+    Finished,
+}
+
+/// A halo exchange compiled from a [`HaloPlan`] for one rank: run it with
+/// [`exchange`](Self::exchange), or [`start`](Self::start) and [`finish`](Self::finish) around
+/// work that does not touch the halos.
+///
+/// Every exchange after an error returns that error: a failed exchange leaves peers'
+/// counters and flags out of step, so the exchange must be built anew.
+pub struct HaloExchange<'b, B: Backend> {
+    // Drop order: pending MPI requests refer to the staging, queued kernels to the tables.
+    mpi: MpiTransport,
+    backend: &'b B,
+    plan: HaloPlan,
+    options: HaloOptions,
+    routes: Vec<Route>,
+    mailbox: ManuallyDrop<B::DeviceMemory>,
+    /// Same-node peers' mailboxes, opened (device-direct only).
+    _share: Option<NodeShare<B>>,
+    counters: B::DeviceMemory,
+    staging: Staging<B>,
+    /// Pinned u32s: pack status per message, unpack status per message, the abort flag.
+    status: B::PinnedMemory,
+    tables: HashMap<Vec<u64>, Tables<B>>,
+    epoch: u32,
+    phase: Phase,
+    last_unpack: B::Event,
+    unpack_recorded: bool,
+    /// Fields the queued kernels use, until `last_unpack` is seen complete.
+    in_use: Vec<Arc<FieldMemory<B>>>,
+    /// The fields (their addresses) of the started exchange.
+    current: Vec<u64>,
+    failed: Option<String>,
+}
+
+// SAFETY: the raw staging pointers address allocations the exchange owns (through the Arcs
+// beside them); the exchange is driven by one thread at a time.
+unsafe impl<B: Backend> Send for Staging<B> {}
+
+impl<'b, B: Backend> HaloExchange<'b, B> {
+    /// Compiles `spec` for this rank of `world` and sets the exchange up: buffers, flags, and
+    /// (with `ipc`) the same-node peers' memory. Collective over `world`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`], the same on every rank, when the ranks declared different
+    /// domains, when the declaration does not fit the job (process grid, local extents), when
+    /// the kernels' block size does not fit the device, or when a same-node peer cannot be
+    /// reached device-direct; allocation and MPI errors.
+    pub fn new(
+        backend: &'b B,
+        world: &SimpleCommunicator,
+        spec: &DomainSpec,
+        options: HaloOptions,
+    ) -> Result<Self> {
+        let (rank, size) = (world.rank(), world.size());
+        agree_on_spec(world, spec)?;
+        crate::strategy::check_threads(backend, options.threads)?;
+        if options.elems_per_thread == 0 {
+            return Err(Error::InvalidInput(
+                "elements per thread must be at least 1".into(),
+            ));
+        }
+        // Every rank compiles every plan: peers' layouts give the addresses we store into.
+        let plans: Vec<HaloPlan> = (0..size)
+            .map(|r| HaloPlan::compile(spec, size, r))
+            .collect::<Result<_>>()?;
+        let plan = plans[rank as usize].clone();
+        let mine = Mailbox::of(&plan);
+        let wanted: Vec<i32> = plan.neighbours.iter().map(|n| n.rank).collect();
+        let (mailbox, share) = if options.transport == TransportKind::Ipc {
+            let (mut memories, share) = share_with_node(
+                backend,
+                world,
+                || Ok(vec![backend.alloc_device(mine.bytes() as usize)?]),
+                &wanted,
+                "the device-direct halo exchange",
+            )?;
+            let mailbox = memories
+                .pop()
+                .ok_or_else(|| Error::Internal("the halo mailbox vanished".into()))?;
+            (mailbox, Some(share))
+        } else {
+            (backend.alloc_device(mine.bytes() as usize)?, None)
+        };
+        let n = plan.neighbours.len();
+        let counters = backend.alloc_device(8 * n.max(1))?;
+        let status = backend.alloc_pinned(4 * (2 * n + 1), Coherence::Coherent)?;
+        let send = backend.alloc_pinned(mine.slot_bytes as usize, Coherence::Coherent)?;
+        let recv = backend.alloc_pinned(mine.slot_bytes as usize, Coherence::Coherent)?;
+        let staging = Staging {
+            send_host: send.host_ptr(),
+            recv_host: recv.host_ptr(),
+            send: Arc::new(Mutex::new(send)),
+            recv: Arc::new(Mutex::new(recv)),
+        };
+        let own_base = mailbox.device_addr();
+        let (send_base, recv_base) = (
+            lock(&staging.send).device_addr(),
+            lock(&staging.recv).device_addr(),
+        );
+        let mut routes = Vec::with_capacity(n);
+        for (i, neighbour) in plan.neighbours.iter().enumerate() {
+            let peer = neighbour.rank;
+            let link = if peer == rank {
+                Link::Local
+            } else if share.as_ref().is_some_and(|s| s.same_node(peer)) {
+                Link::Direct
+            } else {
+                Link::Staged
+            };
+            let theirs = Mailbox::of(&plans[peer as usize]);
+            let missing = |what: &str| {
+                Error::Internal(format!(
+                    "rank {peer} has no {what} entry for rank {rank}'s {} message",
+                    direction_name(neighbour.direction)
+                ))
+            };
+            // Which of the peer's entries receives what we send, and sends what we receive.
+            let j = receiving_entry(&plans[peer as usize], rank, neighbour.send_tag)
+                .ok_or_else(|| missing("receiving"))?;
+            let k = sending_entry(&plans[peer as usize], rank, neighbour.recv_tag)
+                .ok_or_else(|| missing("sending"))?;
+            let route = match link {
+                Link::Local => Route {
+                    link,
+                    dest: [mine.recv_addr(own_base, 0, j); 2],
+                    dest_arrival: 0,
+                    credit: 0,
+                    recv: [mine.recv_addr(own_base, 0, i); 2],
+                    arrival: 0,
+                    source_credit: 0,
+                },
+                Link::Staged => Route {
+                    link,
+                    dest: [send_base + mine.offsets[i]; 2],
+                    dest_arrival: 0,
+                    credit: 0,
+                    recv: [recv_base + mine.offsets[i]; 2],
+                    arrival: 0,
+                    source_credit: 0,
+                },
+                Link::Direct => {
+                    let peer_base = share
+                        .as_ref()
+                        .ok_or_else(|| Error::Internal("device-direct without peers".into()))?
+                        .peer_addr(peer, 0)?;
+                    Route {
+                        link,
+                        dest: [
+                            theirs.recv_addr(peer_base, 0, j),
+                            theirs.recv_addr(peer_base, 1, j),
+                        ],
+                        dest_arrival: theirs.arrival_flag(peer_base, j),
+                        credit: mine.credit_flag(own_base, i),
+                        recv: [
+                            mine.recv_addr(own_base, 0, i),
+                            mine.recv_addr(own_base, 1, i),
+                        ],
+                        arrival: mine.arrival_flag(own_base, i),
+                        source_credit: theirs.credit_flag(peer_base, k),
+                    }
+                }
+            };
+            routes.push(route);
+        }
+        let mut mpi = MpiTransport::new(world, options.timeout)?;
+        mpi.prepare_tagged(
+            plan.neighbours.iter().map(|n| n.recv_tag).collect(),
+            plan.neighbours.iter().map(|n| n.send_tag).collect(),
+        )?;
+        Ok(HaloExchange {
+            mpi,
+            last_unpack: backend.create_event()?,
+            backend,
+            plan,
+            options,
+            routes,
+            mailbox: ManuallyDrop::new(mailbox),
+            _share: share,
+            counters,
+            staging,
+            status,
+            tables: HashMap::new(),
+            epoch: 0,
+            phase: Phase::Idle,
+            unpack_recorded: false,
+            in_use: Vec::new(),
+            current: Vec::new(),
+            failed: None,
+        })
+    }
+
+    /// The plan this exchange runs.
+    pub fn plan(&self) -> &HaloPlan {
+        &self.plan
+    }
+
+    /// How each neighbour's messages travel, in the plan's neighbour order.
+    pub fn links(&self) -> Vec<Link> {
+        self.routes.iter().map(|r| r.link).collect()
+    }
+
+    /// Runs one exchange of `fields` on `stream` and waits for it: when it returns `Ok`, every
+    /// field's halo cells hold their neighbours' values.
+    ///
+    /// # Errors
+    /// As [`Self::start`], [`Self::finish`] and [`Self::wait`].
+    pub fn exchange(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
+        self.start(fields, stream)?;
+        self.finish(stream)?;
+        self.wait(stream)
+    }
+
+    /// Starts an exchange of `fields` on `stream`: queues the pack (after everything queued
+    /// before on `stream`), and sends the host-staged messages once packed. Work queued on
+    /// `stream` between `start` and [`Self::finish`] must not write the cells the exchange
+    /// sends nor touch halo cells.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the fields do not fit the plan; [`Error::Internal`] when
+    /// an exchange is already started; MPI, backend and time-out errors.
+    pub fn start(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
+        self.usable()?;
+        if self.phase == Phase::Started {
+            return Err(Error::Internal(
+                "start called twice without finish".into(),
+            ));
+        }
+        self.check_fields(fields)?;
+        let result = self.start_inner(fields, stream);
+        self.fail_on(result)
+    }
+
+    fn start_inner(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
+        let deadline = self.deadline();
+        // Host-staged receives land in one pinned buffer: the previous unpack must be done
+        // reading it before a peer's next message may arrive there.
+        if self.unpack_recorded {
+            self.backend
+                .event_synchronize(&self.last_unpack, deadline)?;
+            self.unpack_recorded = false;
+            self.in_use.clear();
+        }
+        self.epoch += 1;
+        for (j, route) in self.routes.iter().enumerate() {
+            if route.link == Link::Staged {
+                let region = self.staged_region(&self.staging.recv, self.staging.recv_host, j);
+                let source = self.plan.neighbours[j].rank;
+                self.mpi.post_recv(j, region, source)?;
+            }
+        }
+        let key: Vec<u64> = fields.iter().map(|f| f.device_addr()).collect();
+        if !self.tables.contains_key(&key) {
+            let tables = self.build_tables(&key)?;
+            self.tables.insert(key.clone(), tables);
+        }
+        self.in_use.extend(fields.iter().map(|f| f.share()));
+        self.launch(&key, true, stream)?;
+        self.current = key;
+        if self.routes.iter().any(|r| r.link == Link::Staged) {
+            self.backend.stream_synchronize(stream, deadline)?;
+            for (i, route) in self.routes.iter().enumerate() {
+                if route.link == Link::Staged {
+                    let region =
+                        self.staged_region(&self.staging.send, self.staging.send_host, i);
+                    let dest = self.plan.neighbours[i].rank;
+                    self.mpi.isend(i, region, dest)?;
+                }
+            }
+        }
+        self.phase = Phase::Started;
+        Ok(())
+    }
+
+    /// Finishes the started exchange: waits for host-staged messages and queues the unpack on
+    /// `stream`. Work queued on `stream` afterwards sees the halos filled. Device-direct
+    /// messages are waited for on the GPU: their errors (a peer that never sent) surface at
+    /// the next [`Self::wait`] or exchange.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] without a started exchange; MPI, backend and time-out errors.
+    pub fn finish(&mut self, stream: &B::Stream) -> Result<()> {
+        self.usable()?;
+        if self.phase != Phase::Started {
+            return Err(Error::Internal("finish called without start".into()));
+        }
+        let result = self.finish_inner(stream);
+        self.fail_on(result)
+    }
+
+    fn finish_inner(&mut self, stream: &B::Stream) -> Result<()> {
+        let deadline = self.deadline();
+        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
+        if staged {
+            self.mpi.wait_recvs(deadline)?;
+        }
+        self.launch(&self.current, false, stream)?;
+        self.backend.record_event(&self.last_unpack, stream)?;
+        self.unpack_recorded = true;
+        if staged {
+            self.mpi.wait_sends(deadline)?;
+        }
+        self.phase = Phase::Finished;
+        Ok(())
+    }
+
+    /// Waits until the last exchange's kernels completed on `stream` and reports what their
+    /// GPU-side waits ended in.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] naming the messages a GPU-side wait gave up on (the peer, the
+    /// direction); backend and time-out errors.
+    pub fn wait(&mut self, stream: &B::Stream) -> Result<()> {
+        self.usable()?;
+        let deadline = self.deadline() + self.options.timeout;
+        let result = self
+            .backend
+            .stream_synchronize(stream, deadline)
+            .and_then(|()| self.check_status());
+        if result.is_ok() && self.phase == Phase::Finished {
+            self.unpack_recorded = false;
+            self.in_use.clear();
+        }
+        self.fail_on(result)
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.options.timeout
+    }
+
+    fn usable(&self) -> Result<()> {
+        match &self.failed {
+            Some(e) => Err(Error::InvalidInput(format!(
+                "this halo exchange failed earlier and must be built anew: {e}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a failure: every GPU-side wait gives up (abort flag), later calls refuse.
+    fn fail_on(&mut self, result: Result<()>) -> Result<()> {
+        if let Err(e) = &result {
+            self.failed = Some(e.to_string());
+            self.status_word(2 * self.routes.len())
+                .store(self.epoch.max(1), Ordering::Release);
+        }
+        result
+    }
+
+    fn status_word(&self, index: usize) -> &AtomicU32 {
+        // SAFETY: index < 2 * messages + 1, inside the status allocation of that many u32s,
+        // page-aligned; it lives as long as &self; kernels access it only atomically.
+        unsafe { AtomicU32::from_ptr(self.status.host_ptr().cast::<u32>().add(index)) }
+    }
+
+    fn check_status(&self) -> Result<()> {
+        let n = self.routes.len();
+        let mut stuck = Vec::new();
+        for index in 0..2 * n {
+            let word = self.status_word(index).swap(HP_MESSAGE_OK, Ordering::AcqRel);
+            if word == HP_MESSAGE_OK {
+                continue;
+            }
+            let (i, side) = if index < n {
+                (index, "sending to")
+            } else {
+                (index - n, "receiving from")
+            };
+            let neighbour = &self.plan.neighbours[i];
+            let why = match word {
+                HP_MESSAGE_TIMED_OUT => "timed out on the device",
+                HP_MESSAGE_ABORTED => "aborted",
+                _ => "ended in an unknown state",
+            };
+            stuck.push(format!(
+                "{side} rank {} ({} halo) {why}",
+                neighbour.rank,
+                direction_name(neighbour.direction)
+            ));
+        }
+        if stuck.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Timeout {
+            rank: Some(self.plan.decomposition.rank),
+            what: format!("in the device-direct halo exchange: {}", stuck.join("; ")),
+            after: self.options.timeout,
+        })
+    }
+
+    fn check_fields(&self, fields: &[&Field<B>]) -> Result<()> {
+        let spec = &self.plan.spec;
+        if fields.len() != spec.fields as usize {
+            return Err(Error::InvalidInput(format!(
+                "the exchange was declared with {} fields, {} were given",
+                spec.fields,
+                fields.len()
+            )));
+        }
+        let needed = self.plan.decomposition.alloc_elems() * u64::from(spec.elem.bytes());
+        for (k, field) in fields.iter().enumerate() {
+            if field.elem() != spec.elem || (field.len_bytes() as u64) < needed {
+                return Err(Error::InvalidInput(format!(
+                    "field {k} ({}, {} bytes) does not fit the plan ({}, {needed} bytes)",
+                    field.elem(),
+                    field.len_bytes(),
+                    spec.elem
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn staged_region(
+        &self,
+        memory: &Arc<Mutex<B::PinnedMemory>>,
+        host: *mut u8,
+        i: usize,
+    ) -> HostRegion {
+        let mailbox = Mailbox::of(&self.plan);
+        let owner: Arc<dyn Send + Sync> = memory.clone();
+        // SAFETY: (1) message i's bytes lie inside the staging allocation (Mailbox layout, one
+        // slot), 8-byte aligned (offsets are 256-aligned, sizes rounded to 8), alive as long
+        // as `owner`; (2) the CPU hands it to MPI only between the kernels that touch it: a
+        // send after the pack was seen complete, a receive before the pack launch and after
+        // the previous unpack was seen complete.
+        unsafe {
+            HostRegion::new(
+                host.add(mailbox.offsets[i] as usize).cast::<f64>(),
+                (mailbox.message_bytes[i] / 8) as usize,
+                owner,
+            )
+        }
+    }
+
+    /// Region tables for fields at `addrs`, for both slot parities.
+    fn build_tables(&self, addrs: &[u64]) -> Result<Tables<B>> {
+        let per_block = u64::from(self.options.threads) * u64::from(self.options.elems_per_thread);
+        let elem = u64::from(self.plan.spec.elem.bytes());
+        let counters = self.counters.device_addr();
+        let n = self.routes.len();
+        let mut build = |pack: bool, slot: usize| -> Result<(B::DeviceMemory, u32, u32)> {
+            let mut regions = Vec::new();
+            let mut signals = Vec::with_capacity(n);
+            let mut first_block = 0_u32;
+            for (i, (neighbour, route)) in self.plan.neighbours.iter().zip(&self.routes).enumerate()
+            {
+                let sub = if pack { neighbour.send } else { neighbour.recv };
+                let base = if pack { route.dest[slot] } else { route.recv[slot] };
+                let elems = sub.elems();
+                let blocks = u32::try_from(elems.div_ceil(per_block).max(1))
+                    .map_err(|_| Error::InvalidInput(format!("a region of {elems} elements needs more GPU blocks than a launch has")))?;
+                let direct = route.link == Link::Direct;
+                let mut message_blocks = 0;
+                for (k, &field) in addrs.iter().enumerate() {
+                    regions.push(hp_region {
+                        field,
+                        buffer: base + k as u64 * elems * elem,
+                        offset: sub.offset,
+                        count: sub.count,
+                        stride: sub.stride,
+                        first_block,
+                        blocks,
+                        message: if direct { i as u32 } else { HP_NO_MESSAGE },
+                        reserved: 0,
+                    });
+                    first_block = first_block.checked_add(blocks).ok_or_else(|| {
+                        Error::InvalidInput("the exchange needs more GPU blocks than a launch has".into())
+                    })?;
+                    message_blocks += blocks;
+                }
+                signals.push(if !direct {
+                    hp_message_signal::default()
+                } else if pack {
+                    // Wait until the peer unpacked this slot two epochs ago; announce arrival.
+                    hp_message_signal {
+                        counter: counters + 8 * i as u64,
+                        flag: route.dest_arrival,
+                        wait: route.credit,
+                        wait_lag: 2,
+                        blocks: message_blocks,
+                    }
+                } else {
+                    // Wait for the arrival of this epoch; give the sender its credit.
+                    hp_message_signal {
+                        counter: counters + 8 * i as u64 + 4,
+                        flag: route.source_credit,
+                        wait: route.arrival,
+                        wait_lag: 0,
+                        blocks: message_blocks,
+                    }
+                });
+            }
+            let table = upload_table(self.backend, &regions, &signals)?;
+            Ok((table, regions.len() as u32, first_block))
+        };
+        let (pack0, regions, pack_blocks) = build(true, 0)?;
+        let (pack1, _, _) = build(true, 1)?;
+        let (unpack0, _, unpack_blocks) = build(false, 0)?;
+        let (unpack1, _, _) = build(false, 1)?;
+        Ok(Tables {
+            pack: [pack0, pack1],
+            unpack: [unpack0, unpack1],
+            regions,
+            pack_blocks,
+            unpack_blocks,
+        })
+    }
+
+    /// Queues the pack (or unpack) of the fields at `key` for the current epoch.
+    fn launch(&self, key: &[u64], pack: bool, stream: &B::Stream) -> Result<()> {
+        let tables = self
+            .tables
+            .get(key)
+            .ok_or_else(|| Error::Internal("no region tables for these fields".into()))?;
+        if tables.regions == 0 {
+            return Ok(());
+        }
+        let slot = (self.epoch & 1) as usize;
+        let (table, blocks) = if pack {
+            (&tables.pack[slot], tables.pack_blocks)
+        } else {
+            (&tables.unpack[slot], tables.unpack_blocks)
+        };
+        let n = self.routes.len() as u64;
+        let status = self.status.device_addr();
+        let args = hp_regions_args {
+            regions: table.device_addr(),
+            messages: table.device_addr()
+                + u64::from(tables.regions) * std::mem::size_of::<hp_region>() as u64,
+            status: status + if pack { 0 } else { 4 * n },
+            abort_flag: status + 8 * n,
+            timeout_ticks: (self.options.timeout.as_secs_f64()
+                * self.backend.device_info().timer_hz as f64) as u64,
+            num_regions: tables.regions,
+            elem_bytes: self.plan.spec.elem.bytes(),
+            epoch: self.epoch,
+            reserved: 0,
+        };
+        let dims = LaunchDims {
+            blocks,
+            threads: self.options.threads,
+        };
+        let launch = if pack {
+            Launch::PackRegions(&args)
+        } else {
+            Launch::UnpackRegions(&args)
+        };
+        // SAFETY: (1) the tables, counters, status words and own mailbox live in `self`; the
+        // fields are kept alive by `in_use` until the unpack is seen complete; peers' mailboxes
+        // stay mapped (`_share`) and allocated until every rank passed the closing barrier of
+        // `drop`; host staging lives in `self`. (2) The tables were built from the plan's
+        // layouts, every range inside its allocation. (3) The CPU touches staging only between
+        // kernels (see `staged_region`) and flags only atomically.
+        unsafe { self.backend.launch(launch, dims, stream) }
+    }
+}
+
+impl<B: Backend> Drop for HaloExchange<'_, B> {
+    /// Waits (bounded) for the last unpack, then, with device-direct peers, for every rank at a
+    /// barrier: a peer may still store a credit into our mailbox. What cannot be shown unused
+    /// is leaked rather than freed.
+    fn drop(&mut self) {
+        let deadline = self.deadline();
+        if self.unpack_recorded {
+            if let Err(e) = self.backend.event_synchronize(&self.last_unpack, deadline) {
+                tracing::error!("closing a halo exchange: {e}; its fields and buffers are leaked");
+                std::mem::forget(std::mem::take(&mut self.in_use));
+                return;
+            }
+        }
+        if self.routes.iter().any(|r| r.link == Link::Direct) {
+            if let Err(e) = self.mpi.barrier(deadline) {
+                tracing::error!(
+                    "closing a device-direct halo exchange: {e}; its mailbox is leaked so peers can never store into freed memory"
+                );
+                return;
+            }
+        }
+        // SAFETY: dropped once, here; no kernel of ours uses it (last unpack complete) and no
+        // peer stores into it any more (every rank passed the barrier after its last exchange).
+        unsafe { ManuallyDrop::drop(&mut self.mailbox) };
+    }
+}
+
+fn lock<M>(memory: &Mutex<M>) -> std::sync::MutexGuard<'_, M> {
+    memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Every rank must declare the same domain: compared collectively, so all fail alike.
+fn agree_on_spec(world: &SimpleCommunicator, spec: &DomainSpec) -> Result<()> {
+    let all = all_gather(world, Ok(spec.clone()), |r, msg| {
+        Error::InvalidInput(format!("rank {r}: {msg}"))
+    })?;
+    if let Some((r, other)) = all.iter().enumerate().find(|(_, s)| *s != &all[0]) {
+        return Err(Error::InvalidInput(format!(
+            "the ranks declared different domains: rank 0 has {}, rank {r} has {}",
+            describe(&all[0]),
+            describe(other)
+        )));
+    }
+    Ok(())
+}
+
+fn describe(spec: &DomainSpec) -> String {
+    let procs = spec
+        .procs
+        .map_or_else(|| "chosen".to_owned(), |p| format!("{}x{}x{}", p[0], p[1], p[2]));
+    format!(
+        "grid {}x{}x{}, procs {procs}, halo {:?}, periodic {:?}, {} fields of {}",
+        spec.grid[0], spec.grid[1], spec.grid[2], spec.halo, spec.periodic, spec.fields, spec.elem
+    )
+}

@@ -1,0 +1,129 @@
+//! Fields: the user's arrays the halo exchange reads and writes, in device memory.
+
+// Adopting a raw device pointer is an unsafe promise of the caller.
+#![allow(unsafe_code)]
+
+use std::sync::Arc;
+
+use crate::backend::{Backend, DeviceMemory};
+use crate::domain::{ElemType, HaloPlan};
+use crate::error::{Error, Result};
+
+/// The memory behind a field: allocated through the backend, or the user's own.
+pub(crate) enum FieldMemory<B: Backend> {
+    Owned(B::DeviceMemory),
+    Adopted { addr: u64, bytes: usize },
+}
+
+impl<B: Backend> FieldMemory<B> {
+    fn addr(&self) -> u64 {
+        match self {
+            FieldMemory::Owned(m) => m.device_addr(),
+            FieldMemory::Adopted { addr, .. } => *addr,
+        }
+    }
+}
+
+/// One field of a domain: `plan.decomposition.alloc_elems()` elements of the plan's element
+/// type, halos included, laid out `x + ax * (y + ay * z)` in allocated coordinates
+/// ([`Decomposition::index`](crate::domain::Decomposition::index)).
+///
+/// The exchange keeps a share of an allocated field's memory until the kernels it queued on
+/// the field have completed, so dropping a field early cannot free memory a kernel still uses.
+pub struct Field<B: Backend> {
+    memory: Arc<FieldMemory<B>>,
+    bytes: usize,
+    elem: ElemType,
+}
+
+impl<B: Backend> Field<B> {
+    /// Allocates a zeroed field for `plan` through the backend.
+    ///
+    /// # Errors
+    /// The backend's allocation error.
+    pub fn alloc(backend: &B, plan: &HaloPlan) -> Result<Field<B>> {
+        let bytes = field_bytes(plan)?;
+        Ok(Field {
+            memory: Arc::new(FieldMemory::Owned(backend.alloc_device(bytes)?)),
+            bytes,
+            elem: plan.spec.elem,
+        })
+    }
+
+    /// Adopts device memory the caller owns (e.g. from its own allocator or framework) as a
+    /// field of `plan`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when `bytes` is smaller than the field needs or `addr` is null or
+    /// not aligned for the element type.
+    ///
+    /// # Safety
+    /// 1. `addr` is a device address of this backend's device (what its kernels dereference),
+    ///    valid for reads and writes of `bytes` bytes.
+    /// 2. The memory stays allocated until every exchange that used this field has completed:
+    ///    until the stream the exchange ran on was synchronized, or [`super::HaloExchange::wait`]
+    ///    or [`super::HaloExchange::exchange`] returned.
+    /// 3. While an exchange runs, nothing else writes the field's halo cells or reads them
+    ///    before the exchange's unpack (ordered on the same stream) completed.
+    pub unsafe fn adopt(addr: u64, bytes: usize, plan: &HaloPlan) -> Result<Field<B>> {
+        let needed = field_bytes(plan)?;
+        let align = plan.spec.elem.bytes() as u64;
+        if addr == 0 || addr % align != 0 {
+            return Err(Error::InvalidInput(format!(
+                "adopting a field at {addr:#x}: the address must be non-null and aligned to {align} bytes ({})",
+                plan.spec.elem
+            )));
+        }
+        if bytes < needed {
+            return Err(Error::InvalidInput(format!(
+                "adopting a field of {bytes} bytes: the plan's local array (with halos) needs {needed} bytes"
+            )));
+        }
+        Ok(Field {
+            memory: Arc::new(FieldMemory::Adopted { addr, bytes }),
+            bytes,
+            elem: plan.spec.elem,
+        })
+    }
+
+    /// The address kernels dereference.
+    pub fn device_addr(&self) -> u64 {
+        self.memory.addr()
+    }
+
+    /// Size in bytes.
+    pub fn len_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The element type.
+    pub fn elem(&self) -> ElemType {
+        self.elem
+    }
+
+    /// The backend allocation, for copies; `None` for adopted memory.
+    pub fn device_memory(&self) -> Option<&B::DeviceMemory> {
+        match &*self.memory {
+            FieldMemory::Owned(m) => Some(m),
+            FieldMemory::Adopted { .. } => None,
+        }
+    }
+
+    /// A share of the memory, kept by the exchange while its kernels may use it.
+    pub(crate) fn share(&self) -> Arc<FieldMemory<B>> {
+        Arc::clone(&self.memory)
+    }
+}
+
+/// Bytes of one field of `plan`.
+fn field_bytes(plan: &HaloPlan) -> Result<usize> {
+    let elems = plan.decomposition.alloc_elems();
+    elems
+        .checked_mul(u64::from(plan.spec.elem.bytes()))
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "a local array of {elems} elements does not fit in memory"
+            ))
+        })
+}

@@ -1,0 +1,186 @@
+//! Where a rank's halo messages live, computed from its plan alone, so that a peer can compute
+//! the same addresses for it (device-direct stores go straight into them).
+//!
+//! One message per neighbour entry of the plan: outgoing message i carries every field's send
+//! region of entry i (field after field), incoming message j every field's receive region of
+//! entry j. A rank's *mailbox* (device memory, exported to same-node peers) holds two receive
+//! slots (epoch parity: an exchange never overwrites what the peer still unpacks) and then the
+//! flags: arrival flag j per incoming message, credit flag i per outgoing message.
+
+use serde::Serialize;
+
+use crate::domain::HaloPlan;
+
+/// Bytes between flags (apart, so peers storing them do not share a line).
+pub(crate) const FLAG_STRIDE: u64 = 64;
+
+/// Message starts are aligned to this many bytes.
+const ALIGN: u64 = 256;
+
+/// How one neighbour's messages travel (SPEC 12's per-peer choice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Link {
+    /// The neighbour is this rank (a periodic dimension with one process): pack stores into
+    /// this rank's own receive slot, unpack reads it, ordered by the stream.
+    Local,
+    /// Host-staged MPI: pack stores into pinned host memory, MPI carries it.
+    Staged,
+    /// Device-direct: pack stores into the peer's receive slot (IPC) and raises its flag.
+    Direct,
+}
+
+impl Link {
+    /// Name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Link::Local => "local",
+            Link::Staged => "mpi",
+            Link::Direct => "ipc",
+        }
+    }
+}
+
+/// The byte layout of one rank's messages and flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mailbox {
+    /// Bytes of message i (outgoing i and incoming i have the same size): every field's region,
+    /// rounded up to 8 bytes (MPI carries whole f64 words).
+    pub message_bytes: Vec<u64>,
+    /// Start of message i inside a receive slot, and inside the send staging.
+    pub offsets: Vec<u64>,
+    /// Bytes of one receive slot (and of the send staging).
+    pub slot_bytes: u64,
+}
+
+impl Mailbox {
+    /// The layout of `plan`'s messages.
+    pub fn of(plan: &HaloPlan) -> Mailbox {
+        let fields = u64::from(plan.spec.fields);
+        let elem = u64::from(plan.spec.elem.bytes());
+        let message_bytes: Vec<u64> = plan
+            .neighbours
+            .iter()
+            .map(|n| (n.recv.elems() * fields * elem).div_ceil(8) * 8)
+            .collect();
+        let mut offsets = Vec::with_capacity(message_bytes.len());
+        let mut at = 0;
+        for &bytes in &message_bytes {
+            offsets.push(at);
+            at += bytes.div_ceil(ALIGN) * ALIGN;
+        }
+        Mailbox {
+            message_bytes,
+            offsets,
+            slot_bytes: at.max(ALIGN),
+        }
+    }
+
+    /// Bytes of the whole mailbox: two slots, then 2 flags per message.
+    pub fn bytes(&self) -> u64 {
+        2 * self.slot_bytes + 2 * self.offsets.len().max(1) as u64 * FLAG_STRIDE
+    }
+
+    /// Address of incoming message `j` in receive slot `slot` of a mailbox at `base`.
+    pub fn recv_addr(&self, base: u64, slot: u32, j: usize) -> u64 {
+        base + u64::from(slot) * self.slot_bytes + self.offsets[j]
+    }
+
+    /// Address of incoming message `j`'s arrival flag.
+    pub fn arrival_flag(&self, base: u64, j: usize) -> u64 {
+        base + 2 * self.slot_bytes + j as u64 * FLAG_STRIDE
+    }
+
+    /// Address of outgoing message `i`'s credit flag.
+    pub fn credit_flag(&self, base: u64, i: usize) -> u64 {
+        base + 2 * self.slot_bytes + (self.offsets.len() + i) as u64 * FLAG_STRIDE
+    }
+}
+
+/// The entry of `plan` that receives what rank `from` sends with tag `tag`.
+pub(crate) fn receiving_entry(plan: &HaloPlan, from: i32, tag: i32) -> Option<usize> {
+    plan.neighbours
+        .iter()
+        .position(|n| n.rank == from && n.recv_tag == tag)
+}
+
+/// The entry of `plan` that sends to rank `to` with tag `tag`.
+pub(crate) fn sending_entry(plan: &HaloPlan, to: i32, tag: i32) -> Option<usize> {
+    plan.neighbours
+        .iter()
+        .position(|n| n.rank == to && n.send_tag == tag)
+}
+
+/// A direction as text: `+x`, `-x+y`, `+x-y+z`.
+pub fn direction_name(d: [i8; 3]) -> String {
+    let mut name = String::new();
+    for (k, axis) in ["x", "y", "z"].iter().enumerate() {
+        match d[k] {
+            -1 => name.push_str(&format!("-{axis}")),
+            1 => name.push_str(&format!("+{axis}")),
+            _ => {}
+        }
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{DomainSpec, ElemType};
+
+    fn spec(procs: [u32; 3], periodic: [bool; 3]) -> DomainSpec {
+        DomainSpec {
+            grid: [12, 10, 9],
+            procs: Some(procs),
+            periodic,
+            halo: [1, 2, 1],
+            elem: ElemType::F32,
+            fields: 3,
+        }
+    }
+
+    #[test]
+    fn every_message_has_a_receiver_with_the_same_size() {
+        for (procs, periodic) in [
+            ([2, 2, 1], [true, false, true]),
+            ([3, 1, 2], [false, true, false]),
+            ([1, 1, 1], [true, true, true]),
+            ([2, 1, 1], [true, true, false]),
+        ] {
+            let spec = spec(procs, periodic);
+            let ranks = (procs[0] * procs[1] * procs[2]) as i32;
+            let plans: Vec<HaloPlan> = (0..ranks)
+                .map(|r| HaloPlan::compile(&spec, ranks, r).expect("plan"))
+                .collect();
+            for (me, plan) in plans.iter().enumerate() {
+                let mine = Mailbox::of(plan);
+                assert_eq!(mine.offsets.len(), plan.neighbours.len());
+                for (i, n) in plan.neighbours.iter().enumerate() {
+                    let peer = &plans[n.rank as usize];
+                    let j = receiving_entry(peer, me as i32, n.send_tag)
+                        .expect("a receiving entry");
+                    assert_eq!(
+                        Mailbox::of(peer).message_bytes[j],
+                        mine.message_bytes[i],
+                        "{procs:?} rank {me} entry {i}"
+                    );
+                    assert_eq!(sending_entry(plan, n.rank, n.send_tag), Some(i));
+                    assert!(mine.offsets[i] % ALIGN == 0);
+                }
+                let base = 1 << 20;
+                let last = plan.neighbours.len().saturating_sub(1);
+                assert!(mine.credit_flag(base, last) + 4 <= base + mine.bytes());
+                assert!(mine.recv_addr(base, 1, last) + mine.message_bytes.last().copied().unwrap_or(0)
+                    <= mine.arrival_flag(base, 0));
+            }
+        }
+    }
+
+    #[test]
+    fn directions_are_named_by_their_axes() {
+        assert_eq!(direction_name([1, 0, 0]), "+x");
+        assert_eq!(direction_name([-1, 1, 0]), "-x+y");
+        assert_eq!(direction_name([1, -1, 1]), "+x-y+z");
+    }
+}

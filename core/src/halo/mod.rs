@@ -1,0 +1,25 @@
+//! haloport as a library for halo code (SPEC 13): declare a 3-D domain, compile it once into a
+//! plan, exchange the halos of your own device fields as often as you like.
+//!
+//! - [`DomainSpec`](crate::domain::DomainSpec) declares the global grid, the process grid
+//!   (given, or chosen like `MPI_Dims_create`), periodicity, halo widths, the element type and
+//!   the number of fields exchanged together.
+//! - [`HaloPlan`](crate::domain::HaloPlan) is the compiled declaration: this rank's part and up
+//!   to 26 neighbour regions (faces, edges, corners), each a flattened subarray.
+//! - [`Field`] is one field in device memory: allocated through the backend or adopted from
+//!   the caller's own allocation.
+//! - [`HaloExchange`] runs the plan: [`HaloExchange::exchange`] blocks;
+//!   [`HaloExchange::start`] / [`HaloExchange::finish`] order the exchange on the caller's
+//!   stream so that interior work can overlap it.
+//!
+//! Transports are chosen per neighbour ([`Link`]): host-staged MPI anywhere, device-direct
+//! stores into a same-node peer's memory with `ipc`, the rank's own memory for a periodic
+//! neighbour that is the rank itself.
+
+mod exchange;
+mod field;
+mod layout;
+
+pub use exchange::{HaloExchange, HaloOptions};
+pub use field::Field;
+pub use layout::{direction_name, Link};

@@ -1,0 +1,530 @@
+//! The application that shows the library end to end (SPEC 13): Jacobi sweeps of a 27-point
+//! stencil over a 3-D grid decomposed over the job, its halos exchanged by [`HaloExchange`],
+//! the exchange overlapped with the interior update, and the result verified bit-for-bit
+//! against one rank computing the whole grid with the same kernels.
+//!
+//! Every cell, halos included, starts from [`initial_value`] of its global coordinates and its
+//! field (never from the rank), so every decomposition starts from the same global state. Cells
+//! outside a non-periodic boundary keep their initial value (fixed boundary). Each step:
+//! `start` the exchange of the current fields, update the inner box (cells whose neighbours
+//! are all interior), `finish`, update the shell next to the halos, swap.
+
+// Launches of the stencil kernel and copies take raw device addresses of the fields.
+#![allow(unsafe_code)]
+
+use std::time::{Duration, Instant};
+
+use mpi::datatype::PartitionMut;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::Root;
+
+use crate::backend::{Backend, Coherence, Launch, LaunchDims, PinnedMemory};
+use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
+use crate::error::{Error, Result};
+use crate::halo::{Field, HaloExchange, HaloOptions, Link};
+use crate::shared::hp_stencil_args;
+
+/// Threads per block of the stencil kernel.
+const STENCIL_THREADS: u32 = 256;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct JacobiConfig {
+    /// The domain: grid, process grid, halo, periodicity, element type, fields.
+    pub spec: DomainSpec,
+    /// Jacobi steps.
+    pub steps: u32,
+    /// The exchange's transport and limits.
+    pub options: HaloOptions,
+    /// Blocking exchanges timed after the steps, for the exchange's share of a step.
+    pub exchange_reps: u32,
+}
+
+/// What one run measured, and (on rank 0) the gathered final fields.
+pub struct JacobiRun {
+    /// This rank's plan.
+    pub plan: HaloPlan,
+    /// How each neighbour's messages travelled, in the plan's order.
+    pub links: Vec<Link>,
+    /// Wall time of each step (exchange overlapped with the inner update), seconds.
+    pub step_seconds: Vec<f64>,
+    /// Wall time of each blocking exchange of all fields after the steps, seconds.
+    pub exchange_seconds: Vec<f64>,
+    /// The final fields gathered on rank 0; `None` on other ranks.
+    pub gathered: Option<GlobalFields>,
+}
+
+/// Every field's interior over the whole grid, x fastest, as raw element bytes (compared
+/// bit-for-bit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalFields {
+    /// Global extents.
+    pub grid: [u64; 3],
+    /// Element type.
+    pub elem: ElemType,
+    /// One byte array per field.
+    pub fields: Vec<Vec<u8>>,
+}
+
+impl GlobalFields {
+    /// An order-independent checksum of every field's bits: the wrapping sum over cells of a
+    /// hash of (field, global index, bits). Equal fields give equal checksums whatever the
+    /// decomposition that computed them.
+    pub fn checksum(&self) -> u64 {
+        let eb = self.elem.bytes() as usize;
+        let cells = self.grid.iter().product::<u64>();
+        let mut sum = 0_u64;
+        for (k, field) in self.fields.iter().enumerate() {
+            for (g, bytes) in field.chunks_exact(eb).enumerate() {
+                let mut word = [0_u8; 8];
+                word[..eb].copy_from_slice(bytes);
+                let index = k as u64 * cells + g as u64;
+                sum = sum.wrapping_add(mix(u64::from_le_bytes(word) ^ mix(index)));
+            }
+        }
+        sum
+    }
+
+    /// The first cell where `other` differs, described; `None` when every bit agrees.
+    pub fn first_difference(&self, other: &GlobalFields) -> Option<String> {
+        if self.grid != other.grid || self.elem != other.elem {
+            return Some("the grids differ".into());
+        }
+        let eb = self.elem.bytes() as usize;
+        for (k, (a, b)) in self.fields.iter().zip(&other.fields).enumerate() {
+            if let Some(g) = (0..a.len() / eb).find(|&g| a[g * eb..(g + 1) * eb] != b[g * eb..(g + 1) * eb]) {
+                let [nx, ny, _] = self.grid;
+                let (x, y, z) = (g as u64 % nx, (g as u64 / nx) % ny, g as u64 / (nx * ny));
+                return Some(format!(
+                    "field {k} cell ({x}, {y}, {z}): {} here, {} in the reference",
+                    self.value(k, g),
+                    other.value(k, g)
+                ));
+            }
+        }
+        (self.fields.len() != other.fields.len()).then(|| "the field counts differ".into())
+    }
+
+    /// Cell `g` of field `k` as f64.
+    pub fn value(&self, k: usize, g: usize) -> f64 {
+        let field = &self.fields[k];
+        match self.elem {
+            ElemType::F32 => {
+                let mut b = [0_u8; 4];
+                b.copy_from_slice(&field[4 * g..4 * g + 4]);
+                f64::from(f32::from_le_bytes(b))
+            }
+            ElemType::F64 => {
+                let mut b = [0_u8; 8];
+                b.copy_from_slice(&field[8 * g..8 * g + 8]);
+                f64::from_le_bytes(b)
+            }
+        }
+    }
+}
+
+/// SplitMix64's finaliser: a cheap, well-mixed 64-bit hash.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The starting value of the cell at global coordinates `at` (outside the grid too: fixed
+/// boundary cells) of field `field`: a hash of both, in [0, 1) with 20 significant bits, exact
+/// in f32 and f64.
+pub fn initial_value(at: [i64; 3], field: u32) -> f64 {
+    let key = (at[0] as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add((at[1] as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f))
+        .wrapping_add((at[2] as u64).wrapping_mul(0x1656_67b1_9e37_79f9))
+        .wrapping_add(u64::from(field).wrapping_mul(0x27d4_eb2f_1656_67c5));
+    (mix(key) >> 44) as f64 / (1_u64 << 20) as f64
+}
+
+/// Runs `config` on `comm`; rank 0 gathers the final fields. Collective over `comm`.
+///
+/// # Errors
+/// The exchange's set-up errors ([`Error::InvalidInput`] for a declaration that does not fit
+/// the job), and backend, MPI and time-out errors.
+pub fn run_jacobi<B: Backend>(
+    backend: &B,
+    comm: &SimpleCommunicator,
+    config: &JacobiConfig,
+) -> Result<JacobiRun> {
+    let mut exchange = HaloExchange::new(backend, comm, &config.spec, config.options)?;
+    let plan = exchange.plan().clone();
+    let d = &plan.decomposition;
+    let k = config.spec.fields as usize;
+    let stream = backend.create_stream()?;
+    let deadline = || Instant::now() + config.options.timeout;
+    let mut u = Vec::with_capacity(k);
+    let mut v = Vec::with_capacity(k);
+    for f in 0..k {
+        u.push(Field::alloc(backend, &plan)?);
+        v.push(Field::alloc(backend, &plan)?);
+        let initial = local_initial(d, config.spec.elem, f as u32);
+        upload(backend, &u[f], &initial, &stream, deadline())?;
+        upload(backend, &v[f], &initial, &stream, deadline())?;
+    }
+    let (inner, shell) = boxes(d);
+    let mut step_seconds = Vec::with_capacity(config.steps as usize);
+    for step in 0..config.steps {
+        let (cur, next) = if step % 2 == 0 { (&u, &v) } else { (&v, &u) };
+        let cur_refs: Vec<&Field<B>> = cur.iter().collect();
+        let t0 = Instant::now();
+        exchange.start(&cur_refs, &stream)?;
+        for (a, b) in cur.iter().zip(next) {
+            sweep(backend, d, config.spec.elem, a, b, &[inner], &stream)?;
+        }
+        exchange.finish(&stream)?;
+        for (a, b) in cur.iter().zip(next) {
+            sweep(backend, d, config.spec.elem, a, b, &shell, &stream)?;
+        }
+        exchange.wait(&stream)?;
+        step_seconds.push(t0.elapsed().as_secs_f64());
+    }
+    let last = if config.steps % 2 == 0 { &u } else { &v };
+    let last_refs: Vec<&Field<B>> = last.iter().collect();
+    let mut exchange_seconds = Vec::with_capacity(config.exchange_reps as usize);
+    for _ in 0..config.exchange_reps {
+        let t0 = Instant::now();
+        exchange.exchange(&last_refs, &stream)?;
+        exchange_seconds.push(t0.elapsed().as_secs_f64());
+    }
+    let links = exchange.links();
+    drop(exchange);
+    let gathered = gather(backend, comm, &config.spec, d, last, &stream, deadline())?;
+    Ok(JacobiRun {
+        plan,
+        links,
+        step_seconds,
+        exchange_seconds,
+        gathered,
+    })
+}
+
+/// Runs `config` on this rank alone over the whole grid (process grid 1x1x1): the reference
+/// every decomposition must match bit for bit.
+///
+/// # Errors
+/// As [`run_jacobi`].
+pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<GlobalFields> {
+    let alone = SimpleCommunicator::self_comm();
+    let mut config = config.clone();
+    config.spec.procs = Some([1, 1, 1]);
+    config.exchange_reps = 0;
+    config.options.transport = crate::variant::TransportKind::Mpi;
+    run_jacobi(backend, &alone, &config)?
+        .gathered
+        .ok_or_else(|| Error::Internal("the reference run gathered nothing".into()))
+}
+
+/// The allocated local array of field `field` at its initial values, as element bytes.
+fn local_initial(d: &Decomposition, elem: ElemType, field: u32) -> Vec<u8> {
+    let eb = elem.bytes() as usize;
+    let mut bytes = vec![0_u8; d.alloc_elems() as usize * eb];
+    for z in 0..d.alloc[2] {
+        for y in 0..d.alloc[1] {
+            for x in 0..d.alloc[0] {
+                let value = initial_value(d.global_of([x, y, z]), field);
+                let at = d.index([x, y, z]) as usize * eb;
+                match elem {
+                    ElemType::F32 => {
+                        bytes[at..at + 4].copy_from_slice(&(value as f32).to_le_bytes());
+                    }
+                    ElemType::F64 => bytes[at..at + 8].copy_from_slice(&value.to_le_bytes()),
+                }
+            }
+        }
+    }
+    bytes
+}
+
+/// The inner box (cells whose 26 neighbours are all interior) and the shell around it, in
+/// allocated coordinates, as [begin, end) per dimension; empty boxes left out.
+fn boxes(d: &Decomposition) -> ([[u64; 2]; 3], Vec<[[u64; 2]; 3]>) {
+    let interior: [[u64; 2]; 3] = std::array::from_fn(|k| [d.halo[k], d.halo[k] + d.local[k]]);
+    let inner: [[u64; 2]; 3] = std::array::from_fn(|k| {
+        let [b, e] = interior[k];
+        [b + 1, (e - 1).max(b + 1)]
+    });
+    let mut shell = Vec::with_capacity(6);
+    // Slabs: both ends of z over the whole interior, of y within inner z, of x within inner z, y.
+    for k in (0..3).rev() {
+        let mut low = interior;
+        let mut high = interior;
+        for (j, range) in inner.iter().enumerate().skip(k + 1) {
+            low[j] = *range;
+            high[j] = *range;
+        }
+        low[k] = [interior[k][0], inner[k][0].min(interior[k][1])];
+        high[k] = [inner[k][1].max(low[k][1]), interior[k][1]];
+        shell.push(low);
+        shell.push(high);
+    }
+    shell.retain(|b| b.iter().all(|[lo, hi]| lo < hi));
+    let inner_empty = inner.iter().any(|[lo, hi]| lo >= hi);
+    (if inner_empty { [[0, 0]; 3] } else { inner }, shell)
+}
+
+/// Queues one Jacobi sweep from `from` into `to` over each non-empty box.
+fn sweep<B: Backend>(
+    backend: &B,
+    d: &Decomposition,
+    elem: ElemType,
+    from: &Field<B>,
+    to: &Field<B>,
+    boxes: &[[[u64; 2]; 3]],
+    stream: &B::Stream,
+) -> Result<()> {
+    for b in boxes {
+        let points: u64 = b.iter().map(|[lo, hi]| hi.saturating_sub(*lo)).product();
+        if points == 0 {
+            continue;
+        }
+        let args = hp_stencil_args {
+            in_: from.device_addr(),
+            out: to.device_addr(),
+            alloc: d.alloc,
+            begin: [b[0][0], b[1][0], b[2][0]],
+            end: [b[0][1], b[1][1], b[2][1]],
+            elem_bytes: elem.bytes(),
+            reserved: 0,
+        };
+        let blocks = u32::try_from(points.div_ceil(u64::from(STENCIL_THREADS))).map_err(|_| {
+            Error::InvalidInput(format!("a box of {points} points is too large for one launch"))
+        })?;
+        let dims = LaunchDims {
+            blocks,
+            threads: STENCIL_THREADS,
+        };
+        // SAFETY: (1) both fields are allocated for the plan's local array and live until the
+        // caller synchronized the stream (they outlive every step); (2) every box lies inside
+        // the interior, so every point's neighbours lie inside the allocation; (3) the CPU
+        // does not touch the fields while kernels run.
+        unsafe { backend.launch(Launch::Stencil27(&args), dims, stream)? };
+    }
+    Ok(())
+}
+
+/// Copies `bytes` into `field` through pinned memory and waits.
+fn upload<B: Backend>(
+    backend: &B,
+    field: &Field<B>,
+    bytes: &[u8],
+    stream: &B::Stream,
+    deadline: Instant,
+) -> Result<()> {
+    let memory = field
+        .device_memory()
+        .ok_or_else(|| Error::Internal("uploading into an adopted field".into()))?;
+    let staging = backend.alloc_pinned(bytes.len(), Coherence::NonCoherent)?;
+    // SAFETY: staging holds bytes.len() bytes and nothing else uses it.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.host_ptr(), bytes.len()) };
+    // SAFETY: (1) staging and the field live until the synchronization below; (2) nothing else
+    // touches them meanwhile.
+    unsafe { backend.copy_to_device_async(memory, 0, &staging, 0, bytes.len(), stream)? };
+    backend.stream_synchronize(stream, deadline)
+}
+
+/// This rank's interior of every field, x fastest, gathered on rank 0 into global arrays.
+fn gather<B: Backend>(
+    backend: &B,
+    comm: &SimpleCommunicator,
+    spec: &DomainSpec,
+    d: &Decomposition,
+    fields: &[Field<B>],
+    stream: &B::Stream,
+    deadline: Instant,
+) -> Result<Option<GlobalFields>> {
+    let eb = spec.elem.bytes() as usize;
+    let size = comm.size();
+    let root = comm.process_at_rank(0);
+    let parts: Vec<Decomposition> = (0..size)
+        .map(|r| Decomposition::new(spec, size, r))
+        .collect::<Result<_>>()?;
+    let counts: Vec<i32> = parts
+        .iter()
+        .map(|p| {
+            i32::try_from(p.local.iter().product::<u64>() as usize * eb).map_err(|_| {
+                Error::InvalidInput(
+                    "a rank's part is over 2 GiB: too large to gather for verification".into(),
+                )
+            })
+        })
+        .collect::<Result<_>>()?;
+    let displs: Vec<i32> = counts
+        .iter()
+        .scan(0_i64, |at, &c| {
+            let d = *at;
+            *at += i64::from(c);
+            Some(i32::try_from(d).unwrap_or(i32::MAX))
+        })
+        .collect();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    if total > i32::MAX as usize && comm.rank() == 0 {
+        return Err(Error::InvalidInput(
+            "the grid is over 2 GiB per field: too large to gather for verification".into(),
+        ));
+    }
+    let mut gathered = Vec::with_capacity(fields.len());
+    for field in fields {
+        let local = download_interior(backend, d, eb, field, stream, deadline)?;
+        if comm.rank() == 0 {
+            let mut all = vec![0_u8; total];
+            {
+                let mut partition = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+                root.gather_varcount_into_root(&local[..], &mut partition);
+            }
+            gathered.push(place(spec, &parts, &all, &displs, eb));
+        } else {
+            root.gather_varcount_into(&local[..]);
+        }
+    }
+    Ok((comm.rank() == 0).then(|| GlobalFields {
+        grid: spec.grid,
+        elem: spec.elem,
+        fields: gathered,
+    }))
+}
+
+/// Copies a field to the host and returns its interior, x fastest.
+fn download_interior<B: Backend>(
+    backend: &B,
+    d: &Decomposition,
+    eb: usize,
+    field: &Field<B>,
+    stream: &B::Stream,
+    deadline: Instant,
+) -> Result<Vec<u8>> {
+    let memory = field
+        .device_memory()
+        .ok_or_else(|| Error::Internal("downloading an adopted field".into()))?;
+    let bytes = field.len_bytes();
+    let staging = backend.alloc_pinned(bytes, Coherence::NonCoherent)?;
+    // SAFETY: (1) staging and the field live until the synchronization below; (2) no kernel
+    // writes the field (the caller's exchanges completed).
+    unsafe { backend.copy_to_host_async(&staging, 0, memory, 0, bytes, stream)? };
+    backend.stream_synchronize(stream, deadline)?;
+    // SAFETY: the copy completed; staging holds `bytes` bytes nothing else writes.
+    let all = unsafe { std::slice::from_raw_parts(staging.host_ptr(), bytes) };
+    let mut interior = Vec::with_capacity(d.local.iter().product::<u64>() as usize * eb);
+    let row = d.local[0] as usize * eb;
+    for z in d.halo[2]..d.halo[2] + d.local[2] {
+        for y in d.halo[1]..d.halo[1] + d.local[1] {
+            let at = d.index([d.halo[0], y, z]) as usize * eb;
+            interior.extend_from_slice(&all[at..at + row]);
+        }
+    }
+    Ok(interior)
+}
+
+/// Puts every rank's interior (concatenated at `displs`) into one global array.
+fn place(
+    spec: &DomainSpec,
+    parts: &[Decomposition],
+    all: &[u8],
+    displs: &[i32],
+    eb: usize,
+) -> Vec<u8> {
+    let [nx, ny, _] = spec.grid;
+    let mut global = vec![0_u8; spec.grid.iter().product::<u64>() as usize * eb];
+    for (p, &displ) in parts.iter().zip(displs) {
+        let row = p.local[0] as usize * eb;
+        let mut at = displ as usize;
+        for z in 0..p.local[2] {
+            for y in 0..p.local[1] {
+                let g = (p.origin[0] + nx * ((p.origin[1] + y) + ny * (p.origin[2] + z))) as usize;
+                global[g * eb..g * eb + row].copy_from_slice(&all[at..at + row]);
+                at += row;
+            }
+        }
+    }
+    global
+}
+
+/// Median of `values` (0 for none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+#[allow(dead_code)]
+fn _unused(_: Duration) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boxes_cover_the_interior_once() {
+        for (grid, procs, halo) in [
+            ([8_u64, 6, 5], [1_u32, 1, 1], [1_u32, 1, 1]),
+            ([9, 4, 3], [2, 1, 1], [2, 1, 1]),
+            ([4, 2, 1], [1, 1, 1], [1, 1, 0]),
+        ] {
+            let spec = DomainSpec {
+                grid,
+                procs: Some(procs),
+                periodic: [true, false, true],
+                halo,
+                elem: ElemType::F64,
+                fields: 1,
+            };
+            let d = Decomposition::new(&spec, (procs[0] * procs[1] * procs[2]) as i32, 0)
+                .expect("decomposition");
+            let (inner, shell) = boxes(&d);
+            let mut hits = vec![0_u32; d.alloc_elems() as usize];
+            for b in std::iter::once(&inner).chain(&shell) {
+                for z in b[2][0]..b[2][1] {
+                    for y in b[1][0]..b[1][1] {
+                        for x in b[0][0]..b[0][1] {
+                            hits[d.index([x, y, z]) as usize] += 1;
+                        }
+                    }
+                }
+            }
+            for z in 0..d.alloc[2] {
+                for y in 0..d.alloc[1] {
+                    for x in 0..d.alloc[0] {
+                        let inside = (0..3).all(|k| {
+                            let c = [x, y, z][k];
+                            c >= d.halo[k] && c < d.halo[k] + d.local[k]
+                        });
+                        assert_eq!(hits[d.index([x, y, z]) as usize], u32::from(inside), "{grid:?} cell ({x},{y},{z})");
+                    }
+                }
+            }
+            // The inner box reads no halo cell.
+            for k in 0..3 {
+                if inner[k][0] < inner[k][1] {
+                    assert!(inner[k][0] > d.halo[k] && inner[k][1] < d.halo[k] + d.local[k]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checksum_depends_on_values_and_positions() {
+        let a = GlobalFields {
+            grid: [2, 1, 1],
+            elem: ElemType::F64,
+            fields: vec![[1.0_f64.to_le_bytes(), 2.0_f64.to_le_bytes()].concat()],
+        };
+        let mut swapped = a.clone();
+        swapped.fields[0] = [2.0_f64.to_le_bytes(), 1.0_f64.to_le_bytes()].concat();
+        assert_ne!(a.checksum(), swapped.checksum());
+        assert_eq!(a.checksum(), a.clone().checksum());
+        let found = a.first_difference(&swapped).unwrap_or_default();
+        assert!(found.contains("field 0 cell (0, 0, 0): 1 here, 2 in the reference"), "{found}");
+        assert!(a.first_difference(&a.clone()).is_none());
+        let v = initial_value([-1, 5, 7], 2);
+        assert!((0.0..1.0).contains(&v) && f64::from(v as f32) == v);
+    }
+}
