@@ -29,6 +29,7 @@
 //! `Send + Sync` and never changes after compilation.
 
 mod decomposition;
+mod subarray;
 
 use std::fmt;
 use std::str::FromStr;
@@ -38,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 
 pub use decomposition::{dims_create, split_extent, Decomposition};
+pub use subarray::Subarray;
 
 /// Names of the three dimensions, innermost first, as messages print them.
 pub(crate) const DIM_NAMES: [&str; 3] = ["x", "y", "z"];
