@@ -7,7 +7,8 @@
 //! `MPI_Cart_coords` of a communicator made by `MPI_Cart_create(.., reorder = false)`, and
 //! [`Decomposition::neighbour`] generalises `MPI_Cart_shift` to diagonal directions.
 //! Validation is written so that every rank of a job reports the same error for the same
-//! declaration (an error never depends on the calling rank).
+//! declaration (an error never depends on the calling rank). All of it is pure computation on
+//! plain data: no communication, no shared state.
 
 use serde::Serialize;
 

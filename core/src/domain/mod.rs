@@ -29,6 +29,7 @@
 //! `Send + Sync` and never changes after compilation.
 
 mod decomposition;
+mod plan;
 mod subarray;
 
 use std::fmt;
@@ -39,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 
 pub use decomposition::{dims_create, split_extent, Decomposition};
+pub use plan::{direction_tag, directions, HaloPlan, Neighbour, NeighbourKind};
 pub use subarray::Subarray;
 
 /// Names of the three dimensions, innermost first, as messages print them.

@@ -8,7 +8,9 @@
 //! logical order, can be packed on one side and unpacked on the other.
 //!
 //! Invariant: every count is at least 1. [`Subarray::merged`] keeps the elements and their
-//! order and only shortens the description, so kernels see longer contiguous runs.
+//! order and only shortens the description, so kernels see longer contiguous runs. A
+//! subarray is a `Copy` value with no pointers: the field and buffer addresses are joined to it
+//! only when a region table is built for a launch.
 
 use serde::Serialize;
 
