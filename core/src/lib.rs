@@ -3,7 +3,8 @@
 //! It holds the [`Backend`] trait every GPU vendor implements, exchange [patterns](pattern) and
 //! [workloads](workload), the [strategies](strategy) (written against the trait only, so they
 //! run unchanged on CUDA, HIP and the host backend), the MPI [transport], the measurement
-//! protocol and statistics. It contains no vendor code.
+//! protocol and statistics, and the library's [domain] declarations compiled into halo-exchange
+//! plans (SPEC 13). It contains no vendor code.
 //!
 //! Unsafe code is denied except in the modules that must touch raw memory: [`exchange`]
 //! (pinned buffers shared with kernels) and [`transport::mpi`] (the MPI bridge).
@@ -16,6 +17,7 @@ pub mod clock;
 pub mod collective;
 pub mod conformance;
 pub mod control;
+pub mod domain;
 pub mod error;
 pub mod exchange;
 pub mod halo;

@@ -1,0 +1,247 @@
+//! The library's halo-exchange declaration and its compilation into a plan (SPEC 13).
+//!
+//! A user declares a structured 3-D grid ([`DomainSpec`]): global extents, a Cartesian process
+//! grid (given, or chosen like `MPI_Dims_create`), periodicity and halo width per dimension,
+//! the element type and the number of fields. [`HaloPlan::compile`] turns that declaration,
+//! once per rank, into everything an exchange needs (seed 003: declare, compile, execute many
+//! times): this rank's [`Decomposition`] (its box of the grid and the allocated array around
+//! it) and up to 26 [`Neighbour`]s (faces, edges, corners), each with a send and a receive
+//! [`Subarray`] in the flattened offset + count/stride form the region kernels walk (seed 002).
+//!
+//! # Conventions
+//! - Dimension 0 is x, the innermost in memory; a field is one array of
+//!   `alloc[0] * alloc[1] * alloc[2]` elements, index `x + ax * (y + ay * z)` in allocated
+//!   coordinates, where the interior is `[halo[k], halo[k] + local[k])` per dimension.
+//! - Ranks are numbered like `MPI_Cart_create` with `reorder = false`: row-major over the
+//!   process grid `[px, py, pz]`, z fastest.
+//! - A message is identified by its peer and its tag, [`direction_tag`] of the direction the
+//!   data travels in; the same peer may appear in several directions (two processes along a
+//!   periodic dimension), or be this rank itself (one process along it).
+//!
+//! # Invariants
+//! For every neighbour, `send` on this rank and the peer's matching `recv` hold the same
+//! number of elements in the same order, so packing one and unpacking into the other moves
+//! every cell to the halo cell that mirrors it. Every rank of a job reports the same error
+//! for the same declaration, so one rank can report it and all exit cleanly.
+//!
+//! # Threading
+//! Everything here is plain data, computed on the host without communication; a plan is
+//! `Send + Sync` and never changes after compilation.
+
+mod decomposition;
+mod plan;
+mod subarray;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+pub use decomposition::{dims_create, split_extent, Decomposition};
+pub use plan::{direction_tag, directions, HaloPlan, Neighbour, NeighbourKind};
+pub use subarray::Subarray;
+
+/// Names of the three dimensions, innermost first, as messages print them.
+pub(crate) const DIM_NAMES: [&str; 3] = ["x", "y", "z"];
+
+/// Writes extents as `10x7x5`, the way messages print grids.
+pub(crate) fn extents<T: fmt::Display>(v: &[T; 3]) -> String {
+    format!("{}x{}x{}", v[0], v[1], v[2])
+}
+
+/// The element type of a declaration's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    /// 32-bit IEEE 754 floating point.
+    F32,
+    /// 64-bit IEEE 754 floating point.
+    F64,
+}
+
+impl ElemType {
+    /// Both element types, in the order messages list them.
+    pub const ALL: [ElemType; 2] = [ElemType::F32, ElemType::F64];
+
+    /// Bytes of one element: 4 or 8 (the region kernels' `elem_bytes`).
+    pub fn bytes(self) -> u32 {
+        match self {
+            ElemType::F32 => 4,
+            ElemType::F64 => 8,
+        }
+    }
+
+    /// The name used on the command line and in outputs: `f32` or `f64`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+        }
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ElemType {
+    type Err = Error;
+
+    /// Parses `f32` or `f64`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the value given and the known types.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        ElemType::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "unknown element type '{s}'; known element types: f32, f64"
+                ))
+            })
+    }
+}
+
+/// A halo-exchange declaration: the grid, its decomposition and what lives on it (SPEC 13).
+///
+/// The same declaration is given on every rank; [`HaloPlan::compile`] checks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DomainSpec {
+    /// Global extents `[nx, ny, nz]` in cells, x innermost; each at least 1.
+    pub grid: [u64; 3],
+    /// Process grid `[px, py, pz]`; its product must be the job's rank count. `None`: chosen
+    /// by [`dims_create`].
+    #[serde(default)]
+    pub procs: Option<[u32; 3]>,
+    /// Whether each dimension wraps around (the last rank's neighbour is the first).
+    pub periodic: [bool; 3],
+    /// Halo width in cells per dimension; 0 means no exchange along that dimension.
+    pub halo: [u32; 3],
+    /// Element type of every field.
+    pub elem: ElemType,
+    /// Number of fields exchanged with this layout, each in its own buffer; at least 1.
+    pub fields: u32,
+}
+
+impl DomainSpec {
+    /// The process grid for a job of `ranks` ranks: [`DomainSpec::procs`] where given, else
+    /// [`dims_create`]`(ranks)`. Does not check it; [`Decomposition::new`] does.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when `ranks` is not positive.
+    pub fn process_grid(&self, ranks: i32) -> crate::Result<[u32; 3]> {
+        match self.procs {
+            Some(p) => Ok(p),
+            None => match u32::try_from(ranks) {
+                Ok(r) if r > 0 => Ok(dims_create(r)),
+                _ => Err(Error::InvalidInput(format!(
+                    "the job has {ranks} ranks; it needs at least 1"
+                ))),
+            },
+        }
+    }
+
+    /// Bytes of one cell over all fields: `fields * elem.bytes()`.
+    pub fn cell_bytes(&self) -> u64 {
+        u64::from(self.fields) * u64::from(self.elem.bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elem_type_names_sizes_and_parsing_round_trip() {
+        for t in ElemType::ALL {
+            assert_eq!(t.name().parse::<ElemType>().expect("parses"), t);
+            assert_eq!(t.to_string(), t.name());
+        }
+        assert_eq!(ElemType::F32.bytes(), 4);
+        assert_eq!(ElemType::F64.bytes(), 8);
+    }
+
+    #[test]
+    fn unknown_elem_type_names_the_value_and_the_choices() {
+        let err = "f16"
+            .parse::<ElemType>()
+            .expect_err("is rejected")
+            .to_string();
+        assert!(err.contains("'f16'"), "{err}");
+        assert!(err.contains("f32") && err.contains("f64"), "{err}");
+        assert!("F64".parse::<ElemType>().is_err());
+    }
+
+    #[test]
+    fn elem_type_serializes_lowercase() {
+        assert_eq!(
+            serde_json::to_string(&ElemType::F64).expect("serializes"),
+            "\"f64\""
+        );
+        let t: ElemType = serde_json::from_str("\"f32\"").expect("parses");
+        assert_eq!(t, ElemType::F32);
+    }
+
+    #[test]
+    fn domain_spec_round_trips_through_toml_and_procs_may_be_left_out() {
+        let text = r#"
+            grid = [64, 32, 16]
+            periodic = [true, false, true]
+            halo = [1, 1, 2]
+            elem = "f32"
+            fields = 2
+        "#;
+        let spec: DomainSpec = toml::from_str(text).expect("parses");
+        assert_eq!(spec.procs, None);
+        assert_eq!(spec.elem, ElemType::F32);
+        assert_eq!(spec.cell_bytes(), 8);
+        let again: DomainSpec =
+            toml::from_str(&toml::to_string(&spec).expect("serializes")).expect("parses");
+        assert_eq!(again, spec);
+
+        let with_procs = format!("{text}\nprocs = [2, 1, 1]");
+        let spec: DomainSpec = toml::from_str(&with_procs).expect("parses");
+        assert_eq!(spec.procs, Some([2, 1, 1]));
+    }
+
+    #[test]
+    fn domain_spec_rejects_unknown_fields() {
+        let text = r#"
+            grid = [8, 8, 8]
+            periodic = [true, true, true]
+            halo = [1, 1, 1]
+            elem = "f64"
+            fields = 1
+            halos = [2, 2, 2]
+        "#;
+        let err = toml::from_str::<DomainSpec>(text)
+            .expect_err("is rejected")
+            .to_string();
+        assert!(err.contains("halos"), "{err}");
+    }
+
+    #[test]
+    fn process_grid_defaults_to_dims_create_and_rejects_empty_jobs() {
+        let mut spec = DomainSpec {
+            grid: [8, 8, 8],
+            procs: None,
+            periodic: [false; 3],
+            halo: [1; 3],
+            elem: ElemType::F64,
+            fields: 1,
+        };
+        assert_eq!(
+            spec.process_grid(12).expect("positive rank count"),
+            [3, 2, 2]
+        );
+        assert!(spec.process_grid(0).is_err());
+        spec.procs = Some([1, 1, 12]);
+        assert_eq!(spec.process_grid(12).expect("given grid"), [1, 1, 12]);
+    }
+}
