@@ -29,6 +29,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Put result files from different machines, backends or vendors side by side.
     Compare(CompareArgs),
+    /// Jacobi sweeps of a 27-point stencil on a 3-D grid over the job, halos exchanged by the
+    /// library, verified bit-for-bit against one rank computing the whole grid.
+    Stencil(StencilArgs),
 }
 
 #[derive(Debug, Args)]
@@ -330,4 +333,107 @@ impl SweepArgs {
         }
         (list, repeated)
     }
+}
+
+/// Parses `AxBxC` into three positive numbers.
+fn parse_triple<T: std::str::FromStr + PartialOrd + Default + Copy>(
+    s: &str,
+    what: &str,
+) -> Result<[T; 3], String> {
+    let parts: Vec<&str> = s.split(['x', 'X']).collect();
+    let bad = || format!("'{s}' is not a {what}: give three positive numbers as AxBxC, e.g. 64x32x32");
+    if parts.len() != 3 {
+        return Err(bad());
+    }
+    let mut out = [T::default(); 3];
+    for (slot, part) in out.iter_mut().zip(&parts) {
+        let v: T = part.trim().parse().map_err(|_| bad())?;
+        if v <= T::default() {
+            return Err(bad());
+        }
+        *slot = v;
+    }
+    Ok(out)
+}
+
+fn parse_grid(s: &str) -> Result<[u64; 3], String> {
+    parse_triple(s, "grid")
+}
+
+fn parse_procs(s: &str) -> Result<[u32; 3], String> {
+    parse_triple(s, "process grid")
+}
+
+/// `x`, `xz`, `xyz`, ... or `none`.
+fn parse_periodic(s: &str) -> Result<[bool; 3], String> {
+    let mut periodic = [false; 3];
+    if s == "none" {
+        return Ok(periodic);
+    }
+    for c in s.chars() {
+        let k = match c {
+            'x' => 0,
+            'y' => 1,
+            'z' => 2,
+            _ => {
+                return Err(format!(
+                    "'{s}' names no periodic dimensions: give any of x, y, z (e.g. xz), or none"
+                ))
+            }
+        };
+        periodic[k] = true;
+    }
+    Ok(periodic)
+}
+
+fn parse_elem(s: &str) -> Result<haloport::core::domain::ElemType, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
+#[derive(Debug, Args)]
+pub struct StencilArgs {
+    /// Global grid, NXxNYxNZ (x innermost).
+    #[arg(long, value_parser = parse_grid, default_value = "64x64x64")]
+    pub grid: [u64; 3],
+    /// Process grid PXxPYxPZ; by default chosen like MPI_Dims_create.
+    #[arg(long, value_parser = parse_procs)]
+    pub procs: Option<[u32; 3]>,
+    /// Halo width (every dimension).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub halo: u32,
+    /// Periodic dimensions: any of x, y, z (e.g. `xz`), or `none`.
+    #[arg(long, value_parser = parse_periodic, default_value = "xyz")]
+    pub periodic: [bool; 3],
+    /// Jacobi steps.
+    #[arg(long, default_value_t = 10)]
+    pub steps: u32,
+    /// Element type: f32 or f64.
+    #[arg(long = "type", value_parser = parse_elem, default_value = "f64")]
+    pub elem: haloport::core::domain::ElemType,
+    /// Fields exchanged together each step.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub fields: u32,
+    /// Backend that runs the kernels and owns the memory.
+    #[arg(long, value_enum, default_value = "host")]
+    pub backend: BackendKind,
+    /// Exchange strategy: `base` (all regions packed in one launch, one unpack launch).
+    #[arg(long, default_value = "base")]
+    pub variant: String,
+    /// How halos travel: `mpi` (host-staged) or `ipc` (device-direct within a node, host-staged
+    /// to other nodes).
+    #[arg(long, value_parser = parse_transport, default_value = "mpi")]
+    pub transport: TransportKind,
+    /// Seconds any single wait may take.
+    #[arg(long, value_parser = parse_timeout, default_value = "10")]
+    pub timeout: f64,
+    /// Blocking exchanges timed after the steps (the exchange's share of a step).
+    #[arg(long, default_value_t = 20)]
+    pub exchange_reps: u32,
+    /// Skip the comparison with one rank computing the whole grid (for grids too large to
+    /// compute on one device); the result then says "verified": false.
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Write the result as JSON to this file (rank 0).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }

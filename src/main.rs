@@ -91,6 +91,7 @@ fn main() -> ExitCode {
         Command::Info(args) => commands::info::run(&world, &args),
         Command::Run(args) => commands::run::run(&world, &args),
         Command::Sweep(args) => commands::sweep::run(&world, &args),
+        Command::Stencil(args) => commands::stencil::run(&world, &args),
         Command::Report(_) | Command::Compare(_) => Ok(()),
     };
     match result {

@@ -25,6 +25,7 @@ pub mod measure;
 pub mod pattern;
 pub mod shared;
 pub mod stats;
+pub mod stencil;
 pub mod strategy;
 pub mod timeline;
 pub mod transport;

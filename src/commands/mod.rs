@@ -4,6 +4,7 @@ pub mod exchange;
 pub mod info;
 pub mod report;
 pub mod run;
+pub mod stencil;
 pub mod sweep;
 
 use mpi::topology::{Communicator, SimpleCommunicator};

@@ -90,6 +90,32 @@ fn entry_mismatches(files: &[Loaded], entries: &[&Entry]) -> Vec<String> {
             .collect();
         out.push(format!("verified: {}", per_file(&verdicts)));
     }
+    // A protocol that differs makes the times incomparable: back to back is not the thesis
+    // protocol, device-direct is not host-staged. Files that predate the fields are not checked.
+    let barriers: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e.barrier)
+        .map(|b| if b { "barrier" } else { "back to back" })
+        .collect();
+    if !all_same(&barriers) {
+        let shown: Vec<&str> = entries
+            .iter()
+            .map(|e| match e.barrier {
+                Some(true) => "barrier",
+                Some(false) => "back to back",
+                None => "unknown",
+            })
+            .collect();
+        out.push(format!("iterations: {}", per_file(&shown)));
+    }
+    let transports: Vec<&str> = entries.iter().filter_map(|e| e.transport.as_deref()).collect();
+    if !all_same(&transports) {
+        let shown: Vec<&str> = entries
+            .iter()
+            .map(|e| e.transport.as_deref().unwrap_or("unknown"))
+            .collect();
+        out.push(format!("transport: {}", per_file(&shown)));
+    }
     // Files that predate recorded patterns cannot be checked here; the pattern name still is.
     let bytes: Vec<String> = entries
         .iter()
@@ -471,6 +497,25 @@ mod tests {
         // Equal sizes are alike.
         files[1].entries[0].patterns = blocks(100);
         assert!(rows(&files, false).is_ok());
+    }
+
+    #[test]
+    fn back_to_back_and_barrier_times_are_not_alike() {
+        let mut files = alike();
+        files[0].entries[0].barrier = Some(true);
+        files[1].entries[0].barrier = Some(false);
+        let err = refusal(&files);
+        assert!(
+            err.contains("base-nb-wait: iterations: [0] barrier, [1] back to back"),
+            "{err}"
+        );
+        // A file that predates the field is not held against the other.
+        files[1].entries[0].barrier = None;
+        assert!(rows(&files, false).is_ok());
+        files[0].entries[1].transport = Some("mpi".into());
+        files[1].entries[1].transport = Some("ipc".into());
+        let err = refusal(&files);
+        assert!(err.contains("tq-nb-pb: transport: [0] mpi, [1] ipc"), "{err}");
     }
 
     #[test]

@@ -57,6 +57,12 @@ pub struct Entry {
     pub stddev_us: f64,
     /// Verification verdict.
     pub verified: bool,
+    /// How bytes travelled ("mpi", "ipc"); `None` in files that predate it.
+    #[serde(default)]
+    pub transport: Option<String>,
+    /// Whether iterations ended with a barrier; `None` in files that predate it.
+    #[serde(default)]
+    pub barrier: Option<bool>,
     /// Rank 0's measured iteration times per run.
     pub iteration_us: Vec<Vec<f64>>,
     /// Every rank's pattern as validated (empty in files that predate it).

@@ -194,8 +194,8 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         };
         let own_base = mailbox.device_addr();
         let (send_base, recv_base) = (
-            lock(&staging.send).device_addr(),
-            lock(&staging.recv).device_addr(),
+            lock::<B::PinnedMemory>(&staging.send).device_addr(),
+            lock::<B::PinnedMemory>(&staging.recv).device_addr(),
         );
         let mut routes = Vec::with_capacity(n);
         for (i, neighbour) in plan.neighbours.iter().enumerate() {

@@ -1,0 +1,216 @@
+//! `haloport stencil`: the library end to end (SPEC 13). Jacobi sweeps of a 27-point stencil
+//! over a 3-D grid, halos exchanged by [`HaloExchange`](haloport::core::halo::HaloExchange)
+//! with the exchange overlapped with the inner update, then verified bit-for-bit: rank 0
+//! gathers the final fields and computes the same steps alone over the whole grid with the same
+//! kernels; `"verified": true` only when every bit matched.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use haloport::core::collective::all_gather;
+use haloport::core::domain::{DomainSpec, HaloPlan};
+use haloport::core::halo::{direction_name, HaloOptions};
+use haloport::core::stencil::{median, run_jacobi, run_reference, JacobiConfig};
+use haloport::core::{Backend, Error};
+use haloport::provenance::{provenance, Provenance};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use serde::Serialize;
+
+use crate::cli::StencilArgs;
+use crate::commands::exchange::{check_writable, dispatch, write_json, OnBackend};
+use crate::commands::{host_name, local_rank};
+
+/// Test hook: this rank declares one field more than the others, to show the collective check
+/// of the declaration (`HALOPORT_TEST_EXTRA_FIELD_ON_RANK=R`).
+const EXTRA_FIELD_HOOK: &str = "HALOPORT_TEST_EXTRA_FIELD_ON_RANK";
+
+/// The result file.
+#[derive(Debug, Serialize)]
+struct StencilResult {
+    command: &'static str,
+    provenance: Provenance,
+    backend: String,
+    device: String,
+    host: String,
+    ranks: i32,
+    grid: [u64; 3],
+    procs: [u32; 3],
+    halo: u32,
+    periodic: [bool; 3],
+    #[serde(rename = "type")]
+    elem: String,
+    fields: u32,
+    steps: u32,
+    variant: String,
+    transport: String,
+    /// Per rank, per neighbour: the direction, the peer and how its messages travelled.
+    links: Vec<Vec<LinkRecord>>,
+    /// Per step, the slowest rank's wall time, microseconds.
+    step_us: Vec<f64>,
+    step_median_us: f64,
+    /// Blocking exchanges of all fields after the steps (slowest rank), microseconds.
+    exchange_median_us: f64,
+    /// exchange_median_us / step_median_us.
+    exchange_share: f64,
+    /// Order-independent checksum of the gathered final fields (hex).
+    checksum: String,
+    verified: bool,
+    verification: String,
+}
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+struct LinkRecord {
+    direction: String,
+    peer: i32,
+    link: String,
+}
+
+pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()> {
+    if args.variant != "base" {
+        return Err(Error::InvalidInput(format!(
+            "unknown stencil variant '{}'; the library's exchange has one strategy so far: base (every region packed in one launch, unpacked in one)",
+            args.variant
+        ))
+        .into());
+    }
+    if args.steps == 0 {
+        return Err(Error::InvalidInput("--steps must be at least 1".into()).into());
+    }
+    let mut spec = DomainSpec {
+        grid: args.grid,
+        procs: args.procs,
+        periodic: args.periodic,
+        halo: [args.halo; 3],
+        elem: args.elem,
+        fields: args.fields,
+    };
+    if std::env::var(EXTRA_FIELD_HOOK).ok().and_then(|v| v.parse().ok()) == Some(world.rank()) {
+        spec.fields += 1;
+    }
+    // Refused alike on every rank, before any device work.
+    HaloPlan::compile(&spec, world.size(), world.rank())?;
+    check_writable(world, args.json.as_deref())?;
+    dispatch(args.backend, local_rank(world), Stencil { world, args, spec })
+}
+
+struct Stencil<'a> {
+    world: &'a SimpleCommunicator,
+    args: &'a StencilArgs,
+    spec: DomainSpec,
+}
+
+impl OnBackend for Stencil<'_> {
+    fn run<B: Backend>(self, backend: &B) -> anyhow::Result<()> {
+        let Stencil { world, args, spec } = self;
+        let config = JacobiConfig {
+            spec,
+            steps: args.steps,
+            options: HaloOptions {
+                transport: args.transport,
+                timeout: Duration::from_secs_f64(args.timeout),
+                ..HaloOptions::default()
+            },
+            exchange_reps: args.exchange_reps,
+        };
+        let run = run_jacobi(backend, world, &config).with_context(|| {
+            format!("running the stencil on the {} backend", backend.name())
+        })?;
+        let records: Vec<LinkRecord> = run
+            .plan
+            .neighbours
+            .iter()
+            .zip(&run.links)
+            .map(|(n, link)| LinkRecord {
+                direction: direction_name(n.direction),
+                peer: n.rank,
+                link: link.name().to_owned(),
+            })
+            .collect();
+        let mut collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
+        let links = all_gather(world, Ok(records), &mut collective)?;
+        let steps = all_gather(world, Ok(run.step_seconds.clone()), &mut collective)?;
+        let exchanges = all_gather(world, Ok(run.exchange_seconds.clone()), &mut collective)?;
+        let Some(gathered) = run.gathered else {
+            return Ok(());
+        };
+        let slowest = |per_rank: &[Vec<f64>]| -> Vec<f64> {
+            let n = per_rank.iter().map(Vec::len).min().unwrap_or(0);
+            (0..n)
+                .map(|i| per_rank.iter().map(|v| v[i] * 1e6).fold(0.0, f64::max))
+                .collect()
+        };
+        let step_us = slowest(&steps);
+        let exchange_us = slowest(&exchanges);
+        let (verified, verification) = if args.no_verify {
+            (false, "skipped (--no-verify)".to_owned())
+        } else {
+            let reference = run_reference(backend, &config)
+                .context("computing the one-rank reference over the whole grid")?;
+            match gathered.first_difference(&reference) {
+                None => (
+                    true,
+                    format!(
+                        "bit-for-bit equal to one rank computing the whole {}x{}x{} grid",
+                        config.spec.grid[0], config.spec.grid[1], config.spec.grid[2]
+                    ),
+                ),
+                Some(diff) => (false, format!("differs from the one-rank reference: {diff}")),
+            }
+        };
+        let (step_median_us, exchange_median_us) = (median(&step_us), median(&exchange_us));
+        let result = StencilResult {
+            command: "stencil",
+            provenance: provenance(),
+            backend: backend.name().to_owned(),
+            device: backend.device_info().name.clone(),
+            host: host_name(),
+            ranks: world.size(),
+            grid: config.spec.grid,
+            procs: run.plan.decomposition.procs,
+            halo: args.halo,
+            periodic: config.spec.periodic,
+            elem: config.spec.elem.to_string(),
+            fields: config.spec.fields,
+            steps: args.steps,
+            variant: args.variant.clone(),
+            transport: args.transport.to_string(),
+            links,
+            step_median_us,
+            exchange_median_us,
+            exchange_share: if step_median_us > 0.0 {
+                exchange_median_us / step_median_us
+            } else {
+                0.0
+            },
+            step_us,
+            checksum: format!("{:016x}", gathered.checksum()),
+            verified,
+            verification,
+        };
+        print_summary(&result);
+        if let Some(path) = &args.json {
+            write_json(path, &result, true)?;
+        }
+        if !verified && !args.no_verify {
+            return Err(Error::VerificationFailed(result.verification).into());
+        }
+        Ok(())
+    }
+}
+
+fn print_summary(r: &StencilResult) {
+    let [px, py, pz] = r.procs;
+    let [nx, ny, nz] = r.grid;
+    println!(
+        "stencil {nx}x{ny}x{nz} on {px}x{py}x{pz} ranks ({} backend, {}), halo {}, {} x {}, {} steps, transport {}",
+        r.backend, r.device, r.halo, r.fields, r.elem, r.steps, r.transport
+    );
+    println!(
+        "  step median {:.1} us, exchange median {:.1} us ({:.1} % of a step)",
+        r.step_median_us,
+        r.exchange_median_us,
+        100.0 * r.exchange_share
+    );
+    println!("  checksum {}", r.checksum);
+    println!("  verified: {} ({})", r.verified, r.verification);
+}

@@ -1,0 +1,149 @@
+//! `haloport stencil` on the host backend: the library's halo exchange end to end. The Jacobi
+//! result must be bit-for-bit the one rank 0 computes alone over the whole grid, and the
+//! checksum must be the same for every decomposition of one problem (np 1, 2, 4, 8, given and
+//! chosen process grids, both transports). Bad declarations are refused before any exchange.
+
+mod common;
+
+use common::{mpirun, mpirun_with_env, read_json};
+
+/// Runs the stencil and returns its result file, asserting it succeeded and verified.
+fn verified_run(np: u32, args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("stencil.json");
+    let mut all = vec!["stencil"];
+    all.extend_from_slice(args);
+    all.extend(["--json", json.to_str().expect("utf-8 path")]);
+    let job = mpirun(np, &all);
+    assert_eq!(job.code, Some(0), "-np {np} {args:?}: {}", job.explain());
+    assert!(job.stdout.contains("verified: true"), "{}", job.explain());
+    let result = read_json(&json);
+    assert_eq!(result["verified"], true, "{result}");
+    assert_eq!(
+        result["step_us"].as_array().map(Vec::len),
+        result["steps"].as_u64().map(|s| s as usize),
+        "one time per step"
+    );
+    result
+}
+
+/// The problem every decomposition solves: non-cubic, halo 2, f32, periodic in x and z only,
+/// two fields.
+const PROBLEM: [&str; 12] = [
+    "--grid", "20x12x10", "--halo", "2", "--periodic", "xz", "--type", "f32", "--fields", "2",
+    "--steps", "6",
+];
+
+#[test]
+fn every_decomposition_verifies_and_agrees_on_the_checksum() {
+    let mut checksums = Vec::new();
+    for (np, procs) in [
+        (1, None),
+        (2, None),
+        (2, Some("1x2x1")),
+        (4, Some("2x1x2")),
+        (4, None),
+        (8, None),
+        (8, Some("4x2x1")),
+    ] {
+        let mut args = PROBLEM.to_vec();
+        if let Some(p) = procs {
+            args.extend(["--procs", p]);
+        }
+        let result = verified_run(np, &args);
+        let ranks = result["links"].as_array().map(Vec::len);
+        assert_eq!(ranks, Some(np as usize), "one link list per rank");
+        checksums.push((np, procs, result["checksum"].as_str().unwrap_or("").to_owned()));
+    }
+    let first = &checksums[0].2;
+    assert_eq!(first.len(), 16, "{checksums:?}");
+    for (np, procs, sum) in &checksums {
+        assert_eq!(sum, first, "-np {np} procs {procs:?}: {checksums:?}");
+    }
+}
+
+#[test]
+fn other_problems_verify_on_both_transports_and_element_types() {
+    for (np, transport, extra) in [
+        (2, "ipc", vec!["--grid", "16x16x8", "--periodic", "xyz"]),
+        (4, "ipc", vec!["--grid", "17x9x8", "--periodic", "y", "--type", "f64"]),
+        (4, "mpi", vec!["--grid", "17x9x8", "--periodic", "none", "--halo", "1"]),
+        (3, "mpi", vec!["--grid", "10x10x9", "--procs", "1x1x3", "--fields", "3"]),
+    ] {
+        let mut args = vec!["--transport", transport, "--steps", "4"];
+        args.extend(extra);
+        let result = verified_run(np, &args);
+        let links: Vec<String> = result["links"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|rank| rank.as_array().cloned().unwrap_or_default())
+            .filter_map(|l| l["link"].as_str().map(str::to_owned))
+            .collect();
+        assert!(!links.is_empty(), "{result}");
+        if transport == "mpi" {
+            assert!(links.iter().all(|l| l == "mpi" || l == "local"), "{links:?}");
+        } else {
+            assert!(links.iter().any(|l| l == "ipc"), "{links:?}");
+        }
+    }
+}
+
+#[test]
+fn ipc_peers_on_other_nodes_go_host_staged() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("split.json");
+    let job = mpirun_with_env(
+        4,
+        &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
+        &[
+            "stencil", "--transport", "ipc", "--grid", "16x8x8", "--procs", "4x1x1", "--steps",
+            "4", "--json", json.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let result = read_json(&json);
+    assert_eq!(result["verified"], true);
+    // Rank 1 (node 0) reaches rank 0 device-direct and rank 2 (node 1) over MPI.
+    let rank1 = result["links"][1].as_array().cloned().unwrap_or_default();
+    let link_to = |peer: i64| -> Vec<String> {
+        rank1
+            .iter()
+            .filter(|l| l["peer"].as_i64() == Some(peer))
+            .filter_map(|l| l["link"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(link_to(0).iter().all(|l| l == "ipc") && !link_to(0).is_empty(), "{rank1:?}");
+    assert!(link_to(2).iter().all(|l| l == "mpi") && !link_to(2).is_empty(), "{rank1:?}");
+}
+
+#[test]
+fn bad_declarations_are_refused_before_any_exchange() {
+    let cases: [(u32, Vec<&str>, &str); 5] = [
+        (
+            4,
+            vec!["--procs", "2x1x1"],
+            "process grid 2x1x1 has 2 ranks; the job has 4",
+        ),
+        (
+            4,
+            vec!["--grid", "8x3x8", "--procs", "1x2x2", "--halo", "2"],
+            "local extent 1 in y is smaller than the halo width 2",
+        ),
+        (2, vec!["--variant", "tq"], "unknown stencil variant 'tq'"),
+        (1, vec!["--grid", "8x8"], "is not a grid"),
+        (1, vec!["--periodic", "xw"], "names no periodic dimensions"),
+    ];
+    for (np, extra, needle) in cases {
+        let mut args = vec!["stencil"];
+        args.extend(extra);
+        mpirun(np, &args).assert_fails_with(2, needle);
+    }
+    let job = mpirun_with_env(
+        2,
+        &[("HALOPORT_TEST_EXTRA_FIELD_ON_RANK", "1")],
+        &["stencil", "--grid", "8x8x8"],
+    );
+    job.assert_fails_with(2, "the ranks declared different domains");
+    assert!(job.stderr.contains("rank 1 has"), "{}", job.explain());
+}
