@@ -188,6 +188,7 @@ fn main() {
     let amd = manifest.join("../kernels-hip");
     for file in [
         shared.join("hp_kernels.cuh"),
+        shared.join("hp_regions.cuh"),
         shared.join("hp_compat.h"),
         shared.join("haloport_shared.h"),
         amd.join("haloport.hip"),
