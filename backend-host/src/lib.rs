@@ -23,8 +23,10 @@
 //! what has really completed. Copies and kernels are queued work.
 //!
 //! ## Kernels
-//! The shared kernels are re-implemented in Rust (`kernels.rs`) with the CUDA/HIP sources'
-//! semantics; a launch runs grid blocks concurrently, one thread per block.
+//! The shared kernels are re-implemented in Rust (`kernels.rs`, `ipc_kernels.rs`,
+//! `region_kernels.rs`) with the CUDA/HIP sources' semantics; a launch runs grid blocks
+//! concurrently, one thread per block, except the region kernels and the stencil, whose blocks
+//! never wait for each other: a few worker threads take their blocks in turn.
 //!
 //! ## Timer
 //! The device timer is a monotonic host clock in nanoseconds ([`kernels::timer_ns`]).
@@ -33,6 +35,7 @@ mod ffi;
 mod ipc_kernels;
 mod kernels;
 mod memory;
+mod region_kernels;
 mod stream;
 
 use std::time::Instant;
@@ -210,6 +213,7 @@ impl Backend for HostBackend {
         stream: &HostStream,
     ) -> Result<()> {
         dims.check("host", Self::MAX_THREADS_PER_BLOCK)?;
+        launch.check("host")?;
         let work = match launch {
             Launch::Pack(args) | Launch::Unpack(args) => {
                 if args.blocks == 0 || args.checks == 0 {
@@ -224,6 +228,10 @@ impl Backend for HostBackend {
             Launch::IpcPack(args) | Launch::IpcUnpack(args) | Launch::IpcTaskqueue(args) => {
                 HostLaunch::Ipc(launch.kernel(), *args)
             }
+            Launch::PackRegions(args) | Launch::UnpackRegions(args) => {
+                HostLaunch::Regions(launch.kernel(), *args)
+            }
+            Launch::Stencil27(args) => HostLaunch::Stencil(*args),
             other => {
                 return Err(Error::Unsupported {
                     backend: "host",
