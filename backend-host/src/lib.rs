@@ -41,8 +41,8 @@ mod stream;
 use std::time::Instant;
 
 use haloport_core::{
-    Backend, Coherence, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch, LaunchDims,
-    PinnedMemory, Result,
+    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch,
+    LaunchDims, PinnedMemory, Result,
 };
 use kernels::HostLaunch;
 
@@ -204,6 +204,25 @@ impl Backend for HostBackend {
             src.addr() + src_offset as u64,
             bytes,
         ))
+    }
+
+    /// Copies row by row on the stream's worker, as the other host copies.
+    unsafe fn copy_3d_async(&self, copy: &Copy3d, stream: &HostStream) -> Result<()> {
+        copy.check("host")?;
+        let c = *copy;
+        stream.enqueue(Box::new(move || {
+            for z in 0..c.depth {
+                for y in 0..c.height {
+                    let src = c.src as usize + (z * c.src_rows + y) * c.src_pitch;
+                    let dst = c.dst as usize + (z * c.dst_rows + y) * c.dst_pitch;
+                    // SAFETY: the row lies inside the spans the caller keeps valid until the
+                    // copy completes (copy_3d_async's contract, 1); the offsets cannot
+                    // overflow (checked above: the spans fit in usize).
+                    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, c.width) };
+                }
+            }
+            Ok(())
+        }))
     }
 
     unsafe fn launch(

@@ -17,6 +17,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::regions::Copy3d;
 use crate::shared::{
     hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args, hp_stencil_args,
     hp_taskqueue_args,
@@ -572,6 +573,29 @@ pub trait Backend: Sized {
         bytes: usize,
         stream: &Self::Stream,
     ) -> Result<()>;
+
+    /// Queues a 3-D strided copy between device addresses on `stream`, by the copy engine: the
+    /// copy-engine form of packing or unpacking a region ([`Copy3d::pack_region`]), which
+    /// SPEC 13 compares with the pack kernels in the same run. Only the `width` bytes of each
+    /// row are touched, not the gaps between rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a shape [`Copy3d::check`]
+    /// refuses; [`Error::Unsupported`](crate::Error::Unsupported) where the device cannot copy
+    /// between unified addresses; the vendor's error otherwise.
+    ///
+    /// # Safety
+    /// 1. `copy.src` and `copy.dst` are device addresses of memory of this backend (device
+    ///    memory, the device address of pinned memory, or opened peer memory), valid for the
+    ///    rows the copy reads ([`Copy3d::src_span`] bytes from `src`) and writes
+    ///    ([`Copy3d::dst_span`] bytes from `dst`), and stay allocated until the copy has
+    ///    completed: until `stream` was synchronized, or an event recorded on it after this call
+    ///    completed.
+    /// 2. No other work (CPU, kernel, copy) writes the rows the copy reads, or touches the rows
+    ///    it writes, until the copy has completed; the two sets of rows do not overlap.
+    ///
+    /// Vendor: cuMemcpy3DAsync (CU_MEMORYTYPE_UNIFIED) / hipMemcpy3DAsync (hipMemcpyDefault).
+    unsafe fn copy_3d_async(&self, copy: &Copy3d, stream: &Self::Stream) -> Result<()>;
 
     /// Queues one of the shared kernels on `stream`.
     ///

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory};
-use crate::regions;
+use crate::regions::{self, Copy3d};
 use crate::shared::{
     hp_message_signal, hp_region, hp_regions_args, hp_stencil_args, HP_MESSAGE_ABORTED,
     HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
@@ -753,4 +753,115 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
         stencil_case(backend, eb, [2, 3, 1], [7, 9, 4], Some(2))?;
     }
     Ok(())
+}
+
+/// Copy-engine packing and unpacking of every neighbour region of one field, against the
+/// kernels' results over the same regions.
+fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
+    let ebu = eb as usize;
+    let ebl = u64::from(eb);
+    let dims = Dims([10, 9, 8]);
+    let n = dims.len();
+    let field: Vec<u64> = (0..n).map(|i| bits(i as f64 * 0.75 - 3.0, ebu)).collect();
+    let stream = backend.create_stream().map_err(e)?;
+    let src = device_with(backend, &stream, &encode(&field, ebu))?;
+
+    let mut send = dims.neighbours(false);
+    regions::assign_blocks(&mut send, THREADS, 4).map_err(e)?;
+    for r in &mut send {
+        r.field = src.device_addr();
+    }
+    let total: u64 = send.iter().map(regions::elems).sum();
+    let bytes = (total * ebl) as usize;
+    let by_kernel = backend
+        .alloc_pinned(bytes, Coherence::Coherent)
+        .map_err(e)?;
+    let by_copy = backend
+        .alloc_pinned(bytes, Coherence::Coherent)
+        .map_err(e)?;
+    lay_out(&mut send, by_kernel.device_addr(), ebl);
+    run_regions(backend, &stream, true, &send, None, eb, 1, 0)?;
+    let mut copied = send.clone();
+    lay_out(&mut copied, by_copy.device_addr(), ebl);
+    for (i, r) in copied.iter().enumerate() {
+        let copy = Copy3d::pack_region(r, eb)
+            .ok_or_else(|| format!("region {i} ({:?}) has no 3-D copy form", r.count))?;
+        // SAFETY: (1) src and by_copy hold the rows and live until the stream is synchronized
+        // below; (2) nothing else touches them meanwhile.
+        unsafe { backend.copy_3d_async(&copy, &stream) }.map_err(e)?;
+    }
+    settle(backend, &stream, ())?;
+    let (kernel, engine) = (
+        pinned_bytes(&by_kernel, 0, bytes),
+        pinned_bytes(&by_copy, 0, bytes),
+    );
+    if let Some(k) = (0..bytes).find(|&k| kernel[k] != engine[k]) {
+        return Err(format!(
+            "f{}: copy-engine pack differs from the pack kernel at byte {k} of {bytes}",
+            8 * eb
+        ));
+    }
+
+    // Unpack: the halo regions from the same buffer, by the kernel and by the copy engine.
+    let mut recv = dims.neighbours(true);
+    regions::assign_blocks(&mut recv, THREADS, 4).map_err(e)?;
+    lay_out(&mut recv, by_kernel.device_addr(), ebl);
+    let field_bytes = (n * ebl) as usize;
+    let (dst_kernel, dst_copy) = (
+        backend.alloc_device(field_bytes).map_err(e)?,
+        backend.alloc_device(field_bytes).map_err(e)?,
+    );
+    for r in &mut recv {
+        r.field = dst_kernel.device_addr();
+    }
+    run_regions(backend, &stream, false, &recv, None, eb, 1, 0)?;
+    for (i, r) in recv.iter().enumerate() {
+        let r = hp_region {
+            field: dst_copy.device_addr(),
+            ..*r
+        };
+        let copy = Copy3d::unpack_region(&r, eb)
+            .ok_or_else(|| format!("halo region {i} ({:?}) has no 3-D copy form", r.count))?;
+        // SAFETY: as above, for by_kernel and dst_copy.
+        unsafe { backend.copy_3d_async(&copy, &stream) }.map_err(e)?;
+    }
+    settle(backend, &stream, ())?;
+    let kernel = device_bytes(backend, &stream, &dst_kernel, field_bytes)?;
+    let engine = device_bytes(backend, &stream, &dst_copy, field_bytes)?;
+    ensure(kernel.iter().any(|&b| b != 0), || {
+        format!("f{}: the unpack kernel wrote nothing", 8 * eb)
+    })?;
+    match (0..field_bytes).find(|&k| kernel[k] != engine[k]) {
+        Some(k) => Err(format!(
+            "f{}: copy-engine unpack differs from the unpack kernel at field byte {k}",
+            8 * eb
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The copy engine's 3-D copies of the 26 neighbour regions (faces, edges, corners) give the
+/// same packed bytes as the pack kernel, and the same field as the unpack kernel, in f64 and
+/// f32; a malformed 3-D copy is refused before anything is queued.
+pub fn copy_3d_matches_the_region_kernels<B: Backend>(backend: &B) -> Check {
+    copy_3d_case(backend, 8)?;
+    copy_3d_case(backend, 4)?;
+    let stream = backend.create_stream().map_err(e)?;
+    let bad = Copy3d {
+        src: 0,
+        src_pitch: 8,
+        src_rows: 1,
+        dst: 0,
+        dst_pitch: 8,
+        dst_rows: 1,
+        width: 16,
+        height: 1,
+        depth: 1,
+    };
+    // SAFETY: the copy is refused before anything is queued (its rows are wider than their
+    // pitch), so no memory is touched.
+    let queued = unsafe { backend.copy_3d_async(&bad, &stream) };
+    ensure(queued.is_err(), || {
+        "a 3-D copy with rows wider than their pitch was accepted".into()
+    })
 }
