@@ -167,22 +167,22 @@ extern "C" __global__ void hp_pack_regions(hp_regions_args a) { hp_regions_block
 extern "C" __global__ void hp_unpack_regions(hp_regions_args a) { hp_regions_block<false>(a); }
 
 /* out[p] = (sum of the 27 in[p + d], dz outermost, dx innermost, from 0) * (T(1) / T(27)): the
- * same IEEE operations in the same order as the host twin, so both give the same bits. */
-template <typename T>
-__device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a) {
+ * same IEEE operations in the same order as the host twin, so both give the same bits. I is
+ * the type of the point numbering (uint32_t when the box and the grid fit, as for regions). */
+template <typename T, typename I>
+__device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
     const uint64_t ax = a.alloc[0], ay = a.alloc[1];
-    const uint64_t bx = a.end[0] - a.begin[0];
-    const uint64_t by = a.end[1] - a.begin[1];
-    const uint64_t bz = a.end[2] - a.begin[2];
-    const uint64_t n = bx * by * bz;
+    const I bx = (I)(a.end[0] - a.begin[0]);
+    const I by = (I)(a.end[1] - a.begin[1]);
     const T scale = T(1) / T(27);
-    const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t p = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step) {
-        const uint64_t x = a.begin[0] + p % bx;
-        const uint64_t y = a.begin[1] + (p / bx) % by;
-        const uint64_t z = a.begin[2] + p / (bx * by);
+    const I step = (I)gridDim.x * (I)blockDim.x;
+    for (I p = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; p < n; p += step) {
+        const I rest = p / bx;
+        const uint64_t x = a.begin[0] + (uint64_t)(p % bx);
+        const uint64_t y = a.begin[1] + (uint64_t)(rest % by);
+        const uint64_t z = a.begin[2] + (uint64_t)(rest / by);
         const uint64_t centre = x + ax * (y + ay * z);
         T sum = T(0);
 #pragma unroll
@@ -200,12 +200,24 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a) {
     }
 }
 
+template <typename T>
+__device__ __forceinline__ void hp_stencil27_points(const hp_stencil_args& a) {
+    const uint64_t n =
+        (a.end[0] - a.begin[0]) * (a.end[1] - a.begin[1]) * (a.end[2] - a.begin[2]);
+    const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
+    if (n + step <= 0xffffffffull) {
+        hp_stencil27_as<T, uint32_t>(a, (uint32_t)n);
+    } else {
+        hp_stencil27_as<T, uint64_t>(a, n);
+    }
+}
+
 extern "C" __global__ void hp_stencil27(hp_stencil_args a) {
     if (a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2]) return;
     if (a.elem_bytes == 8) {
-        hp_stencil27_as<double>(a);
+        hp_stencil27_points<double>(a);
     } else if (a.elem_bytes == 4) {
-        hp_stencil27_as<float>(a);
+        hp_stencil27_points<float>(a);
     }
 }
 
