@@ -377,10 +377,6 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
     let eb = 8_u32;
     let dims = Dims([8, 7, 6]);
     let n = dims.len();
-    let (pack_stream, unpack_stream) = (
-        backend.create_stream().map_err(e)?,
-        backend.create_stream().map_err(e)?,
-    );
     let ctl = backend.alloc_device(64).map_err(e)?;
     let word = |i: usize| ctl.device_addr() + 4 * i as u64;
     let src = backend.alloc_device((n * 8) as usize).map_err(e)?;
@@ -409,6 +405,11 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
         r.field = dst.device_addr();
     }
     let status = pinned_with(backend, &[0_u8; 8])?;
+    // Created after the memory their work touches, so dropped (waiting for it) before it.
+    let (pack_stream, unpack_stream) = (
+        backend.create_stream().map_err(e)?,
+        backend.create_stream().map_err(e)?,
+    );
 
     for epoch in 1..=2_u32 {
         let field: Vec<u64> = (0..n)
@@ -534,7 +535,6 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
 pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
     let dims = Dims([6, 6, 6]);
     let n = dims.len();
-    let stream = backend.create_stream().map_err(e)?;
     let ctl = backend.alloc_device(64).map_err(e)?;
     let word = |i: usize| ctl.device_addr() + 4 * i as u64;
     let dst = backend.alloc_device((n * 8) as usize).map_err(e)?;
@@ -567,6 +567,8 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
         blocks: regions::grid_blocks(&recv).map_err(e)?,
         threads: THREADS,
     };
+    // Created after the memory its work touches, so dropped (waiting for it) before it.
+    let stream = backend.create_stream().map_err(e)?;
 
     for (case, abort_value, timeout_ticks, want) in [
         ("time-out", 0_u32, hz / 50, HP_MESSAGE_TIMED_OUT),
@@ -692,7 +694,7 @@ fn stencil_case<B: Backend>(
     };
     // SAFETY: din and dout live until the stream is synchronized below.
     unsafe { backend.launch(Launch::Stencil27(&args), launch, &stream) }.map_err(e)?;
-    settle(backend, &stream, ())?;
+    let (_din, dout) = settle(backend, &stream, (din, dout))?;
     let have = decode(
         &device_bytes(backend, &stream, &dout, n as usize * ebu)?,
         ebu,
@@ -790,7 +792,7 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
         // below; (2) nothing else touches them meanwhile.
         unsafe { backend.copy_3d_async(&copy, &stream) }.map_err(e)?;
     }
-    settle(backend, &stream, ())?;
+    let (_src, by_copy) = settle(backend, &stream, (src, by_copy))?;
     let (kernel, engine) = (
         pinned_bytes(&by_kernel, 0, bytes),
         pinned_bytes(&by_copy, 0, bytes),
@@ -825,7 +827,7 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
         // SAFETY: as above, for by_kernel and dst_copy.
         unsafe { backend.copy_3d_async(&copy, &stream) }.map_err(e)?;
     }
-    settle(backend, &stream, ())?;
+    let (_by_kernel, dst_copy) = settle(backend, &stream, (by_kernel, dst_copy))?;
     let kernel = device_bytes(backend, &stream, &dst_kernel, field_bytes)?;
     let engine = device_bytes(backend, &stream, &dst_copy, field_bytes)?;
     ensure(kernel.iter().any(|&b| b != 0), || {
@@ -864,4 +866,93 @@ pub fn copy_3d_matches_the_region_kernels<B: Backend>(backend: &B) -> Check {
     ensure(queued.is_err(), || {
         "a 3-D copy with rows wider than their pitch was accepted".into()
     })
+}
+
+/// Region and stencil launches with arguments the kernels cannot serve (an element size other
+/// than 4 or 8, a region count without a table, a stencil box whose neighbours leave the
+/// allocation, the same field in and out) are refused before anything is queued.
+pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B) -> Check {
+    let dims = LaunchDims {
+        blocks: 1,
+        threads: THREADS,
+    };
+    // Real memory behind every address, with room to spare, so that a launch a backend
+    // wrongly accepted would still stay inside allocations.
+    let field_bytes = 2 * 8 * 8 * 8 * 8;
+    let (a, b) = (
+        backend.alloc_device(field_bytes).map_err(e)?,
+        backend.alloc_device(field_bytes).map_err(e)?,
+    );
+    let table = pinned_with(
+        backend,
+        &bytes_of(&[hp_region {
+            field: a.device_addr(),
+            buffer: b.device_addr(),
+            count: [1, 1, 1],
+            stride: [1, 1, 1],
+            blocks: 1,
+            message: HP_NO_MESSAGE,
+            ..Default::default()
+        }]),
+    )?;
+    // Declared after the memory, so dropped (waiting for its work) before it.
+    let stream = backend.create_stream().map_err(e)?;
+    let regions = hp_regions_args {
+        num_regions: 1,
+        elem_bytes: 3,
+        regions: table.device_addr(),
+        epoch: 1,
+        ..Default::default()
+    };
+    let stencil = hp_stencil_args {
+        in_: a.device_addr(),
+        out: b.device_addr(),
+        alloc: [8, 8, 8],
+        begin: [1, 1, 1],
+        end: [7, 7, 7],
+        elem_bytes: 8,
+        reserved: 0,
+    };
+    let cases = [
+        ("elements of 3 bytes", Launch::PackRegions(&regions)),
+        (
+            "a region without a table",
+            Launch::UnpackRegions(&hp_regions_args {
+                elem_bytes: 8,
+                regions: 0,
+                ..regions
+            }),
+        ),
+        (
+            "a box touching the allocation's edge",
+            Launch::Stencil27(&hp_stencil_args {
+                end: [8, 7, 7],
+                ..stencil
+            }),
+        ),
+        (
+            "the same field in and out",
+            Launch::Stencil27(&hp_stencil_args {
+                out: a.device_addr(),
+                ..stencil
+            }),
+        ),
+        (
+            "f16 elements",
+            Launch::Stencil27(&hp_stencil_args {
+                elem_bytes: 2,
+                ..stencil
+            }),
+        ),
+    ];
+    for (what, launch) in cases {
+        // SAFETY: every address points into a, b or table, which outlive the stream (declared
+        // before it; dropping a stream waits for its work); each case's reads and writes stay inside them
+        // (the allocations are twice the field's size).
+        let queued = unsafe { backend.launch(launch, dims, &stream) };
+        ensure(queued.is_err(), || {
+            format!("a launch with {what} was accepted")
+        })?;
+    }
+    backend.stream_synchronize(&stream, deadline()).map_err(e)
 }
