@@ -5,7 +5,7 @@
  *   hp_unpack_regions  packed buffer -> field
  *   hp_stencil27       one Jacobi sweep of the 27-point stencil over a box (the application)
  *
- * Included by hp_kernels.cuh's entries (kernels-cu/haloport.cu, kernels-hip/haloport.hip); the
+ * Included, after hp_kernels.cuh, by the entries (kernels-cu/haloport.cu, kernels-hip/haloport.hip); the
  * host backend mirrors them in backend-host/src/region_kernels.rs. The semantics are those of
  * the comments on hp_region, hp_message_signal, hp_regions_args and hp_stencil_args in
  * haloport_shared.h.
@@ -15,13 +15,17 @@
  * plain path needs no barrier); its threads take elements e = (g - first_block) * blockDim.x +
  * threadIdx.x, then + blocks * blockDim.x, ... Grid blocks past the last region return at once.
  * Each element's field index is computed from e alone (no dependencies between threads); the
- * index arithmetic is 32-bit when the region has fewer than 2^32 elements.
+ * element numbering is 32-bit (cheaper divisions) when the region's elements plus the threads'
+ * stride stay below 2^32. Callers number blocks with haloport_core::regions::assign_blocks:
+ * ceil(elements / (threads * elems_per_thread)) per region, ELEMS_PER_THREAD = 4 and 256
+ * threads suggested.
  *
  * Messages: only blocks of a region with a message wait, count and raise flags; a region
  * without one (message == HP_NO_MESSAGE) moves its elements and returns: no barrier, no atomic.
  *
  * Launch convention (stencil): a 1-D grid over the box's points, x fastest; threads stride by
- * gridDim.x * blockDim.x, so any grid size covers the box.
+ * gridDim.x * blockDim.x, so any grid size covers the box (haloport_core::regions::
+ * stencil_blocks gives one thread per point).
  */
 #ifndef HP_REGIONS_CUH
 #define HP_REGIONS_CUH
