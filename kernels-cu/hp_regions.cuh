@@ -5,8 +5,9 @@
  *   hp_unpack_regions  packed buffer -> field
  *   hp_stencil27       one Jacobi sweep of the 27-point stencil over a box (the application)
  *
- * Included, after hp_kernels.cuh, by the entries (kernels-cu/haloport.cu, kernels-hip/haloport.hip); the
- * host backend mirrors them in backend-host/src/region_kernels.rs. The semantics are those of
+ * Included, after hp_kernels.cuh, by the entries (kernels-cu/haloport.cu,
+ * kernels-hip/haloport.hip); the host backend mirrors them in
+ * backend-host/src/region_kernels.rs. The semantics are those of
  * the comments on hp_region, hp_message_signal, hp_regions_args and hp_stencil_args in
  * haloport_shared.h.
  *
