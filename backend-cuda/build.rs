@@ -24,6 +24,7 @@ fn main() {
     for file in [
         "haloport.cu",
         "hp_kernels.cuh",
+        "hp_regions.cuh",
         "hp_compat.h",
         "haloport_shared.h",
     ] {

@@ -61,6 +61,7 @@ const FUNCTIONS: &[&str] = &[
     "hipEventDestroy",
     "hipMemcpyHtoDAsync",
     "hipMemcpyDtoHAsync",
+    "hipMemcpy3DAsync",
     "hipModuleLoadData",
     "hipModuleGetFunction",
     "hipModuleUnload",
@@ -77,7 +78,7 @@ const FUNCTIONS: &[&str] = &[
 
 /// Enums whose values haloport uses (generated as newtypes, so a code the runtime returns that
 /// the header did not list is still a valid value, not undefined behaviour).
-const ENUMS: &[&str] = &["hipError_t", "hipDeviceAttribute_t"];
+const ENUMS: &[&str] = &["hipError_t", "hipDeviceAttribute_t", "hipMemcpyKind"];
 
 /// Flag macros haloport passes, and the header's version (for messages).
 const MACROS: &[&str] = &[
@@ -107,6 +108,7 @@ const REQUIRED: &[&str] = &[
     "hipDeviceAttributeMultiprocessorCount",
     "hipDeviceAttributeWarpSize",
     "hipDeviceAttributeMaxThreadsPerBlock",
+    "hipMemcpyDefault",
 ];
 
 /// What haloport can do without: the constant or function, and the cfg set when present.
@@ -188,6 +190,7 @@ fn main() {
     let amd = manifest.join("../kernels-hip");
     for file in [
         shared.join("hp_kernels.cuh"),
+        shared.join("hp_regions.cuh"),
         shared.join("hp_compat.h"),
         shared.join("haloport_shared.h"),
         amd.join("haloport.hip"),

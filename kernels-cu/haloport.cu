@@ -3,3 +3,4 @@
  * backend-cuda embeds; everything it compiles comes from the shared sources it includes.
  */
 #include "hp_kernels.cuh"
+#include "hp_regions.cuh"

@@ -5,3 +5,4 @@
  */
 #include <hip/hip_runtime.h>
 #include "hp_kernels.cuh"
+#include "hp_regions.cuh"

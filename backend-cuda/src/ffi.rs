@@ -594,6 +594,78 @@ pub unsafe fn memcpy_dtoh_async(
     })
 }
 
+/// `cuMemcpy3DAsync` between two unified (device) addresses.
+///
+/// Both sides are `CU_MEMORYTYPE_UNIFIED`, not `CU_MEMORYTYPE_DEVICE`: haloport's device
+/// addresses may be device memory, the device address of mapped pinned host memory (under
+/// unified addressing the same as its host address) or another process's memory opened by
+/// IPC, and with UNIFIED the driver looks up where each lies and picks the copy's direction
+/// (device to device, to or from the host), as `cudaMemcpyDefault` does. DEVICE would claim
+/// pinned host memory is device memory, which the driver does not document as valid. UNIFIED
+/// needs a context with unified addressing (`CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`, which
+/// the backend checks first).
+///
+/// # Errors
+/// The driver's error, e.g. `CUDA_ERROR_INVALID_VALUE` for a pitch above the device's limit.
+///
+/// # Safety
+/// 1. The rows `copy` reads from `src` and writes at `dst` are valid device memory of the
+///    current context (or mapped into it) until the copy completes.
+/// 2. Nothing else writes the rows read, or touches the rows written, until the copy
+///    completes.
+/// 3. `s` is a live stream of the current context.
+///
+/// Vendor: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html> (cuMemcpy3DAsync).
+pub unsafe fn memcpy_3d_async(copy: &haloport_core::Copy3d, s: CUstream) -> Result<()> {
+    let unified = sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED;
+    let params = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: unified,
+        srcHost: std::ptr::null(),
+        srcDevice: copy.src,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: copy.src_pitch,
+        srcHeight: copy.src_rows,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: unified,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: copy.dst,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: copy.dst_pitch,
+        dstHeight: copy.dst_rows,
+        WidthInBytes: copy.width,
+        Height: copy.height,
+        Depth: copy.depth,
+    };
+    // Raw sys call: cudarc 0.18's result layer has no 3-D copies.
+    // SAFETY: params is a complete CUDA_MEMCPY3D the driver reads during the call; the memory
+    // it names satisfies this function's contract.
+    let code = unsafe { sys::cuMemcpy3DAsync_v2(&params, s) };
+    check("cuMemcpy3DAsync", code.result(), || {
+        format!(
+            "queueing a 3-D copy of {} x {} x {} bytes from {:#x} (pitch {}, {} rows) to {:#x} \
+             (pitch {}, {} rows)",
+            copy.width,
+            copy.height,
+            copy.depth,
+            copy.src,
+            copy.src_pitch,
+            copy.src_rows,
+            copy.dst,
+            copy.dst_pitch,
+            copy.dst_rows
+        )
+    })
+}
+
 /// `cuModuleLoadData`.
 ///
 /// # Errors

@@ -147,4 +147,30 @@ mod tests {
         );
         println!("embedded fatbin: {} bytes, {entries:?}", image.len());
     }
+    /// Every kernel the backend looks up is in every cubin: its name, NUL-terminated (an ELF
+    /// string table entry), appears at least once per SASS entry. Catches a kernel added to
+    /// `Kernel::ALL` but not to the sources without a GPU (nvcc leaves fatbins uncompressed
+    /// unless asked; a compressed one would fail here and say so).
+    #[cfg(haloport_kernels)]
+    #[test]
+    fn every_kernel_is_in_every_cubin() {
+        let image = image().expect("built with kernels");
+        let cubins = fatbin_entries(image)
+            .expect("a well-formed fatbin")
+            .iter()
+            .filter(|e| matches!(e, FatbinEntry::Sass(_)))
+            .count();
+        for kernel in haloport_core::Kernel::ALL {
+            let name = format!("{}\0", kernel.symbol());
+            let found = image
+                .windows(name.len())
+                .filter(|w| *w == name.as_bytes())
+                .count();
+            assert!(
+                found >= cubins,
+                "{} appears {found} times in {cubins} cubins (is the fatbin compressed?)",
+                kernel.symbol()
+            );
+        }
+    }
 }

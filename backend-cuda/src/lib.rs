@@ -30,6 +30,11 @@
 //! asked `cuDeviceCanAccessPeer`. Ids compare as numbers, so case and domain width do not
 //! matter.
 //!
+//! ## 3-D copies
+//! [`Backend::copy_3d_async`] is `cuMemcpy3DAsync` with both sides `CU_MEMORYTYPE_UNIFIED`
+//! (the driver finds whether each address is device, pinned host or peer memory; see
+//! `ffi::memcpy_3d_async`), refused as `Unsupported` on a device without unified addressing.
+//!
 //! ## Kernels
 //! `build.rs` compiles `kernels-cu/haloport.cu` with nvcc into one fatbin (sm_80, sm_90 and PTX by
 //! default) embedded in the binary and loaded with `cuModuleLoadData`. Each kernel takes one
@@ -54,8 +59,8 @@ use std::time::Instant;
 
 use haloport_core::backend::{check_range, PciBusId};
 use haloport_core::{
-    Backend, Coherence, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch, LaunchDims,
-    Result,
+    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch,
+    LaunchDims, Result,
 };
 
 pub use memory::{CudaDeviceMemory, CudaPeerMemory, CudaPinnedMemory};
@@ -86,6 +91,9 @@ pub struct CudaBackend {
     compute_capability: (i32, i32),
     /// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`: whether co-residency kernels can be launched.
     cooperative_launch: bool,
+    /// `CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`: whether 3-D copies between unified addresses
+    /// work (every 64-bit Linux device has it).
+    unified_addressing: bool,
     // Declared before ctx: the module is unloaded while the context is still retained.
     module: module::Module,
     ctx: Arc<Context>,
@@ -138,6 +146,7 @@ impl CudaBackend {
             attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         );
         let cooperative_launch = attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0;
+        let unified_addressing = attr(ffi::Attribute::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? != 0;
         let info = DeviceInfo {
             vendor: "NVIDIA".into(),
             name: ffi::device_name(device)?,
@@ -180,6 +189,7 @@ impl CudaBackend {
             info,
             compute_capability,
             cooperative_launch,
+            unified_addressing,
             module,
             ctx,
         })
@@ -371,6 +381,24 @@ impl Backend for CudaBackend {
         }
     }
 
+    unsafe fn copy_3d_async(&self, copy: &Copy3d, stream: &CudaStream) -> Result<()> {
+        copy.check("cuda")?;
+        if !self.unified_addressing {
+            return Err(Error::Unsupported {
+                backend: "cuda",
+                what: format!(
+                    "3-D copies between device addresses: {} has no unified addressing \
+                     (CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 0)",
+                    self.info.name
+                ),
+            });
+        }
+        // SAFETY: the rows lie in memory the caller keeps valid and untouched until the copy
+        // completes (this method's contract, 1 and 2); stream.raw belongs to this backend's
+        // context.
+        unsafe { ffi::memcpy_3d_async(copy, stream.raw) }
+    }
+
     unsafe fn launch(
         &self,
         launch: Launch<'_>,
@@ -378,6 +406,7 @@ impl Backend for CudaBackend {
         stream: &Self::Stream,
     ) -> Result<()> {
         dims.check("cuda", self.info.max_threads_per_block)?;
+        launch.check("cuda")?;
         let kernel = launch.kernel();
         let kind = launch_kind(kernel, self.cooperative_launch, &self.info)?;
         let f = self.module.function(kernel)?;

@@ -4,8 +4,8 @@ use std::time::Instant;
 
 use haloport_core::backend::{check_range, PciBusId};
 use haloport_core::{
-    Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, Error, IpcHandle, Kernel, Launch,
-    LaunchDims, PinnedMemory, Result,
+    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, DeviceMemory, Error, IpcHandle, Kernel,
+    Launch, LaunchDims, PinnedMemory, Result,
 };
 
 use crate::ffi::{self, Attribute};
@@ -246,6 +246,13 @@ impl Backend for HipBackend {
         }
     }
 
+    unsafe fn copy_3d_async(&self, copy: &Copy3d, stream: &HipStream) -> Result<()> {
+        copy.check("hip")?;
+        // SAFETY: the rows lie in memory the caller keeps valid and untouched until the copy
+        // completes (this method's contract, 1 and 2); stream.raw is a live stream.
+        unsafe { ffi::memcpy_3d_async(copy, stream.raw) }
+    }
+
     unsafe fn launch(
         &self,
         launch: Launch<'_>,
@@ -253,6 +260,7 @@ impl Backend for HipBackend {
         stream: &Self::Stream,
     ) -> Result<()> {
         dims.check("hip", self.info.max_threads_per_block)?;
+        launch.check("hip")?;
         let kernel = launch.kernel();
         let f = self.module.function(kernel)?;
         if !kernel.needs_coresidency() {

@@ -430,6 +430,68 @@ pub unsafe fn memcpy_dtoh_async(
     check("hipMemcpyDtoHAsync", code, || format!("{bytes} bytes"))
 }
 
+/// `hipMemcpy3DAsync` between two unified (device) addresses, `hipMemcpyDefault`: the runtime
+/// finds whether each address is device memory, the device address of mapped pinned host
+/// memory or opened peer memory, and picks the direction. The runtime API's
+/// `hipMemcpy3DParms` (sizes as `size_t`), not the driver-style `HIP_MEMCPY3D`, whose HIP 5.2
+/// fields are `unsigned int`.
+///
+/// # Errors
+/// The runtime's error.
+///
+/// # Safety
+/// 1. The rows `copy` reads from `src` and writes at `dst` are valid memory of (or mapped
+///    into) the current device until the copy completes.
+/// 2. Nothing else writes the rows read, or touches the rows written, until the copy
+///    completes.
+/// 3. `s` is a live stream.
+pub unsafe fn memcpy_3d_async(copy: &haloport_core::Copy3d, s: hipStream_t) -> Result<()> {
+    let origin = sys::hipPos { x: 0, y: 0, z: 0 };
+    let params = sys::hipMemcpy3DParms {
+        srcArray: std::ptr::null_mut(),
+        srcPos: origin,
+        srcPtr: sys::hipPitchedPtr {
+            ptr: copy.src as *mut c_void,
+            pitch: copy.src_pitch,
+            xsize: copy.width,
+            ysize: copy.src_rows,
+        },
+        dstArray: std::ptr::null_mut(),
+        dstPos: origin,
+        dstPtr: sys::hipPitchedPtr {
+            ptr: copy.dst as *mut c_void,
+            pitch: copy.dst_pitch,
+            xsize: copy.width,
+            ysize: copy.dst_rows,
+        },
+        // Linear memory: the width is in bytes.
+        extent: sys::hipExtent {
+            width: copy.width,
+            height: copy.height,
+            depth: copy.depth,
+        },
+        kind: sys::hipMemcpyKind::hipMemcpyDefault,
+    };
+    // SAFETY: params is complete and read during the call; the memory it names satisfies this
+    // function's contract.
+    let code = unsafe { sys::hipMemcpy3DAsync(&params, s) };
+    check("hipMemcpy3DAsync", code, || {
+        format!(
+            "queueing a 3-D copy of {} x {} x {} bytes from {:#x} (pitch {}, {} rows) to {:#x} \
+             (pitch {}, {} rows)",
+            copy.width,
+            copy.height,
+            copy.depth,
+            copy.src,
+            copy.src_pitch,
+            copy.src_rows,
+            copy.dst,
+            copy.dst_pitch,
+            copy.dst_rows
+        )
+    })
+}
+
 /// `hipModuleLoadData`.
 ///
 /// # Safety
@@ -724,6 +786,7 @@ pub(crate) fn constants_used() -> Vec<(String, i64)> {
         hipDeviceAttribute_t::hipDeviceAttributeMultiprocessorCount,
         hipDeviceAttribute_t::hipDeviceAttributeWarpSize,
         hipDeviceAttribute_t::hipDeviceAttributeMaxThreadsPerBlock,
+        hipMemcpyKind::hipMemcpyDefault,
     ];
     #[cfg(haloport_hip_wall_clock_rate)]
     used.extend(enums![

@@ -153,4 +153,29 @@ mod tests {
             println!("embedded code object: {} ({} bytes)", e.triple, e.size);
         }
     }
+    /// Every kernel the backend looks up is in every code object: its name, NUL-terminated
+    /// (an ELF string table entry), appears at least once per AMD target. Catches a kernel
+    /// added to `Kernel::ALL` but not to the sources (or compiled out) without a GPU.
+    #[cfg(haloport_kernels)]
+    #[test]
+    fn every_kernel_is_in_every_code_object() {
+        let image = image().expect("built with kernels");
+        let targets = bundle_entries(image)
+            .expect("a well-formed bundle")
+            .iter()
+            .filter(|e| e.gfx().is_some())
+            .count();
+        for kernel in haloport_core::Kernel::ALL {
+            let name = format!("{}\0", kernel.symbol());
+            let found = image
+                .windows(name.len())
+                .filter(|w| *w == name.as_bytes())
+                .count();
+            assert!(
+                found >= targets,
+                "{} appears {found} times in {targets} code objects",
+                kernel.symbol()
+            );
+        }
+    }
 }

@@ -42,6 +42,11 @@
 //! `build.rs` compiles `kernels-hip/haloport.hip` (the shared sources plus `hp_amd.h`) into one
 //! offload bundle, loaded with `hipModuleLoadData` and launched with `hipModuleLaunchKernel`.
 //!
+//! ## 3-D copies
+//! [`Backend::copy_3d_async`](haloport_core::Backend::copy_3d_async) is `hipMemcpy3DAsync`
+//! with `hipMemcpyDefault` (the runtime finds where each address lies), built and checked
+//! against the installed header like every other call, not yet run on an AMD GPU.
+//!
 //! ## Cooperative launch
 //! Kernels whose blocks wait for each other ([`Kernel::needs_coresidency`]: the taskqueue's
 //! persistent kernel) are launched with `hipModuleLaunchCooperativeKernel`, which the runtime

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use haloport_core::shared::{
     self, hp_block, hp_block_check, hp_block_times, hp_clock_sample, hp_exchange_args, hp_ipc_args,
-    hp_pingpong_args, hp_taskqueue_args,
+    hp_pingpong_args, hp_regions_args, hp_stencil_args, hp_taskqueue_args,
 };
 use haloport_core::verify::{check_block, packed_value};
 use haloport_core::{Kernel, LaunchDims, Verify};
@@ -34,6 +34,8 @@ pub(crate) enum HostLaunch {
     ClockPingPong(hp_pingpong_args),
     Taskqueue(hp_taskqueue_args),
     Ipc(Kernel, hp_ipc_args),
+    Regions(Kernel, hp_regions_args),
+    Stencil(hp_stencil_args),
 }
 
 /// Runs a launch to completion.
@@ -64,6 +66,12 @@ pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) {
         HostLaunch::Ipc(kernel, args) => unsafe {
             crate::ipc_kernels::run(kernel, &args, dims.threads, dims.blocks)
         },
+        // SAFETY: forwarded from this function's contract.
+        HostLaunch::Regions(kernel, args) => unsafe {
+            crate::region_kernels::run_regions(kernel, &args, dims)
+        },
+        // SAFETY: forwarded from this function's contract.
+        HostLaunch::Stencil(args) => unsafe { crate::region_kernels::run_stencil(&args) },
     }
 }
 

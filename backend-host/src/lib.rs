@@ -23,8 +23,10 @@
 //! what has really completed. Copies and kernels are queued work.
 //!
 //! ## Kernels
-//! The shared kernels are re-implemented in Rust (`kernels.rs`) with the CUDA/HIP sources'
-//! semantics; a launch runs grid blocks concurrently, one thread per block.
+//! The shared kernels are re-implemented in Rust (`kernels.rs`, `ipc_kernels.rs`,
+//! `region_kernels.rs`) with the CUDA/HIP sources' semantics; a launch runs grid blocks
+//! concurrently, one thread per block, except the region kernels and the stencil, whose blocks
+//! never wait for each other: a few worker threads take their blocks in turn.
 //!
 //! ## Timer
 //! The device timer is a monotonic host clock in nanoseconds ([`kernels::timer_ns`]).
@@ -33,13 +35,14 @@ mod ffi;
 mod ipc_kernels;
 mod kernels;
 mod memory;
+mod region_kernels;
 mod stream;
 
 use std::time::Instant;
 
 use haloport_core::{
-    Backend, Coherence, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch, LaunchDims,
-    PinnedMemory, Result,
+    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch,
+    LaunchDims, PinnedMemory, Result,
 };
 use kernels::HostLaunch;
 
@@ -203,6 +206,25 @@ impl Backend for HostBackend {
         ))
     }
 
+    /// Copies row by row on the stream's worker, as the other host copies.
+    unsafe fn copy_3d_async(&self, copy: &Copy3d, stream: &HostStream) -> Result<()> {
+        copy.check("host")?;
+        let c = *copy;
+        stream.enqueue(Box::new(move || {
+            for z in 0..c.depth {
+                for y in 0..c.height {
+                    let src = c.src as usize + (z * c.src_rows + y) * c.src_pitch;
+                    let dst = c.dst as usize + (z * c.dst_rows + y) * c.dst_pitch;
+                    // SAFETY: the row lies inside the spans the caller keeps valid until the
+                    // copy completes (copy_3d_async's contract, 1); the offsets cannot
+                    // overflow (checked above: the spans fit in usize).
+                    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, c.width) };
+                }
+            }
+            Ok(())
+        }))
+    }
+
     unsafe fn launch(
         &self,
         launch: Launch<'_>,
@@ -210,6 +232,7 @@ impl Backend for HostBackend {
         stream: &HostStream,
     ) -> Result<()> {
         dims.check("host", Self::MAX_THREADS_PER_BLOCK)?;
+        launch.check("host")?;
         let work = match launch {
             Launch::Pack(args) | Launch::Unpack(args) => {
                 if args.blocks == 0 || args.checks == 0 {
@@ -224,6 +247,10 @@ impl Backend for HostBackend {
             Launch::IpcPack(args) | Launch::IpcUnpack(args) | Launch::IpcTaskqueue(args) => {
                 HostLaunch::Ipc(launch.kernel(), *args)
             }
+            Launch::PackRegions(args) | Launch::UnpackRegions(args) => {
+                HostLaunch::Regions(launch.kernel(), *args)
+            }
+            Launch::Stencil27(args) => HostLaunch::Stencil(*args),
             other => {
                 return Err(Error::Unsupported {
                     backend: "host",

@@ -17,7 +17,11 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::shared::{hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_taskqueue_args};
+use crate::regions::Copy3d;
+use crate::shared::{
+    hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args, hp_stencil_args,
+    hp_taskqueue_args,
+};
 
 /// Which kind of pinned host memory to allocate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -116,6 +120,16 @@ pub enum Kernel {
     /// The GPU-only taskqueue: [`Kernel::IpcPack`] then [`Kernel::IpcUnpack`] in one persistent
     /// kernel. Its blocks wait for the peer's blocks, so all must be resident at once.
     IpcTaskqueue,
+    /// The library's exchange (SPEC 13): copy many regions of fields into their packed buffers
+    /// in one launch, each region served by its own grid blocks; regions that belong to a
+    /// device-direct message wait for its credit first and raise its arrival flag after
+    /// (`hp_region`, `hp_message_signal` in `kernels-cu/haloport_shared.h`).
+    PackRegions,
+    /// The reverse of [`Kernel::PackRegions`]: packed buffers into the fields' regions, waiting
+    /// for a message's arrival flag first and raising the sender's credit after.
+    UnpackRegions,
+    /// One Jacobi sweep of the 27-point stencil over a box of a field (SPEC 13's application).
+    Stencil27,
 }
 
 impl Kernel {
@@ -129,11 +143,16 @@ impl Kernel {
             Kernel::IpcPack => "hp_ipc_pack",
             Kernel::IpcUnpack => "hp_ipc_unpack",
             Kernel::IpcTaskqueue => "hp_ipc_taskqueue",
+            Kernel::PackRegions => "hp_pack_regions",
+            Kernel::UnpackRegions => "hp_unpack_regions",
+            Kernel::Stencil27 => "hp_stencil27",
         }
     }
 
     /// True for kernels whose blocks wait for each other (through the CPU or flags), so all
-    /// of them must be resident at once. Backends launch these cooperatively
+    /// of them must be resident at once. The region kernels' blocks wait only for other
+    /// processes' (or other streams') kernels, never for blocks of their own launch, so they
+    /// need no co-residency. Backends launch these cooperatively
     /// (cuLaunchCooperativeKernel / hipModuleLaunchCooperativeKernel), which the driver refuses
     /// when the grid cannot be co-resident, instead of trusting an occupancy estimate.
     pub fn needs_coresidency(self) -> bool {
@@ -141,7 +160,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 7] = [
+    pub const ALL: [Kernel; 10] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -149,6 +168,9 @@ impl Kernel {
         Kernel::IpcPack,
         Kernel::IpcUnpack,
         Kernel::IpcTaskqueue,
+        Kernel::PackRegions,
+        Kernel::UnpackRegions,
+        Kernel::Stencil27,
     ];
 }
 
@@ -170,6 +192,14 @@ pub enum Launch<'a> {
     IpcUnpack(&'a hp_ipc_args),
     /// [`Kernel::IpcTaskqueue`].
     IpcTaskqueue(&'a hp_ipc_args),
+    /// [`Kernel::PackRegions`]. Grid: [`regions::assign_blocks`](crate::regions::assign_blocks)
+    /// numbers each region's blocks; launch at least that many (extra blocks return at once).
+    PackRegions(&'a hp_regions_args),
+    /// [`Kernel::UnpackRegions`], with the same grid as the pack of the same regions.
+    UnpackRegions(&'a hp_regions_args),
+    /// [`Kernel::Stencil27`]. Any grid covers the box (threads stride over its points);
+    /// [`regions::stencil_blocks`](crate::regions::stencil_blocks) suggests one.
+    Stencil27(&'a hp_stencil_args),
 }
 
 impl Launch<'_> {
@@ -183,6 +213,45 @@ impl Launch<'_> {
             Launch::IpcPack(a) | Launch::IpcUnpack(a) | Launch::IpcTaskqueue(a) => {
                 std::ptr::from_ref(*a).cast()
             }
+            Launch::PackRegions(a) | Launch::UnpackRegions(a) => std::ptr::from_ref(*a).cast(),
+            Launch::Stencil27(a) => std::ptr::from_ref(*a).cast(),
+        }
+    }
+
+    /// Checks what can be checked of the argument without reading device memory: for the
+    /// region kernels, the element size and that tables are present where their counts say so;
+    /// for the stencil, the element size, the box against the allocation and both fields. Other
+    /// launches pass. Backends call it before queueing a launch, so a mistake is an error on
+    /// every backend instead of a kernel that silently moves nothing (the kernels ignore
+    /// element sizes other than 4 and 8).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `backend` and the problem.
+    pub fn check(&self, backend: &str) -> Result<()> {
+        let invalid = |what: String| Err(crate::Error::InvalidInput(format!("{backend}: {what}")));
+        match self {
+            Launch::PackRegions(a) | Launch::UnpackRegions(a) => {
+                crate::regions::check_elem_bytes(a.elem_bytes, &format!("{:?}", self.kernel()))
+                    .or_else(|e| invalid(e.to_string()))?;
+                if a.num_regions > 0 && a.regions == 0 {
+                    return invalid(format!("{} regions but no region table", a.num_regions));
+                }
+                if a.messages != 0 && a.epoch == 0 {
+                    return invalid("messages need an epoch of at least 1".into());
+                }
+                Ok(())
+            }
+            Launch::Stencil27(a) => {
+                crate::regions::check_stencil(a).or_else(|e| invalid(e.to_string()))?;
+                if a.in_ == 0 || a.out == 0 || a.in_ == a.out {
+                    return invalid(format!(
+                        "stencil fields at {:#x} (in) and {:#x} (out): both needed, distinct",
+                        a.in_, a.out
+                    ));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
         }
     }
 
@@ -196,6 +265,9 @@ impl Launch<'_> {
             Launch::IpcPack(_) => Kernel::IpcPack,
             Launch::IpcUnpack(_) => Kernel::IpcUnpack,
             Launch::IpcTaskqueue(_) => Kernel::IpcTaskqueue,
+            Launch::PackRegions(_) => Kernel::PackRegions,
+            Launch::UnpackRegions(_) => Kernel::UnpackRegions,
+            Launch::Stencil27(_) => Kernel::Stencil27,
         }
     }
 }
@@ -501,6 +573,29 @@ pub trait Backend: Sized {
         bytes: usize,
         stream: &Self::Stream,
     ) -> Result<()>;
+
+    /// Queues a 3-D strided copy between device addresses on `stream`, by the copy engine: the
+    /// copy-engine form of packing or unpacking a region ([`Copy3d::pack_region`]), which
+    /// SPEC 13 compares with the pack kernels in the same run. Only the `width` bytes of each
+    /// row are touched, not the gaps between rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a shape [`Copy3d::check`]
+    /// refuses; [`Error::Unsupported`](crate::Error::Unsupported) where the device cannot copy
+    /// between unified addresses; the vendor's error otherwise.
+    ///
+    /// # Safety
+    /// 1. `copy.src` and `copy.dst` are device addresses of memory of this backend (device
+    ///    memory, the device address of pinned memory, or opened peer memory), valid for the
+    ///    rows the copy reads ([`Copy3d::src_span`] bytes from `src`) and writes
+    ///    ([`Copy3d::dst_span`] bytes from `dst`), and stay allocated until the copy has
+    ///    completed: until `stream` was synchronized, or an event recorded on it after this call
+    ///    completed.
+    /// 2. No other work (CPU, kernel, copy) writes the rows the copy reads, or touches the rows
+    ///    it writes, until the copy has completed; the two sets of rows do not overlap.
+    ///
+    /// Vendor: cuMemcpy3DAsync (CU_MEMORYTYPE_UNIFIED) / hipMemcpy3DAsync (hipMemcpyDefault).
+    unsafe fn copy_3d_async(&self, copy: &Copy3d, stream: &Self::Stream) -> Result<()>;
 
     /// Queues one of the shared kernels on `stream`.
     ///

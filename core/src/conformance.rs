@@ -15,6 +15,14 @@ use crate::pattern::{BlockSpec, RankPattern};
 use crate::transport::faulty::CORRUPT_VALUE;
 use crate::verify::{packed_value, planned_checks, Verify};
 
+mod regions;
+
+pub use regions::{
+    copy_3d_matches_the_region_kernels, region_and_stencil_launches_check_their_arguments,
+    region_messages_signal_each_epoch, region_pack_and_unpack_follow_the_index_rule,
+    region_waits_time_out_and_abort, stencil27_matches_the_cpu_bit_for_bit,
+};
+
 type Check = std::result::Result<(), String>;
 
 fn deadline() -> Instant {
@@ -361,7 +369,13 @@ macro_rules! backend_conformance_tests {
             copies_round_trip_and_events_complete,
             out_of_range_copies_are_refused,
             clock_ping_pong_fits_the_reported_timer_rate,
-            occupancy_is_reported);
+            occupancy_is_reported,
+            region_pack_and_unpack_follow_the_index_rule,
+            region_messages_signal_each_epoch,
+            region_waits_time_out_and_abort,
+            stencil27_matches_the_cpu_bit_for_bit,
+            copy_3d_matches_the_region_kernels,
+            region_and_stencil_launches_check_their_arguments);
     };
     (@each $make:expr; $($name:ident),*) => {
         $(

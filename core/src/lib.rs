@@ -23,6 +23,7 @@ pub mod exchange;
 pub mod halo;
 pub mod measure;
 pub mod pattern;
+pub mod regions;
 pub mod shared;
 pub mod stats;
 pub mod stencil;
@@ -39,6 +40,7 @@ pub use backend::{
 };
 pub use error::{Error, Result};
 pub use pattern::{BuiltinPattern, PatternSource, RankPattern};
+pub use regions::Copy3d;
 pub use strategy::{ExchangeOptions, Fault, Strategy};
 pub use variant::Variant;
 pub use verify::Verify;

@@ -1,0 +1,294 @@
+//! The library's kernels of `kernels-cu/hp_regions.cuh` (`hp_pack_regions`,
+//! `hp_unpack_regions`, `hp_stencil27`) for host threads, with the same semantics.
+//!
+//! ## Regions
+//! Grid blocks are taken in turn by a few worker threads (as many as the machine has hardware
+//! threads, at most one per block): the region kernels' blocks never wait for blocks of their
+//! own launch, only for other kernels' flags, so they need not all run at once (as on a GPU,
+//! where blocks wait for a free multiprocessor). A grid block finds its region as the kernel
+//! does ([`regions::region_of`]) and moves exactly the elements the GPU block's threads move:
+//! `e = local_block * threads + t`, then `+ blocks * threads`, ... Words are moved as `u32` or
+//! `u64` bits, never as floats. Message signalling is the kernel's step for step: wait (Acquire
+//! loads of the flag, the abort flag every 64th poll from the first), a SeqCst fence where the
+//! GPU fences at system scope, the counter through an atomic add, a second fence and a Release
+//! store of the flag by the block that completes the message.
+//!
+//! ## Stencil
+//! Points are split into contiguous ranges, one per worker; each point's 27 terms are added
+//! from zero in the kernel's order (dz outermost, dx innermost) and the sum multiplied by
+//! `1 / 27` rounded to the element type: the same IEEE operations in the same order as the
+//! GPU, so the same bits (Rust never contracts `a * b + c` into a fused multiply-add, and the
+//! kernel has no such pattern either).
+
+use std::ops::{Add, Mul};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::thread;
+
+use haloport_core::regions::{self, elems, field_index};
+use haloport_core::shared::{self, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args};
+use haloport_core::{Kernel, LaunchDims};
+
+use crate::kernels::timer_ns;
+
+/// Worker threads for a launch of `blocks` independent pieces of work.
+fn workers(blocks: u64) -> usize {
+    let cores = thread::available_parallelism().map_or(1, |n| n.get());
+    usize::try_from(blocks).map_or(cores, |b| b.clamp(1, cores))
+}
+
+/// # Safety
+/// `addr` is a 4-byte aligned u32 in live memory accessed only atomically while kernels run.
+unsafe fn flag<'a>(addr: u64) -> &'a AtomicU32 {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { AtomicU32::from_ptr(addr as *mut u32) }
+}
+
+/// Runs [`Kernel::PackRegions`] or [`Kernel::UnpackRegions`] over `dims.blocks` grid blocks.
+///
+/// # Safety
+/// The addresses in `args` (and in its region and message tables) satisfy `Backend::launch`'s
+/// contract; the regions of one unpack do not overlap in their fields.
+pub(crate) unsafe fn run_regions(kernel: Kernel, args: &hp_regions_args, dims: LaunchDims) {
+    let table: &[hp_region] = if args.num_regions == 0 || args.regions == 0 {
+        &[]
+    } else {
+        // SAFETY: the table holds num_regions entries (launch contract) that nothing writes
+        // while the kernel runs.
+        unsafe {
+            std::slice::from_raw_parts(args.regions as *const hp_region, args.num_regions as usize)
+        }
+    };
+    let pack = kernel == Kernel::PackRegions;
+    let next = AtomicU32::new(0);
+    thread::scope(|scope| {
+        for _ in 0..workers(u64::from(dims.blocks)) {
+            scope.spawn(|| loop {
+                let g = next.fetch_add(1, Ordering::Relaxed);
+                if g >= dims.blocks {
+                    break;
+                }
+                // SAFETY: forwarded from this function's contract; each grid block moves its
+                // own elements and touches shared flags and counters only atomically.
+                unsafe { region_block(args, table, g, dims.threads, pack) };
+            });
+        }
+    });
+}
+
+/// One grid block of `hp_regions_block`.
+///
+/// # Safety
+/// As for [`run_regions`].
+unsafe fn region_block(
+    args: &hp_regions_args,
+    table: &[hp_region],
+    g: u32,
+    threads: u32,
+    pack: bool,
+) {
+    let Some(r) = regions::region_of(table, g) else {
+        return;
+    };
+    let region = &table[r];
+    let local_block = g - region.first_block;
+    if region.message == shared::HP_NO_MESSAGE || args.messages == 0 {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { move_block(args.elem_bytes, region, local_block, threads, pack) };
+        return;
+    }
+    // SAFETY: the message table holds an entry for every message a region names (contract).
+    let m = unsafe { *(args.messages as *const hp_message_signal).add(region.message as usize) };
+    // SAFETY: the wait and abort flags are live, aligned u32s accessed atomically (contract).
+    let outcome = unsafe { wait(args, &m) };
+    if outcome != shared::HP_MESSAGE_OK {
+        if args.status != 0 {
+            // SAFETY: the status table holds a u32 per message (contract).
+            unsafe { flag(args.status + 4 * u64::from(region.message)) }
+                .store(outcome, Ordering::Release);
+        }
+        return;
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { move_block(args.elem_bytes, region, local_block, threads, pack) };
+    // As __threadfence_system() before the count: this block's stores are ordered before it.
+    fence(Ordering::SeqCst);
+    // SAFETY: the counter is a live, aligned u32 in this process's device memory (contract).
+    let done = unsafe { flag(m.counter) }
+        .fetch_add(1, Ordering::Relaxed)
+        .wrapping_add(1);
+    if done == args.epoch.wrapping_mul(m.blocks) && m.flag != 0 {
+        // Every other block's fence and count came before the count seen above: this fence
+        // orders all their stores before the flag.
+        fence(Ordering::SeqCst);
+        // SAFETY: the flag is a live, aligned u32 (own or a peer's memory), accessed atomically.
+        unsafe { flag(m.flag) }.store(args.epoch, Ordering::Release);
+    }
+}
+
+/// `hp_message_wait`: waits until `*m.wait >= m.wait_min`; the outcome (`HP_MESSAGE_*`).
+///
+/// # Safety
+/// `m.wait` (when not 0) and `args.abort_flag` (when not 0) are live, aligned u32s accessed
+/// only atomically.
+unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal) -> u32 {
+    if m.wait == 0 || m.wait_min == 0 {
+        return shared::HP_MESSAGE_OK;
+    }
+    // SAFETY: forwarded from this function's contract.
+    let (awaited, abort) = unsafe {
+        (
+            flag(m.wait),
+            (args.abort_flag != 0).then(|| flag(args.abort_flag)),
+        )
+    };
+    let since = timer_ns();
+    let mut spins: u32 = 0;
+    loop {
+        if awaited.load(Ordering::Acquire) >= m.wait_min {
+            return shared::HP_MESSAGE_OK;
+        }
+        if spins % 64 == 0 {
+            if abort.is_some_and(|a| a.load(Ordering::Acquire) >= args.epoch) {
+                return shared::HP_MESSAGE_ABORTED;
+            }
+            if timer_ns().saturating_sub(since) > args.timeout_ticks {
+                return shared::HP_MESSAGE_TIMED_OUT;
+            }
+        }
+        spins = spins.wrapping_add(1);
+        // The peer (another process or stream) may share this core: let it run.
+        thread::yield_now();
+    }
+}
+
+/// Moves the elements grid block `local_block` of `region` serves, as words of `elem_bytes`.
+///
+/// # Safety
+/// As for [`run_regions`]; `elem_bytes` is 4 or 8 (others move nothing, as on the GPU).
+unsafe fn move_block(
+    elem_bytes: u32,
+    region: &hp_region,
+    local_block: u32,
+    threads: u32,
+    pack: bool,
+) {
+    match elem_bytes {
+        // SAFETY: forwarded from this function's contract.
+        8 => unsafe { move_words::<u64>(region, local_block, threads, pack) },
+        // SAFETY: forwarded from this function's contract.
+        4 => unsafe { move_words::<u32>(region, local_block, threads, pack) },
+        _ => {}
+    }
+}
+
+/// # Safety
+/// As for [`run_regions`]; `W` is the element's word type.
+unsafe fn move_words<W: Copy>(region: &hp_region, local_block: u32, threads: u32, pack: bool) {
+    let n = elems(region);
+    let size = std::mem::size_of::<W>() as u64;
+    let t = u64::from(threads);
+    let step = u64::from(region.blocks).saturating_mul(t);
+    let mut base = u64::from(local_block) * t;
+    while base < n {
+        for e in base..(base + t).min(n) {
+            let f = region
+                .field
+                .wrapping_add(field_index(region, e).wrapping_mul(size))
+                as *mut W;
+            let b = region.buffer.wrapping_add(e.wrapping_mul(size)) as *mut W;
+            // SAFETY: element e lies in the region's buffer and its field index in the field
+            // (launch contract); only this grid block moves element e. Unaligned accesses keep
+            // a misaligned address (a fault on a GPU) from being undefined behaviour here.
+            unsafe {
+                if pack {
+                    b.write_unaligned(f.read_unaligned());
+                } else {
+                    f.write_unaligned(b.read_unaligned());
+                }
+            }
+        }
+        base = base.saturating_add(step);
+    }
+}
+
+/// The element types of the stencil, with `1 / 27` rounded to each.
+trait Element: Copy + Add<Output = Self> + Mul<Output = Self> + Send + Sync {
+    const ZERO: Self;
+    /// `T(1) / T(27)`, the kernel's scale.
+    const SCALE: Self;
+}
+
+impl Element for f32 {
+    const ZERO: f32 = 0.0;
+    const SCALE: f32 = 1.0 / 27.0;
+}
+
+impl Element for f64 {
+    const ZERO: f64 = 0.0;
+    const SCALE: f64 = 1.0 / 27.0;
+}
+
+/// Runs [`Kernel::Stencil27`].
+///
+/// # Safety
+/// The addresses in `args` satisfy `Backend::launch`'s contract: `in` and `out` hold the
+/// allocation's elements, every point of the box has its neighbours inside it, `out` does not
+/// overlap `in`.
+pub(crate) unsafe fn run_stencil(args: &hp_stencil_args) {
+    match args.elem_bytes {
+        // SAFETY: forwarded from this function's contract.
+        8 => unsafe { stencil::<f64>(args) },
+        // SAFETY: forwarded from this function's contract.
+        4 => unsafe { stencil::<f32>(args) },
+        _ => {}
+    }
+}
+
+/// # Safety
+/// As for [`run_stencil`]; `T` is the element type.
+unsafe fn stencil<T: Element>(args: &hp_stencil_args) {
+    let n = regions::stencil_points(args);
+    if n == 0 {
+        return;
+    }
+    let parts = workers(n) as u64;
+    let per = n.div_ceil(parts);
+    thread::scope(|scope| {
+        for part in 0..parts {
+            let (lo, hi) = (part * per, ((part + 1) * per).min(n));
+            // SAFETY: forwarded from this function's contract; the parts write disjoint points.
+            scope.spawn(move || unsafe { stencil_range::<T>(args, lo, hi) });
+        }
+    });
+}
+
+/// Points `[lo, hi)` of the box, numbered x fastest as the kernel numbers them.
+///
+/// # Safety
+/// As for [`run_stencil`].
+unsafe fn stencil_range<T: Element>(a: &hp_stencil_args, lo: u64, hi: u64) {
+    let input = a.in_ as *const T;
+    let out = a.out as *mut T;
+    let (ax, ay) = (a.alloc[0], a.alloc[1]);
+    let bx = a.end[0] - a.begin[0];
+    let by = a.end[1] - a.begin[1];
+    for p in lo..hi {
+        let x = a.begin[0] + p % bx;
+        let y = a.begin[1] + (p / bx) % by;
+        let z = a.begin[2] + p / (bx * by);
+        let centre = x + ax * (y + ay * z);
+        let mut sum = T::ZERO;
+        for dz in -1_i64..=1 {
+            for dy in -1_i64..=1 {
+                let row = centre.wrapping_add((ax as i64 * (dy + ay as i64 * dz)) as u64);
+                for dx in -1_i64..=1 {
+                    // SAFETY: the neighbour lies inside the allocation (contract); nothing
+                    // writes `in` while the kernel runs.
+                    sum = sum + unsafe { input.add(row.wrapping_add(dx as u64) as usize).read() };
+                }
+            }
+        }
+        // SAFETY: the point lies inside the allocation; only this part writes it.
+        unsafe { out.add(centre as usize).write(sum * T::SCALE) };
+    }
+}

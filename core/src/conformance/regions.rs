@@ -1,0 +1,958 @@
+//! Conformance of the library's kernels (SPEC 13): region pack and unpack against the index
+//! rule, message signalling across two epochs, time-out and abort, the 27-point stencil bit for
+//! bit against a CPU sum in the kernel's order, and the copy engine's 3-D copy against the
+//! kernel's pack.
+//!
+//! Fields live in device memory (filled and read back through pinned staging copies), packed
+//! buffers and tables in pinned memory, as the library uses them. Values are moved as bits, so
+//! every comparison is of bits.
+
+use std::time::{Duration, Instant};
+
+use crate::backend::{Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory};
+use crate::regions::{self, Copy3d};
+use crate::shared::{
+    hp_message_signal, hp_region, hp_regions_args, hp_stencil_args, HP_MESSAGE_ABORTED,
+    HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
+};
+
+use super::{deadline, e, ensure, Check};
+
+/// Threads per block in these tests: small, so that regions spread over several blocks.
+const THREADS: u32 = 32;
+
+/// A field's allocated extents (halo included), x fastest.
+#[derive(Clone, Copy)]
+struct Dims([u64; 3]);
+
+impl Dims {
+    fn len(self) -> u64 {
+        self.0.iter().product()
+    }
+
+    fn at(self, x: u64, y: u64, z: u64) -> u64 {
+        x + self.0[0] * (y + self.0[1] * z)
+    }
+
+    fn strides(self) -> [u64; 3] {
+        [1, self.0[0], self.0[0] * self.0[1]]
+    }
+
+    /// The 26 neighbour regions of a field with a halo of 1: the interior's boundary layers
+    /// (what is sent; faces, edges and corners overlap) or the halo's (what is received;
+    /// disjoint).
+    fn neighbours(self, halo: bool) -> Vec<hp_region> {
+        let span = |k: usize, d: i32| -> (u64, u64) {
+            let n = self.0[k];
+            match (d, halo) {
+                (-1, true) => (0, 1),
+                (-1, false) => (1, 1),
+                (1, true) => (n - 1, 1),
+                (1, false) => (n - 2, 1),
+                _ => (1, n - 2),
+            }
+        };
+        let mut out = Vec::new();
+        for dz in -1..=1 {
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    if (dx, dy, dz) == (0, 0, 0) {
+                        continue;
+                    }
+                    let (sx, cx) = span(0, dx);
+                    let (sy, cy) = span(1, dy);
+                    let (sz, cz) = span(2, dz);
+                    out.push(self.region(self.at(sx, sy, sz), [cx, cy, cz], self.strides()));
+                }
+            }
+        }
+        out
+    }
+
+    fn region(self, offset: u64, count: [u64; 3], stride: [u64; 3]) -> hp_region {
+        hp_region {
+            offset,
+            count,
+            stride,
+            message: HP_NO_MESSAGE,
+            ..Default::default()
+        }
+    }
+}
+
+/// The bytes of shared structs or words: `T` is one of the types of `haloport_shared.h` or a
+/// plain integer, made only of fixed-width integers without padding (the header's rule), so
+/// every byte is initialized.
+fn bytes_of<T: Copy>(items: &[T]) -> Vec<u8> {
+    // SAFETY: items is a live slice of size_of_val(items) bytes, all initialized (above).
+    unsafe { std::slice::from_raw_parts(items.as_ptr().cast::<u8>(), size_of_val(items)) }.to_vec()
+}
+
+/// Words (little-endian, as on every device haloport targets) of `eb` bytes each.
+fn encode(words: &[u64], eb: usize) -> Vec<u8> {
+    words
+        .iter()
+        .flat_map(|w| w.to_le_bytes()[..eb].to_vec())
+        .collect()
+}
+
+fn decode(bytes: &[u8], eb: usize) -> Vec<u64> {
+    bytes
+        .chunks_exact(eb)
+        .map(|c| {
+            let mut w = [0_u8; 8];
+            w[..eb].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        })
+        .collect()
+}
+
+/// The bits of `v` as an element of `eb` bytes (f32 or f64).
+fn bits(v: f64, eb: usize) -> u64 {
+    if eb == 4 {
+        u64::from((v as f32).to_bits())
+    } else {
+        v.to_bits()
+    }
+}
+
+/// Pinned memory holding `bytes`: tables for kernels, buffers the CPU fills.
+fn pinned_with<B: Backend>(backend: &B, bytes: &[u8]) -> Result<B::PinnedMemory, String> {
+    let p = backend
+        .alloc_pinned(bytes.len().max(1), Coherence::Coherent)
+        .map_err(e)?;
+    // SAFETY: p holds at least bytes.len() bytes; no kernel or copy uses it yet.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.host_ptr(), bytes.len()) };
+    Ok(p)
+}
+
+/// What the CPU sees in pinned memory once the work on it has completed.
+fn pinned_bytes<P: PinnedMemory>(p: &P, offset: usize, len: usize) -> Vec<u8> {
+    assert!(offset + len <= p.len_bytes());
+    // SAFETY: the range lies inside the allocation (asserted); the callers synchronized every
+    // stream that wrote it.
+    unsafe { std::slice::from_raw_parts(p.host_ptr().add(offset), len) }.to_vec()
+}
+
+/// Waits for `stream` and hands `keep` back; on a time-out leaks it (memory queued work may
+/// still touch).
+fn settle<B: Backend, T>(backend: &B, stream: &B::Stream, keep: T) -> Result<T, String> {
+    match backend.stream_synchronize(stream, deadline()) {
+        Ok(()) => Ok(keep),
+        Err(err) => {
+            std::mem::forget(keep);
+            Err(e(err))
+        }
+    }
+}
+
+/// Device memory holding `bytes`, copied from pinned memory.
+fn device_with<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    bytes: &[u8],
+) -> Result<B::DeviceMemory, String> {
+    let staging = pinned_with(backend, bytes)?;
+    let dev = backend.alloc_device(bytes.len().max(1)).map_err(e)?;
+    // SAFETY: (1) staging and dev live until the stream is synchronized below (or are leaked);
+    // (2) nothing else touches them.
+    unsafe { backend.copy_to_device_async(&dev, 0, &staging, 0, bytes.len(), stream) }
+        .map_err(e)?;
+    settle(backend, stream, staging)?;
+    Ok(dev)
+}
+
+/// The first `len` bytes of device memory, through a pinned staging copy.
+fn device_bytes<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    dev: &B::DeviceMemory,
+    len: usize,
+) -> Result<Vec<u8>, String> {
+    let staging = backend.alloc_pinned(len, Coherence::Coherent).map_err(e)?;
+    // SAFETY: as for device_with.
+    unsafe { backend.copy_to_host_async(&staging, 0, dev, 0, len, stream) }.map_err(e)?;
+    let staging = settle(backend, stream, staging)?;
+    Ok(pinned_bytes(&staging, 0, len))
+}
+
+/// A CPU reference of packing `region` of `field`: the index rule as nested loops, innermost
+/// dimension first (not [`regions::field_index`], which the host backend uses).
+fn reference_pack(field: &[u64], r: &hp_region) -> Vec<u64> {
+    let mut out = Vec::new();
+    for i2 in 0..r.count[2] {
+        for i1 in 0..r.count[1] {
+            for i0 in 0..r.count[0] {
+                let f = r.offset + i0 * r.stride[0] + i1 * r.stride[1] + i2 * r.stride[2];
+                out.push(field[f as usize]);
+            }
+        }
+    }
+    out
+}
+
+/// Places each region's buffer in one allocation starting at `base`; returns the byte offset
+/// of each and the total.
+fn lay_out(regions: &mut [hp_region], base: u64, eb: u64) -> (Vec<usize>, usize) {
+    let mut offsets = Vec::new();
+    let mut at = 0_u64;
+    for r in regions.iter_mut() {
+        r.buffer = base + at;
+        offsets.push(at as usize);
+        at += regions::elems(r) * eb;
+    }
+    (offsets, at as usize)
+}
+
+/// Launches a region kernel over `regions` (table in pinned memory) with `extra` grid blocks
+/// past the last region's, and waits for it.
+#[allow(clippy::too_many_arguments)]
+fn run_regions<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    pack: bool,
+    regions: &[hp_region],
+    messages: Option<(&B::PinnedMemory, &B::PinnedMemory)>,
+    eb: u32,
+    epoch: u32,
+    extra: u32,
+) -> Result<(), String> {
+    let grid = regions::grid_blocks(regions).map_err(e)?;
+    let table = pinned_with(backend, &bytes_of(regions))?;
+    let args = hp_regions_args {
+        regions: table.device_addr(),
+        messages: messages.map_or(0, |(m, _)| m.device_addr()),
+        status: messages.map_or(0, |(_, s)| s.device_addr()),
+        abort_flag: 0,
+        timeout_ticks: backend.device_info().timer_hz * 10,
+        num_regions: regions.len() as u32,
+        elem_bytes: eb,
+        epoch,
+        reserved: 0,
+    };
+    let launch = if pack {
+        Launch::PackRegions(&args)
+    } else {
+        Launch::UnpackRegions(&args)
+    };
+    let dims = LaunchDims {
+        blocks: grid + extra,
+        threads: THREADS,
+    };
+    // SAFETY: every address in args and the tables points into memory the caller keeps alive
+    // until this function has synchronized the stream (or leaked the table).
+    unsafe { backend.launch(launch, dims, stream) }.map_err(e)?;
+    settle(backend, stream, table).map(drop)
+}
+
+/// Pack of many regions (faces, edges, corners, a strided one, a transposed walk of the whole
+/// field) and unpack of disjoint ones, for one element size.
+fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32) -> Check {
+    let ebu = eb as usize;
+    let dims = Dims([11, 9, 7]);
+    let n = dims.len();
+    let field: Vec<u64> = (0..n).map(|i| bits(i as f64 * 1.5 + 0.25, ebu)).collect();
+    let stream = backend.create_stream().map_err(e)?;
+    let src = device_with(backend, &stream, &encode(&field, ebu))?;
+    let [s0, s1, s2] = dims.strides();
+    // Interior only, stride 2 innermost: x 1,3,5,7; y 1,3,5; z 1,4.
+    let strided = dims.region(dims.at(1, 1, 1), [4, 3, 2], [2 * s0, 2 * s1, 3 * s2]);
+    // Every element, z fastest: the index rule with its strides in reverse order.
+    let transposed = dims.region(0, [7, 9, 11], [s2, s1, s0]);
+
+    // Pack: 26 sending regions, then the strided and the transposed one.
+    let mut send = dims.neighbours(false);
+    send.push(strided);
+    send.push(transposed);
+    // Three elements per thread: threads stride over their region (the transposed one spreads
+    // over 8 blocks).
+    regions::assign_blocks(&mut send, THREADS, 3).map_err(e)?;
+    for r in &mut send {
+        r.field = src.device_addr();
+    }
+    let total: u64 = send.iter().map(regions::elems).sum();
+    let packed = backend
+        .alloc_pinned((total * u64::from(eb)) as usize, Coherence::Coherent)
+        .map_err(e)?;
+    let (offsets, len) = lay_out(&mut send, packed.device_addr(), u64::from(eb));
+    run_regions(backend, &stream, true, &send, None, eb, 1, 3)?;
+    let got = decode(&pinned_bytes(&packed, 0, len), ebu);
+    for (i, r) in send.iter().enumerate() {
+        let want = reference_pack(&field, r);
+        let at = offsets[i] / ebu;
+        let have = &got[at..at + want.len()];
+        if let Some(k) = (0..want.len()).find(|&k| have[k] != want[k]) {
+            return Err(format!(
+                "f{}: pack of region {i} ({} blocks, counts {:?}, strides {:?}): element {k} is \
+                 {:#x}, expected {:#x}",
+                8 * eb,
+                r.blocks,
+                r.count,
+                r.stride,
+                have[k],
+                want[k]
+            ));
+        }
+    }
+
+    // Unpack: the 26 halo regions and the strided one (all disjoint) from buffers the CPU
+    // filled, into a zeroed field; everything else must stay 0.
+    let mut recv = dims.neighbours(true);
+    recv.push(strided);
+    regions::assign_blocks(&mut recv, THREADS, 1).map_err(e)?;
+    let total: u64 = recv.iter().map(regions::elems).sum();
+    let values: Vec<u64> = (0..total).map(|i| bits(-(i as f64) - 0.5, ebu)).collect();
+    let incoming = pinned_with(backend, &encode(&values, ebu))?;
+    let dst = backend
+        .alloc_device((n * u64::from(eb)) as usize)
+        .map_err(e)?;
+    let (offsets, _) = lay_out(&mut recv, incoming.device_addr(), u64::from(eb));
+    for r in &mut recv {
+        r.field = dst.device_addr();
+    }
+    run_regions(backend, &stream, false, &recv, None, eb, 1, 2)?;
+    let mut want = vec![0_u64; n as usize];
+    for (i, r) in recv.iter().enumerate() {
+        let mut e = offsets[i] / ebu;
+        for i2 in 0..r.count[2] {
+            for i1 in 0..r.count[1] {
+                for i0 in 0..r.count[0] {
+                    let f = r.offset + i0 * r.stride[0] + i1 * r.stride[1] + i2 * r.stride[2];
+                    want[f as usize] = values[e];
+                    e += 1;
+                }
+            }
+        }
+    }
+    let have = decode(
+        &device_bytes(backend, &stream, &dst, (n * u64::from(eb)) as usize)?,
+        ebu,
+    );
+    match (0..n as usize).find(|&i| have[i] != want[i]) {
+        Some(i) => Err(format!(
+            "f{}: after unpack, field element {i} is {:#x}, expected {:#x}",
+            8 * eb,
+            have[i],
+            want[i]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Pack and unpack of many regions in one launch (26 neighbour regions, a region with
+/// innermost stride 2, a transposed walk of a whole field; regions of one to 22 blocks, threads
+/// striding over their region, and grid blocks past the last region) move exactly the elements the index rule names, in f64
+/// and f32.
+pub fn region_pack_and_unpack_follow_the_index_rule<B: Backend>(backend: &B) -> Check {
+    pack_and_unpack_regions(backend, 8)?;
+    pack_and_unpack_regions(backend, 4)
+}
+
+/// u32 values of a control block in device memory.
+fn control_words<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    ctl: &B::DeviceMemory,
+) -> Result<Vec<u32>, String> {
+    let bytes = device_bytes(backend, stream, ctl, ctl.len_bytes())?;
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+/// Counters and flags of [`region_messages_signal_each_epoch`], u32 indices into the control
+/// block.
+const PACK_COUNTER: usize = 0;
+const UNPACK_COUNTER: usize = 1;
+const ARRIVAL: usize = 2;
+const CREDIT: usize = 3;
+
+/// A message's signalling across two epochs: unpack (on its own stream, launched first) waits
+/// for the pack's arrival flag in device memory; pack waits for the credit of the previous
+/// epoch. After each epoch the flags hold the epoch, the counters epoch * blocks, the statuses
+/// OK, and the destination the epoch's values; a region without a message in the same pack
+/// launch moves its elements too.
+pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
+    let eb = 8_u32;
+    let dims = Dims([8, 7, 6]);
+    let n = dims.len();
+    let ctl = backend.alloc_device(64).map_err(e)?;
+    let word = |i: usize| ctl.device_addr() + 4 * i as u64;
+    let src = backend.alloc_device((n * 8) as usize).map_err(e)?;
+    let dst = backend.alloc_device((n * 8) as usize).map_err(e)?;
+
+    // Message 0: the x-low and x-high sending faces (disjoint, so that one unpack may write
+    // both); plus a plain region (the y-low sending face) that only pack moves.
+    let all = dims.neighbours(false);
+    let (x_low, x_high, y_low) = (all[12], all[13], all[10]);
+    let mut send = vec![x_low, x_high, y_low];
+    regions::assign_blocks(&mut send, THREADS, 1).map_err(e)?;
+    send[0].message = 0;
+    send[1].message = 0;
+    let message_blocks = send[0].blocks + send[1].blocks;
+    let total: u64 = send.iter().map(regions::elems).sum();
+    let buffer = backend
+        .alloc_pinned((total * 8) as usize, Coherence::Coherent)
+        .map_err(e)?;
+    let (offsets, _) = lay_out(&mut send, buffer.device_addr(), 8);
+    for r in &mut send {
+        r.field = src.device_addr();
+    }
+    // Unpack the two message regions from the same buffer into the same places of dst.
+    let mut recv = send[..2].to_vec();
+    for r in &mut recv {
+        r.field = dst.device_addr();
+    }
+    let status = pinned_with(backend, &[0_u8; 8])?;
+    // Created after the memory their work touches, so dropped (waiting for it) before it.
+    let (pack_stream, unpack_stream) = (
+        backend.create_stream().map_err(e)?,
+        backend.create_stream().map_err(e)?,
+    );
+
+    for epoch in 1..=2_u32 {
+        let field: Vec<u64> = (0..n)
+            .map(|i| (f64::from(epoch) * 1000.0 + i as f64).to_bits())
+            .collect();
+        let staging = pinned_with(backend, &encode(&field, 8))?;
+        let pack_message = [hp_message_signal {
+            counter: word(PACK_COUNTER),
+            flag: word(ARRIVAL),
+            wait: word(CREDIT),
+            wait_min: epoch - 1,
+            blocks: message_blocks,
+        }];
+        let unpack_message = [hp_message_signal {
+            counter: word(UNPACK_COUNTER),
+            flag: word(CREDIT),
+            wait: word(ARRIVAL),
+            wait_min: epoch,
+            blocks: message_blocks,
+        }];
+        let tables = (
+            pinned_with(backend, &bytes_of(&send))?,
+            pinned_with(backend, &bytes_of(&pack_message))?,
+            pinned_with(backend, &bytes_of(&recv))?,
+            pinned_with(backend, &bytes_of(&unpack_message))?,
+        );
+        let args = |pack: bool| hp_regions_args {
+            regions: if pack { &tables.0 } else { &tables.2 }.device_addr(),
+            messages: if pack { &tables.1 } else { &tables.3 }.device_addr(),
+            status: status.device_addr() + if pack { 0 } else { 4 },
+            abort_flag: 0,
+            timeout_ticks: backend.device_info().timer_hz * 20,
+            num_regions: if pack { 3 } else { 2 },
+            elem_bytes: eb,
+            epoch,
+            reserved: 0,
+        };
+        let (pack_args, unpack_args) = (args(true), args(false));
+        let grid = |r: &[hp_region]| regions::grid_blocks(r).map_err(e);
+        let (pack_dims, unpack_dims) = (
+            LaunchDims {
+                blocks: grid(&send)?,
+                threads: THREADS,
+            },
+            LaunchDims {
+                blocks: grid(&recv)?,
+                threads: THREADS,
+            },
+        );
+        // SAFETY: every address in the arguments and tables points into memory that lives
+        // until both streams are synchronized below (or is leaked with the tables); the
+        // source copy is ordered before the pack on its stream.
+        let queued = unsafe {
+            backend
+                .launch(
+                    Launch::UnpackRegions(&unpack_args),
+                    unpack_dims,
+                    &unpack_stream,
+                )
+                .and_then(|()| {
+                    backend.copy_to_device_async(
+                        &src,
+                        0,
+                        &staging,
+                        0,
+                        (n * 8) as usize,
+                        &pack_stream,
+                    )
+                })
+                .and_then(|()| {
+                    backend.launch(Launch::PackRegions(&pack_args), pack_dims, &pack_stream)
+                })
+        };
+        let synced = queued
+            .and_then(|()| backend.stream_synchronize(&pack_stream, deadline()))
+            .and_then(|()| backend.stream_synchronize(&unpack_stream, deadline()));
+        if let Err(err) = synced {
+            std::mem::forget((tables, staging));
+            return Err(format!("epoch {epoch}: {err}"));
+        }
+        let words = control_words(backend, &pack_stream, &ctl)?;
+        let statuses = decode(&pinned_bytes(&status, 0, 8), 4);
+        let want_count = epoch * message_blocks;
+        ensure(
+            words[ARRIVAL] == epoch
+                && words[CREDIT] == epoch
+                && words[PACK_COUNTER] == want_count
+                && words[UNPACK_COUNTER] == want_count
+                && statuses == [0, 0],
+            || {
+                format!(
+                    "epoch {epoch}: arrival {}, credit {} (expected {epoch}), counters {} and \
+                     {} (expected {want_count}), statuses {statuses:?} (expected OK)",
+                    words[ARRIVAL], words[CREDIT], words[PACK_COUNTER], words[UNPACK_COUNTER]
+                )
+            },
+        )?;
+        let got = decode(&pinned_bytes(&buffer, 0, (total * 8) as usize), 8);
+        for (i, r) in send.iter().enumerate() {
+            let want = reference_pack(&field, r);
+            let at = offsets[i] / 8;
+            ensure(got[at..at + want.len()] == want[..], || {
+                format!("epoch {epoch}: packed region {i} holds wrong values")
+            })?;
+        }
+        let moved = decode(
+            &device_bytes(backend, &pack_stream, &dst, (n * 8) as usize)?,
+            8,
+        );
+        for (i, r) in recv.iter().enumerate() {
+            ensure(
+                reference_pack(&moved, r) == reference_pack(&field, r),
+                || format!("epoch {epoch}: unpacked region {i} holds wrong values"),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A wait that times out writes HP_MESSAGE_TIMED_OUT and skips its region's work and count; a
+/// raised abort flag ends a long wait at once with HP_MESSAGE_ABORTED; a region without a
+/// message in the same launch is moved either way.
+pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
+    let dims = Dims([6, 6, 6]);
+    let n = dims.len();
+    let ctl = backend.alloc_device(64).map_err(e)?;
+    let word = |i: usize| ctl.device_addr() + 4 * i as u64;
+    let dst = backend.alloc_device((n * 8) as usize).map_err(e)?;
+    let all = dims.neighbours(true);
+    let mut recv = vec![all[12], all[13]];
+    regions::assign_blocks(&mut recv, THREADS, 1).map_err(e)?;
+    recv[0].message = 0;
+    let total: u64 = recv.iter().map(regions::elems).sum();
+    let values: Vec<u64> = (0..total).map(|i| (i as f64 + 7.0).to_bits()).collect();
+    let incoming = pinned_with(backend, &encode(&values, 8))?;
+    lay_out(&mut recv, incoming.device_addr(), 8);
+    for r in &mut recv {
+        r.field = dst.device_addr();
+    }
+    let message = [hp_message_signal {
+        counter: word(UNPACK_COUNTER),
+        flag: word(CREDIT),
+        wait: word(ARRIVAL),
+        wait_min: 1,
+        blocks: recv[0].blocks,
+    }];
+    let tables = (
+        pinned_with(backend, &bytes_of(&recv))?,
+        pinned_with(backend, &bytes_of(&message))?,
+    );
+    let status = pinned_with(backend, &[0_u8; 4])?;
+    let abort = pinned_with(backend, &[0_u8; 4])?;
+    let hz = backend.device_info().timer_hz;
+    let dims_of = LaunchDims {
+        blocks: regions::grid_blocks(&recv).map_err(e)?,
+        threads: THREADS,
+    };
+    // Created after the memory its work touches, so dropped (waiting for it) before it.
+    let stream = backend.create_stream().map_err(e)?;
+
+    for (case, abort_value, timeout_ticks, want) in [
+        ("time-out", 0_u32, hz / 50, HP_MESSAGE_TIMED_OUT),
+        ("abort", 1, hz * 20, HP_MESSAGE_ABORTED),
+    ] {
+        // SAFETY: no kernel runs; both are 4-byte u32s in live pinned memory.
+        unsafe {
+            status
+                .host_ptr()
+                .cast::<u32>()
+                .write_volatile(HP_MESSAGE_OK);
+            abort.host_ptr().cast::<u32>().write_volatile(abort_value);
+        }
+        let args = hp_regions_args {
+            regions: tables.0.device_addr(),
+            messages: tables.1.device_addr(),
+            status: status.device_addr(),
+            abort_flag: abort.device_addr(),
+            timeout_ticks,
+            num_regions: 2,
+            elem_bytes: 8,
+            epoch: 1,
+            reserved: 0,
+        };
+        let started = Instant::now();
+        // SAFETY: every address points into memory that lives until the stream is
+        // synchronized (or the tables are leaked).
+        unsafe { backend.launch(Launch::UnpackRegions(&args), dims_of, &stream) }.map_err(e)?;
+        if let Err(err) = backend.stream_synchronize(&stream, deadline()) {
+            std::mem::forget((tables, status, abort, incoming));
+            return Err(format!("{case}: {err}"));
+        }
+        let took = started.elapsed();
+        let got = decode(&pinned_bytes(&status, 0, 4), 4)[0];
+        ensure(got == u64::from(want), || {
+            format!("{case}: status {got}, expected {want}")
+        })?;
+        ensure(case != "abort" || took < Duration::from_secs(10), || {
+            format!("abort: the wait ended only after {took:?}")
+        })?;
+        let words = control_words(backend, &stream, &ctl)?;
+        ensure(words[UNPACK_COUNTER] == 0 && words[CREDIT] == 0, || {
+            format!(
+                "{case}: a block that gave up counted ({}) or raised the flag ({})",
+                words[UNPACK_COUNTER], words[CREDIT]
+            )
+        })?;
+        let have = decode(&device_bytes(backend, &stream, &dst, (n * 8) as usize)?, 8);
+        ensure(
+            reference_pack(&have, &recv[0]).iter().all(|&w| w == 0),
+            || format!("{case}: the region whose wait gave up was unpacked"),
+        )?;
+        let plain_at = regions::elems(&recv[0]) as usize;
+        ensure(
+            reference_pack(&have, &recv[1]) == values[plain_at..],
+            || format!("{case}: the region without a message was not unpacked"),
+        )?;
+    }
+    Ok(())
+}
+
+/// Values with mixed signs and magnitudes whose sums round: a hash of the index.
+fn stencil_input(n: u64) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            (h as f64 / 3.0) * if i % 3 == 0 { -1.0 } else { 1.0 } + 1.0 / 7.0
+        })
+        .collect()
+}
+
+/// The CPU reference of one stencil point, generic over the element type by closures.
+fn reference_stencil<T: Copy>(
+    input: &[T],
+    dims: Dims,
+    (x, y, z): (u64, u64, u64),
+    zero: T,
+    add: impl Fn(T, T) -> T,
+    scale: impl Fn(T) -> T,
+) -> T {
+    let mut sum = zero;
+    for dz in 0..3 {
+        for dy in 0..3 {
+            for dx in 0..3 {
+                sum = add(
+                    sum,
+                    input[dims.at(x + dx - 1, y + dy - 1, z + dz - 1) as usize],
+                );
+            }
+        }
+    }
+    scale(sum)
+}
+
+fn stencil_case<B: Backend>(
+    backend: &B,
+    eb: u32,
+    begin: [u64; 3],
+    end: [u64; 3],
+    blocks: Option<u32>,
+) -> Check {
+    let ebu = eb as usize;
+    let dims = Dims([13, 11, 9]);
+    let n = dims.len();
+    let input = stencil_input(n);
+    let in_words: Vec<u64> = input.iter().map(|&v| bits(v, ebu)).collect();
+    let sentinel = bits(-1234.5, ebu);
+    let stream = backend.create_stream().map_err(e)?;
+    let din = device_with(backend, &stream, &encode(&in_words, ebu))?;
+    let dout = device_with(backend, &stream, &encode(&vec![sentinel; n as usize], ebu))?;
+    let args = hp_stencil_args {
+        in_: din.device_addr(),
+        out: dout.device_addr(),
+        alloc: dims.0,
+        begin,
+        end,
+        elem_bytes: eb,
+        reserved: 0,
+    };
+    let launch = LaunchDims {
+        blocks: blocks.unwrap_or_else(|| regions::stencil_blocks(&args, 64)),
+        threads: 64,
+    };
+    // SAFETY: din and dout live until the stream is synchronized below.
+    unsafe { backend.launch(Launch::Stencil27(&args), launch, &stream) }.map_err(e)?;
+    let (_din, dout) = settle(backend, &stream, (din, dout))?;
+    let have = decode(
+        &device_bytes(backend, &stream, &dout, n as usize * ebu)?,
+        ebu,
+    );
+    for z in 0..dims.0[2] {
+        for y in 0..dims.0[1] {
+            for x in 0..dims.0[0] {
+                let inside = (0..3).all(|k| (begin[k]..end[k]).contains(&[x, y, z][k]));
+                let want = match (inside, eb) {
+                    (false, _) => sentinel,
+                    (true, 4) => {
+                        let input: Vec<f32> = input.iter().map(|&v| v as f32).collect();
+                        let v = reference_stencil(
+                            &input,
+                            dims,
+                            (x, y, z),
+                            0.0_f32,
+                            |a, b| a + b,
+                            |s| s * (1.0_f32 / 27.0_f32),
+                        );
+                        u64::from(v.to_bits())
+                    }
+                    (true, _) => reference_stencil(
+                        &input,
+                        dims,
+                        (x, y, z),
+                        0.0_f64,
+                        |a, b| a + b,
+                        |s| s * (1.0_f64 / 27.0_f64),
+                    )
+                    .to_bits(),
+                };
+                let got = have[dims.at(x, y, z) as usize];
+                ensure(got == want, || {
+                    format!(
+                        "f{}: box {begin:?}..{end:?}: point ({x}, {y}, {z}) holds {got:#x}, \
+                         expected {want:#x}{}",
+                        8 * eb,
+                        if inside {
+                            ""
+                        } else {
+                            " (outside the box: untouched)"
+                        }
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The 27-point stencil over the whole interior and over a sub-box (with a grid smaller than
+/// the box, so threads stride) gives, bit for bit, the CPU's sum in the kernel's order times
+/// 1/27, in f64 and f32, and leaves points outside the box untouched.
+pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
+    for eb in [8, 4] {
+        stencil_case(backend, eb, [1, 1, 1], [12, 10, 8], None)?;
+        stencil_case(backend, eb, [2, 3, 1], [7, 9, 4], Some(2))?;
+    }
+    Ok(())
+}
+
+/// Copy-engine packing and unpacking of every neighbour region of one field, against the
+/// kernels' results over the same regions.
+fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
+    let ebu = eb as usize;
+    let ebl = u64::from(eb);
+    let dims = Dims([10, 9, 8]);
+    let n = dims.len();
+    let field: Vec<u64> = (0..n).map(|i| bits(i as f64 * 0.75 - 3.0, ebu)).collect();
+    let stream = backend.create_stream().map_err(e)?;
+    let src = device_with(backend, &stream, &encode(&field, ebu))?;
+
+    let mut send = dims.neighbours(false);
+    regions::assign_blocks(&mut send, THREADS, 4).map_err(e)?;
+    for r in &mut send {
+        r.field = src.device_addr();
+    }
+    let total: u64 = send.iter().map(regions::elems).sum();
+    let bytes = (total * ebl) as usize;
+    let by_kernel = backend
+        .alloc_pinned(bytes, Coherence::Coherent)
+        .map_err(e)?;
+    let by_copy = backend
+        .alloc_pinned(bytes, Coherence::Coherent)
+        .map_err(e)?;
+    lay_out(&mut send, by_kernel.device_addr(), ebl);
+    run_regions(backend, &stream, true, &send, None, eb, 1, 0)?;
+    let mut copied = send.clone();
+    lay_out(&mut copied, by_copy.device_addr(), ebl);
+    for (i, r) in copied.iter().enumerate() {
+        let copy = Copy3d::pack_region(r, eb)
+            .ok_or_else(|| format!("region {i} ({:?}) has no 3-D copy form", r.count))?;
+        // SAFETY: (1) src and by_copy hold the rows and live until the stream is synchronized
+        // below; (2) nothing else touches them meanwhile.
+        unsafe { backend.copy_3d_async(&copy, &stream) }.map_err(e)?;
+    }
+    let (_src, by_copy) = settle(backend, &stream, (src, by_copy))?;
+    let (kernel, engine) = (
+        pinned_bytes(&by_kernel, 0, bytes),
+        pinned_bytes(&by_copy, 0, bytes),
+    );
+    if let Some(k) = (0..bytes).find(|&k| kernel[k] != engine[k]) {
+        return Err(format!(
+            "f{}: copy-engine pack differs from the pack kernel at byte {k} of {bytes}",
+            8 * eb
+        ));
+    }
+
+    // Unpack: the halo regions from the same buffer, by the kernel and by the copy engine.
+    let mut recv = dims.neighbours(true);
+    regions::assign_blocks(&mut recv, THREADS, 4).map_err(e)?;
+    lay_out(&mut recv, by_kernel.device_addr(), ebl);
+    let field_bytes = (n * ebl) as usize;
+    let (dst_kernel, dst_copy) = (
+        backend.alloc_device(field_bytes).map_err(e)?,
+        backend.alloc_device(field_bytes).map_err(e)?,
+    );
+    for r in &mut recv {
+        r.field = dst_kernel.device_addr();
+    }
+    run_regions(backend, &stream, false, &recv, None, eb, 1, 0)?;
+    for (i, r) in recv.iter().enumerate() {
+        let r = hp_region {
+            field: dst_copy.device_addr(),
+            ..*r
+        };
+        let copy = Copy3d::unpack_region(&r, eb)
+            .ok_or_else(|| format!("halo region {i} ({:?}) has no 3-D copy form", r.count))?;
+        // SAFETY: as above, for by_kernel and dst_copy.
+        unsafe { backend.copy_3d_async(&copy, &stream) }.map_err(e)?;
+    }
+    let (_by_kernel, dst_copy) = settle(backend, &stream, (by_kernel, dst_copy))?;
+    let kernel = device_bytes(backend, &stream, &dst_kernel, field_bytes)?;
+    let engine = device_bytes(backend, &stream, &dst_copy, field_bytes)?;
+    ensure(kernel.iter().any(|&b| b != 0), || {
+        format!("f{}: the unpack kernel wrote nothing", 8 * eb)
+    })?;
+    match (0..field_bytes).find(|&k| kernel[k] != engine[k]) {
+        Some(k) => Err(format!(
+            "f{}: copy-engine unpack differs from the unpack kernel at field byte {k}",
+            8 * eb
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The copy engine's 3-D copies of the 26 neighbour regions (faces, edges, corners) give the
+/// same packed bytes as the pack kernel, and the same field as the unpack kernel, in f64 and
+/// f32; a malformed 3-D copy is refused before anything is queued.
+pub fn copy_3d_matches_the_region_kernels<B: Backend>(backend: &B) -> Check {
+    copy_3d_case(backend, 8)?;
+    copy_3d_case(backend, 4)?;
+    let stream = backend.create_stream().map_err(e)?;
+    let bad = Copy3d {
+        src: 0,
+        src_pitch: 8,
+        src_rows: 1,
+        dst: 0,
+        dst_pitch: 8,
+        dst_rows: 1,
+        width: 16,
+        height: 1,
+        depth: 1,
+    };
+    // SAFETY: the copy is refused before anything is queued (its rows are wider than their
+    // pitch), so no memory is touched.
+    let queued = unsafe { backend.copy_3d_async(&bad, &stream) };
+    ensure(queued.is_err(), || {
+        "a 3-D copy with rows wider than their pitch was accepted".into()
+    })
+}
+
+/// Region and stencil launches with arguments the kernels cannot serve (an element size other
+/// than 4 or 8, a region count without a table, a stencil box whose neighbours leave the
+/// allocation, the same field in and out) are refused before anything is queued.
+pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B) -> Check {
+    let dims = LaunchDims {
+        blocks: 1,
+        threads: THREADS,
+    };
+    // Real memory behind every address, with room to spare, so that a launch a backend
+    // wrongly accepted would still stay inside allocations.
+    let field_bytes = 2 * 8 * 8 * 8 * 8;
+    let (a, b) = (
+        backend.alloc_device(field_bytes).map_err(e)?,
+        backend.alloc_device(field_bytes).map_err(e)?,
+    );
+    let table = pinned_with(
+        backend,
+        &bytes_of(&[hp_region {
+            field: a.device_addr(),
+            buffer: b.device_addr(),
+            count: [1, 1, 1],
+            stride: [1, 1, 1],
+            blocks: 1,
+            message: HP_NO_MESSAGE,
+            ..Default::default()
+        }]),
+    )?;
+    // Declared after the memory, so dropped (waiting for its work) before it.
+    let stream = backend.create_stream().map_err(e)?;
+    let regions = hp_regions_args {
+        num_regions: 1,
+        elem_bytes: 3,
+        regions: table.device_addr(),
+        epoch: 1,
+        ..Default::default()
+    };
+    let stencil = hp_stencil_args {
+        in_: a.device_addr(),
+        out: b.device_addr(),
+        alloc: [8, 8, 8],
+        begin: [1, 1, 1],
+        end: [7, 7, 7],
+        elem_bytes: 8,
+        reserved: 0,
+    };
+    let cases = [
+        ("elements of 3 bytes", Launch::PackRegions(&regions)),
+        (
+            "a region without a table",
+            Launch::UnpackRegions(&hp_regions_args {
+                elem_bytes: 8,
+                regions: 0,
+                ..regions
+            }),
+        ),
+        (
+            "a box touching the allocation's edge",
+            Launch::Stencil27(&hp_stencil_args {
+                end: [8, 7, 7],
+                ..stencil
+            }),
+        ),
+        (
+            "the same field in and out",
+            Launch::Stencil27(&hp_stencil_args {
+                out: a.device_addr(),
+                ..stencil
+            }),
+        ),
+        (
+            "f16 elements",
+            Launch::Stencil27(&hp_stencil_args {
+                elem_bytes: 2,
+                ..stencil
+            }),
+        ),
+    ];
+    for (what, launch) in cases {
+        // SAFETY: every address points into a, b or table, which outlive the stream (declared
+        // before it; dropping a stream waits for its work); each case's reads and writes stay inside them
+        // (the allocations are twice the field's size).
+        let queued = unsafe { backend.launch(launch, dims, &stream) };
+        ensure(queued.is_err(), || {
+            format!("a launch with {what} was accepted")
+        })?;
+    }
+    backend.stream_synchronize(&stream, deadline()).map_err(e)
+}

@@ -1,0 +1,468 @@
+//! Regions of fields as the region kernels see them (SPEC 13): the index rule, how a launch's
+//! grid blocks are shared out between regions, the stencil's box, and the copy-engine form of a
+//! region ([`Copy3d`]).
+//!
+//! The rules are those of `kernels-cu/haloport_shared.h` (`hp_region`, `hp_regions_args`,
+//! `hp_stencil_args`) and `kernels-cu/hp_regions.cuh`; the host backend's twins use these
+//! functions, callers use them to build the tables the kernels read. Pure logic: no memory is
+//! touched.
+//!
+//! ## Launch convention
+//! A region of `n` elements gets `ceil(n / (threads * elems_per_thread))` grid blocks (at least
+//! one; [`blocks_for`]); [`assign_blocks`] numbers them region after region, and the launch
+//! needs at least the total ([`grid_blocks`]). [`ELEMS_PER_THREAD`] is the suggested
+//! elements per thread: enough to amortize the block's region look-up, few enough that small
+//! regions still spread over several blocks. Each thread moves one element per step and strides
+//! by `blocks * threads`, so any `elems_per_thread` is correct; only speed depends on it.
+
+use crate::error::{Error, Result};
+use crate::shared::{hp_region, hp_stencil_args};
+
+/// Suggested elements per thread for [`assign_blocks`] (see the module docs).
+pub const ELEMS_PER_THREAD: u64 = 4;
+
+/// Suggested threads per block for the region kernels and the stencil.
+pub const THREADS: u32 = 256;
+
+/// Elements of a region: the product of its counts (saturating, so a nonsense region cannot
+/// wrap to a small number).
+pub fn elems(region: &hp_region) -> u64 {
+    region.count.iter().fold(1_u64, |n, &c| n.saturating_mul(c))
+}
+
+/// The field index (elements from the field's element 0) of element `e` of `region`:
+/// `offset + i0 * stride[0] + i1 * stride[1] + i2 * stride[2]` with
+/// `i0 = e % count[0]`, `i1 = (e / count[0]) % count[1]`, `i2 = e / (count[0] * count[1])`,
+/// in wrapping 64-bit arithmetic as the kernels compute it.
+///
+/// # Panics
+/// When `count[0]` or `count[1]` is 0 (such a region has no element `e`).
+pub fn field_index(region: &hp_region, e: u64) -> u64 {
+    let [c0, c1, _] = region.count;
+    let [s0, s1, s2] = region.stride;
+    let (i0, rest) = (e % c0, e / c0);
+    let (i1, i2) = (rest % c1, rest / c1);
+    region
+        .offset
+        .wrapping_add(i0.wrapping_mul(s0))
+        .wrapping_add(i1.wrapping_mul(s1))
+        .wrapping_add(i2.wrapping_mul(s2))
+}
+
+/// Grid blocks for a region of `elems` elements with `threads` threads per block and about
+/// `elems_per_thread` elements per thread: `ceil(elems / (threads * elems_per_thread))`, at
+/// least 1, at most `u32::MAX`.
+pub fn blocks_for(elems: u64, threads: u32, elems_per_thread: u64) -> u32 {
+    let per_block = u64::from(threads.max(1)).saturating_mul(elems_per_thread.max(1));
+    u32::try_from(elems.div_ceil(per_block).max(1)).unwrap_or(u32::MAX)
+}
+
+/// Numbers the grid blocks of `regions` in order ([`blocks_for`] each, the first from 0), sets
+/// their `first_block` and `blocks`, and returns the grid size the launch needs.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when a region has a count of 0 or the grid would exceed `u32::MAX`
+/// blocks.
+pub fn assign_blocks(
+    regions: &mut [hp_region],
+    threads: u32,
+    elems_per_thread: u64,
+) -> Result<u32> {
+    let mut next: u32 = 0;
+    for (r, region) in regions.iter_mut().enumerate() {
+        if region.count.contains(&0) {
+            return Err(Error::InvalidInput(format!(
+                "region {r}: counts {:?} (each must be at least 1)",
+                region.count
+            )));
+        }
+        let blocks = blocks_for(elems(region), threads, elems_per_thread);
+        region.first_block = next;
+        region.blocks = blocks;
+        next = next.checked_add(blocks).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "the first {} regions need more than {} grid blocks",
+                r + 1,
+                u32::MAX
+            ))
+        })?;
+    }
+    Ok(next)
+}
+
+/// The grid size a launch over `regions` needs: the end of the last region's blocks; checks
+/// the table's rules (blocks numbered in order without gaps, from 0, counts at least 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming the first region that breaks a rule.
+pub fn grid_blocks(regions: &[hp_region]) -> Result<u32> {
+    let mut next: u64 = 0;
+    for (r, region) in regions.iter().enumerate() {
+        if region.count.contains(&0) || region.blocks == 0 {
+            return Err(Error::InvalidInput(format!(
+                "region {r}: counts {:?}, {} blocks (each at least 1)",
+                region.count, region.blocks
+            )));
+        }
+        if u64::from(region.first_block) != next {
+            return Err(Error::InvalidInput(format!(
+                "region {r}: first block {} where {next} was expected (regions are numbered in \
+                 order, without gaps)",
+                region.first_block
+            )));
+        }
+        next += u64::from(region.blocks);
+    }
+    u32::try_from(next).map_err(|_| Error::InvalidInput(format!("regions need {next} grid blocks")))
+}
+
+/// The region grid block `block` serves, as the kernels find it: the last region whose
+/// `first_block <= block`, if `block` lies inside its blocks (binary search; regions sorted by
+/// `first_block`).
+pub fn region_of(regions: &[hp_region], block: u32) -> Option<usize> {
+    let r = regions
+        .partition_point(|region| region.first_block <= block)
+        .checked_sub(1)?;
+    (block - regions[r].first_block < regions[r].blocks).then_some(r)
+}
+
+/// Checks an element size: 4 (f32) or 8 (f64).
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming `what` for any other size.
+pub fn check_elem_bytes(elem_bytes: u32, what: &str) -> Result<()> {
+    match elem_bytes {
+        4 | 8 => Ok(()),
+        other => Err(Error::InvalidInput(format!(
+            "{what}: elements of {other} bytes (4 for f32, 8 for f64)"
+        ))),
+    }
+}
+
+/// Points in the stencil's box (0 when it is empty).
+pub fn stencil_points(args: &hp_stencil_args) -> u64 {
+    (0..3)
+        .map(|k| args.end[k].saturating_sub(args.begin[k]))
+        .fold(1_u64, u64::saturating_mul)
+}
+
+/// A grid for [`Kernel::Stencil27`](crate::Kernel::Stencil27): one thread per point with
+/// `threads` per block, at least one block.
+pub fn stencil_blocks(args: &hp_stencil_args, threads: u32) -> u32 {
+    blocks_for(stencil_points(args), threads, 1)
+}
+
+/// Checks a stencil launch's argument: the element size, and that every point of the box has
+/// its 26 neighbours inside the allocation.
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming the dimension.
+pub fn check_stencil(args: &hp_stencil_args) -> Result<()> {
+    check_elem_bytes(args.elem_bytes, "stencil")?;
+    for k in 0..3 {
+        let (b, e, a) = (args.begin[k], args.end[k], args.alloc[k]);
+        if b < e && (b < 1 || e.saturating_add(1) > a) {
+            return Err(Error::InvalidInput(format!(
+                "stencil: box [{b}, {e}) in dimension {k} needs neighbours outside the \
+                 allocated [0, {a})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A 3-D strided copy between device addresses, by the copy engine: `depth` slices of `height`
+/// rows of `width` bytes, from a pitched 3-D array at `src` (rows `src_pitch` bytes apart,
+/// slices `src_pitch * src_rows` bytes apart) into one at `dst` (likewise). The copy engine's
+/// form of packing a region (SPEC 13 compares the two: [`Copy3d::pack_region`]).
+///
+/// Vendor: CUDA_MEMCPY3D / hipMemcpy3DParms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Copy3d {
+    /// Device address of the source's first byte copied.
+    pub src: u64,
+    /// Bytes from one source row to the next.
+    pub src_pitch: usize,
+    /// Rows from one source slice to the next.
+    pub src_rows: usize,
+    /// Device address of the destination's first byte.
+    pub dst: u64,
+    /// Bytes from one destination row to the next.
+    pub dst_pitch: usize,
+    /// Rows from one destination slice to the next.
+    pub dst_rows: usize,
+    /// Bytes copied per row.
+    pub width: usize,
+    /// Rows copied per slice.
+    pub height: usize,
+    /// Slices copied.
+    pub depth: usize,
+}
+
+impl Copy3d {
+    /// Checks the shape: rows no wider than their pitch, slices no taller than their rows, no
+    /// size overflowing, a non-empty copy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `backend` and the copy.
+    pub fn check(&self, backend: &str) -> Result<()> {
+        let ok = self.width > 0
+            && self.height > 0
+            && self.depth > 0
+            && self.width <= self.src_pitch
+            && self.width <= self.dst_pitch
+            && self.height <= self.src_rows
+            && self.height <= self.dst_rows
+            && self.src_span().is_some()
+            && self.dst_span().is_some();
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidInput(format!(
+                "{backend}: 3-D copy {self:?}: each of width, height, depth must be at least 1, \
+                 width at most each pitch, height at most each row count, sizes within usize"
+            )))
+        }
+    }
+
+    fn span(pitch: usize, rows: usize, width: usize, height: usize, depth: usize) -> Option<usize> {
+        let slice = pitch.checked_mul(rows)?;
+        slice
+            .checked_mul(depth.checked_sub(1)?)?
+            .checked_add(pitch.checked_mul(height.checked_sub(1)?)?)?
+            .checked_add(width)
+    }
+
+    /// Bytes from the source's first byte copied to one past its last.
+    pub fn src_span(&self) -> Option<usize> {
+        Self::span(
+            self.src_pitch,
+            self.src_rows,
+            self.width,
+            self.height,
+            self.depth,
+        )
+    }
+
+    /// Bytes from the destination's first byte written to one past its last.
+    pub fn dst_span(&self) -> Option<usize> {
+        Self::span(
+            self.dst_pitch,
+            self.dst_rows,
+            self.width,
+            self.height,
+            self.depth,
+        )
+    }
+
+    /// The copy that packs `region` (elements of `elem_bytes`) from its field into its buffer,
+    /// as [`Kernel::PackRegions`](crate::Kernel::PackRegions) does, or `None` where a 3-D copy
+    /// cannot express it: the innermost stride is not 1 (with more than one element per row),
+    /// rows would overlap, or the slice stride is not a whole number of row strides.
+    /// Dimensions with a count of 1 are dropped first, so a face of any orientation fits.
+    pub fn pack_region(region: &hp_region, elem_bytes: u32) -> Option<Copy3d> {
+        let eb = elem_bytes as usize;
+        let count = region.count.map(|c| usize::try_from(c).ok());
+        let stride = region.stride.map(|s| usize::try_from(s).ok());
+        let c0 = count[0]?;
+        if c0 > 1 && stride[0]? != 1 {
+            return None;
+        }
+        let width = c0.checked_mul(eb)?;
+        // The outer dimensions that have more than one element, innermost first.
+        let outer: Vec<(usize, usize)> = (1..3)
+            .filter(|&k| region.count[k] > 1)
+            .map(|k| Some((count[k]?, stride[k]?.checked_mul(eb)?)))
+            .collect::<Option<_>>()?;
+        let (height, pitch, depth, rows) = match outer.as_slice() {
+            [] => (1, width, 1, 1),
+            [(h, p)] => (*h, *p, 1, *h),
+            [(h, p), (d, slice)] => {
+                if *p == 0 || slice % p != 0 || slice / p < *h {
+                    return None;
+                }
+                (*h, *p, *d, slice / p)
+            }
+            _ => return None,
+        };
+        if pitch < width {
+            return None;
+        }
+        let src = region
+            .field
+            .checked_add(region.offset.checked_mul(u64::from(elem_bytes))?)?;
+        let copy = Copy3d {
+            src,
+            src_pitch: pitch,
+            src_rows: rows,
+            dst: region.buffer,
+            dst_pitch: width,
+            dst_rows: height,
+            width,
+            height,
+            depth,
+        };
+        copy.check("").ok().map(|()| copy)
+    }
+
+    /// The reverse copy (buffer into the field's region), as
+    /// [`Kernel::UnpackRegions`](crate::Kernel::UnpackRegions) does.
+    pub fn unpack_region(region: &hp_region, elem_bytes: u32) -> Option<Copy3d> {
+        let pack = Self::pack_region(region, elem_bytes)?;
+        Some(Copy3d {
+            src: pack.dst,
+            src_pitch: pack.dst_pitch,
+            src_rows: pack.dst_rows,
+            dst: pack.src,
+            dst_pitch: pack.src_pitch,
+            dst_rows: pack.src_rows,
+            ..pack
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(offset: u64, count: [u64; 3], stride: [u64; 3]) -> hp_region {
+        hp_region {
+            offset,
+            count,
+            stride,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_index_rule_walks_innermost_first() {
+        let r = region(5, [2, 3, 2], [1, 10, 100]);
+        let got: Vec<u64> = (0..elems(&r)).map(|e| field_index(&r, e)).collect();
+        let mut want = Vec::new();
+        for i2 in 0..2 {
+            for i1 in 0..3 {
+                for i0 in 0..2 {
+                    want.push(5 + i0 + 10 * i1 + 100 * i2);
+                }
+            }
+        }
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn blocks_are_numbered_in_order_and_found_again() {
+        let mut regions = vec![
+            region(0, [1, 1, 1], [1, 1, 1]),
+            region(0, [100, 1, 1], [1, 1, 1]),
+            region(0, [10, 10, 10], [1, 10, 100]),
+        ];
+        let total = assign_blocks(&mut regions, 32, 1).expect("valid regions");
+        assert_eq!(
+            regions
+                .iter()
+                .map(|r| (r.first_block, r.blocks))
+                .collect::<Vec<_>>(),
+            [(0, 1), (1, 4), (5, 32)]
+        );
+        assert_eq!(total, 37);
+        assert_eq!(grid_blocks(&regions).expect("valid"), 37);
+        let found: Vec<Option<usize>> = (0..39).map(|g| region_of(&regions, g)).collect();
+        assert_eq!(found[0], Some(0));
+        assert!(found[1..5].iter().all(|&r| r == Some(1)));
+        assert!(found[5..37].iter().all(|&r| r == Some(2)));
+        assert_eq!(found[37..], [None, None]);
+        assert_eq!(region_of(&[], 0), None);
+    }
+
+    #[test]
+    fn bad_tables_are_refused() {
+        let mut empty = vec![region(0, [1, 0, 1], [1, 1, 1])];
+        assert!(assign_blocks(&mut empty, 32, 4).is_err());
+        let mut gap = vec![region(0, [4, 1, 1], [1, 1, 1]); 2];
+        assign_blocks(&mut gap, 32, 4).expect("valid");
+        gap[1].first_block += 1;
+        assert!(grid_blocks(&gap).is_err());
+        assert!(check_elem_bytes(2, "pack").is_err());
+        assert!(check_elem_bytes(8, "pack").is_ok());
+    }
+
+    #[test]
+    fn the_stencil_box_needs_its_neighbours() {
+        let mut a = hp_stencil_args {
+            alloc: [6, 6, 6],
+            begin: [1, 1, 1],
+            end: [5, 5, 5],
+            elem_bytes: 8,
+            ..Default::default()
+        };
+        assert!(check_stencil(&a).is_ok());
+        assert_eq!(stencil_points(&a), 64);
+        assert_eq!(stencil_blocks(&a, 32), 2);
+        a.end[1] = 6;
+        assert!(check_stencil(&a).is_err());
+        a.end[1] = 5;
+        a.begin[2] = 0;
+        assert!(check_stencil(&a).is_err());
+        a.begin[2] = 1;
+        a.elem_bytes = 2;
+        assert!(check_stencil(&a).is_err());
+    }
+
+    #[test]
+    fn faces_of_every_orientation_become_3d_copies() {
+        // A 10 x 9 x 8 array of f64, halo 1: the x, y and z faces of the interior.
+        let (ax, ay) = (10_u64, 9_u64);
+        let strides = [1, ax, ax * ay];
+        let x_face = hp_region {
+            field: 0x1000,
+            buffer: 0x9000,
+            ..region(1 + ax + ax * ay, [1, 7, 6], strides)
+        };
+        let c = Copy3d::pack_region(&x_face, 8).expect("an x face is a 2-D copy of 8-byte rows");
+        assert_eq!(
+            (c.width, c.height, c.depth, c.src_pitch, c.src_rows),
+            (8, 7, 6, 80, 9)
+        );
+        assert_eq!(c.src, 0x1000 + 8 * (1 + ax + ax * ay));
+        assert_eq!((c.dst, c.dst_pitch, c.dst_rows), (0x9000, 8, 7));
+        let y_face = region(1 + ax * ay, [8, 1, 6], strides);
+        let c = Copy3d::pack_region(&y_face, 4).expect("a y face drops its unit dimension");
+        assert_eq!((c.width, c.height, c.depth, c.src_pitch), (32, 6, 1, 360));
+        let z_face = region(1 + ax, [8, 7, 1], strides);
+        let c = Copy3d::pack_region(&z_face, 8).expect("a z face");
+        assert_eq!((c.width, c.height, c.depth, c.src_pitch), (64, 7, 1, 80));
+        let strided = region(0, [4, 2, 1], [2, ax, ax * ay]);
+        assert_eq!(Copy3d::pack_region(&strided, 8), None);
+        let odd_slices = region(0, [2, 2, 2], [1, 3, 7]);
+        assert_eq!(Copy3d::pack_region(&odd_slices, 8), None);
+        let u = Copy3d::unpack_region(&x_face, 8).expect("the reverse");
+        assert_eq!((u.src, u.dst_pitch, u.src_pitch), (0x9000, 80, 8));
+    }
+
+    #[test]
+    fn copy_shapes_are_checked() {
+        let ok = Copy3d {
+            src: 0,
+            src_pitch: 16,
+            src_rows: 4,
+            dst: 0,
+            dst_pitch: 8,
+            dst_rows: 2,
+            width: 8,
+            height: 2,
+            depth: 3,
+        };
+        assert!(ok.check("host").is_ok());
+        assert_eq!(ok.src_span(), Some(16 * 4 * 2 + 16 + 8));
+        assert_eq!(ok.dst_span(), Some(8 * 2 * 3));
+        assert!(Copy3d { width: 17, ..ok }.check("host").is_err());
+        assert!(Copy3d { height: 5, ..ok }.check("host").is_err());
+        assert!(Copy3d { depth: 0, ..ok }.check("host").is_err());
+        assert!(Copy3d {
+            src_pitch: usize::MAX,
+            ..ok
+        }
+        .check("host")
+        .is_err());
+    }
+}
