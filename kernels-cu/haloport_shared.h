@@ -278,7 +278,8 @@ typedef struct hp_region {
 /*
  * Signalling for device-direct messages (several regions, one per field, may form one message).
  * Before touching its region, a grid block waits (thread 0, bounded by timeout_ticks, watching
- * the abort flag) until *wait >= wait_min (no wait when wait == 0 or wait_min == 0). After its
+ * the abort flag) until *wait + wait_lag >= epoch (no wait when wait == 0): a lag, not a value, so
+ * one table serves every epoch. After its
  * stores, it fences at system scope and adds 1 to *counter (monotonic, never reset); the block
  * that brings *counter to epoch * blocks fences again and stores epoch into *flag with release
  * semantics (no store when flag == 0). So every epoch must run every block of the message once.
@@ -292,7 +293,9 @@ typedef struct hp_message_signal {
     uint64_t flag;
     /* Device address of the u32 flag waited for, or 0. */
     uint64_t wait;
-    uint32_t wait_min;
+    /* Epochs the awaited flag may lag behind this one: 0 for an arrival of this epoch, 2 for
+     * the credit of the slot used two epochs ago. */
+    uint32_t wait_lag;
     /* Grid blocks serving the message, over all its regions. */
     uint32_t blocks;
 } hp_message_signal;

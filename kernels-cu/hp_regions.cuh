@@ -102,15 +102,16 @@ __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const h
     /* Any other element size moves nothing (the backends refuse such launches up front). */
 }
 
-/* Thread 0 waits until *wait >= wait_min, giving up after timeout_ticks or when
+/* Thread 0 waits until *wait + wait_lag >= epoch, giving up after timeout_ticks or when
  * *abort_flag >= epoch. Returns HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT or HP_MESSAGE_ABORTED. */
 HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_signal& m) {
-    if (m.wait == 0 || m.wait_min == 0) return HP_MESSAGE_OK;
+    if (m.wait == 0 || m.wait_lag >= a.epoch) return HP_MESSAGE_OK;
+    const uint32_t wait_min = a.epoch - m.wait_lag;
     const uint32_t* flag = (const uint32_t*)m.wait;
     const uint32_t* abort_flag = (const uint32_t*)a.abort_flag;
     const uint64_t since = hp_timer();
     for (uint32_t spins = 0;; ++spins) {
-        if (hp_load_acquire_system(flag) >= m.wait_min) return HP_MESSAGE_OK;
+        if (hp_load_acquire_system(flag) >= wait_min) return HP_MESSAGE_OK;
         /* The abort flag and the timer are a second (PCIe) read and a clock read: look at them
          * every 64th poll only (the first included, so a raised abort is seen at once). */
         if ((spins & 63u) == 0u) {

@@ -341,7 +341,8 @@ fn parse_triple<T: std::str::FromStr + PartialOrd + Default + Copy>(
     what: &str,
 ) -> Result<[T; 3], String> {
     let parts: Vec<&str> = s.split(['x', 'X']).collect();
-    let bad = || format!("'{s}' is not a {what}: give three positive numbers as AxBxC, e.g. 64x32x32");
+    let bad =
+        || format!("'{s}' is not a {what}: give three positive numbers as AxBxC, e.g. 64x32x32");
     if parts.len() != 3 {
         return Err(bad());
     }

@@ -30,8 +30,18 @@ fn verified_run(np: u32, args: &[&str]) -> serde_json::Value {
 /// The problem every decomposition solves: non-cubic, halo 2, f32, periodic in x and z only,
 /// two fields.
 const PROBLEM: [&str; 12] = [
-    "--grid", "20x12x10", "--halo", "2", "--periodic", "xz", "--type", "f32", "--fields", "2",
-    "--steps", "6",
+    "--grid",
+    "20x12x10",
+    "--halo",
+    "2",
+    "--periodic",
+    "xz",
+    "--type",
+    "f32",
+    "--fields",
+    "2",
+    "--steps",
+    "6",
 ];
 
 #[test]
@@ -53,7 +63,11 @@ fn every_decomposition_verifies_and_agrees_on_the_checksum() {
         let result = verified_run(np, &args);
         let ranks = result["links"].as_array().map(Vec::len);
         assert_eq!(ranks, Some(np as usize), "one link list per rank");
-        checksums.push((np, procs, result["checksum"].as_str().unwrap_or("").to_owned()));
+        checksums.push((
+            np,
+            procs,
+            result["checksum"].as_str().unwrap_or("").to_owned(),
+        ));
     }
     let first = &checksums[0].2;
     assert_eq!(first.len(), 16, "{checksums:?}");
@@ -66,9 +80,21 @@ fn every_decomposition_verifies_and_agrees_on_the_checksum() {
 fn other_problems_verify_on_both_transports_and_element_types() {
     for (np, transport, extra) in [
         (2, "ipc", vec!["--grid", "16x16x8", "--periodic", "xyz"]),
-        (4, "ipc", vec!["--grid", "17x9x8", "--periodic", "y", "--type", "f64"]),
-        (4, "mpi", vec!["--grid", "17x9x8", "--periodic", "none", "--halo", "1"]),
-        (3, "mpi", vec!["--grid", "10x10x9", "--procs", "1x1x3", "--fields", "3"]),
+        (
+            4,
+            "ipc",
+            vec!["--grid", "17x9x8", "--periodic", "y", "--type", "f64"],
+        ),
+        (
+            4,
+            "mpi",
+            vec!["--grid", "17x9x8", "--periodic", "none", "--halo", "1"],
+        ),
+        (
+            3,
+            "mpi",
+            vec!["--grid", "10x10x9", "--procs", "1x1x3", "--fields", "3"],
+        ),
     ] {
         let mut args = vec!["--transport", transport, "--steps", "4"];
         args.extend(extra);
@@ -82,7 +108,10 @@ fn other_problems_verify_on_both_transports_and_element_types() {
             .collect();
         assert!(!links.is_empty(), "{result}");
         if transport == "mpi" {
-            assert!(links.iter().all(|l| l == "mpi" || l == "local"), "{links:?}");
+            assert!(
+                links.iter().all(|l| l == "mpi" || l == "local"),
+                "{links:?}"
+            );
         } else {
             assert!(links.iter().any(|l| l == "ipc"), "{links:?}");
         }
@@ -97,8 +126,17 @@ fn ipc_peers_on_other_nodes_go_host_staged() {
         4,
         &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
         &[
-            "stencil", "--transport", "ipc", "--grid", "16x8x8", "--procs", "4x1x1", "--steps",
-            "4", "--json", json.to_str().expect("utf-8 path"),
+            "stencil",
+            "--transport",
+            "ipc",
+            "--grid",
+            "16x8x8",
+            "--procs",
+            "4x1x1",
+            "--steps",
+            "4",
+            "--json",
+            json.to_str().expect("utf-8 path"),
         ],
     );
     assert_eq!(job.code, Some(0), "{}", job.explain());
@@ -113,8 +151,14 @@ fn ipc_peers_on_other_nodes_go_host_staged() {
             .filter_map(|l| l["link"].as_str().map(str::to_owned))
             .collect()
     };
-    assert!(link_to(0).iter().all(|l| l == "ipc") && !link_to(0).is_empty(), "{rank1:?}");
-    assert!(link_to(2).iter().all(|l| l == "mpi") && !link_to(2).is_empty(), "{rank1:?}");
+    assert!(
+        link_to(0).iter().all(|l| l == "ipc") && !link_to(0).is_empty(),
+        "{rank1:?}"
+    );
+    assert!(
+        link_to(2).iter().all(|l| l == "mpi") && !link_to(2).is_empty(),
+        "{rank1:?}"
+    );
 }
 
 #[test]

@@ -125,15 +125,16 @@ unsafe fn region_block(
     }
 }
 
-/// `hp_message_wait`: waits until `*m.wait >= m.wait_min`; the outcome (`HP_MESSAGE_*`).
+/// `hp_message_wait`: waits until `*m.wait + m.wait_lag >= epoch`; the outcome (`HP_MESSAGE_*`).
 ///
 /// # Safety
 /// `m.wait` (when not 0) and `args.abort_flag` (when not 0) are live, aligned u32s accessed
 /// only atomically.
 unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal) -> u32 {
-    if m.wait == 0 || m.wait_min == 0 {
+    if m.wait == 0 || m.wait_lag >= args.epoch {
         return shared::HP_MESSAGE_OK;
     }
+    let wait_min = args.epoch - m.wait_lag;
     // SAFETY: forwarded from this function's contract.
     let (awaited, abort) = unsafe {
         (
@@ -144,7 +145,7 @@ unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal) -> u32 {
     let since = timer_ns();
     let mut spins: u32 = 0;
     loop {
-        if awaited.load(Ordering::Acquire) >= m.wait_min {
+        if awaited.load(Ordering::Acquire) >= wait_min {
             return shared::HP_MESSAGE_OK;
         }
         if spins % 64 == 0 {

@@ -12,7 +12,7 @@
 // Launches of the stencil kernel and copies take raw device addresses of the fields.
 #![allow(unsafe_code)]
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -22,6 +22,7 @@ use crate::backend::{Backend, Coherence, Launch, LaunchDims, PinnedMemory};
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{Field, HaloExchange, HaloOptions, Link};
+use crate::regions::stencil_blocks;
 use crate::shared::hp_stencil_args;
 
 /// Threads per block of the stencil kernel.
@@ -92,7 +93,9 @@ impl GlobalFields {
         }
         let eb = self.elem.bytes() as usize;
         for (k, (a, b)) in self.fields.iter().zip(&other.fields).enumerate() {
-            if let Some(g) = (0..a.len() / eb).find(|&g| a[g * eb..(g + 1) * eb] != b[g * eb..(g + 1) * eb]) {
+            if let Some(g) =
+                (0..a.len() / eb).find(|&g| a[g * eb..(g + 1) * eb] != b[g * eb..(g + 1) * eb])
+            {
                 let [nx, ny, _] = self.grid;
                 let (x, y, z) = (g as u64 % nx, (g as u64 / nx) % ny, g as u64 / (nx * ny));
                 return Some(format!(
@@ -292,11 +295,8 @@ fn sweep<B: Backend>(
             elem_bytes: elem.bytes(),
             reserved: 0,
         };
-        let blocks = u32::try_from(points.div_ceil(u64::from(STENCIL_THREADS))).map_err(|_| {
-            Error::InvalidInput(format!("a box of {points} points is too large for one launch"))
-        })?;
         let dims = LaunchDims {
-            blocks,
+            blocks: stencil_blocks(&args, STENCIL_THREADS),
             threads: STENCIL_THREADS,
         };
         // SAFETY: (1) both fields are allocated for the plan's local array and live until the
@@ -455,9 +455,6 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-#[allow(dead_code)]
-fn _unused(_: Duration) {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,7 +494,11 @@ mod tests {
                             let c = [x, y, z][k];
                             c >= d.halo[k] && c < d.halo[k] + d.local[k]
                         });
-                        assert_eq!(hits[d.index([x, y, z]) as usize], u32::from(inside), "{grid:?} cell ({x},{y},{z})");
+                        assert_eq!(
+                            hits[d.index([x, y, z]) as usize],
+                            u32::from(inside),
+                            "{grid:?} cell ({x},{y},{z})"
+                        );
                     }
                 }
             }
@@ -522,7 +523,10 @@ mod tests {
         assert_ne!(a.checksum(), swapped.checksum());
         assert_eq!(a.checksum(), a.clone().checksum());
         let found = a.first_difference(&swapped).unwrap_or_default();
-        assert!(found.contains("field 0 cell (0, 0, 0): 1 here, 2 in the reference"), "{found}");
+        assert!(
+            found.contains("field 0 cell (0, 0, 0): 1 here, 2 in the reference"),
+            "{found}"
+        );
         assert!(a.first_difference(&a.clone()).is_none());
         let v = initial_value([-1, 5, 7], 2);
         assert!((0.0..1.0).contains(&v) && f64::from(v as f32) == v);

@@ -84,13 +84,21 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
         elem: args.elem,
         fields: args.fields,
     };
-    if std::env::var(EXTRA_FIELD_HOOK).ok().and_then(|v| v.parse().ok()) == Some(world.rank()) {
+    if std::env::var(EXTRA_FIELD_HOOK)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        == Some(world.rank())
+    {
         spec.fields += 1;
     }
     // Refused alike on every rank, before any device work.
     HaloPlan::compile(&spec, world.size(), world.rank())?;
     check_writable(world, args.json.as_deref())?;
-    dispatch(args.backend, local_rank(world), Stencil { world, args, spec })
+    dispatch(
+        args.backend,
+        local_rank(world),
+        Stencil { world, args, spec },
+    )
 }
 
 struct Stencil<'a> {
@@ -112,9 +120,8 @@ impl OnBackend for Stencil<'_> {
             },
             exchange_reps: args.exchange_reps,
         };
-        let run = run_jacobi(backend, world, &config).with_context(|| {
-            format!("running the stencil on the {} backend", backend.name())
-        })?;
+        let run = run_jacobi(backend, world, &config)
+            .with_context(|| format!("running the stencil on the {} backend", backend.name()))?;
         let records: Vec<LinkRecord> = run
             .plan
             .neighbours
@@ -126,10 +133,10 @@ impl OnBackend for Stencil<'_> {
                 link: link.name().to_owned(),
             })
             .collect();
-        let mut collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
-        let links = all_gather(world, Ok(records), &mut collective)?;
-        let steps = all_gather(world, Ok(run.step_seconds.clone()), &mut collective)?;
-        let exchanges = all_gather(world, Ok(run.exchange_seconds.clone()), &mut collective)?;
+        let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
+        let links = all_gather(world, Ok(records), collective)?;
+        let steps = all_gather(world, Ok(run.step_seconds.clone()), collective)?;
+        let exchanges = all_gather(world, Ok(run.exchange_seconds.clone()), collective)?;
         let Some(gathered) = run.gathered else {
             return Ok(());
         };
@@ -154,7 +161,10 @@ impl OnBackend for Stencil<'_> {
                         config.spec.grid[0], config.spec.grid[1], config.spec.grid[2]
                     ),
                 ),
-                Some(diff) => (false, format!("differs from the one-rank reference: {diff}")),
+                Some(diff) => (
+                    false,
+                    format!("differs from the one-rank reference: {diff}"),
+                ),
             }
         };
         let (step_median_us, exchange_median_us) = (median(&step_us), median(&exchange_us));

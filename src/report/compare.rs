@@ -108,7 +108,10 @@ fn entry_mismatches(files: &[Loaded], entries: &[&Entry]) -> Vec<String> {
             .collect();
         out.push(format!("iterations: {}", per_file(&shown)));
     }
-    let transports: Vec<&str> = entries.iter().filter_map(|e| e.transport.as_deref()).collect();
+    let transports: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e.transport.as_deref())
+        .collect();
     if !all_same(&transports) {
         let shown: Vec<&str> = entries
             .iter()
@@ -515,7 +518,10 @@ mod tests {
         files[0].entries[1].transport = Some("mpi".into());
         files[1].entries[1].transport = Some("ipc".into());
         let err = refusal(&files);
-        assert!(err.contains("tq-nb-pb: transport: [0] mpi, [1] ipc"), "{err}");
+        assert!(
+            err.contains("tq-nb-pb: transport: [0] mpi, [1] ipc"),
+            "{err}"
+        );
     }
 
     #[test]

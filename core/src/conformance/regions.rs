@@ -420,14 +420,14 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
             counter: word(PACK_COUNTER),
             flag: word(ARRIVAL),
             wait: word(CREDIT),
-            wait_min: epoch - 1,
+            wait_lag: 1,
             blocks: message_blocks,
         }];
         let unpack_message = [hp_message_signal {
             counter: word(UNPACK_COUNTER),
             flag: word(CREDIT),
             wait: word(ARRIVAL),
-            wait_min: epoch,
+            wait_lag: 0,
             blocks: message_blocks,
         }];
         let tables = (
@@ -553,7 +553,7 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
         counter: word(UNPACK_COUNTER),
         flag: word(CREDIT),
         wait: word(ARRIVAL),
-        wait_min: 1,
+        wait_lag: 0,
         blocks: recv[0].blocks,
     }];
     let tables = (

@@ -29,6 +29,7 @@ use crate::backend::{
 use crate::collective::all_gather;
 use crate::domain::{DomainSpec, HaloPlan};
 use crate::error::{Error, Result};
+use crate::regions::blocks_for;
 use crate::shared::{
     hp_message_signal, hp_region, hp_regions_args, HP_MESSAGE_ABORTED, HP_MESSAGE_OK,
     HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
@@ -321,9 +322,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     pub fn start(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
         self.usable()?;
         if self.phase == Phase::Started {
-            return Err(Error::Internal(
-                "start called twice without finish".into(),
-            ));
+            return Err(Error::Internal("start called twice without finish".into()));
         }
         self.check_fields(fields)?;
         let result = self.start_inner(fields, stream);
@@ -360,8 +359,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             self.backend.stream_synchronize(stream, deadline)?;
             for (i, route) in self.routes.iter().enumerate() {
                 if route.link == Link::Staged {
-                    let region =
-                        self.staged_region(&self.staging.send, self.staging.send_host, i);
+                    let region = self.staged_region(&self.staging.send, self.staging.send_host, i);
                     let dest = self.plan.neighbours[i].rank;
                     self.mpi.isend(i, region, dest)?;
                 }
@@ -456,7 +454,9 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         let n = self.routes.len();
         let mut stuck = Vec::new();
         for index in 0..2 * n {
-            let word = self.status_word(index).swap(HP_MESSAGE_OK, Ordering::AcqRel);
+            let word = self
+                .status_word(index)
+                .swap(HP_MESSAGE_OK, Ordering::AcqRel);
             if word == HP_MESSAGE_OK {
                 continue;
             }
@@ -534,21 +534,27 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
 
     /// Region tables for fields at `addrs`, for both slot parities.
     fn build_tables(&self, addrs: &[u64]) -> Result<Tables<B>> {
-        let per_block = u64::from(self.options.threads) * u64::from(self.options.elems_per_thread);
         let elem = u64::from(self.plan.spec.elem.bytes());
         let counters = self.counters.device_addr();
         let n = self.routes.len();
-        let mut build = |pack: bool, slot: usize| -> Result<(B::DeviceMemory, u32, u32)> {
+        let build = |pack: bool, slot: usize| -> Result<(B::DeviceMemory, u32, u32)> {
             let mut regions = Vec::new();
             let mut signals = Vec::with_capacity(n);
             let mut first_block = 0_u32;
             for (i, (neighbour, route)) in self.plan.neighbours.iter().zip(&self.routes).enumerate()
             {
                 let sub = if pack { neighbour.send } else { neighbour.recv };
-                let base = if pack { route.dest[slot] } else { route.recv[slot] };
+                let base = if pack {
+                    route.dest[slot]
+                } else {
+                    route.recv[slot]
+                };
                 let elems = sub.elems();
-                let blocks = u32::try_from(elems.div_ceil(per_block).max(1))
-                    .map_err(|_| Error::InvalidInput(format!("a region of {elems} elements needs more GPU blocks than a launch has")))?;
+                let blocks = blocks_for(
+                    elems,
+                    self.options.threads,
+                    u64::from(self.options.elems_per_thread),
+                );
                 let direct = route.link == Link::Direct;
                 let mut message_blocks = 0;
                 for (k, &field) in addrs.iter().enumerate() {
@@ -564,7 +570,9 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                         reserved: 0,
                     });
                     first_block = first_block.checked_add(blocks).ok_or_else(|| {
-                        Error::InvalidInput("the exchange needs more GPU blocks than a launch has".into())
+                        Error::InvalidInput(
+                            "the exchange needs more GPU blocks than a launch has".into(),
+                        )
                     })?;
                     message_blocks += blocks;
                 }
@@ -683,7 +691,9 @@ impl<B: Backend> Drop for HaloExchange<'_, B> {
 }
 
 fn lock<M>(memory: &Mutex<M>) -> std::sync::MutexGuard<'_, M> {
-    memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    memory
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Every rank must declare the same domain: compared collectively, so all fail alike.
@@ -702,9 +712,10 @@ fn agree_on_spec(world: &SimpleCommunicator, spec: &DomainSpec) -> Result<()> {
 }
 
 fn describe(spec: &DomainSpec) -> String {
-    let procs = spec
-        .procs
-        .map_or_else(|| "chosen".to_owned(), |p| format!("{}x{}x{}", p[0], p[1], p[2]));
+    let procs = spec.procs.map_or_else(
+        || "chosen".to_owned(),
+        |p| format!("{}x{}x{}", p[0], p[1], p[2]),
+    );
     format!(
         "grid {}x{}x{}, procs {procs}, halo {:?}, periodic {:?}, {} fields of {}",
         spec.grid[0], spec.grid[1], spec.grid[2], spec.halo, spec.periodic, spec.fields, spec.elem

@@ -12,14 +12,14 @@ use crate::error::{Error, Result};
 /// The memory behind a field: allocated through the backend, or the user's own.
 pub(crate) enum FieldMemory<B: Backend> {
     Owned(B::DeviceMemory),
-    Adopted { addr: u64, bytes: usize },
+    Adopted { addr: u64 },
 }
 
 impl<B: Backend> FieldMemory<B> {
     fn addr(&self) -> u64 {
         match self {
             FieldMemory::Owned(m) => m.device_addr(),
-            FieldMemory::Adopted { addr, .. } => *addr,
+            FieldMemory::Adopted { addr } => *addr,
         }
     }
 }
@@ -80,7 +80,7 @@ impl<B: Backend> Field<B> {
             )));
         }
         Ok(Field {
-            memory: Arc::new(FieldMemory::Adopted { addr, bytes }),
+            memory: Arc::new(FieldMemory::Adopted { addr }),
             bytes,
             elem: plan.spec.elem,
         })

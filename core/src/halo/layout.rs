@@ -158,8 +158,8 @@ mod tests {
                 assert_eq!(mine.offsets.len(), plan.neighbours.len());
                 for (i, n) in plan.neighbours.iter().enumerate() {
                     let peer = &plans[n.rank as usize];
-                    let j = receiving_entry(peer, me as i32, n.send_tag)
-                        .expect("a receiving entry");
+                    let j =
+                        receiving_entry(peer, me as i32, n.send_tag).expect("a receiving entry");
                     assert_eq!(
                         Mailbox::of(peer).message_bytes[j],
                         mine.message_bytes[i],
@@ -171,8 +171,10 @@ mod tests {
                 let base = 1 << 20;
                 let last = plan.neighbours.len().saturating_sub(1);
                 assert!(mine.credit_flag(base, last) + 4 <= base + mine.bytes());
-                assert!(mine.recv_addr(base, 1, last) + mine.message_bytes.last().copied().unwrap_or(0)
-                    <= mine.arrival_flag(base, 0));
+                assert!(
+                    mine.recv_addr(base, 1, last) + mine.message_bytes.last().copied().unwrap_or(0)
+                        <= mine.arrival_flag(base, 0)
+                );
             }
         }
     }

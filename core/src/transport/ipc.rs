@@ -205,7 +205,11 @@ impl<B: Backend> IpcTransport<B> {
         let stride = u64::from(stride);
         let (chunks, _) = plan_chunks(mine, max_chunks);
         let slot_bytes = slot_bytes_of(mine);
-        let wanted: Vec<i32> = mine.blocks.iter().flat_map(|b| [b.dest, b.source]).collect();
+        let wanted: Vec<i32> = mine
+            .blocks
+            .iter()
+            .flat_map(|b| [b.dest, b.source])
+            .collect();
         let (mut memories, share) = share_with_node(
             backend,
             world,
