@@ -32,6 +32,10 @@ pub enum Command {
     /// Jacobi sweeps of a 27-point stencil on a 3-D grid over the job, halos exchanged by the
     /// library, verified bit-for-bit against one rank computing the whole grid.
     Stencil(StencilArgs),
+    /// Throughput of the library's pack and unpack kernels on one device (the 6 faces of a
+    /// local domain, strided ones included) beside the copy engine moving the same regions and
+    /// the device's copy bandwidth; and the compiled exchange against the same kernels by hand.
+    PackBench(PackBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -435,6 +439,31 @@ pub struct StencilArgs {
     #[arg(long)]
     pub no_verify: bool,
     /// Write the result as JSON to this file (rank 0).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct PackBenchArgs {
+    /// Local domain (interior) of one rank, NXxNYxNZ.
+    #[arg(long, value_parser = parse_grid, default_value = "64x64x64")]
+    pub local: [u64; 3],
+    /// Halo width (every dimension).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub halo: u32,
+    /// Element type: f32 or f64.
+    #[arg(long = "type", value_parser = parse_elem, default_value = "f64")]
+    pub elem: haloport::core::domain::ElemType,
+    /// Backend that runs the kernels.
+    #[arg(long, value_enum, default_value = "host")]
+    pub backend: BackendKind,
+    /// Launches per timed measurement.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
+    /// Measurements per figure (the median is reported).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Write the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
 }

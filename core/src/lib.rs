@@ -22,6 +22,7 @@ pub mod error;
 pub mod exchange;
 pub mod halo;
 pub mod measure;
+pub mod packbench;
 pub mod pattern;
 pub mod regions;
 pub mod shared;

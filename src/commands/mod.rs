@@ -2,6 +2,7 @@
 
 pub mod exchange;
 pub mod info;
+pub mod packbench;
 pub mod report;
 pub mod run;
 pub mod stencil;

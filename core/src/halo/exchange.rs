@@ -332,8 +332,12 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     fn start_inner(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
         let deadline = self.deadline();
         // Host-staged receives land in one pinned buffer: the previous unpack must be done
-        // reading it before a peer's next message may arrive there.
-        if self.unpack_recorded {
+        // reading it before a peer's next message may arrive there. Without them, the stream
+        // orders everything and the CPU does not wait.
+        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
+        if self.unpack_recorded
+            && (staged || self.backend.event_query(&self.last_unpack)?)
+        {
             self.backend
                 .event_synchronize(&self.last_unpack, deadline)?;
             self.unpack_recorded = false;
@@ -352,10 +356,15 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             let tables = self.build_tables(&key)?;
             self.tables.insert(key.clone(), tables);
         }
-        self.in_use.extend(fields.iter().map(|f| f.share()));
+        for field in fields {
+            let share = field.share();
+            if !self.in_use.iter().any(|kept| Arc::ptr_eq(kept, &share)) {
+                self.in_use.push(share);
+            }
+        }
         self.launch(&key, true, stream)?;
         self.current = key;
-        if self.routes.iter().any(|r| r.link == Link::Staged) {
+        if staged {
             self.backend.stream_synchronize(stream, deadline)?;
             for (i, route) in self.routes.iter().enumerate() {
                 if route.link == Link::Staged {
