@@ -463,6 +463,9 @@ pub struct PackBenchArgs {
     /// Measurements per figure (the median is reported).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
+    /// Elements each thread of the region kernels moves.
+    #[arg(long, default_value_t = haloport::core::halo::HaloOptions::default().elems_per_thread, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub elems_per_thread: u32,
     /// Write the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

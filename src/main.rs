@@ -87,6 +87,7 @@ fn main() -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     };
     let world = universe.world();
+    abort_the_job_on_panic();
     let result = match cli.command {
         Command::Info(args) => commands::info::run(&world, &args),
         Command::Run(args) => commands::run::run(&world, &args),
@@ -99,6 +100,20 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&world, e),
     }
+}
+
+/// A panic is a bug, but it must not leave the other ranks waiting in MPI for this one: after
+/// the panic's own message, the whole job is aborted (exit code 3).
+fn abort_the_job_on_panic() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        eprintln!(
+            "error: rank {}: haloport panicked (a bug); aborting the job",
+            SimpleCommunicator::world().rank()
+        );
+        SimpleCommunicator::world().abort(EXIT_FAILURE);
+    }));
 }
 
 fn fail(world: &SimpleCommunicator, e: anyhow::Error) -> ExitCode {

@@ -235,3 +235,46 @@ fn both_ipc_variants_verify_on_cuda_with_and_without_barrier() {
         }
     }
 }
+
+#[test]
+fn the_stencil_verifies_on_cuda_over_both_transports_and_element_types() {
+    if !require_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (transport, elem, periodic) in [
+        ("mpi", "f64", "xyz"),
+        ("ipc", "f32", "xz"),
+        ("ipc", "f64", "none"),
+    ] {
+        let json = dir.path().join(format!("{transport}-{elem}.json"));
+        let job = mpirun(
+            2,
+            &[
+                "stencil",
+                "--backend",
+                "cuda",
+                "--transport",
+                transport,
+                "--type",
+                elem,
+                "--periodic",
+                periodic,
+                "--grid",
+                "40x24x20",
+                "--halo",
+                "2",
+                "--fields",
+                "2",
+                "--steps",
+                "8",
+                "--json",
+                json.to_str().expect("utf-8 path"),
+            ],
+        );
+        assert_eq!(job.code, Some(0), "{transport} {elem}: {}", job.explain());
+        let r = read_json(&json);
+        assert_eq!(r["verified"], true, "{transport} {elem}: {r}");
+        assert_eq!(r["backend"], "cuda");
+    }
+}

@@ -19,7 +19,7 @@ use crate::backend::{upload_table, Backend, DeviceMemory, Launch, LaunchDims};
 use crate::domain::{DomainSpec, ElemType, HaloPlan, Subarray};
 use crate::error::{Error, Result};
 use crate::halo::{direction_name, Field, HaloExchange, HaloOptions};
-use crate::regions::{assign_blocks, Copy3d, ELEMS_PER_THREAD, THREADS};
+use crate::regions::{assign_blocks, Copy3d, THREADS};
 use crate::shared::{hp_region, hp_regions_args, HP_NO_MESSAGE};
 use crate::stencil::median;
 use crate::variant::TransportKind;
@@ -37,6 +37,8 @@ pub struct PackBenchConfig {
     pub reps: u32,
     /// Measurements per figure (the median is reported).
     pub runs: u32,
+    /// Elements each thread of the region kernels moves (sets the blocks per region).
+    pub elems_per_thread: u32,
 }
 
 /// One measured figure.
@@ -129,8 +131,12 @@ struct Table<B: Backend> {
     blocks: u32,
 }
 
-fn table<B: Backend>(backend: &B, mut regions: Vec<hp_region>) -> Result<Table<B>> {
-    let blocks = assign_blocks(&mut regions, THREADS, ELEMS_PER_THREAD)?;
+fn table<B: Backend>(
+    backend: &B,
+    mut regions: Vec<hp_region>,
+    elems_per_thread: u32,
+) -> Result<Table<B>> {
+    let blocks = assign_blocks(&mut regions, THREADS, u64::from(elems_per_thread))?;
     Ok(Table {
         memory: upload_table::<_, _, u8>(backend, &regions, &[])?,
         regions: regions.len() as u32,
@@ -199,7 +205,11 @@ pub fn run_pack_bench<B: Backend>(
     // The device's own bandwidth: the whole field copied by the copy engine and by the kernel.
     let copy_of_field = backend.alloc_device(field_bytes as usize)?;
     let flat = Subarray::of_box(plan.decomposition.alloc, [0; 3], plan.decomposition.alloc);
-    let whole = table(backend, vec![region(field_addr, copy_of_field.device_addr(), &flat)])?;
+    let whole = table(
+        backend,
+        vec![region(field_addr, copy_of_field.device_addr(), &flat)],
+        config.elems_per_thread,
+    )?;
     let flat_copy = Copy3d {
         src: field_addr,
         src_pitch: field_bytes as usize,
@@ -224,11 +234,19 @@ pub fn run_pack_bench<B: Backend>(
     let us = time(backend, &stream, config, || unsafe {
         backend.copy_3d_async(&flat_copy, &stream)
     })?;
-    add("device copy of the field (copy engine)".into(), 2 * field_bytes, us);
+    add(
+        "device copy of the field (copy engine)".into(),
+        2 * field_bytes,
+        us,
+    );
     let us = time(backend, &stream, config, || unsafe {
         launch_regions(backend, &whole, true, config.elem, &stream)
     })?;
-    add("device copy of the field (pack kernel, one region)".into(), 2 * field_bytes, us);
+    add(
+        "device copy of the field (pack kernel, one region)".into(),
+        2 * field_bytes,
+        us,
+    );
 
     // The six faces, packed into one buffer, and each alone.
     let faces: Vec<[i8; 3]> = plan
@@ -264,16 +282,24 @@ pub fn run_pack_bench<B: Backend>(
             })
             .collect()
     };
-    let pack_all = table(backend, merged(&send))?;
-    let unpack_all = table(backend, merged(&recv))?;
+    let pack_all = table(backend, merged(&send), config.elems_per_thread)?;
+    let unpack_all = table(backend, merged(&recv), config.elems_per_thread)?;
     let us = time(backend, &stream, config, || unsafe {
         launch_regions(backend, &pack_all, true, config.elem, &stream)
     })?;
-    add("6 faces, pack kernel (one launch)".into(), 2 * face_bytes, us);
+    add(
+        "6 faces, pack kernel (one launch)".into(),
+        2 * face_bytes,
+        us,
+    );
     let us = time(backend, &stream, config, || unsafe {
         launch_regions(backend, &unpack_all, false, config.elem, &stream)
     })?;
-    add("6 faces, unpack kernel (one launch)".into(), 2 * face_bytes, us);
+    add(
+        "6 faces, unpack kernel (one launch)".into(),
+        2 * face_bytes,
+        us,
+    );
     let copies = |rs: &[hp_region], pack: bool| -> Result<Vec<Copy3d>> {
         rs.iter()
             .map(|r| {
@@ -292,25 +318,41 @@ pub fn run_pack_bench<B: Backend>(
             .iter()
             .try_for_each(|c| unsafe { backend.copy_3d_async(c, &stream) })
     })?;
-    add("6 faces, pack by the copy engine (6 3-D copies)".into(), 2 * face_bytes, us);
+    add(
+        "6 faces, pack by the copy engine (6 3-D copies)".into(),
+        2 * face_bytes,
+        us,
+    );
     let us = time(backend, &stream, config, || {
         unpack_copies
             .iter()
             .try_for_each(|c| unsafe { backend.copy_3d_async(c, &stream) })
     })?;
-    add("6 faces, unpack by the copy engine (6 3-D copies)".into(), 2 * face_bytes, us);
+    add(
+        "6 faces, unpack by the copy engine (6 3-D copies)".into(),
+        2 * face_bytes,
+        us,
+    );
     for (i, &d) in faces.iter().enumerate() {
-        let one = table(backend, merged(&send[i..=i]))?;
+        let one = table(backend, merged(&send[i..=i]), config.elems_per_thread)?;
         let bytes = 2 * sizes[i];
         let us = time(backend, &stream, config, || unsafe {
             launch_regions(backend, &one, true, config.elem, &stream)
         })?;
-        add(format!("face {}, pack kernel", direction_name(d)), bytes, us);
+        add(
+            format!("face {}, pack kernel", direction_name(d)),
+            bytes,
+            us,
+        );
         let copy = pack_copies[i];
         let us = time(backend, &stream, config, || unsafe {
             backend.copy_3d_async(&copy, &stream)
         })?;
-        add(format!("face {}, pack by the copy engine", direction_name(d)), bytes, us);
+        add(
+            format!("face {}, pack by the copy engine", direction_name(d)),
+            bytes,
+            us,
+        );
     }
     let device_gbs = rows[0].gbs.max(rows[1].gbs);
 
@@ -321,6 +363,8 @@ pub fn run_pack_bench<B: Backend>(
         &spec,
         HaloOptions {
             transport: TransportKind::Mpi,
+            threads: THREADS,
+            elems_per_thread: config.elems_per_thread,
             ..HaloOptions::default()
         },
     )?;
@@ -349,7 +393,10 @@ pub fn run_pack_bench<B: Backend>(
         .iter()
         .map(|n| region(field_addr, by_tag[&n.recv_tag], &n.recv))
         .collect();
-    let (hand_pack, hand_unpack) = (table(backend, hand_send)?, table(backend, hand_recv)?);
+    let (hand_pack, hand_unpack) = (
+        table(backend, hand_send, config.elems_per_thread)?,
+        table(backend, hand_recv, config.elems_per_thread)?,
+    );
     let hand_us = time(backend, &stream, config, || unsafe {
         launch_regions(backend, &hand_pack, true, config.elem, &stream)?;
         launch_regions(backend, &hand_unpack, false, config.elem, &stream)

@@ -14,9 +14,8 @@
 
 use std::time::Instant;
 
-use mpi::datatype::PartitionMut;
+use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
-use mpi::traits::Root;
 
 use crate::backend::{Backend, Coherence, Launch, LaunchDims, PinnedMemory};
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
@@ -328,7 +327,11 @@ fn upload<B: Backend>(
     backend.stream_synchronize(stream, deadline)
 }
 
-/// This rank's interior of every field, x fastest, gathered on rank 0 into global arrays.
+/// Largest message of the gather: MPI counts are ints, and rsmpi refuses longer slices.
+const GATHER_CHUNK: usize = 1 << 30;
+
+/// This rank's interior of every field, x fastest, gathered on rank 0 into global arrays (by
+/// point-to-point messages of at most [`GATHER_CHUNK`] bytes, so parts of any size travel).
 fn gather<B: Backend>(
     backend: &B,
     comm: &SimpleCommunicator,
@@ -341,46 +344,26 @@ fn gather<B: Backend>(
     let eb = spec.elem.bytes() as usize;
     let size = comm.size();
     let root = comm.process_at_rank(0);
-    let parts: Vec<Decomposition> = (0..size)
-        .map(|r| Decomposition::new(spec, size, r))
-        .collect::<Result<_>>()?;
-    let counts: Vec<i32> = parts
-        .iter()
-        .map(|p| {
-            i32::try_from(p.local.iter().product::<u64>() as usize * eb).map_err(|_| {
-                Error::InvalidInput(
-                    "a rank's part is over 2 GiB: too large to gather for verification".into(),
-                )
-            })
-        })
-        .collect::<Result<_>>()?;
-    let displs: Vec<i32> = counts
-        .iter()
-        .scan(0_i64, |at, &c| {
-            let d = *at;
-            *at += i64::from(c);
-            Some(i32::try_from(d).unwrap_or(i32::MAX))
-        })
-        .collect();
-    let total: usize = counts.iter().map(|&c| c as usize).sum();
-    if total > i32::MAX as usize && comm.rank() == 0 {
-        return Err(Error::InvalidInput(
-            "the grid is over 2 GiB per field: too large to gather for verification".into(),
-        ));
-    }
     let mut gathered = Vec::with_capacity(fields.len());
     for field in fields {
         let local = download_interior(backend, d, eb, field, stream, deadline)?;
-        if comm.rank() == 0 {
-            let mut all = vec![0_u8; total];
-            {
-                let mut partition = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
-                root.gather_varcount_into_root(&local[..], &mut partition);
+        if comm.rank() != 0 {
+            for chunk in local.chunks(GATHER_CHUNK) {
+                root.send(chunk);
             }
-            gathered.push(place(spec, &parts, &all, &displs, eb));
-        } else {
-            root.gather_varcount_into(&local[..]);
+            continue;
         }
+        let mut global = vec![0_u8; spec.grid.iter().product::<u64>() as usize * eb];
+        place(spec, d, &local, &mut global, eb);
+        for r in 1..size {
+            let part = Decomposition::new(spec, size, r)?;
+            let mut bytes = vec![0_u8; part.local.iter().product::<u64>() as usize * eb];
+            for chunk in bytes.chunks_mut(GATHER_CHUNK) {
+                comm.process_at_rank(r).receive_into(chunk);
+            }
+            place(spec, &part, &bytes, &mut global, eb);
+        }
+        gathered.push(global);
     }
     Ok((comm.rank() == 0).then(|| GlobalFields {
         grid: spec.grid,
@@ -420,28 +403,18 @@ fn download_interior<B: Backend>(
     Ok(interior)
 }
 
-/// Puts every rank's interior (concatenated at `displs`) into one global array.
-fn place(
-    spec: &DomainSpec,
-    parts: &[Decomposition],
-    all: &[u8],
-    displs: &[i32],
-    eb: usize,
-) -> Vec<u8> {
+/// Puts one rank's interior (x fastest) into the global array.
+fn place(spec: &DomainSpec, p: &Decomposition, part: &[u8], global: &mut [u8], eb: usize) {
     let [nx, ny, _] = spec.grid;
-    let mut global = vec![0_u8; spec.grid.iter().product::<u64>() as usize * eb];
-    for (p, &displ) in parts.iter().zip(displs) {
-        let row = p.local[0] as usize * eb;
-        let mut at = displ as usize;
-        for z in 0..p.local[2] {
-            for y in 0..p.local[1] {
-                let g = (p.origin[0] + nx * ((p.origin[1] + y) + ny * (p.origin[2] + z))) as usize;
-                global[g * eb..g * eb + row].copy_from_slice(&all[at..at + row]);
-                at += row;
-            }
+    let row = p.local[0] as usize * eb;
+    let mut at = 0;
+    for z in 0..p.local[2] {
+        for y in 0..p.local[1] {
+            let g = (p.origin[0] + nx * ((p.origin[1] + y) + ny * (p.origin[2] + z))) as usize;
+            global[g * eb..g * eb + row].copy_from_slice(&part[at..at + row]);
+            at += row;
         }
     }
-    global
 }
 
 /// Median of `values` (0 for none).

@@ -23,6 +23,7 @@ struct Output<'a> {
     elem: String,
     reps: u32,
     runs: u32,
+    elems_per_thread: u32,
     #[serde(flatten)]
     result: &'a PackBenchResult,
 }
@@ -52,19 +53,24 @@ impl OnBackend for Bench<'_> {
             elem: args.elem,
             reps: args.reps,
             runs: args.runs,
+            elems_per_thread: args.elems_per_thread,
         };
         let result = run_pack_bench(backend, &SimpleCommunicator::self_comm(), &config)?;
         let [nx, ny, nz] = args.local;
         println!(
-            "pack-bench {nx}x{ny}x{nz} {} halo {} on {} ({}), median of {} runs x {} reps",
+            "pack-bench {nx}x{ny}x{nz} {} halo {} on {} ({}), {} elements per thread, median of {} runs x {} reps",
             args.elem,
             args.halo,
             backend.name(),
             backend.device_info().name,
+            args.elems_per_thread,
             args.runs,
             args.reps
         );
-        println!("  device copy bandwidth (best measured): {:.1} GB/s", result.device_gbs);
+        println!(
+            "  device copy bandwidth (best measured): {:.1} GB/s",
+            result.device_gbs
+        );
         for row in &result.rows {
             println!(
                 "  {:<52} {:>10.1} us {:>9.1} GB/s {:>6.1} % of the device's",
@@ -91,6 +97,7 @@ impl OnBackend for Bench<'_> {
                 elem: args.elem.to_string(),
                 reps: args.reps,
                 runs: args.runs,
+                elems_per_thread: args.elems_per_thread,
                 result: &result,
             };
             write_json(path, &output, true)?;

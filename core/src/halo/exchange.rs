@@ -335,9 +335,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         // reading it before a peer's next message may arrive there. Without them, the stream
         // orders everything and the CPU does not wait.
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
-        if self.unpack_recorded
-            && (staged || self.backend.event_query(&self.last_unpack)?)
-        {
+        if self.unpack_recorded && (staged || self.backend.event_query(&self.last_unpack)?) {
             self.backend
                 .event_synchronize(&self.last_unpack, deadline)?;
             self.unpack_recorded = false;
