@@ -150,17 +150,19 @@ __device__ void hp_regions_block(const hp_regions_args& a) {
     if (outcome != HP_MESSAGE_OK) return;
 
     hp_move_region<PACK>(a, r, local_block);
-    /* Every thread's stores are ordered (at system scope: the buffer may be a peer's memory or
-     * pinned host memory) before the block is counted. */
-    hp_fence_system();
+    /* The barrier orders every thread's stores before thread 0's (CTA scope); thread 0's
+     * release fence at system scope, cumulative, then orders them all before the block is
+     * counted (as cooperative groups' grid sync does). One acq_rel fence per block: a
+     * sequentially consistent one per thread serializes the whole launch. */
     __syncthreads();
     if (threadIdx.x == 0) {
+        hp_fence_acq_rel_system();
         const uint32_t done = atomicAdd((unsigned int*)m.counter, 1u) + 1u;
         if (done == a.epoch * m.blocks && m.flag != 0) {
             /* The last block of the message: every other block's fence and count happened
-             * before its count was seen here; fence again so that all of them are ordered
-             * before the flag (fence-fence synchronization, then a release store). */
-            hp_fence_system();
+             * before its count was seen here (a release sequence on the counter); acquire
+             * them, then release all of them with the flag. */
+            hp_fence_acq_rel_system();
             hp_store_release_system((uint32_t*)m.flag, a.epoch);
         }
     }

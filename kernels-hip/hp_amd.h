@@ -38,6 +38,9 @@ HP_DEVICE void hp_store_release_system_u64(uint64_t* p, uint64_t v) {
 
 HP_DEVICE void hp_fence_system(void) { __threadfence_system(); }
 
+/* AMD's system fence is already acquire-release (no sequentially consistent variant to avoid). */
+HP_DEVICE void hp_fence_acq_rel_system(void) { __threadfence_system(); }
+
 HP_DEVICE uint64_t hp_double_bits(double v) { return (uint64_t)__double_as_longlong(v); }
 
 /* Pause for about `ns` nanoseconds between polls (0: none). s_sleep N waits 64 * N clocks;

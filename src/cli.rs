@@ -431,6 +431,9 @@ pub struct StencilArgs {
     /// Seconds any single wait may take.
     #[arg(long, value_parser = parse_timeout, default_value = "10")]
     pub timeout: f64,
+    /// Elements each thread of the pack and unpack kernels moves.
+    #[arg(long, default_value_t = haloport::core::halo::HaloOptions::default().elems_per_thread, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub elems_per_thread: u32,
     /// Blocking exchanges timed after the steps (the exchange's share of a step).
     #[arg(long, default_value_t = 20)]
     pub exchange_reps: u32,

@@ -116,6 +116,7 @@ impl OnBackend for Stencil<'_> {
             options: HaloOptions {
                 transport: args.transport,
                 timeout: Duration::from_secs_f64(args.timeout),
+                elems_per_thread: args.elems_per_thread,
                 ..HaloOptions::default()
             },
             exchange_reps: args.exchange_reps,

@@ -63,6 +63,12 @@ impl Default for HaloOptions {
     }
 }
 
+/// Most GPU blocks serving one device-direct region. Every block of a signalled message pays
+/// a wait, a fence and a count, and on 2 x H200 those costs added up across blocks: one
+/// 2 MB face exchanged device-direct took 495 us with 256 blocks, 128 us with 64 and 93 us with
+/// 16 (`results/2026-11-22-h200x2-library/`); the thesis's ipc variants use few blocks too.
+const DIRECT_MAX_BLOCKS: u32 = 16;
+
 /// Where one neighbour's outgoing and incoming messages go, resolved at set-up.
 #[derive(Debug, Clone, Copy)]
 struct Route {
@@ -557,12 +563,17 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                     route.recv[slot]
                 };
                 let elems = sub.elems();
+                let direct = route.link == Link::Direct;
                 let blocks = blocks_for(
                     elems,
                     self.options.threads,
                     u64::from(self.options.elems_per_thread),
                 );
-                let direct = route.link == Link::Direct;
+                let blocks = if direct {
+                    blocks.min(DIRECT_MAX_BLOCKS)
+                } else {
+                    blocks
+                };
                 let mut message_blocks = 0;
                 for (k, &field) in addrs.iter().enumerate() {
                     regions.push(hp_region {
