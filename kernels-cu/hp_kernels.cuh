@@ -315,10 +315,15 @@ __device__ uint32_t hp_ipc_send_chunk(const hp_ipc_args& a, uint32_t c, const hp
     for (uint64_t i = ch.begin + threadIdx.x; i < end; i += blockDim.x) {
         dst[i] = hp_packed_value(a.iteration, a.rank, ch.block, i);
     }
-    /* Every thread's stores reach the peer before the flag that announces them. */
-    hp_fence_system();
+    /* Every thread's stores reach the peer before the flag that announces them: the barrier
+     * orders them before thread 0's acq_rel fence at system scope (cumulative), which orders
+     * them before the flag. One such fence per block, not a sequentially consistent one per
+     * thread (see hp_fence_acq_rel_system). */
     __syncthreads();
-    if (threadIdx.x == 0) hp_store_release_system((uint32_t*)ch.dest_arrival, a.epoch);
+    if (threadIdx.x == 0) {
+        hp_fence_acq_rel_system();
+        hp_store_release_system((uint32_t*)ch.dest_arrival, a.epoch);
+    }
     return 0;
 }
 
