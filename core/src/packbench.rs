@@ -201,6 +201,17 @@ pub fn run_pack_bench<B: Backend>(
     let field_bytes = field.len_bytes() as u64;
     let stream = backend.create_stream()?;
     let mut rows = Vec::new();
+    // SAFETY (both helpers): every launch and copy of this benchmark reads and writes the
+    // field, its copy, the face buffer and the tables, which all live until the end of this
+    // function, after the last synchronization in `time`.
+    let regions = |t: &Table<B>, pack: bool| -> Result<()> {
+        // SAFETY: see above.
+        unsafe { launch_regions(backend, t, pack, config.elem, &stream) }
+    };
+    let engine = |c: &Copy3d| -> Result<()> {
+        // SAFETY: see above.
+        unsafe { backend.copy_3d_async(c, &stream) }
+    };
 
     // The device's own bandwidth: the whole field copied by the copy engine and by the kernel.
     let copy_of_field = backend.alloc_device(field_bytes as usize)?;
@@ -229,19 +240,13 @@ pub fn run_pack_bench<B: Backend>(
             gbs: bytes as f64 / (us * 1e3),
         });
     };
-    // SAFETY (every launch and copy below): the field, the copy, the buffers and the tables
-    // live until the end of this function, after the last synchronization in `time`.
-    let us = time(backend, &stream, config, || unsafe {
-        backend.copy_3d_async(&flat_copy, &stream)
-    })?;
+    let us = time(backend, &stream, config, || engine(&flat_copy))?;
     add(
         "device copy of the field (copy engine)".into(),
         2 * field_bytes,
         us,
     );
-    let us = time(backend, &stream, config, || unsafe {
-        launch_regions(backend, &whole, true, config.elem, &stream)
-    })?;
+    let us = time(backend, &stream, config, || regions(&whole, true))?;
     add(
         "device copy of the field (pack kernel, one region)".into(),
         2 * field_bytes,
@@ -284,17 +289,13 @@ pub fn run_pack_bench<B: Backend>(
     };
     let pack_all = table(backend, merged(&send), config.elems_per_thread)?;
     let unpack_all = table(backend, merged(&recv), config.elems_per_thread)?;
-    let us = time(backend, &stream, config, || unsafe {
-        launch_regions(backend, &pack_all, true, config.elem, &stream)
-    })?;
+    let us = time(backend, &stream, config, || regions(&pack_all, true))?;
     add(
         "6 faces, pack kernel (one launch)".into(),
         2 * face_bytes,
         us,
     );
-    let us = time(backend, &stream, config, || unsafe {
-        launch_regions(backend, &unpack_all, false, config.elem, &stream)
-    })?;
+    let us = time(backend, &stream, config, || regions(&unpack_all, false))?;
     add(
         "6 faces, unpack kernel (one launch)".into(),
         2 * face_bytes,
@@ -316,7 +317,7 @@ pub fn run_pack_bench<B: Backend>(
     let us = time(backend, &stream, config, || {
         pack_copies
             .iter()
-            .try_for_each(|c| unsafe { backend.copy_3d_async(c, &stream) })
+            .try_for_each(&engine)
     })?;
     add(
         "6 faces, pack by the copy engine (6 3-D copies)".into(),
@@ -326,7 +327,7 @@ pub fn run_pack_bench<B: Backend>(
     let us = time(backend, &stream, config, || {
         unpack_copies
             .iter()
-            .try_for_each(|c| unsafe { backend.copy_3d_async(c, &stream) })
+            .try_for_each(&engine)
     })?;
     add(
         "6 faces, unpack by the copy engine (6 3-D copies)".into(),
@@ -336,18 +337,14 @@ pub fn run_pack_bench<B: Backend>(
     for (i, &d) in faces.iter().enumerate() {
         let one = table(backend, merged(&send[i..=i]), config.elems_per_thread)?;
         let bytes = 2 * sizes[i];
-        let us = time(backend, &stream, config, || unsafe {
-            launch_regions(backend, &one, true, config.elem, &stream)
-        })?;
+        let us = time(backend, &stream, config, || regions(&one, true))?;
         add(
             format!("face {}, pack kernel", direction_name(d)),
             bytes,
             us,
         );
         let copy = pack_copies[i];
-        let us = time(backend, &stream, config, || unsafe {
-            backend.copy_3d_async(&copy, &stream)
-        })?;
+        let us = time(backend, &stream, config, || engine(&copy))?;
         add(
             format!("face {}, pack by the copy engine", direction_name(d)),
             bytes,
@@ -397,9 +394,9 @@ pub fn run_pack_bench<B: Backend>(
         table(backend, hand_send, config.elems_per_thread)?,
         table(backend, hand_recv, config.elems_per_thread)?,
     );
-    let hand_us = time(backend, &stream, config, || unsafe {
-        launch_regions(backend, &hand_pack, true, config.elem, &stream)?;
-        launch_regions(backend, &hand_unpack, false, config.elem, &stream)
+    let hand_us = time(backend, &stream, config, || {
+        regions(&hand_pack, true)?;
+        regions(&hand_unpack, false)
     })?;
     Ok(PackBenchResult {
         device_gbs,

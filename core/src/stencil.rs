@@ -365,7 +365,7 @@ fn gather<B: Backend>(
         }
         gathered.push(global);
     }
-    Ok((comm.rank() == 0).then(|| GlobalFields {
+    Ok((comm.rank() == 0).then_some(GlobalFields {
         grid: spec.grid,
         elem: spec.elem,
         fields: gathered,
@@ -476,9 +476,9 @@ mod tests {
                 }
             }
             // The inner box reads no halo cell.
-            for k in 0..3 {
-                if inner[k][0] < inner[k][1] {
-                    assert!(inner[k][0] > d.halo[k] && inner[k][1] < d.halo[k] + d.local[k]);
+            for (k, [lo, hi]) in inner.iter().enumerate() {
+                if lo < hi {
+                    assert!(*lo > d.halo[k] && *hi < d.halo[k] + d.local[k]);
                 }
             }
         }
