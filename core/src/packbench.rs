@@ -315,9 +315,7 @@ pub fn run_pack_bench<B: Backend>(
     };
     let (pack_copies, unpack_copies) = (copies(&send, true)?, copies(&recv, false)?);
     let us = time(backend, &stream, config, || {
-        pack_copies
-            .iter()
-            .try_for_each(&engine)
+        pack_copies.iter().try_for_each(&engine)
     })?;
     add(
         "6 faces, pack by the copy engine (6 3-D copies)".into(),
@@ -325,9 +323,7 @@ pub fn run_pack_bench<B: Backend>(
         us,
     );
     let us = time(backend, &stream, config, || {
-        unpack_copies
-            .iter()
-            .try_for_each(&engine)
+        unpack_copies.iter().try_for_each(&engine)
     })?;
     add(
         "6 faces, unpack by the copy engine (6 3-D copies)".into(),
