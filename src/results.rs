@@ -19,6 +19,7 @@ use haloport_core::pattern::RankPattern;
 use haloport_core::stats::Summary;
 use haloport_core::strategy::EventProfile;
 use haloport_core::timeline::IterationTimeline;
+use haloport_core::transport::node::{block_links, BlockLink};
 use haloport_core::variant::TransportKind;
 use haloport_core::{Coherence, DeviceInfo};
 use serde::Serialize;
@@ -77,9 +78,13 @@ pub struct VariantResult {
     pub variant: String,
     /// Strategy the variant belongs to: "baseline", "taskqueue", "device-direct" or "reference".
     pub strategy: String,
-    /// How its bytes travelled between every pair of ranks: "mpi" (host-staged) or "ipc"
-    /// (device-direct; every peer of a device-direct variant is on the node today).
+    /// The variant's transport: "mpi" (host-staged) or "ipc" (device-direct to peers on the
+    /// same node, host-staged to the others: `links` says which each block took).
     pub transport: String,
+    /// Per rank, per block: the peer each way and the transport it took (empty in sweeps that
+    /// predate it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Vec<BlockLink>>,
     /// Whether every iteration ended with an MPI barrier (the thesis protocol), or iterations
     /// ran back to back (`--no-barrier`, device-direct variants only).
     pub barrier: bool,
@@ -130,6 +135,20 @@ pub struct VariantResult {
 }
 
 impl VariantResult {
+    /// Records which transport every block took each way, given every rank's node (`nodes`
+    /// empty: unknown, nothing recorded).
+    pub fn with_links(mut self, nodes: &[i32]) -> VariantResult {
+        if !nodes.is_empty() {
+            let transport = if self.transport == TransportKind::Ipc.name() {
+                TransportKind::Ipc
+            } else {
+                TransportKind::Mpi
+            };
+            self.links = block_links(&self.patterns, nodes, transport);
+        }
+        self
+    }
+
     /// Builds the result of one variant on one workload from every rank's outcome.
     pub fn from_outcomes(
         variant: &haloport_core::Variant,
@@ -157,6 +176,7 @@ impl VariantResult {
             variant: variant.name(),
             strategy: variant.strategy().to_owned(),
             transport: variant.transport().name().to_owned(),
+            links: Vec::new(),
             // Only device-direct variants run without the closing barrier.
             barrier: barrier || variant.transport() != TransportKind::Ipc,
             workload: workload.name().to_owned(),

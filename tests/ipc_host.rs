@@ -266,3 +266,54 @@ fn faults_on_blocks_to_another_node_are_caught() {
         assert!(job.took.as_secs() < 20, "{variant} took {:?}", job.took);
     }
 }
+
+#[test]
+fn results_record_the_transport_of_every_block_each_way() {
+    // Ring over 4 ranks in nodes of 2: rank 1 sends to rank 2 (other node) and receives from
+    // rank 0 (same node).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("links.json");
+    let mut args = ipc_args("ipc-base", "ring", &[]);
+    args.extend(["--json", json.to_str().expect("utf-8 path")]);
+    let job = common::mpirun_with_env(4, &[(RANKS_PER_NODE, "2")], &args);
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let result = read_json(&json);
+    let rank1 = result["links"][1].as_array().cloned().unwrap_or_default();
+    assert!(!rank1.is_empty(), "{result}");
+    for link in &rank1 {
+        let expect = |peer: &serde_json::Value| {
+            if peer.as_i64().is_some_and(|p| p / 2 == 0) {
+                "ipc"
+            } else {
+                "mpi"
+            }
+        };
+        assert_eq!(link["send"], expect(&link["to"]), "{link}");
+        assert_eq!(link["recv"], expect(&link["from"]), "{link}");
+    }
+    assert!(rank1.iter().any(|l| l["send"] == "mpi"), "{rank1:?}");
+    assert!(rank1.iter().any(|l| l["recv"] == "ipc"), "{rank1:?}");
+    // A host-staged variant records every block as mpi.
+    let json = dir.path().join("mpi.json");
+    let job = mpirun(
+        2,
+        &[
+            "run",
+            "--workload",
+            "small",
+            "--runs",
+            "1",
+            "--json",
+            json.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let result = read_json(&json);
+    let all: Vec<&serde_json::Value> = result["links"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r.as_array().into_iter().flatten())
+        .collect();
+    assert!(!all.is_empty() && all.iter().all(|l| l["send"] == "mpi" && l["recv"] == "mpi"));
+}

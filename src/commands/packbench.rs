@@ -86,6 +86,10 @@ impl OnBackend for Bench<'_> {
             result.hand_exchange_us,
             result.plan_exchange_us / result.hand_exchange_us
         );
+        println!(
+            "  the same kernels by hand with an event recorded after each exchange: {:.1} us",
+            result.hand_event_exchange_us
+        );
         if let Some(path) = &args.json {
             let output = Output {
                 command: "pack-bench",

@@ -7,6 +7,7 @@ use haloport::core::measure::measure;
 use haloport::core::pattern::RankPattern;
 use haloport::core::stats::Summary;
 use haloport::core::timeline::BlockPhases;
+use haloport::core::transport::node::nodes_of_every_rank;
 use haloport::core::variant::TransportKind;
 use haloport::core::verify::decode_value;
 use haloport::core::{Backend, Error};
@@ -86,6 +87,7 @@ impl OnBackend for RunOne<'_> {
             outcome.attach_clock(fit);
         }
         let outcomes = gather_outcomes(world, outcome)?;
+        let nodes = nodes_of_every_rank(world)?;
         let result = RunResult {
             header: header(
                 backend,
@@ -104,7 +106,8 @@ impl OnBackend for RunOne<'_> {
                 protocol,
                 coherence,
                 exchange.barrier,
-            ),
+            )
+            .with_links(&nodes),
         };
         if rank == 0 {
             print_summary(&result);

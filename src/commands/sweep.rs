@@ -21,6 +21,7 @@ use haloport::core::clock::ClockFit;
 use haloport::core::collective::{agree_on_pattern, all_gather};
 use haloport::core::measure::{measure_run, RankOutcome};
 use haloport::core::pattern::RankPattern;
+use haloport::core::transport::node::nodes_of_every_rank;
 use haloport::core::{Backend, Error, Variant, Workload};
 use haloport::report::{headline, markdown, Measured};
 use haloport::results::sweep_dir::{self, Manifest, SweepPlan, Unit};
@@ -193,6 +194,7 @@ impl OnBackend for Sweep<'_> {
             variants: variants.iter().map(Variant::name).collect(),
             workloads: workloads.iter().map(|w| w.name().to_owned()).collect(),
             patterns: patterns.clone(),
+            nodes: nodes_of_every_rank(world)?,
         };
         let start_header = header(
             backend,

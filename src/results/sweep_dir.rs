@@ -96,6 +96,10 @@ pub struct SweepPlan {
     pub workloads: Vec<String>,
     /// Per workload, every rank's pattern as validated (a changed pattern file shows here).
     pub patterns: Vec<Vec<RankPattern>>,
+    /// Every rank's node (its lowest world rank), for the per-block transport record; empty in
+    /// manifests that predate it.
+    #[serde(default)]
+    pub nodes: Vec<i32>,
 }
 
 fn default_verify() -> String {
@@ -510,15 +514,18 @@ pub fn assemble_cell(
         })
     };
     let coherence = (kind(&coherence.0)?, kind(&coherence.1)?);
-    Ok(Some(VariantResult::from_outcomes(
-        &v,
-        w,
-        &plan.patterns[workload],
-        &outcomes,
-        plan.protocol(),
-        coherence,
-        plan.barrier,
-    )))
+    Ok(Some(
+        VariantResult::from_outcomes(
+            &v,
+            w,
+            &plan.patterns[workload],
+            &outcomes,
+            plan.protocol(),
+            coherence,
+            plan.barrier,
+        )
+        .with_links(&plan.nodes),
+    ))
 }
 
 /// The missing units grouped by cell, one line each in sweep order:
@@ -571,6 +578,7 @@ mod tests {
                 rank: 0,
                 blocks: vec![],
             }]],
+            nodes: vec![0],
         }
     }
 

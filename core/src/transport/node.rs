@@ -149,6 +149,67 @@ fn open_peers<B: Backend>(
     Ok(peers)
 }
 
+/// The node of every rank of `world` (its lowest world rank), as [`share_with_node`] sees it.
+/// Collective over `world`.
+///
+/// # Errors
+/// MPI errors.
+pub fn nodes_of_every_rank(world: &SimpleCommunicator) -> Result<Vec<i32>> {
+    all_gather(world, Ok(node_leader(world)), |r, msg| {
+        Error::InvalidInput(format!("rank {r} could not tell its node: {msg}"))
+    })
+}
+
+/// How one block of one rank travels, each way (the result's record of the per-peer choice).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockLink {
+    /// The pattern block.
+    pub block: usize,
+    /// Where it is sent, and how: "ipc" (device-direct) or "mpi" (host-staged).
+    pub to: i32,
+    /// See `to`.
+    pub send: String,
+    /// Where it comes from, and how.
+    pub from: i32,
+    /// See `from`.
+    pub recv: String,
+}
+
+/// Every rank's blocks with the transport each direction takes: with `ipc`, blocks between
+/// ranks of one node (`nodes`, from [`nodes_of_every_rank`]) go device-direct and the others
+/// host-staged; with `mpi`, all are host-staged.
+pub fn block_links(
+    patterns: &[crate::pattern::RankPattern],
+    nodes: &[i32],
+    transport: crate::variant::TransportKind,
+) -> Vec<Vec<BlockLink>> {
+    let how = |a: i32, b: i32| {
+        let same =
+            nodes.get(a as usize).is_some() && nodes.get(a as usize) == nodes.get(b as usize);
+        if transport == crate::variant::TransportKind::Ipc && same {
+            "ipc".to_owned()
+        } else {
+            "mpi".to_owned()
+        }
+    };
+    patterns
+        .iter()
+        .map(|p| {
+            p.blocks
+                .iter()
+                .enumerate()
+                .map(|(b, block)| BlockLink {
+                    block: b,
+                    to: block.dest,
+                    send: how(p.rank, block.dest),
+                    from: block.source,
+                    recv: how(p.rank, block.source),
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// The lowest world rank among the ranks of this node (`MPI_Comm_split_type(SHARED)`). For
 /// tests on one machine, `HALOPORT_IPC_RANKS_PER_NODE=N` makes ranks count as nodes of N
 /// consecutive ranks.
