@@ -34,9 +34,6 @@
 #include "hp_compat.h"
 #include "haloport_shared.h"
 
-/* Elements a thread loads before storing them (see hp_move_region_as). */
-#define HP_REGION_BATCH 4
-
 /* No region: what hp_region_of answers for a grid block past the last region. */
 #define HP_REGION_NONE 0xffffffffu
 
@@ -68,34 +65,16 @@ __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t l
     const I c1 = (I)r.count[1];
     const uint64_t s0 = r.stride[0], s1 = r.stride[1], s2 = r.stride[2];
     const I step = (I)r.blocks * (I)blockDim.x;
-    /* HP_REGION_BATCH loads in flight per thread before their stores: a plain loop would wait
-     * for each load before the next (memory latency, not bandwidth, would set the pace). */
-    for (I e0 = (I)local_block * (I)blockDim.x + (I)threadIdx.x; e0 < n;
-         e0 += step * (I)HP_REGION_BATCH) {
-        W v[HP_REGION_BATCH];
-        uint64_t f[HP_REGION_BATCH];
-#pragma unroll
-        for (int k = 0; k < HP_REGION_BATCH; ++k) {
-            const I e = e0 + (I)k * step;
-            if (e < n) {
-                const I i0 = e % c0;
-                const I rest = e / c0;
-                const I i1 = rest % c1;
-                const I i2 = rest / c1;
-                f[k] = (uint64_t)i0 * s0 + (uint64_t)i1 * s1 + (uint64_t)i2 * s2;
-                v[k] = PACK ? field[f[k]] : buffer[e];
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < HP_REGION_BATCH; ++k) {
-            const I e = e0 + (I)k * step;
-            if (e < n) {
-                if (PACK) {
-                    buffer[e] = v[k];
-                } else {
-                    field[f[k]] = v[k];
-                }
-            }
+    for (I e = (I)local_block * (I)blockDim.x + (I)threadIdx.x; e < n; e += step) {
+        const I i0 = e % c0;
+        const I rest = e / c0;
+        const I i1 = rest % c1;
+        const I i2 = rest / c1;
+        const uint64_t f = (uint64_t)i0 * s0 + (uint64_t)i1 * s1 + (uint64_t)i2 * s2;
+        if (PACK) {
+            buffer[e] = field[f];
+        } else {
+            field[f] = buffer[e];
         }
     }
 }
@@ -103,10 +82,9 @@ __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t l
 template <typename W, bool PACK>
 __device__ __forceinline__ void hp_move_region_words(const hp_region& r, uint32_t local_block) {
     const uint64_t n = r.count[0] * r.count[1] * r.count[2];
-    /* The batch's reach (HP_REGION_BATCH steps of blocks * blockDim.x) must fit too, or an
-     * index could wrap around. */
+    /* The step (blocks * blockDim.x) must fit too, or e + step could wrap around. */
     const uint64_t step = (uint64_t)r.blocks * blockDim.x;
-    if (n + HP_REGION_BATCH * step <= 0xffffffffull) {
+    if (n + step <= 0xffffffffull) {
         hp_move_region_as<W, uint32_t, PACK>(r, local_block, (uint32_t)n);
     } else {
         hp_move_region_as<W, uint64_t, PACK>(r, local_block, n);

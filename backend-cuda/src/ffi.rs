@@ -488,6 +488,15 @@ pub fn event_create() -> Result<CUevent> {
     check("cuEventCreate", event, || "creating an event".into())
 }
 
+/// `cuEventCreate(CU_EVENT_DISABLE_TIMING)`: a completion marker.
+///
+/// # Errors
+/// The driver's error.
+pub fn event_create_marker() -> Result<CUevent> {
+    let event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
+    check("cuEventCreate", event, || "creating a marker event".into())
+}
+
 /// `cuEventRecord`.
 ///
 /// # Errors

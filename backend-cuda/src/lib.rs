@@ -294,6 +294,10 @@ impl Backend for CudaBackend {
         CudaEvent::new(&self.ctx)
     }
 
+    fn create_marker(&self) -> Result<CudaEvent> {
+        CudaEvent::marker(&self.ctx)
+    }
+
     fn record_event(&self, event: &CudaEvent, stream: &CudaStream) -> Result<()> {
         event.record(stream)
     }

@@ -69,6 +69,14 @@ impl CudaEvent {
         })
     }
 
+    /// An event without timing (a completion marker).
+    pub(crate) fn marker(ctx: &Arc<Context>) -> Result<Self> {
+        Ok(CudaEvent {
+            raw: ffi::event_create_marker()?,
+            _ctx: Arc::clone(ctx),
+        })
+    }
+
     pub(crate) fn record(&self, stream: &CudaStream) -> Result<()> {
         // SAFETY: both handles are live while their owners live.
         unsafe { ffi::event_record(self.raw, stream.raw) }

@@ -494,6 +494,14 @@ pub trait Backend: Sized {
     /// Vendor: cuEventCreate / hipEventCreate.
     fn create_event(&self) -> Result<Self::Event>;
 
+    /// Creates an event that only marks completion (no timestamp, so
+    /// [`Backend::event_elapsed_ms`] cannot use it): cheaper to record on every exchange.
+    ///
+    /// Vendor: cuEventCreate(CU_EVENT_DISABLE_TIMING); elsewhere [`Backend::create_event`].
+    fn create_marker(&self) -> Result<Self::Event> {
+        self.create_event()
+    }
+
     /// Records `event` on `stream`: it completes when the stream reaches this point.
     ///
     /// Vendor: cuEventRecord / hipEventRecord.

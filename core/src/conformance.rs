@@ -290,6 +290,10 @@ pub fn copies_round_trip_and_events_complete<B: Backend>(backend: &B) -> Check {
             .map_err(e)?;
     }
     backend.record_event(&end, &stream).map_err(e)?;
+    // A marker (no timing) completes like any event.
+    let marker = backend.create_marker().map_err(e)?;
+    backend.record_event(&marker, &stream).map_err(e)?;
+    backend.event_synchronize(&marker, deadline()).map_err(e)?;
     backend.event_synchronize(&end, deadline()).map_err(e)?;
     ensure(backend.event_query(&end).map_err(e)?, || {
         "event incomplete after synchronize".into()

@@ -397,7 +397,7 @@ pub fn run_pack_bench<B: Backend>(
         regions(&hand_pack, true)?;
         regions(&hand_unpack, false)
     })?;
-    let marker = backend.create_event()?;
+    let marker = backend.create_marker()?;
     let hand_event_us = time(backend, &stream, config, || {
         regions(&hand_pack, true)?;
         regions(&hand_unpack, false)?;

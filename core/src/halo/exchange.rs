@@ -276,7 +276,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         )?;
         Ok(HaloExchange {
             mpi,
-            last_unpack: backend.create_event()?,
+            last_unpack: backend.create_marker()?,
             backend,
             plan,
             options,
