@@ -421,7 +421,8 @@ pub struct StencilArgs {
     /// Backend that runs the kernels and owns the memory.
     #[arg(long, value_enum, default_value = "host")]
     pub backend: BackendKind,
-    /// Exchange strategy: `base` (all regions packed in one launch, one unpack launch).
+    /// Exchange strategy: `base` (pack everything, send; receive everything, unpack) or `tq`
+    /// (send each neighbour's message once packed, unpack each as it arrives).
     #[arg(long, default_value = "base")]
     pub variant: String,
     /// How halos travel: `mpi` (host-staged) or `ipc` (device-direct within a node, host-staged

@@ -174,7 +174,11 @@ fn bad_declarations_are_refused_before_any_exchange() {
             vec!["--grid", "8x3x8", "--procs", "1x2x2", "--halo", "2"],
             "local extent 1 in y is smaller than the halo width 2",
         ),
-        (2, vec!["--variant", "tq"], "unknown stencil variant 'tq'"),
+        (
+            2,
+            vec!["--variant", "pipelined"],
+            "unknown halo exchange strategy 'pipelined'",
+        ),
         (1, vec!["--grid", "8x8"], "is not a grid"),
         (1, vec!["--periodic", "xw"], "names no periodic dimensions"),
     ];
@@ -190,4 +194,39 @@ fn bad_declarations_are_refused_before_any_exchange() {
     );
     job.assert_fails_with(2, "the ranks declared different domains");
     assert!(job.stderr.contains("rank 1 has"), "{}", job.explain());
+}
+
+#[test]
+fn the_taskqueue_strategy_verifies_and_agrees_with_the_baseline() {
+    let checksum = |np: u32, extra: &[&str]| -> String {
+        let mut args = PROBLEM.to_vec();
+        args.extend_from_slice(extra);
+        let result = verified_run(np, &args);
+        result["checksum"].as_str().unwrap_or("").to_owned()
+    };
+    let reference = checksum(1, &[]);
+    for (np, extra) in [
+        (2, vec!["--variant", "tq"]),
+        (4, vec!["--variant", "tq", "--procs", "2x1x2"]),
+        (8, vec!["--variant", "tq", "--transport", "ipc"]),
+    ] {
+        assert_eq!(checksum(np, &extra), reference, "-np {np} {extra:?}");
+    }
+    // Host-staged and device-direct neighbours in one taskqueue exchange.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("mixed.json");
+    let mut args = vec!["stencil", "--variant", "tq", "--transport", "ipc"];
+    args.extend_from_slice(&PROBLEM);
+    args.extend([
+        "--procs",
+        "4x1x1",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    let job = mpirun_with_env(4, &[("HALOPORT_IPC_RANKS_PER_NODE", "2")], &args);
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let result = read_json(&json);
+    assert_eq!(result["verified"], true);
+    assert_eq!(result["variant"], "tq");
+    assert_eq!(result["checksum"].as_str(), Some(reference.as_str()));
 }

@@ -60,6 +60,9 @@ pub(crate) unsafe fn run_regions(kernel: Kernel, args: &hp_regions_args, dims: L
     };
     let pack = kernel == Kernel::PackRegions;
     let next = AtomicU32::new(0);
+    // On a GPU every waiting block waits at once; here a few workers run the blocks in turn,
+    // so every wait counts from the launch's start (else blocks would add up their time-outs).
+    let launch_start = timer_ns();
     thread::scope(|scope| {
         for _ in 0..workers(u64::from(dims.blocks)) {
             scope.spawn(|| loop {
@@ -69,7 +72,7 @@ pub(crate) unsafe fn run_regions(kernel: Kernel, args: &hp_regions_args, dims: L
                 }
                 // SAFETY: forwarded from this function's contract; each grid block moves its
                 // own elements and touches shared flags and counters only atomically.
-                unsafe { region_block(args, table, g, dims.threads, pack) };
+                unsafe { region_block(args, table, g, dims.threads, pack, launch_start) };
             });
         }
     });
@@ -85,6 +88,7 @@ unsafe fn region_block(
     g: u32,
     threads: u32,
     pack: bool,
+    launch_start: u64,
 ) {
     let Some(r) = regions::region_of(table, g) else {
         return;
@@ -99,7 +103,7 @@ unsafe fn region_block(
     // SAFETY: the message table holds an entry for every message a region names (contract).
     let m = unsafe { *(args.messages as *const hp_message_signal).add(region.message as usize) };
     // SAFETY: the wait and abort flags are live, aligned u32s accessed atomically (contract).
-    let outcome = unsafe { wait(args, &m) };
+    let outcome = unsafe { wait(args, &m, launch_start) };
     if outcome != shared::HP_MESSAGE_OK {
         if args.status != 0 {
             // SAFETY: the status table holds a u32 per message (contract).
@@ -125,12 +129,13 @@ unsafe fn region_block(
     }
 }
 
-/// `hp_message_wait`: waits until `*m.wait + m.wait_lag >= epoch`; the outcome (`HP_MESSAGE_*`).
+/// `hp_message_wait`: waits until `*m.wait + m.wait_lag >= epoch`, giving up `timeout_ticks`
+/// after `since`; the outcome (`HP_MESSAGE_*`).
 ///
 /// # Safety
 /// `m.wait` (when not 0) and `args.abort_flag` (when not 0) are live, aligned u32s accessed
 /// only atomically.
-unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal) -> u32 {
+unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal, since: u64) -> u32 {
     if m.wait == 0 || m.wait_lag >= args.epoch {
         return shared::HP_MESSAGE_OK;
     }
@@ -142,7 +147,6 @@ unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal) -> u32 {
             (args.abort_flag != 0).then(|| flag(args.abort_flag)),
         )
     };
-    let since = timer_ns();
     let mut spins: u32 = 0;
     loop {
         if awaited.load(Ordering::Acquire) >= wait_min {

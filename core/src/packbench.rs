@@ -105,7 +105,24 @@ fn region(field: u64, buffer: u64, sub: &Subarray) -> hp_region {
 }
 
 /// Times `work` (queued `reps` times between two events) `runs` times; the median per rep, us.
+///
+/// Returns with `stream` idle, error or not: the memory the work uses is freed after the
+/// stream when the caller returns early. (The work here never waits for anything, so the
+/// stream drains.)
 fn time<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    config: &PackBenchConfig,
+    work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    let timed = time_unsynchronized(backend, stream, config, work);
+    let drained = backend.stream_synchronize(stream, Instant::now() + Duration::from_secs(60));
+    let us = timed?;
+    drained?;
+    Ok(us)
+}
+
+fn time_unsynchronized<B: Backend>(
     backend: &B,
     stream: &B::Stream,
     config: &PackBenchConfig,

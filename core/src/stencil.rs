@@ -158,13 +158,17 @@ pub fn run_jacobi<B: Backend>(
     let plan = exchange.plan().clone();
     let d = &plan.decomposition;
     let k = config.spec.fields as usize;
-    let stream = backend.create_stream()?;
     let deadline = || Instant::now() + config.options.timeout;
     let mut u = Vec::with_capacity(k);
     let mut v = Vec::with_capacity(k);
-    for f in 0..k {
+    for _ in 0..k {
         u.push(Field::alloc(backend, &plan)?);
         v.push(Field::alloc(backend, &plan)?);
+    }
+    // Declared after the fields, so that on any early return it is dropped (and drained of the
+    // sweeps queued on it) before they are freed.
+    let stream = backend.create_stream()?;
+    for f in 0..k {
         let initial = local_initial(d, config.spec.elem, f as u32);
         upload(backend, &u[f], &initial, &stream, deadline())?;
         upload(backend, &v[f], &initial, &stream, deadline())?;

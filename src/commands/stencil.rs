@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use haloport::core::collective::all_gather;
 use haloport::core::domain::{DomainSpec, HaloPlan};
-use haloport::core::halo::{direction_name, HaloOptions};
+use haloport::core::halo::{direction_name, HaloOptions, HaloStrategy};
 use haloport::core::stencil::{median, run_jacobi, run_reference, JacobiConfig};
 use haloport::core::{Backend, Error};
 use haloport::provenance::{provenance, Provenance};
@@ -66,13 +66,7 @@ struct LinkRecord {
 }
 
 pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()> {
-    if args.variant != "base" {
-        return Err(Error::InvalidInput(format!(
-            "unknown stencil variant '{}'; the library's exchange has one strategy so far: base (every region packed in one launch, unpacked in one)",
-            args.variant
-        ))
-        .into());
-    }
+    let strategy: HaloStrategy = args.variant.parse()?;
     if args.steps == 0 {
         return Err(Error::InvalidInput("--steps must be at least 1".into()).into());
     }
@@ -97,7 +91,12 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
     dispatch(
         args.backend,
         local_rank(world),
-        Stencil { world, args, spec },
+        Stencil {
+            world,
+            args,
+            spec,
+            strategy,
+        },
     )
 }
 
@@ -105,16 +104,23 @@ struct Stencil<'a> {
     world: &'a SimpleCommunicator,
     args: &'a StencilArgs,
     spec: DomainSpec,
+    strategy: HaloStrategy,
 }
 
 impl OnBackend for Stencil<'_> {
     fn run<B: Backend>(self, backend: &B) -> anyhow::Result<()> {
-        let Stencil { world, args, spec } = self;
+        let Stencil {
+            world,
+            args,
+            spec,
+            strategy,
+        } = self;
         let config = JacobiConfig {
             spec,
             steps: args.steps,
             options: HaloOptions {
                 transport: args.transport,
+                strategy,
                 timeout: Duration::from_secs_f64(args.timeout),
                 elems_per_thread: args.elems_per_thread,
                 ..HaloOptions::default()
@@ -183,7 +189,7 @@ impl OnBackend for Stencil<'_> {
             elem: config.spec.elem.to_string(),
             fields: config.spec.fields,
             steps: args.steps,
-            variant: args.variant.clone(),
+            variant: strategy.name().to_owned(),
             transport: args.transport.to_string(),
             links,
             step_median_us,
@@ -213,8 +219,8 @@ fn print_summary(r: &StencilResult) {
     let [px, py, pz] = r.procs;
     let [nx, ny, nz] = r.grid;
     println!(
-        "stencil {nx}x{ny}x{nz} on {px}x{py}x{pz} ranks ({} backend, {}), halo {}, {} x {}, {} steps, transport {}",
-        r.backend, r.device, r.halo, r.fields, r.elem, r.steps, r.transport
+        "stencil {nx}x{ny}x{nz} on {px}x{py}x{pz} ranks ({} backend, {}), halo {}, {} x {}, {} steps, {} over {}",
+        r.backend, r.device, r.halo, r.fields, r.elem, r.steps, r.variant, r.transport
     );
     println!(
         "  step median {:.1} us, exchange median {:.1} us ({:.1} % of a step)",

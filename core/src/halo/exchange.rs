@@ -39,11 +39,52 @@ use crate::transport::node::{share_with_node, NodeShare};
 use crate::transport::{HostRegion, Transport};
 use crate::variant::TransportKind;
 
+/// When host-staged messages move, relative to the kernels (the thesis's two strategies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HaloStrategy {
+    /// Thesis 3.3's shape: the CPU waits for the whole pack, sends everything, receives
+    /// everything, then queues the unpack.
+    #[default]
+    Base,
+    /// Thesis 3.4's idea per neighbour: each neighbour's message is sent as soon as its
+    /// regions are packed (the pack kernel raises a per-message flag in pinned memory), and the
+    /// unpack kernel is queued before the receives complete, unpacking each neighbour as the
+    /// CPU raises its arrival flag.
+    Taskqueue,
+}
+
+impl HaloStrategy {
+    /// Name on the command line and in results: `base`, `tq`.
+    pub fn name(self) -> &'static str {
+        match self {
+            HaloStrategy::Base => "base",
+            HaloStrategy::Taskqueue => "tq",
+        }
+    }
+}
+
+impl std::str::FromStr for HaloStrategy {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<HaloStrategy> {
+        match s {
+            "base" => Ok(HaloStrategy::Base),
+            "tq" => Ok(HaloStrategy::Taskqueue),
+            _ => Err(Error::InvalidInput(format!(
+                "unknown halo exchange strategy '{s}'; known: base (pack everything, then send; receive everything, then unpack), tq (send and unpack each neighbour as soon as it is ready)"
+            ))),
+        }
+    }
+}
+
 /// How an exchange runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HaloOptions {
     /// `mpi`: every peer host-staged. `ipc`: same-node peers device-direct, others host-staged.
     pub transport: TransportKind,
+    /// When host-staged messages move (device-direct ones always signal per message).
+    pub strategy: HaloStrategy,
     /// How long any single wait (MPI, stream, a GPU-side flag) may take.
     pub timeout: Duration,
     /// Threads per GPU block of the pack and unpack kernels.
@@ -56,6 +97,7 @@ impl Default for HaloOptions {
     fn default() -> Self {
         HaloOptions {
             transport: TransportKind::Mpi,
+            strategy: HaloStrategy::Base,
             timeout: Duration::from_secs(10),
             threads: 256,
             elems_per_thread: 4,
@@ -63,11 +105,12 @@ impl Default for HaloOptions {
     }
 }
 
-/// Most GPU blocks serving one device-direct region. Every block of a signalled message pays
+/// Most GPU blocks serving one region of a signalled message (device-direct, or host-staged
+/// under the taskqueue). Every block of a signalled message pays
 /// a wait, a fence and a count, and on 2 x H200 those costs added up across blocks: one
 /// 2 MB face exchanged device-direct took 495 us with 256 blocks, 128 us with 64 and 93 us with
 /// 16 (`results/2026-11-22-h200x2-library/`); the thesis's ipc variants use few blocks too.
-const DIRECT_MAX_BLOCKS: u32 = 16;
+const SIGNALLED_MAX_BLOCKS: u32 = 16;
 
 /// Where one neighbour's outgoing and incoming messages go, resolved at set-up.
 #[derive(Debug, Clone, Copy)]
@@ -125,7 +168,8 @@ pub struct HaloExchange<'b, B: Backend> {
     _share: Option<NodeShare<B>>,
     counters: B::DeviceMemory,
     staging: Staging<B>,
-    /// Pinned u32s: pack status per message, unpack status per message, the abort flag.
+    /// Pinned u32s: pack status per message, unpack status per message, the abort flag, then
+    /// (taskqueue) a packed flag and an arrived flag per message.
     status: B::PinnedMemory,
     tables: HashMap<Vec<u64>, Tables<B>>,
     epoch: u32,
@@ -190,7 +234,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         };
         let n = plan.neighbours.len();
         let counters = backend.alloc_device(8 * n.max(1))?;
-        let status = backend.alloc_pinned(4 * (2 * n + 1), Coherence::Coherent)?;
+        let status = backend.alloc_pinned(4 * (4 * n + 1), Coherence::Coherent)?;
         let send = backend.alloc_pinned(mine.slot_bytes as usize, Coherence::Coherent)?;
         let recv = backend.alloc_pinned(mine.slot_bytes as usize, Coherence::Coherent)?;
         let staging = Staging {
@@ -369,17 +413,102 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         self.launch(&key, true, stream)?;
         self.current = key;
         if staged {
-            self.backend.stream_synchronize(stream, deadline)?;
-            for (i, route) in self.routes.iter().enumerate() {
-                if route.link == Link::Staged {
-                    let region = self.staged_region(&self.staging.send, self.staging.send_host, i);
-                    let dest = self.plan.neighbours[i].rank;
-                    self.mpi.isend(i, region, dest)?;
+            match self.options.strategy {
+                HaloStrategy::Base => {
+                    self.backend.stream_synchronize(stream, deadline)?;
+                    for i in self.staged() {
+                        self.send(i)?;
+                    }
                 }
+                HaloStrategy::Taskqueue => self.send_each_when_packed(deadline)?,
             }
         }
         self.phase = Phase::Started;
         Ok(())
+    }
+
+    /// The host-staged messages, by index.
+    fn staged(&self) -> Vec<usize> {
+        (0..self.routes.len())
+            .filter(|&i| self.routes[i].link == Link::Staged)
+            .collect()
+    }
+
+    fn send(&mut self, i: usize) -> Result<()> {
+        let region = self.staged_region(&self.staging.send, self.staging.send_host, i);
+        let dest = self.plan.neighbours[i].rank;
+        self.mpi.isend(i, region, dest)
+    }
+
+    /// Taskqueue: sends each host-staged message once the pack kernel raised its packed flag.
+    fn send_each_when_packed(&mut self, deadline: Instant) -> Result<()> {
+        let mut waiting = self.staged();
+        let since = Instant::now();
+        while !waiting.is_empty() {
+            let mut still = Vec::with_capacity(waiting.len());
+            for i in waiting {
+                if self
+                    .status_word(self.packed_flag(i))
+                    .load(Ordering::Acquire)
+                    == self.epoch
+                {
+                    self.send(i)?;
+                } else {
+                    still.push(i);
+                }
+            }
+            waiting = still;
+            if !waiting.is_empty() && Instant::now() >= deadline {
+                return Err(self.stuck("packed on the device", &waiting, since));
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    /// Taskqueue: raises each host-staged message's arrived flag as MPI delivers it.
+    fn raise_each_on_arrival(&mut self, deadline: Instant) -> Result<()> {
+        let since = Instant::now();
+        while self.mpi.pending_recvs() > 0 {
+            if let Some(j) = self.mpi.test_any_recv()? {
+                self.status_word(self.arrived_flag(j))
+                    .store(self.epoch, Ordering::Release);
+                continue;
+            }
+            if Instant::now() >= deadline {
+                let pending: Vec<usize> = self
+                    .staged()
+                    .into_iter()
+                    .filter(|&j| {
+                        self.status_word(self.arrived_flag(j))
+                            .load(Ordering::Acquire)
+                            != self.epoch
+                    })
+                    .collect();
+                return Err(self.stuck("received", &pending, since));
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    /// A time-out naming the messages that were not `what` in time.
+    fn stuck(&self, what: &str, messages: &[usize], since: Instant) -> Error {
+        let named: Vec<String> = messages
+            .iter()
+            .map(|&i| {
+                let n = &self.plan.neighbours[i];
+                format!("{} halo (rank {})", direction_name(n.direction), n.rank)
+            })
+            .collect();
+        Error::Timeout {
+            rank: Some(self.plan.decomposition.rank),
+            what: format!(
+                "in the halo exchange: host-staged messages not {what}: {}",
+                named.join(", ")
+            ),
+            after: since.elapsed(),
+        }
     }
 
     /// Finishes the started exchange: waits for host-staged messages and queues the unpack on
@@ -401,12 +530,17 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     fn finish_inner(&mut self, stream: &B::Stream) -> Result<()> {
         let deadline = self.deadline();
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
-        if staged {
+        let taskqueue = self.options.strategy == HaloStrategy::Taskqueue;
+        if staged && !taskqueue {
             self.mpi.wait_recvs(deadline)?;
         }
         self.launch(&self.current, false, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
         self.unpack_recorded = true;
+        if staged && taskqueue {
+            // The unpack is queued already: each neighbour unpacks as its flag rises.
+            self.raise_each_on_arrival(deadline)?;
+        }
         if staged {
             self.mpi.wait_sends(deadline)?;
         }
@@ -457,8 +591,18 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         result
     }
 
+    /// Index of message `i`'s packed flag among the status words (its arrived flag follows
+    /// `n` later).
+    fn packed_flag(&self, i: usize) -> usize {
+        2 * self.routes.len() + 1 + i
+    }
+
+    fn arrived_flag(&self, j: usize) -> usize {
+        3 * self.routes.len() + 1 + j
+    }
+
     fn status_word(&self, index: usize) -> &AtomicU32 {
-        // SAFETY: index < 2 * messages + 1, inside the status allocation of that many u32s,
+        // SAFETY: index < 4 * messages + 1, inside the status allocation of that many u32s,
         // page-aligned; it lives as long as &self; kernels access it only atomically.
         unsafe { AtomicU32::from_ptr(self.status.host_ptr().cast::<u32>().add(index)) }
     }
@@ -495,7 +639,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         }
         Err(Error::Timeout {
             rank: Some(self.plan.decomposition.rank),
-            what: format!("in the device-direct halo exchange: {}", stuck.join("; ")),
+            what: format!("in the halo exchange: {}", stuck.join("; ")),
             after: self.options.timeout,
         })
     }
@@ -564,13 +708,16 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                 };
                 let elems = sub.elems();
                 let direct = route.link == Link::Direct;
+                let signalled = direct
+                    || (route.link == Link::Staged
+                        && self.options.strategy == HaloStrategy::Taskqueue);
                 let blocks = blocks_for(
                     elems,
                     self.options.threads,
                     u64::from(self.options.elems_per_thread),
                 );
-                let blocks = if direct {
-                    blocks.min(DIRECT_MAX_BLOCKS)
+                let blocks = if signalled {
+                    blocks.min(SIGNALLED_MAX_BLOCKS)
                 } else {
                     blocks
                 };
@@ -584,7 +731,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                         stride: sub.stride,
                         first_block,
                         blocks,
-                        message: if direct { i as u32 } else { HP_NO_MESSAGE },
+                        message: if signalled { i as u32 } else { HP_NO_MESSAGE },
                         reserved: 0,
                     });
                     first_block = first_block.checked_add(blocks).ok_or_else(|| {
@@ -594,8 +741,27 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                     })?;
                     message_blocks += blocks;
                 }
-                signals.push(if !direct {
+                let status = self.status.device_addr();
+                signals.push(if !signalled {
                     hp_message_signal::default()
+                } else if !direct && pack {
+                    // Host-staged, taskqueue: tell the CPU this message is packed.
+                    hp_message_signal {
+                        counter: counters + 8 * i as u64,
+                        flag: status + 4 * self.packed_flag(i) as u64,
+                        wait: 0,
+                        wait_lag: 0,
+                        blocks: message_blocks,
+                    }
+                } else if !direct {
+                    // Host-staged, taskqueue: unpack once the CPU says it arrived.
+                    hp_message_signal {
+                        counter: counters + 8 * i as u64 + 4,
+                        flag: 0,
+                        wait: status + 4 * self.arrived_flag(i) as u64,
+                        wait_lag: 0,
+                        blocks: message_blocks,
+                    }
                 } else if pack {
                     // Wait until the peer unpacked this slot two epochs ago; announce arrival.
                     hp_message_signal {
