@@ -391,6 +391,10 @@ fn parse_periodic(s: &str) -> Result<[bool; 3], String> {
     Ok(periodic)
 }
 
+fn parse_halo_fault(s: &str) -> Result<haloport::core::halo::HaloFault, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
 fn parse_elem(s: &str) -> Result<haloport::core::domain::ElemType, String> {
     s.parse().map_err(|e: haloport::Error| e.to_string())
 }
@@ -438,6 +442,10 @@ pub struct StencilArgs {
     /// Blocking exchanges timed after the steps (the exchange's share of a step).
     #[arg(long, default_value_t = 20)]
     pub exchange_reps: u32,
+    /// Inject a fault to show that a lost message ends in a time-out naming the halo:
+    /// drop-send=DIR (e.g. +x, -y+z): every rank never delivers its message in that direction.
+    #[arg(long, value_parser = parse_halo_fault)]
+    pub inject: Option<haloport::core::halo::HaloFault>,
     /// Skip the comparison with one rank computing the whole grid (for grids too large to
     /// compute on one device); the result then says "verified": false.
     #[arg(long)]

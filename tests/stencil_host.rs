@@ -230,3 +230,44 @@ fn the_taskqueue_strategy_verifies_and_agrees_with_the_baseline() {
     assert_eq!(result["variant"], "tq");
     assert_eq!(result["checksum"].as_str(), Some(reference.as_str()));
 }
+
+#[test]
+fn a_dropped_message_ends_every_rank_with_a_time_out_naming_the_halo() {
+    for extra in [
+        &["--variant", "base"][..],
+        &["--variant", "tq"][..],
+        &["--transport", "ipc"][..],
+    ] {
+        let mut args = vec![
+            "stencil",
+            "--grid",
+            "16x8x8",
+            "--procs",
+            "2x1x1",
+            "--steps",
+            "2",
+            "--timeout",
+            "1",
+            "--inject",
+            "drop-send=+x",
+        ];
+        args.extend_from_slice(extra);
+        let job = mpirun(2, &args);
+        // One rank's failure aborts the job (exit code 3); both name the halo they never got.
+        assert_eq!(job.code, Some(3), "{extra:?}: {}", job.explain());
+        assert!(
+            job.stderr.contains("timed out after 1.0 s"),
+            "{extra:?}: {}",
+            job.explain()
+        );
+        assert!(
+            job.stderr.contains("-x halo"),
+            "{extra:?}: {}",
+            job.explain()
+        );
+        assert!(!job.stderr.contains("panicked"), "{}", job.explain());
+        assert!(job.took.as_secs() < 30, "{extra:?} took {:?}", job.took);
+    }
+    mpirun(1, &["stencil", "--inject", "drop-send=+w"])
+        .assert_fails_with(2, "unknown halo fault 'drop-send=+w'");
+}

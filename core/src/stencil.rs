@@ -221,6 +221,7 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
     config.spec.procs = Some([1, 1, 1]);
     config.exchange_reps = 0;
     config.options.transport = crate::variant::TransportKind::Mpi;
+    config.options.fault = None;
     run_jacobi(backend, &alone, &config)?
         .gathered
         .ok_or_else(|| Error::Internal("the reference run gathered nothing".into()))

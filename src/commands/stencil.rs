@@ -123,6 +123,7 @@ impl OnBackend for Stencil<'_> {
                 strategy,
                 timeout: Duration::from_secs_f64(args.timeout),
                 elems_per_thread: args.elems_per_thread,
+                fault: args.inject,
                 ..HaloOptions::default()
             },
             exchange_reps: args.exchange_reps,

@@ -78,6 +78,58 @@ impl std::str::FromStr for HaloStrategy {
     }
 }
 
+/// A fault injected on purpose, to show that a lost message ends every rank waiting for it
+/// with a time-out naming the halo, never a hang.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaloFault {
+    /// Every rank never delivers its message in this direction (host-staged: never sent;
+    /// device-direct: stored but never announced). A neighbour that is the rank itself is not
+    /// affected.
+    DropSend {
+        /// The direction, each component -1, 0 or 1.
+        direction: [i8; 3],
+    },
+}
+
+impl std::str::FromStr for HaloFault {
+    type Err = Error;
+
+    /// `drop-send=DIR`, DIR a direction such as `+x`, `-x+y`, `+x-y+z`.
+    fn from_str(s: &str) -> Result<HaloFault> {
+        let bad = || {
+            Error::InvalidInput(format!(
+                "unknown halo fault '{s}'; known: drop-send=DIR with DIR a direction such as +x, -y+z, +x-y+z"
+            ))
+        };
+        let dir = s.strip_prefix("drop-send=").ok_or_else(bad)?;
+        let mut direction = [0_i8; 3];
+        let mut rest = dir;
+        while !rest.is_empty() {
+            let mut chars = rest.chars();
+            let sign = match chars.next() {
+                Some('+') => 1,
+                Some('-') => -1,
+                _ => return Err(bad()),
+            };
+            let k = match chars.next() {
+                Some('x') => 0,
+                Some('y') => 1,
+                Some('z') => 2,
+                _ => return Err(bad()),
+            };
+            if direction[k] != 0 {
+                return Err(bad());
+            }
+            direction[k] = sign;
+            rest = chars.as_str();
+        }
+        if direction == [0; 3] {
+            return Err(bad());
+        }
+        Ok(HaloFault::DropSend { direction })
+    }
+}
+
 /// How an exchange runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HaloOptions {
@@ -91,6 +143,8 @@ pub struct HaloOptions {
     pub threads: u32,
     /// Elements each thread moves (sets the blocks per region).
     pub elems_per_thread: u32,
+    /// A fault to inject, for tests.
+    pub fault: Option<HaloFault>,
 }
 
 impl Default for HaloOptions {
@@ -101,6 +155,7 @@ impl Default for HaloOptions {
             timeout: Duration::from_secs(10),
             threads: 256,
             elems_per_thread: 4,
+            fault: None,
         }
     }
 }
@@ -427,6 +482,14 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         Ok(())
     }
 
+    /// True when the injected fault drops outgoing message `i` (never a local one).
+    fn dropped(&self, i: usize) -> bool {
+        let Some(HaloFault::DropSend { direction }) = self.options.fault else {
+            return false;
+        };
+        self.plan.neighbours[i].direction == direction && self.routes[i].link != Link::Local
+    }
+
     /// The host-staged messages, by index.
     fn staged(&self) -> Vec<usize> {
         (0..self.routes.len())
@@ -435,6 +498,9 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     }
 
     fn send(&mut self, i: usize) -> Result<()> {
+        if self.dropped(i) {
+            return Ok(());
+        }
         let region = self.staged_region(&self.staging.send, self.staging.send_host, i);
         let dest = self.plan.neighbours[i].rank;
         self.mpi.isend(i, region, dest)
@@ -464,6 +530,12 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             std::hint::spin_loop();
         }
         Ok(())
+    }
+
+    /// Base: waits for every host-staged message (their arrived flags record which came, for
+    /// the time-out's message; no kernel waits on them).
+    fn receive_all(&mut self, deadline: Instant) -> Result<()> {
+        self.raise_each_on_arrival(deadline)
     }
 
     /// Taskqueue: raises each host-staged message's arrived flag as MPI delivers it.
@@ -532,7 +604,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
         let taskqueue = self.options.strategy == HaloStrategy::Taskqueue;
         if staged && !taskqueue {
-            self.mpi.wait_recvs(deadline)?;
+            self.receive_all(deadline)?;
         }
         self.launch(&self.current, false, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
@@ -763,10 +835,15 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                         blocks: message_blocks,
                     }
                 } else if pack {
-                    // Wait until the peer unpacked this slot two epochs ago; announce arrival.
+                    // Wait until the peer unpacked this slot two epochs ago; announce arrival
+                    // (unless a fault drops it).
                     hp_message_signal {
                         counter: counters + 8 * i as u64,
-                        flag: route.dest_arrival,
+                        flag: if self.dropped(i) {
+                            0
+                        } else {
+                            route.dest_arrival
+                        },
                         wait: route.credit,
                         wait_lag: 2,
                         blocks: message_blocks,
