@@ -190,6 +190,21 @@ struct Tables<B: Backend> {
     unpack_blocks: u32,
 }
 
+/// The memory of an exchange that kernels use: ours (tables, counters, flags, staging, the
+/// mailbox) and our peers' (their mailboxes, opened).
+struct Memory<B: Backend> {
+    /// Same-node peers' mailboxes, opened (device-direct only): unmapped before ours is freed.
+    _share: Option<NodeShare<B>>,
+    tables: HashMap<Vec<u64>, Tables<B>>,
+    counters: B::DeviceMemory,
+    staging: Staging<B>,
+    /// Pinned u32s: pack status per message, unpack status per message, the abort flag, then
+    /// (taskqueue) a packed flag and an arrived flag per message.
+    status: B::PinnedMemory,
+    /// Our receive slots and flags, which same-node peers store into.
+    _mailbox: B::DeviceMemory,
+}
+
 /// Pinned host staging of host-staged messages.
 struct Staging<B: Backend> {
     send: Arc<Mutex<B::PinnedMemory>>,
@@ -218,19 +233,15 @@ pub struct HaloExchange<'b, B: Backend> {
     plan: HaloPlan,
     options: HaloOptions,
     routes: Vec<Route>,
-    mailbox: ManuallyDrop<B::DeviceMemory>,
-    /// Same-node peers' mailboxes, opened (device-direct only).
-    _share: Option<NodeShare<B>>,
-    counters: B::DeviceMemory,
-    staging: Staging<B>,
-    /// Pinned u32s: pack status per message, unpack status per message, the abort flag, then
-    /// (taskqueue) a packed flag and an arrived flag per message.
-    status: B::PinnedMemory,
-    tables: HashMap<Vec<u64>, Tables<B>>,
+    /// Everything kernels (ours and peers') touch; freed in `drop` only once shown unused.
+    memory: ManuallyDrop<Memory<B>>,
     epoch: u32,
     phase: Phase,
     last_unpack: B::Event,
     unpack_recorded: bool,
+    /// A pack was queued with no event after it yet (between `start` and `finish`, or a
+    /// `start` that failed after its launch): `drop` cannot know when it ends.
+    pack_unrecorded: bool,
     /// Fields the queued kernels use, until `last_unpack` is seen complete.
     in_use: Vec<Arc<FieldMemory<B>>>,
     /// The fields (their addresses) of the started exchange.
@@ -380,15 +391,18 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             plan,
             options,
             routes,
-            mailbox: ManuallyDrop::new(mailbox),
-            _share: share,
-            counters,
-            staging,
-            status,
-            tables: HashMap::new(),
+            memory: ManuallyDrop::new(Memory {
+                _share: share,
+                tables: HashMap::new(),
+                counters,
+                staging,
+                status,
+                _mailbox: mailbox,
+            }),
             epoch: 0,
             phase: Phase::Idle,
             unpack_recorded: false,
+            pack_unrecorded: false,
             in_use: Vec::new(),
             current: Vec::new(),
             failed: None,
@@ -449,15 +463,16 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         self.epoch += 1;
         for (j, route) in self.routes.iter().enumerate() {
             if route.link == Link::Staged {
-                let region = self.staged_region(&self.staging.recv, self.staging.recv_host, j);
+                let region =
+                    self.staged_region(&self.memory.staging.recv, self.memory.staging.recv_host, j);
                 let source = self.plan.neighbours[j].rank;
                 self.mpi.post_recv(j, region, source)?;
             }
         }
         let key: Vec<u64> = fields.iter().map(|f| f.device_addr()).collect();
-        if !self.tables.contains_key(&key) {
+        if !self.memory.tables.contains_key(&key) {
             let tables = self.build_tables(&key)?;
-            self.tables.insert(key.clone(), tables);
+            self.memory.tables.insert(key.clone(), tables);
         }
         for field in fields {
             let share = field.share();
@@ -465,6 +480,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                 self.in_use.push(share);
             }
         }
+        self.pack_unrecorded = true;
         self.launch(&key, true, stream)?;
         self.current = key;
         if staged {
@@ -501,7 +517,8 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         if self.dropped(i) {
             return Ok(());
         }
-        let region = self.staged_region(&self.staging.send, self.staging.send_host, i);
+        let region =
+            self.staged_region(&self.memory.staging.send, self.memory.staging.send_host, i);
         let dest = self.plan.neighbours[i].rank;
         self.mpi.isend(i, region, dest)
     }
@@ -609,6 +626,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         self.launch(&self.current, false, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
         self.unpack_recorded = true;
+        self.pack_unrecorded = false;
         if staged && taskqueue {
             // The unpack is queued already: each neighbour unpacks as its flag rises.
             self.raise_each_on_arrival(deadline)?;
@@ -633,9 +651,13 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             .backend
             .stream_synchronize(stream, deadline)
             .and_then(|()| self.check_status());
-        if result.is_ok() && self.phase == Phase::Finished {
-            self.unpack_recorded = false;
-            self.in_use.clear();
+        if result.is_ok() {
+            // The stream is idle: every kernel queued so far has completed.
+            self.pack_unrecorded = false;
+            if self.phase == Phase::Finished {
+                self.unpack_recorded = false;
+                self.in_use.clear();
+            }
         }
         self.fail_on(result)
     }
@@ -676,7 +698,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     fn status_word(&self, index: usize) -> &AtomicU32 {
         // SAFETY: index < 4 * messages + 1, inside the status allocation of that many u32s,
         // page-aligned; it lives as long as &self; kernels access it only atomically.
-        unsafe { AtomicU32::from_ptr(self.status.host_ptr().cast::<u32>().add(index)) }
+        unsafe { AtomicU32::from_ptr(self.memory.status.host_ptr().cast::<u32>().add(index)) }
     }
 
     fn check_status(&self) -> Result<()> {
@@ -764,7 +786,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// Region tables for fields at `addrs`, for both slot parities.
     fn build_tables(&self, addrs: &[u64]) -> Result<Tables<B>> {
         let elem = u64::from(self.plan.spec.elem.bytes());
-        let counters = self.counters.device_addr();
+        let counters = self.memory.counters.device_addr();
         let n = self.routes.len();
         let build = |pack: bool, slot: usize| -> Result<(B::DeviceMemory, u32, u32)> {
             let mut regions = Vec::new();
@@ -813,7 +835,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                     })?;
                     message_blocks += blocks;
                 }
-                let status = self.status.device_addr();
+                let status = self.memory.status.device_addr();
                 signals.push(if !signalled {
                     hp_message_signal::default()
                 } else if !direct && pack {
@@ -878,6 +900,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// Queues the pack (or unpack) of the fields at `key` for the current epoch.
     fn launch(&self, key: &[u64], pack: bool, stream: &B::Stream) -> Result<()> {
         let tables = self
+            .memory
             .tables
             .get(key)
             .ok_or_else(|| Error::Internal("no region tables for these fields".into()))?;
@@ -891,7 +914,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             (&tables.unpack[slot], tables.unpack_blocks)
         };
         let n = self.routes.len() as u64;
-        let status = self.status.device_addr();
+        let status = self.memory.status.device_addr();
         let args = hp_regions_args {
             regions: table.device_addr(),
             messages: table.device_addr()
@@ -927,12 +950,21 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
 impl<B: Backend> Drop for HaloExchange<'_, B> {
     /// Waits (bounded) for the last unpack, then, with device-direct peers, for every rank at a
     /// barrier: a peer may still store a credit into our mailbox. What cannot be shown unused
-    /// is leaked rather than freed.
+    /// (the memory kernels touch, the fields they used) is leaked rather than freed.
     fn drop(&mut self) {
         let deadline = self.deadline();
+        if self.pack_unrecorded {
+            tracing::error!(
+                "a halo exchange dropped between start and finish (or after a failed start): its memory and fields are leaked, since its pack may still run"
+            );
+            std::mem::forget(std::mem::take(&mut self.in_use));
+            return;
+        }
         if self.unpack_recorded {
             if let Err(e) = self.backend.event_synchronize(&self.last_unpack, deadline) {
-                tracing::error!("closing a halo exchange: {e}; its fields and buffers are leaked");
+                tracing::error!(
+                    "closing a halo exchange: {e}; its memory and fields are leaked so no kernel can use freed memory"
+                );
                 std::mem::forget(std::mem::take(&mut self.in_use));
                 return;
             }
@@ -940,14 +972,15 @@ impl<B: Backend> Drop for HaloExchange<'_, B> {
         if self.routes.iter().any(|r| r.link == Link::Direct) {
             if let Err(e) = self.mpi.barrier(deadline) {
                 tracing::error!(
-                    "closing a device-direct halo exchange: {e}; its mailbox is leaked so peers can never store into freed memory"
+                    "closing a device-direct halo exchange: {e}; its memory is leaked so peers can never store into freed memory"
                 );
                 return;
             }
         }
-        // SAFETY: dropped once, here; no kernel of ours uses it (last unpack complete) and no
-        // peer stores into it any more (every rank passed the barrier after its last exchange).
-        unsafe { ManuallyDrop::drop(&mut self.mailbox) };
+        // SAFETY: dropped once, here; no kernel of ours uses it (last unpack complete, or none
+        // queued since the last `wait`) and no peer stores into it any more (every rank passed
+        // the barrier after its last exchange). Peers' mappings go first (field order).
+        unsafe { ManuallyDrop::drop(&mut self.memory) };
     }
 }
 
