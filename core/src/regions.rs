@@ -38,12 +38,20 @@ pub fn elems(region: &hp_region) -> u64 {
 /// # Panics
 /// When `count[0]` or `count[1]` is 0 (such a region has no element `e`).
 pub fn field_index(region: &hp_region, e: u64) -> u64 {
-    let [c0, c1, _] = region.count;
-    let [s0, s1, s2] = region.stride;
+    index_in(region.offset, region.count, region.stride, e)
+}
+
+/// The index rule itself, for any flattened subarray (the plan's
+/// [`Subarray`](crate::domain::Subarray) and the kernels' `hp_region` share it).
+///
+/// # Panics
+/// When `count[0]` or `count[1]` is 0.
+pub fn index_in(offset: u64, count: [u64; 3], stride: [u64; 3], e: u64) -> u64 {
+    let [c0, c1, _] = count;
+    let [s0, s1, s2] = stride;
     let (i0, rest) = (e % c0, e / c0);
     let (i1, i2) = (rest % c1, rest / c1);
-    region
-        .offset
+    offset
         .wrapping_add(i0.wrapping_mul(s0))
         .wrapping_add(i1.wrapping_mul(s1))
         .wrapping_add(i2.wrapping_mul(s2))

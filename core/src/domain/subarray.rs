@@ -90,10 +90,7 @@ impl Subarray {
     /// `kernels-cu/haloport_shared.h`'s `hp_region`: `i0 = e % c0`, `i1 = (e / c0) % c1`,
     /// `i2 = e / (c0 * c1)`, index `offset + i0 * s0 + i1 * s1 + i2 * s2`.
     pub fn index_of(&self, e: u64) -> u64 {
-        let [c0, c1, _] = self.count;
-        let [s0, s1, s2] = self.stride;
-        let (i0, i1, i2) = (e % c0, (e / c0) % c1, e / (c0 * c1));
-        self.offset + i0 * s0 + i1 * s1 + i2 * s2
+        crate::regions::index_in(self.offset, self.count, self.stride, e)
     }
 
     /// The largest field index of the region: that of its last element.
