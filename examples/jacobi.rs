@@ -52,6 +52,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         steps: 20,
         options: HaloOptions::default(), // host-staged MPI; `ipc` goes device-direct
         exchange_reps: 5,
+        adopt: false, // true: fields from your own allocator, through Field::adopt
     };
     let run = run_jacobi(&backend, world, &config)?;
     if let Some(fields) = run.gathered {

@@ -446,6 +446,10 @@ pub struct StencilArgs {
     /// drop-send=DIR (e.g. +x, -y+z): every rank never delivers its message in that direction.
     #[arg(long, value_parser = parse_halo_fault)]
     pub inject: Option<haloport::core::halo::HaloFault>,
+    /// Allocate the fields in the application and hand them to the library with `Field::adopt`
+    /// (as code with its own allocator would), instead of `Field::alloc`.
+    #[arg(long)]
+    pub adopt: bool,
     /// Skip the comparison with one rank computing the whole grid (for grids too large to
     /// compute on one device); the result then says "verified": false.
     #[arg(long)]

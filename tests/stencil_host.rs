@@ -95,6 +95,12 @@ fn other_problems_verify_on_both_transports_and_element_types() {
             "mpi",
             vec!["--grid", "10x10x9", "--procs", "1x1x3", "--fields", "3"],
         ),
+        // Fields from the application's own allocations, through Field::adopt.
+        (
+            2,
+            "ipc",
+            vec!["--grid", "12x10x8", "--adopt", "--variant", "tq"],
+        ),
     ] {
         let mut args = vec!["--transport", transport, "--steps", "4"];
         args.extend(extra);
@@ -270,4 +276,37 @@ fn a_dropped_message_ends_every_rank_with_a_time_out_naming_the_halo() {
     }
     mpirun(1, &["stencil", "--inject", "drop-send=+w"])
         .assert_fails_with(2, "unknown halo fault 'drop-send=+w'");
+}
+
+#[test]
+fn adopted_memory_is_checked_against_the_plan() {
+    use haloport::core::domain::{DomainSpec, ElemType, HaloPlan};
+    use haloport::core::halo::Field;
+    use haloport::host::HostBackend;
+    let spec = DomainSpec {
+        grid: [8, 6, 4],
+        procs: Some([1, 1, 1]),
+        periodic: [true; 3],
+        halo: [1; 3],
+        elem: ElemType::F64,
+        fields: 1,
+    };
+    let plan = HaloPlan::compile(&spec, 1, 0).expect("plan");
+    let needed = 10 * 8 * 6 * 8;
+    let refused = |addr: u64, bytes: usize| -> String {
+        // SAFETY: every call below is refused before the memory could be used.
+        match unsafe { Field::<HostBackend>::adopt(addr, bytes, &plan) } {
+            Ok(_) => String::from("accepted"),
+            Err(e) => e.to_string(),
+        }
+    };
+    assert!(refused(0, needed).contains("must be non-null and aligned to 8 bytes"));
+    assert!(refused(0x1004, needed).contains("aligned to 8 bytes"));
+    let short = refused(0x1000, needed - 8);
+    assert!(
+        short.contains(&format!(
+            "the plan's local array (with halos) needs {needed} bytes"
+        )),
+        "{short}"
+    );
 }

@@ -17,7 +17,7 @@ use std::time::Instant;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::backend::{Backend, Coherence, Launch, LaunchDims, PinnedMemory};
+use crate::backend::{Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory};
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{Field, HaloExchange, HaloOptions, Link};
@@ -38,6 +38,9 @@ pub struct JacobiConfig {
     pub options: HaloOptions,
     /// Blocking exchanges timed after the steps, for the exchange's share of a step.
     pub exchange_reps: u32,
+    /// The application allocates its fields itself and hands them to the library with
+    /// [`Field::adopt`], as code with its own allocator would; otherwise [`Field::alloc`].
+    pub adopt: bool,
 }
 
 /// What one run measured, and (on rank 0) the gathered final fields.
@@ -154,24 +157,55 @@ pub fn run_jacobi<B: Backend>(
     comm: &SimpleCommunicator,
     config: &JacobiConfig,
 ) -> Result<JacobiRun> {
-    let mut exchange = HaloExchange::new(backend, comm, &config.spec, config.options)?;
-    let plan = exchange.plan().clone();
+    // The same plan the exchange compiles (a declaration that does not fit fails alike on
+    // every rank, here or in the exchange's collective check).
+    let plan = HaloPlan::compile(&config.spec, comm.size(), comm.rank())?;
     let d = &plan.decomposition;
     let k = config.spec.fields as usize;
-    let deadline = || Instant::now() + config.options.timeout;
+    // The application's own allocations when it adopts its fields: declared before the
+    // exchange and the stream, so they are freed after both (the exchange waits for its
+    // kernels, the stream drains), as `Field::adopt`'s contract asks.
+    let mut own = Vec::new();
+    let mut field = || -> Result<Field<B>> {
+        if !config.adopt {
+            return Field::alloc(backend, &plan);
+        }
+        let elems = d.alloc_elems() * u64::from(config.spec.elem.bytes());
+        let memory = backend.alloc_device(elems as usize)?;
+        // SAFETY: (1) a device address of this backend, valid for len_bytes(); (2) `own`
+        // keeps the memory until after the exchange and the stream are dropped; (3) only the
+        // exchange touches halo cells, and the sweeps are ordered with it on one stream.
+        let adopted = unsafe { Field::adopt(memory.device_addr(), memory.len_bytes(), &plan)? };
+        own.push(memory);
+        Ok(adopted)
+    };
     let mut u = Vec::with_capacity(k);
     let mut v = Vec::with_capacity(k);
     for _ in 0..k {
-        u.push(Field::alloc(backend, &plan)?);
-        v.push(Field::alloc(backend, &plan)?);
+        u.push(field()?);
+        v.push(field()?);
     }
+    let mut exchange = HaloExchange::new(backend, comm, &config.spec, config.options)?;
+    let deadline = || Instant::now() + config.options.timeout;
     // Declared after the fields, so that on any early return it is dropped (and drained of the
     // sweeps queued on it) before they are freed.
     let stream = backend.create_stream()?;
     for f in 0..k {
         let initial = local_initial(d, config.spec.elem, f as u32);
-        upload(backend, &u[f], &initial, &stream, deadline())?;
-        upload(backend, &v[f], &initial, &stream, deadline())?;
+        upload(
+            backend,
+            storage(&u[f], &own)?,
+            &initial,
+            &stream,
+            deadline(),
+        )?;
+        upload(
+            backend,
+            storage(&v[f], &own)?,
+            &initial,
+            &stream,
+            deadline(),
+        )?;
     }
     let (inner, shell) = boxes(d);
     let mut step_seconds = Vec::with_capacity(config.steps as usize);
@@ -200,7 +234,11 @@ pub fn run_jacobi<B: Backend>(
     }
     let links = exchange.links();
     drop(exchange);
-    let gathered = gather(backend, comm, &config.spec, d, last, &stream, deadline())?;
+    let last: Vec<&B::DeviceMemory> = last
+        .iter()
+        .map(|f| storage(f, &own))
+        .collect::<Result<_>>()?;
+    let gathered = gather(backend, comm, &config.spec, d, &last, &stream, deadline())?;
     Ok(JacobiRun {
         plan,
         links,
@@ -208,6 +246,17 @@ pub fn run_jacobi<B: Backend>(
         exchange_seconds,
         gathered,
     })
+}
+
+/// The memory behind `field`: its own allocation, or the application's (`own`) it adopted.
+fn storage<'a, B: Backend>(
+    field: &'a Field<B>,
+    own: &'a [B::DeviceMemory],
+) -> Result<&'a B::DeviceMemory> {
+    field
+        .device_memory()
+        .or_else(|| own.iter().find(|m| m.device_addr() == field.device_addr()))
+        .ok_or_else(|| Error::Internal("a field without memory".into()))
 }
 
 /// Runs `config` on this rank alone over the whole grid (process grid 1x1x1): the reference
@@ -312,17 +361,14 @@ fn sweep<B: Backend>(
     Ok(())
 }
 
-/// Copies `bytes` into `field` through pinned memory and waits.
+/// Copies `bytes` into a field's `memory` through pinned memory and waits.
 fn upload<B: Backend>(
     backend: &B,
-    field: &Field<B>,
+    memory: &B::DeviceMemory,
     bytes: &[u8],
     stream: &B::Stream,
     deadline: Instant,
 ) -> Result<()> {
-    let memory = field
-        .device_memory()
-        .ok_or_else(|| Error::Internal("uploading into an adopted field".into()))?;
     let staging = backend.alloc_pinned(bytes.len(), Coherence::NonCoherent)?;
     // SAFETY: staging holds bytes.len() bytes and nothing else uses it.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.host_ptr(), bytes.len()) };
@@ -342,7 +388,7 @@ fn gather<B: Backend>(
     comm: &SimpleCommunicator,
     spec: &DomainSpec,
     d: &Decomposition,
-    fields: &[Field<B>],
+    fields: &[&B::DeviceMemory],
     stream: &B::Stream,
     deadline: Instant,
 ) -> Result<Option<GlobalFields>> {
@@ -377,19 +423,16 @@ fn gather<B: Backend>(
     }))
 }
 
-/// Copies a field to the host and returns its interior, x fastest.
+/// Copies a field's `memory` to the host and returns its interior, x fastest.
 fn download_interior<B: Backend>(
     backend: &B,
     d: &Decomposition,
     eb: usize,
-    field: &Field<B>,
+    memory: &B::DeviceMemory,
     stream: &B::Stream,
     deadline: Instant,
 ) -> Result<Vec<u8>> {
-    let memory = field
-        .device_memory()
-        .ok_or_else(|| Error::Internal("downloading an adopted field".into()))?;
-    let bytes = field.len_bytes();
+    let bytes = (d.alloc_elems() as usize) * eb;
     let staging = backend.alloc_pinned(bytes, Coherence::NonCoherent)?;
     // SAFETY: (1) staging and the field live until the synchronization below; (2) no kernel
     // writes the field (the caller's exchanges completed).

@@ -127,6 +127,7 @@ impl OnBackend for Stencil<'_> {
                 ..HaloOptions::default()
             },
             exchange_reps: args.exchange_reps,
+            adopt: args.adopt,
         };
         let run = run_jacobi(backend, world, &config)
             .with_context(|| format!("running the stencil on the {} backend", backend.name()))?;
