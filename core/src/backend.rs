@@ -439,7 +439,7 @@ pub trait PinnedMemory: Send + 'static {
 
 /// A device: memory, streams, events, copies and kernel launches.
 ///
-/// Every method that can fail returns a [`Result`](crate::Result) whose error names the vendor
+/// Every method that can fail returns a [`Result`] whose error names the vendor
 /// call and what haloport was doing.
 pub trait Backend: Sized {
     /// An in-order queue of work on the device.

@@ -2,7 +2,7 @@
 //! 4.4/4.8, 4.7, 4.9, 4.11 and 4.15 as SVG, timelines as Chrome trace JSON, and side-by-side
 //! comparison of files from different machines, backends or vendors.
 //!
-//! Everything here reads result files ([`load`]) and needs neither MPI nor a GPU. A partial
+//! Everything here reads result files ([`mod@load`]) and needs neither MPI nor a GPU. A partial
 //! sweep (runs on disk, no `sweep.json`) is reported over the runs it has, and says so at the
 //! top of the report and in [`Written::partial`].
 
