@@ -43,7 +43,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
     let config = JacobiConfig {
         spec: DomainSpec {
             grid: [48, 40, 32],
-            procs: None, // chosen like MPI_Dims_create
+            procs: None, // chosen by MPI_Dims_create
             periodic: [true, false, true],
             halo: [1, 1, 1],
             elem: ElemType::F32,

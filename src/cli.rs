@@ -404,7 +404,7 @@ pub struct StencilArgs {
     /// Global grid, NXxNYxNZ (x innermost).
     #[arg(long, value_parser = parse_grid, default_value = "64x64x64")]
     pub grid: [u64; 3],
-    /// Process grid PXxPYxPZ; by default chosen like MPI_Dims_create.
+    /// Process grid PXxPYxPZ; by default chosen by MPI_Dims_create.
     #[arg(long, value_parser = parse_procs)]
     pub procs: Option<[u32; 3]>,
     /// Halo width (every dimension).

@@ -20,7 +20,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use crate::backend::{Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory};
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
-use crate::halo::{Field, HaloExchange, HaloOptions, Link};
+use crate::halo::{resolve_procs, Field, HaloExchange, HaloOptions, Link};
 use crate::regions::stencil_blocks;
 use crate::shared::hp_stencil_args;
 
@@ -159,7 +159,8 @@ pub fn run_jacobi<B: Backend>(
 ) -> Result<JacobiRun> {
     // The same plan the exchange compiles (a declaration that does not fit fails alike on
     // every rank, here or in the exchange's collective check).
-    let plan = HaloPlan::compile(&config.spec, comm.size(), comm.rank())?;
+    let spec = resolve_procs(&config.spec, comm)?;
+    let plan = HaloPlan::compile(&spec, comm.size(), comm.rank())?;
     let d = &plan.decomposition;
     let k = config.spec.fields as usize;
     // The application's own allocations when it adopts its fields: declared before the
@@ -185,7 +186,7 @@ pub fn run_jacobi<B: Backend>(
         u.push(field()?);
         v.push(field()?);
     }
-    let mut exchange = HaloExchange::new(backend, comm, &config.spec, config.options)?;
+    let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
     let deadline = || Instant::now() + config.options.timeout;
     // Declared after the fields, so that on any early return it is dropped (and drained of the
     // sweeps queued on it) before they are freed.
@@ -238,7 +239,7 @@ pub fn run_jacobi<B: Backend>(
         .iter()
         .map(|f| storage(f, &own))
         .collect::<Result<_>>()?;
-    let gathered = gather(backend, comm, &config.spec, d, &last, &stream, deadline())?;
+    let gathered = gather(backend, comm, &spec, d, &last, &stream, deadline())?;
     Ok(JacobiRun {
         plan,
         links,

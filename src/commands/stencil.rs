@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use haloport::core::collective::all_gather;
 use haloport::core::domain::{DomainSpec, HaloPlan};
-use haloport::core::halo::{direction_name, HaloOptions, HaloStrategy};
+use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy};
 use haloport::core::stencil::{median, run_jacobi, run_reference, JacobiConfig};
 use haloport::core::{Backend, Error};
 use haloport::provenance::{provenance, Provenance};
@@ -86,7 +86,7 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
         spec.fields += 1;
     }
     // Refused alike on every rank, before any device work.
-    HaloPlan::compile(&spec, world.size(), world.rank())?;
+    HaloPlan::compile(&resolve_procs(&spec, world)?, world.size(), world.rank())?;
     check_writable(world, args.json.as_deref())?;
     dispatch(
         args.backend,

@@ -2,7 +2,9 @@
 //! where its neighbours are, and how its allocated array (interior plus halos) is indexed.
 //!
 //! Everything here mirrors MPI's Cartesian topology functions without calling MPI, so a plan
-//! can be compiled (and tested) on one process: [`dims_create`] is `MPI_Dims_create`,
+//! can be compiled (and tested) on one process: [`dims_create`] is Open MPI's `MPI_Dims_create`
+//! (an exchange over a communicator asks the MPI library itself, through
+//! [`resolve_procs`](crate::halo::resolve_procs)),
 //! [`Decomposition::rank_of`] and [`Decomposition::coords_of`] are `MPI_Cart_rank` and
 //! `MPI_Cart_coords` of a communicator made by `MPI_Cart_create(.., reorder = false)`, and
 //! [`Decomposition::neighbour`] generalises `MPI_Cart_shift` to diagonal directions.

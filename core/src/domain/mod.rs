@@ -1,7 +1,7 @@
 //! The library's halo-exchange declaration and its compilation into a plan (SPEC 13).
 //!
 //! A user declares a structured 3-D grid ([`DomainSpec`]): global extents, a Cartesian process
-//! grid (given, or chosen like `MPI_Dims_create`), periodicity and halo width per dimension,
+//! grid (given, or chosen by `MPI_Dims_create`: [`crate::halo::resolve_procs`]), periodicity and halo width per dimension,
 //! the element type and the number of fields. [`HaloPlan::compile`] turns that declaration,
 //! once per rank, into everything an exchange needs (seed 003: declare, compile, execute many
 //! times): this rank's [`Decomposition`] (its box of the grid and the allocated array around

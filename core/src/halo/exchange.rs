@@ -34,7 +34,7 @@ use crate::shared::{
     hp_message_signal, hp_region, hp_regions_args, HP_MESSAGE_ABORTED, HP_MESSAGE_OK,
     HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
 };
-use crate::transport::mpi::MpiTransport;
+use crate::transport::mpi::{mpi_dims_create, MpiTransport};
 use crate::transport::node::{share_with_node, NodeShare};
 use crate::transport::{HostRegion, Transport};
 use crate::variant::TransportKind;
@@ -270,6 +270,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     ) -> Result<Self> {
         let (rank, size) = (world.rank(), world.size());
         agree_on_spec(world, spec)?;
+        let spec = &resolve_procs(spec, world)?;
         crate::strategy::check_threads(backend, options.threads)?;
         if options.elems_per_thread == 0 {
             return Err(Error::InvalidInput(
@@ -988,6 +989,19 @@ fn lock<M>(memory: &Mutex<M>) -> std::sync::MutexGuard<'_, M> {
     memory
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `spec` with its process grid chosen by the MPI library (`MPI_Dims_create`) over `comm`'s
+/// ranks when it names none: what every plan of an exchange over `comm` is compiled from.
+///
+/// # Errors
+/// MPI errors.
+pub fn resolve_procs(spec: &DomainSpec, comm: &SimpleCommunicator) -> Result<DomainSpec> {
+    let mut spec = spec.clone();
+    if spec.procs.is_none() && comm.size() > 0 {
+        spec.procs = Some(mpi_dims_create(comm.size())?);
+    }
+    Ok(spec)
 }
 
 /// Every rank must declare the same domain: compared collectively, so all fail alike.

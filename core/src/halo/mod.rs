@@ -20,6 +20,6 @@ mod exchange;
 mod field;
 mod layout;
 
-pub use exchange::{HaloExchange, HaloFault, HaloOptions, HaloStrategy};
+pub use exchange::{resolve_procs, HaloExchange, HaloFault, HaloOptions, HaloStrategy};
 pub use field::Field;
 pub use layout::{direction_name, Link};

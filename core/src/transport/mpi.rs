@@ -284,6 +284,23 @@ impl MpiTransport {
     }
 }
 
+/// `MPI_Dims_create(ranks, 3, {0, 0, 0})`: the balanced process grid the MPI library chooses,
+/// as `[px, py, pz]` (SPEC 13; [`dims_create`](crate::domain::dims_create) is Open MPI's
+/// algorithm in Rust, for plans compiled without MPI).
+///
+/// # Errors
+/// [`Error::Mpi`] with the call's code.
+pub fn mpi_dims_create(ranks: c_int) -> Result<[u32; 3]> {
+    let mut dims: [c_int; 3] = [0; 3];
+    // SAFETY: dims holds the 3 ints MPI_Dims_create reads and writes, all 0 (free to choose);
+    // it is called only with MPI initialized (a communicator exists).
+    let code = unsafe { ffi::MPI_Dims_create(ranks, 3, dims.as_mut_ptr()) };
+    check("MPI_Dims_create", code, || {
+        format!("choosing a process grid for {ranks} ranks")
+    })?;
+    Ok(dims.map(|d| d.max(0) as u32))
+}
+
 fn too_many(n: usize) -> Error {
     Error::InvalidInput(format!("{n} blocks are more than MPI can count"))
 }
