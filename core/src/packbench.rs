@@ -71,25 +71,6 @@ pub struct PackBenchResult {
     pub hand_event_exchange_us: f64,
 }
 
-/// The box of the face in direction `d` (one non-zero component) in allocated coordinates:
-/// `send` the interior cells next to it, else the halo cells beyond it.
-fn face_box(plan: &HaloPlan, d: [i8; 3], send: bool) -> Subarray {
-    let p = &plan.decomposition;
-    let mut start = [0_u64; 3];
-    let mut count = [0_u64; 3];
-    for k in 0..3 {
-        let (h, n) = (p.halo[k], p.local[k]);
-        (start[k], count[k]) = match (d[k], send) {
-            (0, _) => (h, n),
-            (-1, true) => (h, h),
-            (-1, false) => (0, h),
-            (_, true) => (n, h),
-            (_, false) => (n + h, h),
-        };
-    }
-    Subarray::of_box(p.alloc, start, count)
-}
-
 fn region(field: u64, buffer: u64, sub: &Subarray) -> hp_region {
     hp_region {
         field,
@@ -282,15 +263,16 @@ pub fn run_pack_bench<B: Backend>(
         .collect();
     let sizes: Vec<u64> = faces
         .iter()
-        .map(|&d| face_box(&plan, d, true).elems() * eb)
+        .map(|&d| plan.decomposition.halo_boxes(d).0.elems() * eb)
         .collect();
     let buffer = backend.alloc_device(sizes.iter().sum::<u64>().max(1) as usize)?;
     let mut at = buffer.device_addr();
     let mut send = Vec::new();
     let mut recv = Vec::new();
     for (&d, &size) in faces.iter().zip(&sizes) {
-        send.push(region(field_addr, at, &face_box(&plan, d, true)));
-        recv.push(region(field_addr, at, &face_box(&plan, d, false)));
+        let (send_box, recv_box) = plan.decomposition.halo_boxes(d);
+        send.push(region(field_addr, at, &send_box));
+        recv.push(region(field_addr, at, &recv_box));
         at += size;
     }
     let face_bytes: u64 = sizes.iter().sum();

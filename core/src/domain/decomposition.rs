@@ -14,7 +14,7 @@
 
 use serde::Serialize;
 
-use super::{extents, DomainSpec, DIM_NAMES};
+use super::{extents, DomainSpec, Subarray, DIM_NAMES};
 use crate::error::{Error, Result};
 
 /// A balanced process grid for `ranks` processes in 3 dimensions, `[px, py, pz]` with
@@ -119,6 +119,28 @@ pub struct Decomposition {
 }
 
 impl Decomposition {
+    /// The send and receive boxes of direction `d` in allocated coordinates, unmerged (strides
+    /// `[1, ax, ax * ay]`). Per dimension `k`, with `n` the local extent and `h` the halo width,
+    /// `d[k]` selects: -1: send `[h, 2h)`, receive `[0, h)`; +1: send `[n, n + h)`, receive
+    /// `[n + h, n + 2h)`; 0: both `[h, h + n)`.
+    pub fn halo_boxes(&self, d: [i8; 3]) -> (Subarray, Subarray) {
+        let (n, h) = (self.local, self.halo);
+        let mut send_start = [0; 3];
+        let mut recv_start = [0; 3];
+        let mut count = [0; 3];
+        for k in 0..3 {
+            (send_start[k], recv_start[k], count[k]) = match d[k] {
+                -1 => (h[k], 0, h[k]),
+                0 => (h[k], h[k], n[k]),
+                _ => (n[k], n[k] + h[k], h[k]),
+            };
+        }
+        (
+            Subarray::of_box(self.alloc, send_start, count),
+            Subarray::of_box(self.alloc, recv_start, count),
+        )
+    }
+
     /// The part of `spec`'s grid that `rank` of a job of `ranks` ranks owns.
     ///
     /// The process grid is `spec.procs`, or [`dims_create`]`(ranks)` where not given. Each

@@ -111,37 +111,25 @@ impl HaloPlan {
     /// Compiles `spec` for `rank` of a job of `ranks` ranks. The process grid is
     /// `spec.procs`, or [`dims_create`](super::dims_create)`(ranks)` where not given.
     ///
-    /// Per dimension `k`, with `n` the local extent and `h` the halo width, a direction's
-    /// component selects (allocated coordinates): -1: send `[h, 2h)`, receive `[0, h)`;
-    /// +1: send `[n, n + h)`, receive `[n + h, n + 2h)`; 0: both `[h, h + n)`.
+    /// The regions of each direction are [`Decomposition::halo_boxes`], merged.
     ///
     /// # Errors
     /// Those of [`Decomposition::new`]: [`crate::Error::InvalidInput`], the same on every
     /// rank.
     pub fn compile(spec: &DomainSpec, ranks: i32, rank: i32) -> Result<HaloPlan> {
         let decomposition = Decomposition::new(spec, ranks, rank)?;
-        let (n, h) = (decomposition.local, decomposition.halo);
+        let h = decomposition.halo;
         let neighbours = directions()
             .into_iter()
             .filter(|d| (0..3).all(|k| d[k] == 0 || h[k] > 0))
             .filter_map(|d| {
                 let peer = decomposition.neighbour(d)?;
-                let mut send_start = [0; 3];
-                let mut recv_start = [0; 3];
-                let mut count = [0; 3];
-                for k in 0..3 {
-                    (send_start[k], recv_start[k], count[k]) = match d[k] {
-                        -1 => (h[k], 0, h[k]),
-                        0 => (h[k], h[k], n[k]),
-                        _ => (n[k], n[k] + h[k], h[k]),
-                    };
-                }
-                let alloc = decomposition.alloc;
+                let (send, recv) = decomposition.halo_boxes(d);
                 Some(Neighbour {
                     direction: d,
                     rank: peer,
-                    send: Subarray::of_box(alloc, send_start, count).merged(),
-                    recv: Subarray::of_box(alloc, recv_start, count).merged(),
+                    send: send.merged(),
+                    recv: recv.merged(),
                     send_tag: direction_tag(d),
                     recv_tag: direction_tag(d.map(|c| -c)),
                 })
