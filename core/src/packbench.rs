@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::halo::{direction_name, Field, HaloExchange, HaloOptions};
 use crate::regions::{assign_blocks, Copy3d, THREADS};
 use crate::shared::{hp_region, hp_regions_args, HP_NO_MESSAGE};
-use crate::stencil::median;
+use crate::stats::median;
 use crate::variant::TransportKind;
 
 /// What to measure.
@@ -122,7 +122,7 @@ fn time_unsynchronized<B: Backend>(
         let ms = backend.event_elapsed_ms(&start, &end)?;
         per_rep.push(1e3 * f64::from(ms) / f64::from(config.reps));
     }
-    Ok(median(&per_rep))
+    Ok(median(&per_rep).unwrap_or(0.0))
 }
 
 /// A table of regions in device memory with their grid, ready to launch.

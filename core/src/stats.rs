@@ -19,6 +19,11 @@ pub struct Summary {
     pub max: f64,
 }
 
+/// The median of `values`; `None` when there are none or any is not finite.
+pub fn median(values: &[f64]) -> Option<f64> {
+    Summary::of(values).map(|s| s.median)
+}
+
 impl Summary {
     /// Summarises `values`; `None` when there are none or any is not finite.
     pub fn of(values: &[f64]) -> Option<Summary> {

@@ -466,17 +466,6 @@ fn place(spec: &DomainSpec, p: &Decomposition, part: &[u8], global: &mut [u8], e
     }
 }
 
-/// Median of `values` (0 for none).
-pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,8 @@ use anyhow::Context;
 use haloport::core::collective::all_gather;
 use haloport::core::domain::{DomainSpec, HaloPlan};
 use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy};
-use haloport::core::stencil::{median, run_jacobi, run_reference, JacobiConfig};
+use haloport::core::stats::median;
+use haloport::core::stencil::{run_jacobi, run_reference, JacobiConfig};
 use haloport::core::{Backend, Error};
 use haloport::provenance::{provenance, Provenance};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -176,7 +177,10 @@ impl OnBackend for Stencil<'_> {
                 ),
             }
         };
-        let (step_median_us, exchange_median_us) = (median(&step_us), median(&exchange_us));
+        let (step_median_us, exchange_median_us) = (
+            median(&step_us).unwrap_or(0.0),
+            median(&exchange_us).unwrap_or(0.0),
+        );
         let result = StencilResult {
             command: "stencil",
             provenance: provenance(),
