@@ -231,6 +231,8 @@ pub struct HaloExchange<'b, B: Backend> {
     mpi: MpiTransport,
     backend: &'b B,
     plan: HaloPlan,
+    /// Where this rank's messages lie in its receive slots and send staging.
+    layout: Mailbox,
     options: HaloOptions,
     routes: Vec<Route>,
     /// Everything kernels (ours and peers') touch; freed in `drop` only once shown unused.
@@ -390,6 +392,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             last_unpack: backend.create_marker()?,
             backend,
             plan,
+            layout: mine,
             options,
             routes,
             memory: ManuallyDrop::new(Memory {
@@ -550,13 +553,9 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         Ok(())
     }
 
-    /// Base: waits for every host-staged message (their arrived flags record which came, for
-    /// the time-out's message; no kernel waits on them).
-    fn receive_all(&mut self, deadline: Instant) -> Result<()> {
-        self.raise_each_on_arrival(deadline)
-    }
-
-    /// Taskqueue: raises each host-staged message's arrived flag as MPI delivers it.
+    /// Waits for every host-staged message, raising each one's arrived flag as MPI delivers it:
+    /// the taskqueue's unpack waits for these flags; under the baseline they only tell a
+    /// time-out which messages never came.
     fn raise_each_on_arrival(&mut self, deadline: Instant) -> Result<()> {
         let since = Instant::now();
         while self.mpi.pending_recvs() > 0 {
@@ -622,7 +621,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
         let taskqueue = self.options.strategy == HaloStrategy::Taskqueue;
         if staged && !taskqueue {
-            self.receive_all(deadline)?;
+            self.raise_each_on_arrival(deadline)?;
         }
         self.launch(&self.current, false, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
@@ -768,7 +767,6 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         host: *mut u8,
         i: usize,
     ) -> HostRegion {
-        let mailbox = Mailbox::of(&self.plan);
         let owner: Arc<dyn Send + Sync> = memory.clone();
         // SAFETY: (1) message i's bytes lie inside the staging allocation (Mailbox layout, one
         // slot), 8-byte aligned (offsets are 256-aligned, sizes rounded to 8), alive as long
@@ -777,8 +775,8 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         // the previous unpack was seen complete.
         unsafe {
             HostRegion::new(
-                host.add(mailbox.offsets[i] as usize).cast::<f64>(),
-                (mailbox.message_bytes[i] / 8) as usize,
+                host.add(self.layout.offsets[i] as usize).cast::<f64>(),
+                (self.layout.message_bytes[i] / 8) as usize,
                 owner,
             )
         }
