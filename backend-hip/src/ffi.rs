@@ -476,19 +476,7 @@ pub unsafe fn memcpy_3d_async(copy: &haloport_core::Copy3d, s: hipStream_t) -> R
     // function's contract.
     let code = unsafe { sys::hipMemcpy3DAsync(&params, s) };
     check("hipMemcpy3DAsync", code, || {
-        format!(
-            "queueing a 3-D copy of {} x {} x {} bytes from {:#x} (pitch {}, {} rows) to {:#x} \
-             (pitch {}, {} rows)",
-            copy.width,
-            copy.height,
-            copy.depth,
-            copy.src,
-            copy.src_pitch,
-            copy.src_rows,
-            copy.dst,
-            copy.dst_pitch,
-            copy.dst_rows
-        )
+        format!("queueing a 3-D copy of {copy}")
     })
 }
 

@@ -207,6 +207,25 @@ pub struct Copy3d {
     pub depth: usize,
 }
 
+impl std::fmt::Display for Copy3d {
+    /// `W x H x D bytes from SRC (pitch P, R rows) to DST (pitch P, R rows)`, for errors.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} x {} x {} bytes from {:#x} (pitch {}, {} rows) to {:#x} (pitch {}, {} rows)",
+            self.width,
+            self.height,
+            self.depth,
+            self.src,
+            self.src_pitch,
+            self.src_rows,
+            self.dst,
+            self.dst_pitch,
+            self.dst_rows
+        )
+    }
+}
+
 impl Copy3d {
     /// Checks the shape: rows no wider than their pitch, slices no taller than their rows, no
     /// size overflowing, a non-empty copy.
