@@ -699,6 +699,7 @@ fn stencil_case<B: Backend>(
         &device_bytes(backend, &stream, &dout, n as usize * ebu)?,
         ebu,
     );
+    let input_f32: Vec<f32> = input.iter().map(|&v| v as f32).collect();
     for z in 0..dims.0[2] {
         for y in 0..dims.0[1] {
             for x in 0..dims.0[0] {
@@ -706,9 +707,8 @@ fn stencil_case<B: Backend>(
                 let want = match (inside, eb) {
                     (false, _) => sentinel,
                     (true, 4) => {
-                        let input: Vec<f32> = input.iter().map(|&v| v as f32).collect();
                         let v = reference_stencil(
-                            &input,
+                            &input_f32,
                             dims,
                             (x, y, z),
                             0.0_f32,
