@@ -22,6 +22,7 @@ pub mod error;
 pub mod exchange;
 pub mod halo;
 pub mod measure;
+pub mod observe;
 pub mod packbench;
 pub mod pattern;
 pub mod regions;
@@ -40,6 +41,7 @@ pub use backend::{
     LaunchDims, PinnedMemory,
 };
 pub use error::{Error, Result};
+pub use observe::{BlockChecks, Discard, Observer};
 pub use pattern::{BuiltinPattern, PatternSource, RankPattern};
 pub use regions::Copy3d;
 pub use strategy::{ExchangeOptions, Fault, Strategy};

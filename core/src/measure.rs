@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{host_now_ns, ClockFit};
 use crate::error::{Error, Result};
+use crate::observe::{BlockChecks, Discard, Observer};
+use crate::shared::hp_block_times;
 use crate::strategy::{EventProfile, Strategy};
-use crate::timeline::{convert, IterationTimeline, RawIteration};
+use crate::timeline::{convert, CpuEvent, IterationTimeline, RawIteration};
 
 /// Most wrong-value records one rank keeps; all of them are counted.
 pub const MAX_RECORDED_ERRORS: usize = 100;
@@ -201,10 +203,8 @@ pub fn measure_run(
     run: u32,
     on_iteration: &mut dyn FnMut(u32, u32),
 ) -> Result<()> {
-    let rank = outcome.rank;
     // The first iteration's check records start zeroed; clear anything a previous user left.
-    strategy.take_checks()?;
-    let planned = strategy.planned_checks();
+    strategy.report(&mut Discard)?;
     for it in 0..protocol.iterations {
         // Global iteration numbers run on across runs: a stale buffer never holds the value
         // the current iteration expects.
@@ -217,34 +217,73 @@ pub fn measure_run(
         if measured {
             outcome.iteration_us.push((end - start) as f64 / 1e3);
         }
-        if measured && run + 1 == protocol.runs {
-            outcome.raw_timeline.push(RawIteration {
+        let mut recorder = IterationRecorder {
+            outcome: &mut *outcome,
+            run,
+            iteration: it,
+            measured,
+            keep_timeline: measured && run + 1 == protocol.runs,
+            checks_reported: 0,
+            timeline: RawIteration {
                 iteration: it,
                 cpu_start_ns: start,
                 cpu_end_ns: end,
-                device: RawIteration::device_stamps(&strategy.device_times()?),
-                cpu: strategy.take_cpu_events(),
-            });
-        }
-        // Events of iterations not kept are taken and dropped, so they never pile up.
-        strategy.take_cpu_events();
-        if let Some(profile) = strategy.take_profile() {
-            if measured {
-                outcome
-                    .profile
-                    .get_or_insert_with(EventProfile::default)
-                    .merge(&profile);
-            }
-        }
-        let checks = strategy.take_checks()?;
-        if checks.len() != planned.len() {
+                device: Vec::new(),
+                cpu: Vec::new(),
+            },
+        };
+        strategy.report(&mut recorder)?;
+        recorder.finish()?;
+        on_iteration(run, it);
+    }
+    Ok(())
+}
+
+/// The benchmark's observer of one iteration: verification into the rank's outcome, the
+/// timeline of the last run's measured iterations, the event-loop profile of measured ones.
+struct IterationRecorder<'a> {
+    outcome: &'a mut RankOutcome,
+    run: u32,
+    iteration: u32,
+    measured: bool,
+    keep_timeline: bool,
+    checks_reported: u32,
+    timeline: RawIteration,
+}
+
+impl IterationRecorder<'_> {
+    /// Ends the iteration's record.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the strategy did not report its check records exactly once.
+    fn finish(self) -> Result<()> {
+        if self.checks_reported != 1 {
             return Err(Error::Internal(format!(
-                "{} check records for {} blocks",
-                checks.len(),
-                planned.len()
+                "the strategy reported its check records {} times for one iteration",
+                self.checks_reported
             )));
         }
-        for (block, (check, &plan)) in checks.into_iter().zip(&planned).enumerate() {
+        if self.keep_timeline {
+            self.outcome.raw_timeline.push(self.timeline);
+        }
+        Ok(())
+    }
+}
+
+impl Observer for IterationRecorder<'_> {
+    fn wants_device_times(&self) -> bool {
+        self.keep_timeline
+    }
+
+    fn checks(&mut self, checks: BlockChecks<'_>) {
+        self.checks_reported += 1;
+        let (rank, run, iteration) = (self.outcome.rank, self.run, self.iteration);
+        let outcome = &mut *self.outcome;
+        // A record missing for a planned block counts as that block never checked.
+        let blocks = checks.planned.len().max(checks.records.len());
+        for block in 0..blocks {
+            let plan = checks.planned.get(block).copied().unwrap_or(0);
+            let check = checks.records.get(block).copied().unwrap_or_default();
             outcome.checked += u64::from(check.checked);
             outcome.planned += plan;
             if u64::from(check.checked) != plan {
@@ -254,10 +293,10 @@ pub fn measure_run(
                         rank,
                         block,
                         run,
-                        iteration: it,
+                        iteration,
                         planned: plan,
                         done: u64::from(check.checked),
-                        state: strategy.block_state(block),
+                        state: (checks.state)(block),
                     });
                 }
             }
@@ -268,7 +307,7 @@ pub fn measure_run(
                         rank,
                         block,
                         run,
-                        iteration: it,
+                        iteration,
                         index: check.first_index,
                         expected: check.first_expected,
                         found: check.first_found,
@@ -277,9 +316,27 @@ pub fn measure_run(
                 }
             }
         }
-        on_iteration(run, it);
     }
-    Ok(())
+
+    fn device_times(&mut self, times: &[hp_block_times]) {
+        self.timeline.device = RawIteration::device_stamps(times);
+    }
+
+    fn cpu_events(&mut self, events: Vec<CpuEvent>) {
+        // Events of iterations not kept are dropped, so they never pile up.
+        if self.keep_timeline {
+            self.timeline.cpu = events;
+        }
+    }
+
+    fn event_profile(&mut self, profile: &EventProfile) {
+        if self.measured {
+            self.outcome
+                .profile
+                .get_or_insert_with(EventProfile::default)
+                .merge(profile);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -336,30 +393,20 @@ mod tests {
         fn iteration(&mut self, _iteration: u32) -> Result<()> {
             Ok(())
         }
-        fn take_checks(&mut self) -> Result<Vec<crate::shared::hp_block_check>> {
+        fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
             let full = crate::shared::hp_block_check {
                 checked: 18,
                 ..Default::default()
             };
-            Ok(vec![full, crate::shared::hp_block_check::default(), full])
-        }
-        fn planned_checks(&self) -> Vec<u64> {
-            vec![18; 3]
-        }
-        fn block_state(&self, block: usize) -> Option<String> {
-            Some(format!("block {block} timed out on the device"))
-        }
-        fn device_times(&self) -> Result<Vec<crate::shared::hp_block_times>> {
-            Ok(Vec::new())
+            observer.checks(BlockChecks {
+                records: &[full, crate::shared::hp_block_check::default(), full],
+                planned: &[18; 3],
+                state: &|block| Some(format!("block {block} timed out on the device")),
+            });
+            Ok(())
         }
         fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
             (crate::Coherence::Coherent, crate::Coherence::Coherent)
-        }
-        fn take_cpu_events(&mut self) -> Vec<crate::timeline::CpuEvent> {
-            Vec::new()
-        }
-        fn take_profile(&mut self) -> Option<EventProfile> {
-            None
         }
     }
 
@@ -385,6 +432,38 @@ mod tests {
         assert_eq!(
             first.state.as_deref(),
             Some("block 1 timed out on the device")
+        );
+    }
+
+    /// A strategy that forgets to report its check records.
+    struct ReportsNothing;
+
+    impl Strategy for ReportsNothing {
+        fn iteration(&mut self, _iteration: u32) -> Result<()> {
+            Ok(())
+        }
+        fn report(&mut self, _observer: &mut dyn Observer) -> Result<()> {
+            Ok(())
+        }
+        fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
+            (crate::Coherence::Coherent, crate::Coherence::Coherent)
+        }
+    }
+
+    #[test]
+    fn an_iteration_without_check_records_is_an_error_not_a_pass() {
+        let protocol = Protocol {
+            iterations: 2,
+            warmup: 1,
+            runs: 1,
+        };
+        let msg = measure(&mut ReportsNothing, 0, protocol, |_, _| {})
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            msg.contains("reported its check records 0 times for one iteration"),
+            "{msg}"
         );
     }
 }

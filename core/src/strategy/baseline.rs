@@ -15,9 +15,9 @@ use std::time::Instant;
 use crate::backend::{Backend, Coherence, Launch, LaunchDims};
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
+use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
-use crate::shared::{hp_block_check, hp_block_times};
-use crate::strategy::{check_threads, EventProfile, ExchangeOptions, Strategy};
+use crate::strategy::{check_threads, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
 use crate::variant::{BaselineOptions, SendMode, WaitMode};
@@ -184,28 +184,24 @@ impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
         Ok(())
     }
 
-    fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
-        self.buffers.take_checks_when_idle(self.kernels_idle)
-    }
-
-    fn planned_checks(&self) -> Vec<u64> {
-        self.buffers
-            .planned_checks(self.exchange.verify, self.dims.threads)
-    }
-
-    fn device_times(&self) -> Result<Vec<hp_block_times>> {
-        self.buffers.read_times_when_idle(self.kernels_idle)
+    fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
+        let records = self.buffers.take_checks_when_idle(self.kernels_idle)?;
+        let planned = self
+            .buffers
+            .planned_checks(self.exchange.verify, self.dims.threads);
+        observer.checks(BlockChecks {
+            records: &records,
+            planned: &planned,
+            state: &|_| None,
+        });
+        if observer.wants_device_times() {
+            observer.device_times(&self.buffers.read_times_when_idle(self.kernels_idle)?);
+        }
+        observer.cpu_events(std::mem::take(&mut self.events));
+        Ok(())
     }
 
     fn buffer_coherence(&self) -> (Coherence, Coherence) {
         self.buffers.coherence()
-    }
-
-    fn take_cpu_events(&mut self) -> Vec<CpuEvent> {
-        std::mem::take(&mut self.events)
-    }
-
-    fn take_profile(&mut self) -> Option<EventProfile> {
-        None
     }
 }

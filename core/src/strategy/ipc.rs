@@ -30,9 +30,10 @@ use mpi::topology::SimpleCommunicator;
 
 use crate::backend::{Backend, Coherence, Kernel, Launch, LaunchDims, PinnedMemory};
 use crate::error::{Error, Result};
+use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
 use crate::shared::{self, hp_block_check, hp_block_times, hp_ipc_args};
-use crate::strategy::{check_threads, ensure_idle, EventProfile, ExchangeOptions, Fault, Strategy};
+use crate::strategy::{check_threads, ensure_idle, ExchangeOptions, Fault, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::ipc::IpcTransport;
 use crate::variant::{IpcMode, IpcOptions};
@@ -417,6 +418,28 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
         Ok(())
     }
 
+    fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
+        let records = self.take_checks()?;
+        let planned = self.planned_checks();
+        observer.checks(BlockChecks {
+            records: &records,
+            planned: &planned,
+            state: &|block| Some(self.block_state(block)),
+        });
+        if observer.wants_device_times() {
+            observer.device_times(&self.device_times()?);
+        }
+        observer.cpu_events(std::mem::take(&mut self.events));
+        Ok(())
+    }
+
+    /// Device memory only: there are no host buffers to be coherent.
+    fn buffer_coherence(&self) -> (Coherence, Coherence) {
+        (Coherence::Coherent, Coherence::Coherent)
+    }
+}
+
+impl<B: Backend> IpcExchange<'_, B> {
     /// Folds the chunks' records into one per block: checks and wrong values summed, the lowest
     /// wrong index kept.
     fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
@@ -447,7 +470,8 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
         planned
     }
 
-    fn block_state(&self, block: usize) -> Option<String> {
+    /// Every chunk of block `block` with its sending and receiving state.
+    fn block_state(&self, block: usize) -> String {
         let states: Vec<String> = (0..self.records.chunks)
             .filter(|&c| self.transport.chunks()[c].block as usize == block)
             .map(|c| {
@@ -458,10 +482,7 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
                 )
             })
             .collect();
-        Some(format!(
-            "chunks (sending / receiving): {}",
-            states.join(", ")
-        ))
+        format!("chunks (sending / receiving): {}", states.join(", "))
     }
 
     /// Per block, the first chunk's start and the last chunk's end of each phase.
@@ -483,18 +504,5 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
             });
         }
         Ok(blocks.into_iter().map(Option::unwrap_or_default).collect())
-    }
-
-    /// Device memory only: there are no host buffers to be coherent.
-    fn buffer_coherence(&self) -> (Coherence, Coherence) {
-        (Coherence::Coherent, Coherence::Coherent)
-    }
-
-    fn take_cpu_events(&mut self) -> Vec<CpuEvent> {
-        std::mem::take(&mut self.events)
-    }
-
-    fn take_profile(&mut self) -> Option<EventProfile> {
-        None
     }
 }

@@ -14,7 +14,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::Coherence;
-use crate::shared::{hp_block_check, hp_block_times};
 use crate::verify::Verify;
 
 pub use baseline::Baseline;
@@ -22,7 +21,7 @@ pub use ipc::IpcExchange;
 pub use mpi_only::MpiOnly;
 pub use taskqueue::Taskqueue;
 
-use crate::timeline::CpuEvent;
+use crate::observe::Observer;
 
 /// Faults a run can inject on purpose, to prove that checks and time-outs catch them. The
 /// [`Faulty`](crate::transport::faulty::Faulty) transport injects them, so every strategy gets
@@ -172,38 +171,17 @@ pub trait Strategy {
     /// Backend, MPI and time-out errors, naming the block and state where there is one.
     fn iteration(&mut self, iteration: u32) -> crate::Result<()>;
 
-    /// Takes the last iteration's per-block check records (and resets them).
+    /// Hands the last iteration's instrumentation to `observer` and resets it: the check
+    /// records (always), the device timestamps (when the observer wants them), the CPU events
+    /// and the event-loop profile. Called after the iteration, outside its timed region.
     ///
     /// # Errors
     /// [`Error::Internal`](crate::Error::Internal) when kernels that write the records may still
     /// be running (the last iteration failed before its kernels were seen finished).
-    fn take_checks(&mut self) -> crate::Result<Vec<hp_block_check>>;
-
-    /// The number of checks every block's record must show after every iteration (SPEC 5): a
-    /// block whose record shows fewer was never (fully) unpacked.
-    fn planned_checks(&self) -> Vec<u64>;
-
-    /// Where block `block` ended the last iteration, for reports of a block whose checks are
-    /// missing; `None` for strategies without per-block state beyond their check records.
-    fn block_state(&self, block: usize) -> Option<String> {
-        let _ = block;
-        None
-    }
-
-    /// The last iteration's per-block device timestamps.
-    ///
-    /// # Errors
-    /// As [`Strategy::take_checks`].
-    fn device_times(&self) -> crate::Result<Vec<hp_block_times>>;
+    fn report(&mut self, observer: &mut dyn Observer) -> crate::Result<()>;
 
     /// Coherence of the send and receive buffers: (requested, served).
     fn buffer_coherence(&self) -> (Coherence, Coherence);
-
-    /// Takes the CPU events of the last iteration.
-    fn take_cpu_events(&mut self) -> Vec<CpuEvent>;
-
-    /// Takes the last iteration's event-loop profile, for strategies with an event loop.
-    fn take_profile(&mut self) -> Option<EventProfile>;
 }
 
 /// Checks that `backend` can run GPU blocks of `threads` threads, before a strategy allocates.

@@ -15,9 +15,10 @@ use std::time::Instant;
 use crate::backend::{Backend, Coherence};
 use crate::error::Result;
 use crate::exchange::ExchangeBuffers;
+use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
-use crate::shared::{hp_block_check, hp_block_times};
-use crate::strategy::{EventProfile, ExchangeOptions, Strategy};
+use crate::shared::hp_block_check;
+use crate::strategy::{ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
 use crate::verify::{check_block, packed_value};
@@ -97,12 +98,33 @@ impl<B: Backend, T: Transport> Strategy for MpiOnly<B, T> {
         Ok(())
     }
 
+    fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
+        let records = self.check_received();
+        let planned = self
+            .buffers
+            .planned_checks(self.exchange.verify, self.threads);
+        observer.checks(BlockChecks {
+            records: &records,
+            planned: &planned,
+            state: &|_| None,
+        });
+        // No kernels: no device times.
+        observer.cpu_events(std::mem::take(&mut self.events));
+        Ok(())
+    }
+
+    fn buffer_coherence(&self) -> (Coherence, Coherence) {
+        self.buffers.coherence()
+    }
+}
+
+impl<B: Backend, T: Transport> MpiOnly<B, T> {
     /// Checks the received data as unpack would, on the CPU, after the timed region.
-    fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
+    fn check_received(&mut self) -> Vec<hp_block_check> {
         let Some(iteration) = self.iteration.take() else {
-            return Ok(vec![hp_block_check::default(); self.buffers.blocks()]);
+            return vec![hp_block_check::default(); self.buffers.blocks()];
         };
-        Ok((0..self.buffers.blocks())
+        (0..self.buffers.blocks())
             .map(|b| {
                 let source = self.buffers.pattern().blocks[b].source;
                 let region = self.buffers.recv_region(b);
@@ -113,28 +135,6 @@ impl<B: Backend, T: Transport> Strategy for MpiOnly<B, T> {
                     packed_value(iteration, source, b as u32, i)
                 })
             })
-            .collect())
-    }
-
-    fn planned_checks(&self) -> Vec<u64> {
-        self.buffers
-            .planned_checks(self.exchange.verify, self.threads)
-    }
-
-    /// No kernels: no device times.
-    fn device_times(&self) -> Result<Vec<hp_block_times>> {
-        Ok(Vec::new())
-    }
-
-    fn buffer_coherence(&self) -> (Coherence, Coherence) {
-        self.buffers.coherence()
-    }
-
-    fn take_cpu_events(&mut self) -> Vec<CpuEvent> {
-        std::mem::take(&mut self.events)
-    }
-
-    fn take_profile(&mut self) -> Option<EventProfile> {
-        None
+            .collect()
     }
 }

@@ -26,8 +26,9 @@ use crate::backend::{Backend, Coherence, Kernel, Launch, LaunchDims};
 use crate::control::{state_name, ControlBlock};
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
+use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
-use crate::shared::{self, hp_block_check, hp_block_times};
+use crate::shared;
 use crate::strategy::{check_threads, EventProfile, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::Transport;
@@ -446,35 +447,26 @@ impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
         Ok(())
     }
 
-    fn block_state(&self, block: usize) -> Option<String> {
-        Some(format!(
-            "GPU state {}",
-            state_name(self.control.state(block))
-        ))
-    }
-
-    fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
-        self.buffers.take_checks_when_idle(self.kernels_idle)
-    }
-
-    fn planned_checks(&self) -> Vec<u64> {
-        self.buffers
-            .planned_checks(self.exchange.verify, self.dims.threads)
-    }
-
-    fn device_times(&self) -> Result<Vec<hp_block_times>> {
-        self.buffers.read_times_when_idle(self.kernels_idle)
+    fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
+        let records = self.buffers.take_checks_when_idle(self.kernels_idle)?;
+        let planned = self
+            .buffers
+            .planned_checks(self.exchange.verify, self.dims.threads);
+        let control = &self.control;
+        observer.checks(BlockChecks {
+            records: &records,
+            planned: &planned,
+            state: &|block| Some(format!("GPU state {}", state_name(control.state(block)))),
+        });
+        if observer.wants_device_times() {
+            observer.device_times(&self.buffers.read_times_when_idle(self.kernels_idle)?);
+        }
+        observer.cpu_events(std::mem::take(&mut self.events));
+        observer.event_profile(&std::mem::take(&mut self.profile));
+        Ok(())
     }
 
     fn buffer_coherence(&self) -> (Coherence, Coherence) {
         self.buffers.coherence()
-    }
-
-    fn take_cpu_events(&mut self) -> Vec<CpuEvent> {
-        std::mem::take(&mut self.events)
-    }
-
-    fn take_profile(&mut self) -> Option<EventProfile> {
-        Some(std::mem::take(&mut self.profile))
     }
 }
