@@ -16,7 +16,10 @@
 //! Every iteration ends when every incoming chunk was unpacked and, with the thesis protocol
 //! (the default), every rank passed an MPI barrier; `ExchangeOptions::barrier = false` runs
 //! iterations back to back, safe because receive buffers have two slots guarded by credit
-//! flags. Epochs count this strategy's own iterations (1, 2, ...), so a fresh strategy with
+//! flags. Back to back, iterations are also pipelined (when no block goes to another node):
+//! iteration i + 1's kernels are launched before the CPU waits for iteration i's, so the GPU
+//! never idles while the CPU waits, verifies and launches; an iteration's time is then the
+//! period between iterations, not one iteration alone. Each epoch parity has its own records. Epochs count this strategy's own iterations (1, 2, ...), so a fresh strategy with
 //! fresh flags agrees with its peers' fresh strategies. Every device wait has the time-out and
 //! watches the abort flag; the CPU names each chunk that did not finish, with its state.
 
@@ -143,14 +146,21 @@ impl<B: Backend> ChunkRecords<B> {
 pub struct IpcExchange<'b, B: Backend> {
     // Drop order: the stream (waiting for the kernels) before the memory they use.
     stream: B::Stream,
-    records: ChunkRecords<B>,
+    /// One set of records per epoch parity: with iterations pipelined, the kernels of epoch
+    /// e + 1 write one set while the CPU reads epoch e's.
+    records: [ChunkRecords<B>; 2],
     transport: IpcTransport<B>,
     backend: &'b B,
     pattern: RankPattern,
     options: IpcOptions,
     exchange: ExchangeOptions,
     threads: u32,
+    /// The last epoch launched.
     epoch: u32,
+    /// The epoch the CPU waits for or last waited for, whose records are reported.
+    waited: u32,
+    /// Back to back, pipelined: the iteration launched ahead, and its epoch.
+    ahead: Option<(u32, u32)>,
     events: Vec<CpuEvent>,
     kernels_idle: bool,
 }
@@ -201,7 +211,10 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         let pattern = patterns[transport.rank() as usize].clone();
         Ok(IpcExchange {
             stream: backend.create_stream()?,
-            records: ChunkRecords::new(backend, chunks)?,
+            records: [
+                ChunkRecords::new(backend, chunks)?,
+                ChunkRecords::new(backend, chunks)?,
+            ],
             transport,
             backend,
             pattern,
@@ -209,12 +222,25 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             exchange,
             threads,
             epoch: 0,
+            waited: 0,
+            ahead: None,
             events: Vec::with_capacity(8),
             kernels_idle: true,
         })
     }
 
-    fn args(&self, iteration: u32) -> hp_ipc_args {
+    /// The records of epoch `epoch`.
+    fn records_of(&self, epoch: u32) -> &ChunkRecords<B> {
+        &self.records[(epoch % 2) as usize]
+    }
+
+    /// The records of the epoch waited for.
+    fn current(&self) -> &ChunkRecords<B> {
+        self.records_of(self.waited)
+    }
+
+    fn args(&self, iteration: u32, epoch: u32) -> hp_ipc_args {
+        let records = self.records_of(epoch);
         let timer_hz = self.backend.device_info().timer_hz as f64;
         let fault_block = |pick: fn(Fault) -> Option<usize>| {
             self.exchange
@@ -224,16 +250,16 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         };
         hp_ipc_args {
             chunks: self.transport.table_addr(),
-            checks: self.records.checks.device_addr(),
-            times: self.records.times.device_addr(),
-            states: self.records.states.device_addr(),
-            send_states: self.records.send_states_addr(),
-            abort_flag: self.records.abort_addr(),
+            checks: records.checks.device_addr(),
+            times: records.times.device_addr(),
+            states: records.states.device_addr(),
+            send_states: records.send_states_addr(),
+            abort_flag: records.abort_addr(),
             timeout_ticks: (self.exchange.timeout.as_secs_f64() * timer_hz) as u64,
-            num_chunks: self.records.chunks as u32,
+            num_chunks: records.chunks as u32,
             rank: self.transport.rank(),
             iteration,
-            epoch: self.epoch,
+            epoch,
             verify: self.exchange.verify.code(),
             drop_block: fault_block(|f| match f {
                 Fault::DropSend { block } => Some(block),
@@ -251,17 +277,17 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
     fn stuck_report(&self) -> Option<String> {
         let mut parts = Vec::new();
         for (b, block) in self.pattern.blocks.iter().enumerate() {
-            let chunks: Vec<usize> = (0..self.records.chunks)
+            let chunks: Vec<usize> = (0..self.current().chunks)
                 .filter(|&c| self.transport.chunks()[c].block as usize == b)
                 .collect();
             let receiving: Vec<u32> = chunks
                 .iter()
-                .map(|&c| self.records.state(c))
+                .map(|&c| self.current().state(c))
                 .filter(|&s| s != shared::HP_IPC_DONE)
                 .collect();
             let sending: Vec<u32> = chunks
                 .iter()
-                .map(|&c| self.records.send_state(c))
+                .map(|&c| self.current().send_state(c))
                 .filter(|&s| s != shared::HP_IPC_SENT)
                 .collect();
             if let Some(&state) = receiving.first() {
@@ -289,18 +315,19 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
     /// Waits until every chunk reached its final states: polling them in pinned memory sees
     /// the end microseconds before a stream query would report the kernels finished. Then the
     /// records are complete (written before the final states) and nothing writes them again.
-    fn wait_for_kernels(&mut self) -> Result<()> {
+    fn wait_for_kernels(&mut self, epoch: u32) -> Result<()> {
+        self.waited = epoch;
         let rank = self.transport.rank();
         // Each kernel wait gives up after the time-out; a chunk may wait twice (credit, data).
         let limit = 2 * self.exchange.timeout + Duration::from_secs(1);
         let since = Instant::now();
         loop {
             // Blocks for other nodes travel by host-staged MPI meanwhile (the transport).
-            let remote_done = match self.transport.progress_remote(self.epoch) {
+            let remote_done = match self.transport.progress_remote(epoch) {
                 Ok(done) => done,
                 Err(e) => return Err(self.abort_kernels(e)),
             };
-            if self.records.all_final() && (remote_done || self.records.any_given_up()) {
+            if self.current().all_final() && (remote_done || self.current().any_given_up()) {
                 break;
             }
             if since.elapsed() >= limit {
@@ -333,10 +360,14 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         Ok(())
     }
 
-    /// Raises the abort flag and waits, at most the time-out, for the stream; the records
-    /// count as readable only if they drained.
+    /// Raises the abort flag of every epoch in flight (each set's latest) and waits, at most
+    /// the time-out, for the stream; the records count as readable only if they drained.
     fn abort_kernels(&mut self, error: Error) -> Error {
-        self.records.abort().store(self.epoch, Ordering::Release);
+        for epoch in [self.epoch, self.epoch.saturating_sub(1)] {
+            self.records_of(epoch)
+                .abort()
+                .store(epoch, Ordering::Release);
+        }
         let deadline = Instant::now() + self.exchange.timeout;
         let drained = self.backend.stream_synchronize(&self.stream, deadline);
         self.kernels_idle = drained.is_ok();
@@ -347,6 +378,70 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             );
         }
         error
+    }
+    /// Iterations run pipelined: back to back (no closing barrier) and no block for another
+    /// node (its host-staged part has one staging buffer per block, not two).
+    fn pipelined(&self) -> bool {
+        !self.exchange.barrier && !self.transport.has_remote()
+    }
+
+    /// Launches the kernels of the next epoch for global iteration `iteration`; returns the
+    /// epoch.
+    ///
+    /// # Errors
+    /// Launch errors, after the kernels already in flight were aborted.
+    fn launch(&mut self, iteration: u32) -> Result<u32> {
+        self.epoch += 1;
+        let epoch = self.epoch;
+        // No kernel writes this set: its last epoch (epoch - 2) was waited for and reported.
+        self.records_of(epoch).reset();
+        self.transport.begin_remote()?;
+        let args = self.args(iteration, epoch);
+        let dims = LaunchDims {
+            blocks: self.records_of(epoch).chunks as u32,
+            threads: self.threads,
+        };
+        self.kernels_idle = false;
+        // SAFETY: args point into the transport's and the records' allocations and into peers'
+        // memory the transport keeps open; all outlive the kernels (every epoch launched is
+        // waited for, by an iteration or by drop, or the kernels aborted and drained; dropping
+        // the strategy drops, and so waits for, the stream first).
+        let launched = unsafe {
+            match self.options.mode {
+                IpcMode::Base => self
+                    .backend
+                    .launch(Launch::IpcPack(&args), dims, &self.stream)
+                    .and_then(|()| {
+                        self.backend
+                            .launch(Launch::IpcUnpack(&args), dims, &self.stream)
+                    }),
+                IpcMode::Taskqueue => {
+                    self.backend
+                        .launch(Launch::IpcTaskqueue(&args), dims, &self.stream)
+                }
+            }
+        };
+        if let Err(e) = launched {
+            // A pack kernel may already run: make its waits give up before returning.
+            return Err(self.abort_kernels(e));
+        }
+        self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
+        Ok(epoch)
+    }
+}
+
+impl<B: Backend> Drop for IpcExchange<'_, B> {
+    /// An epoch launched ahead runs to its end (its peers launched theirs) before the stream
+    /// and the records go.
+    fn drop(&mut self) {
+        if let Some((_, epoch)) = self.ahead.take() {
+            if let Err(e) = self.wait_for_kernels(epoch) {
+                tracing::warn!(
+                    "rank {}: the device-direct iteration launched ahead did not end cleanly: {e}",
+                    self.transport.rank()
+                );
+            }
+        }
     }
 }
 
@@ -368,40 +463,24 @@ pub fn ipc_state_name(state: u32) -> &'static str {
 
 impl<B: Backend> Strategy for IpcExchange<'_, B> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
-        self.epoch += 1;
-        self.records.reset();
-        self.transport.begin_remote()?;
-        let args = self.args(iteration);
-        let dims = LaunchDims {
-            blocks: self.records.chunks as u32,
-            threads: self.threads,
-        };
-        self.kernels_idle = false;
-        // SAFETY: args point into the transport's and the records' allocations and into peers'
-        // memory the transport keeps open; all outlive the kernels (the stream is waited for
-        // before this method returns, or the kernels aborted and drained; dropping the strategy
-        // drops, and so waits for, the stream first).
-        let launched = unsafe {
-            match self.options.mode {
-                IpcMode::Base => self
-                    .backend
-                    .launch(Launch::IpcPack(&args), dims, &self.stream)
-                    .and_then(|()| {
-                        self.backend
-                            .launch(Launch::IpcUnpack(&args), dims, &self.stream)
-                    }),
-                IpcMode::Taskqueue => {
-                    self.backend
-                        .launch(Launch::IpcTaskqueue(&args), dims, &self.stream)
-                }
+        let epoch = match self.ahead.take() {
+            Some((launched, epoch)) if launched == iteration => epoch,
+            Some((_, epoch)) => {
+                // Launched ahead for another iteration than the one asked for: let it end
+                // and forget it.
+                self.wait_for_kernels(epoch)?;
+                self.take_checks()?;
+                self.launch(iteration)?
             }
+            None => self.launch(iteration)?,
         };
-        if let Err(e) = launched {
-            // A pack kernel may already run: make its waits give up before returning.
-            return Err(self.abort_kernels(e));
+        if self.pipelined() {
+            // Back to back: the next iteration's kernels queue behind this one's, so the GPU
+            // goes on while the CPU waits for, and then verifies, this one.
+            let next = iteration.wrapping_add(1);
+            self.ahead = Some((next, self.launch(next)?));
         }
-        self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
-        self.wait_for_kernels()?;
+        self.wait_for_kernels(epoch)?;
         self.events
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
         if self.transport.has_remote() {
@@ -444,9 +523,10 @@ impl<B: Backend> IpcExchange<'_, B> {
     /// wrong index kept.
     fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
         ensure_idle(self.kernels_idle)?;
-        // SAFETY: every chunk of the last launch reached its final states, after which the
-        // kernels write no record, or the stream drained (kernels_idle).
-        let chunks = unsafe { self.records.take_checks() };
+        // SAFETY: every chunk of the epoch waited for reached its final states, after which
+        // the kernels write no record of its set (the next epoch writes the other set, the
+        // one after is launched only after this report), or the stream drained (kernels_idle).
+        let chunks = unsafe { self.records[(self.waited % 2) as usize].take_checks() };
         let mut blocks = vec![hp_block_check::default(); self.pattern.blocks.len()];
         for (plan, c) in self.transport.chunks().iter().zip(chunks) {
             let b = &mut blocks[plan.block as usize];
@@ -472,13 +552,13 @@ impl<B: Backend> IpcExchange<'_, B> {
 
     /// Every chunk of block `block` with its sending and receiving state.
     fn block_state(&self, block: usize) -> String {
-        let states: Vec<String> = (0..self.records.chunks)
+        let states: Vec<String> = (0..self.current().chunks)
             .filter(|&c| self.transport.chunks()[c].block as usize == block)
             .map(|c| {
                 format!(
                     "{} / {}",
-                    ipc_state_name(self.records.send_state(c)),
-                    ipc_state_name(self.records.state(c))
+                    ipc_state_name(self.current().send_state(c)),
+                    ipc_state_name(self.current().state(c))
                 )
             })
             .collect();
@@ -489,7 +569,7 @@ impl<B: Backend> IpcExchange<'_, B> {
     fn device_times(&self) -> Result<Vec<hp_block_times>> {
         ensure_idle(self.kernels_idle)?;
         // SAFETY: as for take_checks.
-        let chunks = unsafe { self.records.times() };
+        let chunks = unsafe { self.current().times() };
         let mut blocks: Vec<Option<hp_block_times>> = vec![None; self.pattern.blocks.len()];
         for (plan, t) in self.transport.chunks().iter().zip(chunks) {
             let b = &mut blocks[plan.block as usize];
