@@ -148,7 +148,7 @@ fn a_short_chunk_fails_verification_naming_the_block() {
 fn transports_and_variants_that_do_not_fit_are_refused() {
     mpirun(2, &["run", "--variant", "ipc-base", "--runs", "1"]).assert_fails_with(
         2,
-        "variant ipc-base moves its data over the ipc transport, not mpi: give --transport ipc",
+        "variant ipc-base needs a GPU-initiated transport; mpi is host-initiated, staged in pinned host memory: give --transport ipc",
     );
     mpirun(
         2,
@@ -164,7 +164,7 @@ fn transports_and_variants_that_do_not_fit_are_refused() {
     )
     .assert_fails_with(
         2,
-        "variant base-nb-wait moves its data over the mpi transport, not ipc: give --transport mpi",
+        "variant base-nb-wait needs a transport whose transfers the CPU starts; ipc is GPU-initiated, device buffers: give --transport mpi",
     );
     mpirun(
         2,

@@ -80,14 +80,36 @@ fn non_coherent_requests_are_served_as_coherent_and_say_so() {
 struct NullTransport;
 
 impl haloport_core::transport::Transport for NullTransport {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+    fn capabilities(&self) -> haloport_core::transport::Capabilities {
+        haloport_core::transport::Capabilities {
+            host_initiated: true,
+            gpu_initiated: false,
+            device_buffers: false,
+            stream_ordered: false,
+        }
+    }
     fn rank(&self) -> i32 {
         0
     }
     fn size(&self) -> i32 {
         1
     }
-    fn prepare(&mut self, _blocks: usize) -> haloport_core::Result<()> {
+    fn barrier(&mut self, _: Instant) -> haloport_core::Result<()> {
         Ok(())
+    }
+}
+
+impl haloport_core::transport::HostTransport for NullTransport {
+    fn register<B: haloport_core::Backend>(
+        &mut self,
+        backend: &B,
+        pattern: &haloport_core::RankPattern,
+        coherence: Coherence,
+    ) -> haloport_core::Result<haloport_core::exchange::ExchangeBuffers<B>> {
+        haloport_core::exchange::ExchangeBuffers::new(backend, pattern, coherence)
     }
     fn post_recv(
         &mut self,
@@ -124,9 +146,6 @@ impl haloport_core::transport::Transport for NullTransport {
         0
     }
     fn wait_sends(&mut self, _: Instant) -> haloport_core::Result<()> {
-        Ok(())
-    }
-    fn barrier(&mut self, _: Instant) -> haloport_core::Result<()> {
         Ok(())
     }
 }

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::backend::Coherence;
 use crate::error::Error;
+use crate::transport::Capabilities;
 
 /// How sends are issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -149,6 +150,30 @@ impl Variant {
         }
     }
 
+    /// Checks that `transport` can do what this variant needs: the device-direct variants'
+    /// kernels start transfers themselves; every other variant's CPU starts them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming what the variant needs and what the transport is.
+    pub fn check_transport(&self, transport: TransportKind) -> Result<(), Error> {
+        let has = transport.capabilities();
+        let (fits, needs) = match self {
+            Variant::Ipc(_) => (has.gpu_initiated, "a GPU-initiated transport"),
+            _ => (
+                has.host_initiated,
+                "a transport whose transfers the CPU starts",
+            ),
+        };
+        if fits {
+            return Ok(());
+        }
+        let wants = self.transport();
+        Err(Error::InvalidInput(format!(
+            "variant {self} needs {needs}; {transport} is {}: give --transport {wants}",
+            has.describe()
+        )))
+    }
+
     /// The name used on the command line and in every output.
     pub fn name(&self) -> String {
         let send_name = |send: SendMode| match send {
@@ -224,6 +249,24 @@ impl TransportKind {
         match self {
             TransportKind::Mpi => "mpi",
             TransportKind::Ipc => "ipc",
+        }
+    }
+
+    /// What the transport can do (its implementations answer with this).
+    pub fn capabilities(self) -> Capabilities {
+        match self {
+            TransportKind::Mpi => Capabilities {
+                host_initiated: true,
+                gpu_initiated: false,
+                device_buffers: false,
+                stream_ordered: false,
+            },
+            TransportKind::Ipc => Capabilities {
+                host_initiated: false,
+                gpu_initiated: true,
+                device_buffers: true,
+                stream_ordered: false,
+            },
         }
     }
 }

@@ -266,13 +266,8 @@ fn explain_value(expected: f64, found: f64, index: u64) -> String {
 /// Refuses a variant over a transport it does not use, and `--no-barrier` for host-staged
 /// variants (the thesis protocol is theirs).
 fn check_transport(args: &RunArgs) -> Result<(), Error> {
+    args.variant.check_transport(args.transport)?;
     let wants = args.variant.transport();
-    if args.transport != wants {
-        return Err(Error::InvalidInput(format!(
-            "variant {} moves its data over the {wants} transport, not {}: give --transport {wants}",
-            args.variant, args.transport
-        )));
-    }
     if args.exchange.no_barrier && wants != TransportKind::Ipc {
         return Err(Error::InvalidInput(format!(
             "--no-barrier applies to the device-direct variants (ipc-base, ipc-tq) only; {} keeps the thesis protocol",

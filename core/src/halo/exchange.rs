@@ -36,7 +36,7 @@ use crate::shared::{
 };
 use crate::transport::mpi::{mpi_dims_create, MpiTransport};
 use crate::transport::node::{share_with_node, NodeShare};
-use crate::transport::{HostRegion, Transport};
+use crate::transport::{HostRegion, HostTransport, Transport};
 use crate::variant::TransportKind;
 
 /// When host-staged messages move, relative to the kernels (the thesis's two strategies).

@@ -19,11 +19,11 @@ use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
 use crate::strategy::{check_threads, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
-use crate::transport::Transport;
+use crate::transport::HostTransport;
 use crate::variant::{BaselineOptions, SendMode, WaitMode};
 
 /// The baseline strategy on backend `B` over transport `T`.
-pub struct Baseline<'b, B: Backend, T: Transport> {
+pub struct Baseline<'b, B: Backend, T: HostTransport> {
     // Drop order matters: pending transport requests and queued stream work refer to the
     // buffers, so the transport and the stream go first.
     transport: T,
@@ -39,7 +39,7 @@ pub struct Baseline<'b, B: Backend, T: Transport> {
     kernels_idle: bool,
 }
 
-impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
+impl<'b, B: Backend, T: HostTransport> Baseline<'b, B, T> {
     /// Allocates buffers and a stream for `pattern`, `threads` threads per block.
     ///
     /// # Errors
@@ -54,8 +54,7 @@ impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
         exchange: ExchangeOptions,
     ) -> Result<Self> {
         check_threads(backend, threads)?;
-        transport.prepare(pattern.blocks.len())?;
-        let buffers = ExchangeBuffers::new(backend, pattern, options.buffers)?;
+        let buffers = transport.register(backend, pattern, options.buffers)?;
         let stream = backend.create_stream()?;
         Ok(Baseline {
             transport,
@@ -114,7 +113,7 @@ impl<'b, B: Backend, T: Transport> Baseline<'b, B, T> {
     }
 }
 
-impl<B: Backend, T: Transport> Strategy for Baseline<'_, B, T> {
+impl<B: Backend, T: HostTransport> Strategy for Baseline<'_, B, T> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
         let rank = self.transport.rank();
         let blocks = self.buffers.blocks();

@@ -39,6 +39,7 @@ use crate::shared::{self, hp_block_check, hp_block_times, hp_ipc_args};
 use crate::strategy::{check_threads, ensure_idle, ExchangeOptions, Fault, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::ipc::IpcTransport;
+use crate::transport::Transport;
 use crate::variant::{IpcMode, IpcOptions};
 use crate::verify::planned_checks;
 

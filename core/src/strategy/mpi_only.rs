@@ -20,11 +20,11 @@ use crate::pattern::RankPattern;
 use crate::shared::hp_block_check;
 use crate::strategy::{ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
-use crate::transport::Transport;
+use crate::transport::HostTransport;
 use crate::verify::{check_block, packed_value};
 
 /// The `mpi-only` reference on host buffers.
-pub struct MpiOnly<B: Backend, T: Transport> {
+pub struct MpiOnly<B: Backend, T: HostTransport> {
     transport: T,
     buffers: ExchangeBuffers<B>,
     exchange: ExchangeOptions,
@@ -34,7 +34,7 @@ pub struct MpiOnly<B: Backend, T: Transport> {
     events: Vec<CpuEvent>,
 }
 
-impl<B: Backend, T: Transport> MpiOnly<B, T> {
+impl<B: Backend, T: HostTransport> MpiOnly<B, T> {
     /// Allocates the same pinned buffers the GPU strategies hand to MPI.
     ///
     /// # Errors
@@ -46,10 +46,10 @@ impl<B: Backend, T: Transport> MpiOnly<B, T> {
         threads: u32,
         exchange: ExchangeOptions,
     ) -> Result<Self> {
-        transport.prepare(pattern.blocks.len())?;
+        let buffers = transport.register(backend, pattern, Coherence::Coherent)?;
         Ok(MpiOnly {
             transport,
-            buffers: ExchangeBuffers::new(backend, pattern, Coherence::Coherent)?,
+            buffers,
             exchange,
             threads: threads.max(1),
             iteration: None,
@@ -58,7 +58,7 @@ impl<B: Backend, T: Transport> MpiOnly<B, T> {
     }
 }
 
-impl<B: Backend, T: Transport> Strategy for MpiOnly<B, T> {
+impl<B: Backend, T: HostTransport> Strategy for MpiOnly<B, T> {
     fn prepare(&mut self, iteration: u32) -> Result<()> {
         let rank = self.transport.rank();
         for b in 0..self.buffers.blocks() {
@@ -118,7 +118,7 @@ impl<B: Backend, T: Transport> Strategy for MpiOnly<B, T> {
     }
 }
 
-impl<B: Backend, T: Transport> MpiOnly<B, T> {
+impl<B: Backend, T: HostTransport> MpiOnly<B, T> {
     /// Checks the received data as unpack would, on the CPU, after the timed region.
     fn check_received(&mut self) -> Vec<hp_block_check> {
         let Some(iteration) = self.iteration.take() else {

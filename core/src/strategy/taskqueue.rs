@@ -31,7 +31,7 @@ use crate::pattern::RankPattern;
 use crate::shared;
 use crate::strategy::{check_threads, EventProfile, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
-use crate::transport::Transport;
+use crate::transport::HostTransport;
 use crate::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
 
 /// Where the CPU is with one block in the current iteration (thesis 3.5.2's
@@ -49,7 +49,7 @@ enum BlockStep {
 }
 
 /// The taskqueue strategy on backend `B` over transport `T`.
-pub struct Taskqueue<'b, B: Backend, T: Transport> {
+pub struct Taskqueue<'b, B: Backend, T: HostTransport> {
     // Drop order: requests and queued device work refer to the buffers and flags below.
     transport: T,
     block_streams: Vec<B::Stream>,
@@ -73,7 +73,7 @@ pub struct Taskqueue<'b, B: Backend, T: Transport> {
     kernels_idle: bool,
 }
 
-impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
+impl<'b, B: Backend, T: HostTransport> Taskqueue<'b, B, T> {
     /// Allocates buffers, flags and streams for `pattern`, `threads` threads per block, after
     /// checking that all blocks of the persistent kernel can be resident at once.
     ///
@@ -102,8 +102,7 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
                 ),
             });
         }
-        transport.prepare(blocks)?;
-        let mut buffers = ExchangeBuffers::new(backend, pattern, Coherence::Coherent)?;
+        let mut buffers = transport.register(backend, pattern, Coherence::Coherent)?;
         let memcpy = options.buffers == SendBuffers::Memcpy;
         if memcpy {
             buffers.attach_device_send(backend)?;
@@ -295,7 +294,7 @@ impl<'b, B: Backend, T: Transport> Taskqueue<'b, B, T> {
     }
 }
 
-impl<B: Backend, T: Transport> Taskqueue<'_, B, T> {
+impl<B: Backend, T: HostTransport> Taskqueue<'_, B, T> {
     /// Everything after the launch: copies in, receives, the event loop, the kernel's end.
     /// Any error here leaves the kernel running; [`Strategy::iteration`] then raises the abort
     /// flag and drains it.
@@ -395,7 +394,7 @@ impl<B: Backend, T: Transport> Taskqueue<'_, B, T> {
     }
 }
 
-impl<B: Backend, T: Transport> Strategy for Taskqueue<'_, B, T> {
+impl<B: Backend, T: HostTransport> Strategy for Taskqueue<'_, B, T> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
         let rank = self.transport.rank();
         let epoch = iteration + 1;

@@ -13,8 +13,11 @@
 
 use std::time::Instant;
 
-use super::{HostRegion, Transport};
+use super::{Capabilities, HostRegion, HostTransport, Transport};
+use crate::backend::{Backend, Coherence};
 use crate::error::Result;
+use crate::exchange::ExchangeBuffers;
+use crate::pattern::RankPattern;
 use crate::strategy::Fault;
 
 /// The value `corrupt-recv` writes: no pack ever writes a negative value.
@@ -68,6 +71,14 @@ impl<T: Transport> Faulty<T> {
 }
 
 impl<T: Transport> Transport for Faulty<T> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
     fn rank(&self) -> i32 {
         self.inner.rank()
     }
@@ -76,8 +87,19 @@ impl<T: Transport> Transport for Faulty<T> {
         self.inner.size()
     }
 
-    fn prepare(&mut self, blocks: usize) -> Result<()> {
-        self.inner.prepare(blocks)
+    fn barrier(&mut self, deadline: Instant) -> Result<()> {
+        self.inner.barrier(deadline)
+    }
+}
+
+impl<T: HostTransport> HostTransport for Faulty<T> {
+    fn register<B: Backend>(
+        &mut self,
+        backend: &B,
+        pattern: &RankPattern,
+        coherence: Coherence,
+    ) -> Result<ExchangeBuffers<B>> {
+        self.inner.register(backend, pattern, coherence)
     }
 
     fn post_recv(&mut self, block: usize, region: HostRegion, source: i32) -> Result<()> {
@@ -129,9 +151,5 @@ impl<T: Transport> Transport for Faulty<T> {
 
     fn wait_sends(&mut self, deadline: Instant) -> Result<()> {
         self.inner.wait_sends(deadline)
-    }
-
-    fn barrier(&mut self, deadline: Instant) -> Result<()> {
-        self.inner.barrier(deadline)
     }
 }

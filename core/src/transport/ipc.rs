@@ -37,7 +37,8 @@ use crate::pattern::RankPattern;
 use crate::shared::hp_ipc_chunk;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_with_node, NodeShare};
-use crate::transport::Transport;
+use crate::transport::{Capabilities, HostTransport, Transport};
+use crate::variant::TransportKind;
 
 /// Below this many elements a chunk is not split further.
 const MIN_CHUNK_ELEMS: u64 = 4096;
@@ -124,6 +125,7 @@ pub struct RemoteStaging<B: Backend> {
 impl<B: Backend> RemoteStaging<B> {
     fn new(
         backend: &B,
+        buffers: ExchangeBuffers<B>,
         mine: &RankPattern,
         chunks: &[ChunkPlan],
         here: i32,
@@ -135,7 +137,7 @@ impl<B: Backend> RemoteStaging<B> {
             (0..n).filter(|&c| chunks[c].block as usize == b).collect()
         };
         let staging = RemoteStaging {
-            buffers: ExchangeBuffers::new(backend, mine, Coherence::Coherent)?,
+            buffers,
             flags,
             chunks: n,
             out: (0..mine.blocks.len())
@@ -241,13 +243,20 @@ impl<B: Backend> IpcTransport<B> {
         };
         let node_of = |r: i32| share.nodes()[r as usize];
         let here = node_of(rank);
+        // Host-staged MPI beside it: the closing barrier, and the blocks of peers on other
+        // nodes, staged where that transport stages them.
+        let mut mpi = MpiTransport::new(world, drain_timeout)?;
         let remote = if mine
             .blocks
             .iter()
             .any(|b| node_of(b.dest) != here || node_of(b.source) != here)
         {
-            Some(RemoteStaging::new(backend, mine, &chunks, here, node_of)?)
+            let buffers = mpi.register(backend, mine, Coherence::Coherent)?;
+            Some(RemoteStaging::new(
+                backend, buffers, mine, &chunks, here, node_of,
+            )?)
         } else {
+            mpi.prepare(mine.blocks.len())?;
             None
         };
         let (own_offsets, _) = layout(mine);
@@ -309,8 +318,6 @@ impl<B: Backend> IpcTransport<B> {
             entries.push(entry);
         }
         let table = upload_table::<_, _, u8>(backend, &entries, &[])?;
-        let mut mpi = MpiTransport::new(world, drain_timeout)?;
-        mpi.prepare(mine.blocks.len())?;
         Ok(IpcTransport {
             mpi,
             _peers: share,
@@ -425,17 +432,29 @@ impl<B: Backend> IpcTransport<B> {
     pub fn table_addr(&self) -> u64 {
         self.table.device_addr()
     }
+}
 
-    /// This process's rank.
-    pub fn rank(&self) -> i32 {
+impl<B: Backend> Transport for IpcTransport<B> {
+    fn name(&self) -> &'static str {
+        "ipc"
+    }
+
+    /// Kernels store into the peers' device memory; blocks for other nodes go host-staged
+    /// inside the transport, which the strategy does not see.
+    fn capabilities(&self) -> Capabilities {
+        TransportKind::Ipc.capabilities()
+    }
+
+    fn rank(&self) -> i32 {
         self.mpi.rank()
     }
 
+    fn size(&self) -> i32 {
+        self.mpi.size()
+    }
+
     /// The closing barrier of an iteration (polled `MPI_Ibarrier`, SPEC 4).
-    ///
-    /// # Errors
-    /// [`Error::Timeout`] when another rank does not arrive by `deadline`; MPI errors.
-    pub fn barrier(&mut self, deadline: Instant) -> Result<()> {
+    fn barrier(&mut self, deadline: Instant) -> Result<()> {
         self.mpi.barrier(deadline)
     }
 }

@@ -1,16 +1,26 @@
-//! Transports move a block's bytes from one rank to another (SPEC 4: strategy, transport and
-//! backend are separate axes).
+//! Transports move a block's bytes from one rank to another (SPEC 4, 12: strategy, transport
+//! and backend are separate axes).
 //!
-//! A strategy decides *when* to post, send and wait; a transport decides *how* bytes travel.
-//! Today's transport is host-staged MPI ([`mpi::MpiTransport`]): buffers in pinned host memory,
-//! handed to MPI. GPU-aware MPI, device-direct peer memory and NCCL/RCCL slot in beside it as
-//! further implementations of [`Transport`].
+//! A strategy decides *when* to pack, send, wait and unpack; a transport decides *how* bytes
+//! travel and *where* the buffers they travel from live. Every transport is a [`Transport`]: it
+//! names itself, says what it can do ([`Capabilities`]) and closes iterations with a barrier.
+//! How transfers start splits them in two:
+//!
+//! - [`HostTransport`]: the CPU starts and completes each transfer. At set-up
+//!   ([`HostTransport::register`]) it allocates the block buffers where it moves them from:
+//!   host-staged MPI ([`mpi::MpiTransport`]) stages them in pinned host memory; GPU-aware MPI
+//!   would hand out device memory instead, and no strategy would change.
+//! - GPU-initiated: kernels store straight into the peer's buffers and raise its flags. At
+//!   set-up the transport allocates and exports the receive buffers and flags, exchanges the
+//!   handles over MPI and writes the table the kernels follow; the device-direct transport
+//!   ([`ipc::IpcTransport`]) does so within a node and chooses host-staged MPI per peer for
+//!   ranks on other nodes.
 //!
 //! Requests are kept per block: block b's receive is request b, its send is request b, and the
 //! MPI tag is b (SPEC 3). Every wait is polled against a deadline and ends in
 //! [`Error::Timeout`](crate::Error::Timeout) naming the blocks still pending: the library never
-//! ends the process, the caller decides. Faults for tests are injected by one wrapper,
-//! [`faulty::Faulty`], for every strategy alike.
+//! ends the process, the caller decides. Faults for tests are injected in one place,
+//! [`faulty`], for every strategy alike.
 
 // HostRegion carries a raw pointer into pinned memory across the transport boundary.
 #![allow(unsafe_code)]
@@ -23,7 +33,12 @@ pub mod node;
 use std::sync::Arc;
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, Coherence};
 use crate::error::Result;
+use crate::exchange::ExchangeBuffers;
+use crate::pattern::RankPattern;
 
 /// A block's buffer in host memory that a transport may read (send) or write (receive).
 ///
@@ -86,20 +101,79 @@ impl HostRegion {
     }
 }
 
-/// Moves blocks between ranks.
-///
-/// A transport holds at most one pending receive and one pending send per block. Every wait
-/// takes a deadline: a message that never comes ends in [`Error::Timeout`](crate::Error::Timeout)
-/// naming the block, not a hang.
+/// What a transport can do (SPEC 12); a strategy that needs what a transport lacks refuses it
+/// by name before anything runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// The CPU starts each transfer and waits for it ([`HostTransport`]).
+    pub host_initiated: bool,
+    /// Kernels start transfers themselves: they store into the peer's buffers and raise its
+    /// flags, with no CPU in the data path.
+    pub gpu_initiated: bool,
+    /// Block buffers may live in device memory (otherwise they are staged in pinned host
+    /// memory).
+    pub device_buffers: bool,
+    /// Transfers can be ordered on a GPU stream (NCCL/RCCL would be).
+    pub stream_ordered: bool,
+}
+
+impl Capabilities {
+    /// The capabilities in words, for messages.
+    pub fn describe(&self) -> String {
+        let mut words = vec![if self.gpu_initiated {
+            "GPU-initiated"
+        } else {
+            "host-initiated"
+        }];
+        words.push(if self.device_buffers {
+            "device buffers"
+        } else {
+            "staged in pinned host memory"
+        });
+        if self.stream_ordered {
+            words.push("stream-ordered");
+        }
+        words.join(", ")
+    }
+}
+
+/// What every transport has.
 pub trait Transport {
+    /// The transport's name, as `--transport` spells it.
+    fn name(&self) -> &'static str;
+
+    /// What the transport can do.
+    fn capabilities(&self) -> Capabilities;
+
     /// This process's rank.
     fn rank(&self) -> i32;
 
     /// Number of ranks.
     fn size(&self) -> i32;
 
-    /// Prepares request slots for `blocks` blocks; called once before any exchange.
-    fn prepare(&mut self, blocks: usize) -> Result<()>;
+    /// Waits until every rank reached this point (the closing barrier of an iteration).
+    fn barrier(&mut self, deadline: Instant) -> Result<()>;
+}
+
+/// A transport whose transfers the CPU starts and completes.
+///
+/// It holds at most one pending receive and one pending send per block. Every wait takes a
+/// deadline: a message that never comes ends in [`Error::Timeout`](crate::Error::Timeout)
+/// naming the block, not a hang.
+pub trait HostTransport: Transport {
+    /// Set-up, once before any exchange: prepares one request slot per block of `pattern` and
+    /// allocates the block buffers where this transport moves them from (with `coherence`
+    /// where it stages them in host memory), with the kernel tables beside them.
+    ///
+    /// # Errors
+    /// Allocation errors; [`Error::Internal`](crate::Error::Internal) while requests are
+    /// pending.
+    fn register<B: Backend>(
+        &mut self,
+        backend: &B,
+        pattern: &RankPattern,
+        coherence: Coherence,
+    ) -> Result<ExchangeBuffers<B>>;
 
     /// Posts the receive of block `block` from rank `source` into `region` (MPI_Irecv). The
     /// transport owns the region's contents until it reports the receive complete.
@@ -129,7 +203,4 @@ pub trait Transport {
 
     /// Waits for all non-blocking sends (MPI_Waitall).
     fn wait_sends(&mut self, deadline: Instant) -> Result<()>;
-
-    /// Waits until every rank reached this point (MPI_Barrier).
-    fn barrier(&mut self, deadline: Instant) -> Result<()>;
 }

@@ -26,8 +26,12 @@ use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use super::{HostRegion, Transport};
+use super::{Capabilities, HostRegion, HostTransport, Transport};
+use crate::backend::{Backend, Coherence};
 use crate::error::{Error, Result};
+use crate::exchange::ExchangeBuffers;
+use crate::pattern::RankPattern;
+use crate::variant::TransportKind;
 
 /// One direction's requests, one slot per block, each with the region it uses while pending.
 struct Requests {
@@ -125,6 +129,21 @@ impl MpiTransport {
             sends: Requests::new(Vec::new()),
             drain_timeout,
         })
+    }
+
+    /// Prepares request slots for `blocks` blocks, each message tagged with its block.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] while requests are pending; [`Error::InvalidInput`] for more
+    /// blocks than MPI can count.
+    pub fn prepare(&mut self, blocks: usize) -> Result<()> {
+        if !self.recvs.pending().is_empty() || !self.sends.pending().is_empty() {
+            return Err(Error::Internal(
+                "prepare called with requests pending".into(),
+            ));
+        }
+        let blocks = c_int::try_from(blocks).map_err(|_| too_many(blocks))?;
+        self.prepare_tagged((0..blocks).collect(), (0..blocks).collect())
     }
 
     /// Prepares one receive slot per entry of `recv_tags` and one send slot per entry of
@@ -306,6 +325,14 @@ fn too_many(n: usize) -> Error {
 }
 
 impl Transport for MpiTransport {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        TransportKind::Mpi.capabilities()
+    }
+
     fn rank(&self) -> i32 {
         self.rank
     }
@@ -314,14 +341,49 @@ impl Transport for MpiTransport {
         self.size
     }
 
-    fn prepare(&mut self, blocks: usize) -> Result<()> {
-        if !self.recvs.pending().is_empty() || !self.sends.pending().is_empty() {
-            return Err(Error::Internal(
-                "prepare called with requests pending".into(),
-            ));
+    fn barrier(&mut self, deadline: Instant) -> Result<()> {
+        let rank = self.rank;
+        let since = Instant::now();
+        let mut request = null_request();
+        // SAFETY: comm is a valid communicator; request is a valid out-pointer.
+        let code = unsafe { ffi::MPI_Ibarrier(self.comm.as_raw(), &mut request) };
+        check("MPI_Ibarrier", code, || {
+            format!("rank {rank} at the end of an iteration")
+        })?;
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: request is the barrier's valid request; no buffer is involved.
+            let code = unsafe { ffi::MPI_Test(&mut request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+            check("MPI_Test", code, || {
+                format!("rank {rank} waiting in the barrier at the end of an iteration")
+            })?;
+            if flag != 0 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                // The request stays pending: MPI 3.1 section 5.12 makes freeing or cancelling
+                // a nonblocking collective erroneous, and it holds no buffer of ours.
+                return Err(Error::Timeout {
+                    rank: Some(rank),
+                    what: "in MPI_Barrier (polled) at the end of an iteration: another rank did not arrive".into(),
+                    after: since.elapsed(),
+                });
+            }
+            std::hint::spin_loop();
         }
-        let blocks = c_int::try_from(blocks).map_err(|_| too_many(blocks))?;
-        self.prepare_tagged((0..blocks).collect(), (0..blocks).collect())
+    }
+}
+
+impl HostTransport for MpiTransport {
+    /// Host-staged: the block buffers are pinned host memory, which MPI reads and writes.
+    fn register<B: Backend>(
+        &mut self,
+        backend: &B,
+        pattern: &RankPattern,
+        coherence: Coherence,
+    ) -> Result<ExchangeBuffers<B>> {
+        self.prepare(pattern.blocks.len())?;
+        ExchangeBuffers::new(backend, pattern, coherence)
     }
 
     fn post_recv(&mut self, block: usize, region: HostRegion, source: i32) -> Result<()> {
@@ -432,38 +494,6 @@ impl Transport for MpiTransport {
 
     fn wait_sends(&mut self, deadline: Instant) -> Result<()> {
         self.test_all_until(true, deadline)
-    }
-
-    fn barrier(&mut self, deadline: Instant) -> Result<()> {
-        let rank = self.rank;
-        let since = Instant::now();
-        let mut request = null_request();
-        // SAFETY: comm is a valid communicator; request is a valid out-pointer.
-        let code = unsafe { ffi::MPI_Ibarrier(self.comm.as_raw(), &mut request) };
-        check("MPI_Ibarrier", code, || {
-            format!("rank {rank} at the end of an iteration")
-        })?;
-        loop {
-            let mut flag: c_int = 0;
-            // SAFETY: request is the barrier's valid request; no buffer is involved.
-            let code = unsafe { ffi::MPI_Test(&mut request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
-            check("MPI_Test", code, || {
-                format!("rank {rank} waiting in the barrier at the end of an iteration")
-            })?;
-            if flag != 0 {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                // The request stays pending: MPI 3.1 section 5.12 makes freeing or cancelling
-                // a nonblocking collective erroneous, and it holds no buffer of ours.
-                return Err(Error::Timeout {
-                    rank: Some(rank),
-                    what: "in MPI_Barrier (polled) at the end of an iteration: another rank did not arrive".into(),
-                    after: since.elapsed(),
-                });
-            }
-            std::hint::spin_loop();
-        }
     }
 }
 
