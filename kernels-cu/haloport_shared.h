@@ -180,9 +180,6 @@ typedef struct hp_taskqueue_args {
 #define HP_IPC_ABORTED 7u
 #define HP_IPC_SENT 8u        /* sender: the chunk is stored and its flag raised (final) */
 
-/* No block: the fault fields of hp_ipc_args when no fault is injected. */
-#define HP_IPC_NO_BLOCK 0xffffffffu
-
 typedef struct hp_ipc_chunk {
     /* Pattern block this chunk belongs to, and the block's size in elements. */
     uint32_t block;
@@ -191,6 +188,9 @@ typedef struct hp_ipc_chunk {
     /* Elements [begin, end) of the block that this chunk moves. */
     uint64_t begin;
     uint64_t end;
+    /* Outgoing, the chunk's elements [begin, send_end) are stored: send_end == end, except
+     * where fault injection (core/src/transport/faulty.rs) drops or shortens a send. */
+    uint64_t send_end;
     /* Outgoing: the destination's receive buffer for this block, slot 0, as this process
      * addresses it (opened IPC memory); the destination's slot size in bytes; the destination's
      * arrival flag for this chunk; this chunk's credit flag in our own memory. */
@@ -234,9 +234,6 @@ typedef struct hp_ipc_args {
     uint32_t epoch;
     /* HP_VERIFY_SAMPLE or HP_VERIFY_FULL. */
     uint32_t verify;
-    /* Fault injection: a block never sent, a block sent one element short, or HP_IPC_NO_BLOCK. */
-    uint32_t drop_block;
-    uint32_t short_block;
     /* Pause between polls of a flag, nanoseconds (0: spin). */
     uint32_t poll_backoff_ns;
 } hp_ipc_args;

@@ -308,11 +308,8 @@ __device__ uint32_t hp_ipc_send_chunk(const hp_ipc_args& a, uint32_t c, const hp
     }
     __syncthreads();
     if (outcome != 0) return outcome;
-    if (ch.block == a.drop_block) return 0;
-    uint64_t end = ch.end;
-    if (ch.block == a.short_block && end == ch.elems && end > ch.begin) end -= 1;
     double* dst = (double*)(ch.dest_recv + (uint64_t)(a.epoch & 1u) * ch.dest_slot_bytes);
-    for (uint64_t i = ch.begin + threadIdx.x; i < end; i += blockDim.x) {
+    for (uint64_t i = ch.begin + threadIdx.x; i < ch.send_end; i += blockDim.x) {
         dst[i] = hp_packed_value(a.iteration, a.rank, ch.block, i);
     }
     /* Every thread's stores reach the peer before the flag that announces them: the barrier

@@ -81,16 +81,9 @@ impl Chunk<'_> {
         }
         self.send_state
             .store(shared::HP_IPC_PACKING, Ordering::Release);
-        if ch.block == a.drop_block {
-            return Ok(());
-        }
-        let mut end = ch.end;
-        if ch.block == a.short_block && end == ch.elems && end > ch.begin {
-            end -= 1;
-        }
         let slot = ch.dest_recv + u64::from(a.epoch & 1) * ch.dest_slot_bytes;
         let dst = slot as *mut f64;
-        for i in ch.begin..end {
+        for i in ch.begin..ch.send_end.min(ch.end) {
             // SAFETY: the destination's slot holds the block's elems values (contract); only
             // this chunk writes [begin, end) of it in this epoch.
             unsafe {

@@ -195,6 +195,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             exchange.ipc_chunks,
             exchange.flag_stride,
             exchange.timeout,
+            exchange.fault,
         )?;
         let chunks = transport.chunks().len();
         if options.mode == IpcMode::Taskqueue {
@@ -243,12 +244,6 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
     fn args(&self, iteration: u32, epoch: u32) -> hp_ipc_args {
         let records = self.records_of(epoch);
         let timer_hz = self.backend.device_info().timer_hz as f64;
-        let fault_block = |pick: fn(Fault) -> Option<usize>| {
-            self.exchange
-                .fault
-                .and_then(pick)
-                .map_or(shared::HP_IPC_NO_BLOCK, |b| b as u32)
-        };
         hp_ipc_args {
             chunks: self.transport.table_addr(),
             checks: records.checks.device_addr(),
@@ -262,14 +257,6 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             iteration,
             epoch,
             verify: self.exchange.verify.code(),
-            drop_block: fault_block(|f| match f {
-                Fault::DropSend { block } => Some(block),
-                _ => None,
-            }),
-            short_block: fault_block(|f| match f {
-                Fault::ShortSend { block } => Some(block),
-                _ => None,
-            }),
             poll_backoff_ns: self.exchange.poll_backoff_ns,
         }
     }

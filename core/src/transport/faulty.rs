@@ -1,12 +1,14 @@
-//! Fault injection as a transport: [`Faulty`] wraps any transport and injects one
-//! [`Fault`] on every rank in every iteration, so every strategy is tested against the same
-//! faults without a line of fault code of its own.
+//! Fault injection, in one place for every strategy and transport: [`Faulty`] wraps any
+//! host-initiated transport, and [`inject_into_chunks`] rewrites the table a GPU-initiated
+//! transport's kernels follow. One [`Fault`] is injected on every rank in every iteration.
 //!
 //! - `drop-send=B`: block B's sends are never started; its receivers must time out naming it.
 //! - `short-send=B`: block B is sent one element short (legal MPI: a receive may be posted for
 //!   more than arrives); verification must report the block.
 //! - `corrupt-recv=B`: element 0 of block B's receive buffer is overwritten when the receive
 //!   completes, before the completion is reported to the strategy; verification must report it.
+//!   (Host-initiated only: GPU-initiated transports have no CPU step between arrival and
+//!   unpack.)
 
 // Corrupting a received buffer writes through the region's raw pointer.
 #![allow(unsafe_code)]
@@ -18,6 +20,7 @@ use crate::backend::{Backend, Coherence};
 use crate::error::Result;
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
+use crate::shared::hp_ipc_chunk;
 use crate::strategy::Fault;
 
 /// The value `corrupt-recv` writes: no pack ever writes a negative value.
@@ -151,5 +154,32 @@ impl<T: HostTransport> HostTransport for Faulty<T> {
 
     fn wait_sends(&mut self, deadline: Instant) -> Result<()> {
         self.inner.wait_sends(deadline)
+    }
+}
+
+/// Injects `fault` into the chunk table of a GPU-initiated transport, so the kernels stay free
+/// of fault code: a dropped block's chunks store nothing and raise `scratch_flag` (a word of
+/// the sender's own that nobody waits for) instead of the destination's arrival flag; a
+/// shortened block's last chunk stores one element fewer.
+pub(crate) fn inject_into_chunks(
+    fault: Option<Fault>,
+    chunks: &mut [hp_ipc_chunk],
+    scratch_flag: u64,
+) {
+    for chunk in chunks {
+        match fault {
+            Some(Fault::DropSend { block }) if chunk.block as usize == block => {
+                chunk.send_end = chunk.begin;
+                chunk.dest_arrival = scratch_flag;
+            }
+            Some(Fault::ShortSend { block })
+                if chunk.block as usize == block
+                    && chunk.end == chunk.elems
+                    && chunk.end > chunk.begin =>
+            {
+                chunk.send_end = chunk.end - 1;
+            }
+            _ => {}
+        }
     }
 }

@@ -35,6 +35,8 @@ use crate::error::{Error, Result};
 use crate::exchange::{layout, ExchangeBuffers};
 use crate::pattern::RankPattern;
 use crate::shared::hp_ipc_chunk;
+use crate::strategy::Fault;
+use crate::transport::faulty::inject_into_chunks;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_with_node, NodeShare};
 use crate::transport::{Capabilities, HostTransport, Transport};
@@ -199,6 +201,7 @@ impl<B: Backend> IpcTransport<B> {
         max_chunks: u32,
         stride: u32,
         drain_timeout: Duration,
+        fault: Option<Fault>,
     ) -> Result<Self> {
         let rank = world.rank();
         let mine = patterns
@@ -272,6 +275,7 @@ impl<B: Backend> IpcTransport<B> {
                 elems: chunk.elems,
                 begin: chunk.begin,
                 end: chunk.end,
+                send_end: chunk.end,
                 ..hp_ipc_chunk::default()
             };
             match &remote {
@@ -317,6 +321,11 @@ impl<B: Backend> IpcTransport<B> {
             entry.dest = dest;
             entries.push(entry);
         }
+        inject_into_chunks(
+            fault,
+            &mut entries,
+            own.flags + scratch_flag_offset(chunks.len(), stride),
+        );
         let table = upload_table::<_, _, u8>(backend, &entries, &[])?;
         Ok(IpcTransport {
             mpi,
@@ -486,9 +495,16 @@ fn slot_bytes_of(pattern: &RankPattern) -> u64 {
     (8 * layout(pattern).1).max(8) as u64
 }
 
-/// Bytes of the flags of a rank with `chunks` chunks: arrival flags, then credit flags.
+/// Bytes of the flags of a rank with `chunks` chunks: arrival flags, credit flags, then a
+/// scratch flag that nobody waits for (fault injection raises it instead of a dropped chunk's
+/// arrival flag).
 fn flag_bytes(chunks: usize, stride: u64) -> u64 {
-    (2 * chunks as u64 * stride).max(stride)
+    scratch_flag_offset(chunks, stride) + stride
+}
+
+/// Where the scratch flag lies in the flags allocation.
+fn scratch_flag_offset(chunks: usize, stride: u64) -> u64 {
+    2 * chunks as u64 * stride
 }
 
 #[cfg(test)]
