@@ -30,6 +30,20 @@ for tr in mpi ipc; do
         --procs 2x1x1 --halo 1 --type f64 --steps 30 --exchange-reps 50 \
         --json "$out/stencil-512-per-gpu-$tr.json"
 done
+# The taskqueue strategy, the user's own memory (Field::adopt) and fault injection on the GPU.
+for tr in mpi ipc; do
+    step timeout 240 mpirun -np 2 "$hp" stencil --backend cuda --transport $tr --variant tq \
+        --grid 1024x512x512 --procs 2x1x1 --halo 1 --type f64 --steps 30 --exchange-reps 50 \
+        --json "$out/stencil-512-per-gpu-$tr-tq.json"
+done
+step timeout 120 mpirun -np 2 "$hp" stencil --backend cuda --transport ipc --adopt \
+    --grid 256x128x128 --procs 2x1x1 --halo 2 --type f32 --fields 2 --periodic xz --steps 5
+for tr in mpi ipc; do
+    echo; echo "=== drop-send=+x over $tr (must end every rank with a time-out naming the halo, exit 3)"
+    timeout 120 mpirun -np 2 "$hp" stencil --backend cuda --transport $tr --grid 256x128x128 \
+        --procs 2x1x1 --periodic x --steps 3 --inject drop-send=+x --timeout 2
+    echo "exit code: $?"
+done
 echo
 if [ $status -eq 0 ]; then echo "gpu-library: all passed"; else echo "gpu-library: FAILURES above"; fi
 exit $status

@@ -76,14 +76,14 @@ fn main() -> ExitCode {
         return match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                print_error(&format!("{e:#}"));
                 ExitCode::from(EXIT_USAGE)
             }
         };
     }
 
     let Some(universe) = mpi::initialize() else {
-        eprintln!("error: MPI was already initialized");
+        print_error("MPI was already initialized");
         return ExitCode::from(EXIT_USAGE);
     };
     let world = universe.world();
@@ -102,16 +102,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `error: MESSAGE` to stderr in one write, so the lines of ranks failing together do
+/// not interleave mid-line.
+fn print_error(message: &str) {
+    use std::io::Write;
+    let line = format!("error: {message}\n");
+    // Nothing better to do if stderr itself fails.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// A panic is a bug, but it must not leave the other ranks waiting in MPI for this one: after
 /// the panic's own message, the whole job is aborted (exit code 3).
 fn abort_the_job_on_panic() {
     let report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         report(info);
-        eprintln!(
-            "error: rank {}: haloport panicked (a bug); aborting the job",
+        print_error(&format!(
+            "rank {}: haloport panicked (a bug); aborting the job",
             SimpleCommunicator::world().rank()
-        );
+        ));
         SimpleCommunicator::world().abort(EXIT_FAILURE);
     }));
 }
@@ -122,7 +131,7 @@ fn fail(world: &SimpleCommunicator, e: anyhow::Error) -> ExitCode {
         .is_some_and(haloport::Error::is_collective);
     if collective {
         if world.rank() == 0 {
-            eprintln!("error: {e:#}");
+            print_error(&format!("{e:#}"));
         }
         let verification = matches!(
             e.downcast_ref::<haloport::Error>(),
@@ -137,9 +146,9 @@ fn fail(world: &SimpleCommunicator, e: anyhow::Error) -> ExitCode {
     let message = format!("{e:#}");
     let rank = format!("rank {}: ", world.rank());
     if message.contains(&rank) {
-        eprintln!("error: {message}");
+        print_error(&message);
     } else {
-        eprintln!("error: {rank}{message}");
+        print_error(&format!("{rank}{message}"));
     }
     if world.size() > 1 {
         // Ranks stuck on the same lost message time out within moments of each other: let
