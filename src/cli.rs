@@ -199,8 +199,9 @@ pub struct ExchangeArgs {
     /// barrier of the thesis protocol (receive slots are guarded by credit flags instead).
     #[arg(long)]
     pub no_barrier: bool,
-    /// Device-direct variants: most GPU blocks serving one pattern block (1 to 64).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// Device-direct variants: GPU blocks serving the largest pattern block (1 to 64); every
+    /// chunk moves at most that block's share, so smaller blocks get fewer GPU blocks.
+    #[arg(long, default_value_t = ExchangeOptions::default().ipc_chunks, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub ipc_chunks: u32,
 }
 

@@ -228,9 +228,10 @@ fn both_ipc_variants_verify_on_cuda_with_and_without_barrier() {
             assert_eq!(r["verified"], true, "{variant}");
             assert_eq!(r["transport"], "ipc");
             assert_eq!(r["barrier"], !back_to_back);
-            // thesis-9: block 0 is one chunk, blocks 1-8 four each; per chunk one check per
+            // thesis-9: chunks of at most 120000 / 8 = 15000 elements serve blocks of 1, 15000,
+            // ..., 120000 elements: 1 + 1 + 2 + ... + 8 = 37 chunks; per chunk one check per
             // thread plus its first and last element.
-            assert_eq!(r["checked"], 2 * 33 * (128 + 2) * 2 * 13, "{variant}");
+            assert_eq!(r["checked"], 2 * 37 * (128 + 2) * 2 * 13, "{variant}");
             assert_eq!(r["planned"], r["checked"], "{variant}");
         }
     }

@@ -65,9 +65,10 @@ fn every_ipc_variant_verifies(np: u32) {
                 assert_eq!(r["barrier"], !back_to_back);
                 assert_eq!(r["wrong"], 0);
                 assert_eq!(r["missing"], 0);
-                // thesis-4 blocks of 1, 15000, 30000 and 45000 elements are served by 1, 4, 4
-                // and 4 chunks; each chunk checks one element per thread plus its first and last.
-                let per_iteration = 13 * (128 + 2);
+                // thesis-4 blocks of 1, 15000, 30000 and 45000 elements are served by 1, 3, 6
+                // and 8 chunks (the largest block's share, 5625, at most each); each chunk
+                // checks one element per thread plus its first and last.
+                let per_iteration = 18 * (128 + 2);
                 assert_eq!(
                     r["checked"],
                     u64::from(np) * per_iteration * 2 * 4,
@@ -106,7 +107,7 @@ fn a_dropped_chunk_ends_every_rank_with_a_time_out_naming_the_block() {
         assert_ne!(job.code, Some(0), "{}", job.explain());
         for (rank, peer) in [(0, 1), (1, 0)] {
             let expected = format!(
-                "rank {rank}: timed out after 1.0 s in the device-direct exchange: block 2: 4 of 4 incoming chunks timed out on the device (from rank {peer})"
+                "rank {rank}: timed out after 1.0 s in the device-direct exchange: block 2: 6 of 6 incoming chunks timed out on the device (from rank {peer})"
             );
             assert!(
                 job.stderr.contains(&expected),
@@ -232,7 +233,7 @@ fn peers_on_other_nodes_fall_back_to_host_staged_mpi_within_the_exchange() {
                 );
                 assert!(
                     job.stdout
-                        .contains("verified: true (54080 of 54080 planned checks made"),
+                        .contains("verified: true (74880 of 74880 planned checks made"),
                     "{variant} {pattern}: {}",
                     job.explain()
                 );
@@ -262,7 +263,7 @@ fn faults_on_blocks_to_another_node_are_caught() {
         );
         for (rank, peer) in [(0, 1), (1, 0)] {
             let expected = format!(
-                "rank {rank}: timed out after 1.0 s in the device-direct exchange: block 2: 4 of 4 incoming chunks timed out on the device (from rank {peer})"
+                "rank {rank}: timed out after 1.0 s in the device-direct exchange: block 2: 6 of 6 incoming chunks timed out on the device (from rank {peer})"
             );
             assert!(
                 job.stderr.contains(&expected),

@@ -45,11 +45,25 @@ use crate::variant::TransportKind;
 /// Below this many elements a chunk is not split further.
 const MIN_CHUNK_ELEMS: u64 = 4096;
 
-/// Chunks serving a block of `elems` elements: one per `MIN_CHUNK_ELEMS`, at most `max_chunks`.
-pub fn chunks_of(elems: u64, max_chunks: u32) -> u32 {
-    elems
-        .div_ceil(MIN_CHUNK_ELEMS)
-        .clamp(1, u64::from(max_chunks.max(1))) as u32
+/// Elements per chunk in a job whose ranks have `patterns`: the largest block of any rank split
+/// into `max_chunks`, never below `MIN_CHUNK_ELEMS`. Every rank computes it from the same
+/// patterns, so senders and receivers agree; and every chunk moves at most that much, so the
+/// GPU blocks of an exchange finish together instead of waiting for the largest block's.
+pub fn chunk_elems_for(patterns: &[RankPattern], max_chunks: u32) -> u64 {
+    let largest = patterns
+        .iter()
+        .flat_map(|p| &p.blocks)
+        .map(|b| b.elems)
+        .max()
+        .unwrap_or(0);
+    largest
+        .div_ceil(u64::from(max_chunks.max(1)))
+        .max(MIN_CHUNK_ELEMS)
+}
+
+/// Chunks serving a block of `elems` elements, `chunk_elems` at most each.
+pub fn chunks_of(elems: u64, chunk_elems: u64) -> u32 {
+    u32::try_from(elems.div_ceil(chunk_elems.max(1)).max(1)).unwrap_or(u32::MAX)
 }
 
 /// One chunk of one rank's pattern.
@@ -68,12 +82,12 @@ pub struct ChunkPlan {
 }
 
 /// A rank's chunks in order (block by block), and where each block's chunks start.
-pub fn plan_chunks(pattern: &RankPattern, max_chunks: u32) -> (Vec<ChunkPlan>, Vec<usize>) {
+pub fn plan_chunks(pattern: &RankPattern, chunk_elems: u64) -> (Vec<ChunkPlan>, Vec<usize>) {
     let mut chunks = Vec::new();
     let mut first = Vec::with_capacity(pattern.blocks.len());
     for (b, block) in pattern.blocks.iter().enumerate() {
         first.push(chunks.len());
-        let n = u64::from(chunks_of(block.elems, max_chunks));
+        let n = u64::from(chunks_of(block.elems, chunk_elems));
         for k in 0..n {
             chunks.push(ChunkPlan {
                 block: b as u32,
@@ -208,7 +222,8 @@ impl<B: Backend> IpcTransport<B> {
             .get(rank as usize)
             .ok_or_else(|| Error::Internal(format!("no pattern for rank {rank}")))?;
         let stride = u64::from(stride);
-        let (chunks, _) = plan_chunks(mine, max_chunks);
+        let chunk_elems = chunk_elems_for(patterns, max_chunks);
+        let (chunks, _) = plan_chunks(mine, chunk_elems);
         let slot_bytes = slot_bytes_of(mine);
         let wanted: Vec<i32> = mine
             .blocks
@@ -289,7 +304,7 @@ impl<B: Backend> IpcTransport<B> {
                 _ => {
                     let dest_pattern = &patterns[dest as usize];
                     let (dest_offsets, _) = layout(dest_pattern);
-                    let (_, dest_first) = plan_chunks(dest_pattern, max_chunks);
+                    let (_, dest_first) = plan_chunks(dest_pattern, chunk_elems);
                     let to = address(dest)?;
                     entry.dest_recv = to.recv + 8 * dest_offsets[b] as u64;
                     entry.dest_slot_bytes = slot_bytes_of(dest_pattern);
@@ -308,7 +323,7 @@ impl<B: Backend> IpcTransport<B> {
                 }
                 _ => {
                     let source_pattern = &patterns[source as usize];
-                    let (source_chunks, source_first) = plan_chunks(source_pattern, max_chunks);
+                    let (source_chunks, source_first) = plan_chunks(source_pattern, chunk_elems);
                     let from = address(source)?;
                     entry.recv = own.recv + 8 * own_offsets[b] as u64;
                     entry.slot_bytes = slot_bytes;
@@ -513,12 +528,7 @@ mod tests {
     use crate::pattern::BlockSpec;
 
     #[test]
-    fn blocks_split_into_at_most_max_chunks_that_cover_them() {
-        assert_eq!(chunks_of(1, 4), 1);
-        assert_eq!(chunks_of(4096, 4), 1);
-        assert_eq!(chunks_of(4097, 4), 2);
-        assert_eq!(chunks_of(1_300_000, 4), 4);
-        assert_eq!(chunks_of(1_300_000, 0), 1);
+    fn blocks_split_into_chunks_no_larger_than_the_largest_blocks_share() {
         let pattern = RankPattern {
             rank: 0,
             blocks: [1_u64, 15_000, 130_000]
@@ -530,9 +540,27 @@ mod tests {
                 })
                 .collect(),
         };
-        let (chunks, first) = plan_chunks(&pattern, 4);
-        assert_eq!(first, vec![0, 1, 5]);
-        assert_eq!(chunks.len(), 9);
+        let other = RankPattern {
+            rank: 1,
+            blocks: vec![BlockSpec {
+                elems: 260_000,
+                dest: 0,
+                source: 0,
+            }],
+        };
+        // The largest block of any rank (260000) in 4: 65000 elements per chunk, on every rank.
+        let chunk_elems = chunk_elems_for(&[pattern.clone(), other], 4);
+        assert_eq!(chunk_elems, 65_000);
+        assert_eq!(chunk_elems_for(std::slice::from_ref(&pattern), 4), 32_500);
+        assert_eq!(chunk_elems_for(std::slice::from_ref(&pattern), 1000), 4096);
+        assert_eq!(chunk_elems_for(std::slice::from_ref(&pattern), 0), 130_000);
+        assert_eq!(chunks_of(1, 4096), 1);
+        assert_eq!(chunks_of(4096, 4096), 1);
+        assert_eq!(chunks_of(4097, 4096), 2);
+        let (chunks, first) = plan_chunks(&pattern, 32_500);
+        assert_eq!(first, vec![0, 1, 2]);
+        assert_eq!(chunks.len(), 6, "1 + 1 + 4");
+        assert!(chunks.iter().all(|c| c.end - c.begin <= 32_500));
         for (b, block) in pattern.blocks.iter().enumerate() {
             let mine: Vec<_> = chunks.iter().filter(|c| c.block == b as u32).collect();
             assert_eq!(mine.first().map(|c| c.begin), Some(0));
