@@ -16,8 +16,9 @@
  * plain path needs no barrier); its threads take elements e = (g - first_block) * blockDim.x +
  * threadIdx.x, then + blocks * blockDim.x, ... Grid blocks past the last region return at once.
  * Each element's field index is computed from e alone (no dependencies between threads); the
- * element numbering is 32-bit (cheaper divisions) when the region's elements plus the threads'
- * stride stay below 2^32. Callers number blocks with haloport_core::regions::assign_blocks:
+ * element numbering is 32-bit (cheaper divisions) when the region's elements plus HP_UNROLL of
+ * the threads' strides stay below 2^32. A thread loads HP_UNROLL of its elements before storing
+ * any. Callers number blocks with haloport_core::regions::assign_blocks:
  * ceil(elements / (threads * elems_per_thread)) per region, ELEMS_PER_THREAD = 4 and 256
  * threads suggested.
  *
@@ -53,9 +54,16 @@ HP_DEVICE uint32_t hp_region_of(const hp_region* regions, uint32_t num_regions, 
     return g - regions[lo].first_block < regions[lo].blocks ? lo : HP_REGION_NONE;
 }
 
+/* Elements a thread moves at once, all loads before any store, so their memory latencies overlap
+ * (results/2026-11-22-h200-pack-probe: with loads issued one at a time, a thread's strided
+ * loads wait for each other). Matches ELEMS_PER_THREAD, the suggested grid sizing. */
+#define HP_UNROLL 4
+
 /* Moves this block's elements of region r: PACK copies field -> buffer, else buffer -> field.
  * W is the word type (uint32_t for f32, uint64_t for f64: bits, not values, are moved); I the
- * index type (uint32_t when the region has fewer than 2^32 elements). */
+ * index type (uint32_t when the region's elements plus HP_UNROLL strides fit in 32 bits). A
+ * thread moves the same elements as one element at a time would, e, e + step, ..., in groups
+ * of HP_UNROLL. */
 template <typename W, typename I, bool PACK>
 __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t local_block,
                                                   I n) {
@@ -65,12 +73,32 @@ __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t l
     const I c1 = (I)r.count[1];
     const uint64_t s0 = r.stride[0], s1 = r.stride[1], s2 = r.stride[2];
     const I step = (I)r.blocks * (I)blockDim.x;
-    for (I e = (I)local_block * (I)blockDim.x + (I)threadIdx.x; e < n; e += step) {
+    const auto field_index = [&](I e) -> uint64_t {
         const I i0 = e % c0;
         const I rest = e / c0;
         const I i1 = rest % c1;
         const I i2 = rest / c1;
-        const uint64_t f = (uint64_t)i0 * s0 + (uint64_t)i1 * s1 + (uint64_t)i2 * s2;
+        return (uint64_t)i0 * s0 + (uint64_t)i1 * s1 + (uint64_t)i2 * s2;
+    };
+    I e = (I)local_block * (I)blockDim.x + (I)threadIdx.x;
+    for (; e + (I)(HP_UNROLL - 1) * step < n; e += (I)HP_UNROLL * step) {
+        uint64_t f[HP_UNROLL];
+        W v[HP_UNROLL];
+#pragma unroll
+        for (int k = 0; k < HP_UNROLL; ++k) f[k] = field_index(e + (I)k * step);
+#pragma unroll
+        for (int k = 0; k < HP_UNROLL; ++k) v[k] = PACK ? field[f[k]] : buffer[e + (I)k * step];
+#pragma unroll
+        for (int k = 0; k < HP_UNROLL; ++k) {
+            if (PACK) {
+                buffer[e + (I)k * step] = v[k];
+            } else {
+                field[f[k]] = v[k];
+            }
+        }
+    }
+    for (; e < n; e += step) {
+        const uint64_t f = field_index(e);
         if (PACK) {
             buffer[e] = field[f];
         } else {
@@ -82,9 +110,10 @@ __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t l
 template <typename W, bool PACK>
 __device__ __forceinline__ void hp_move_region_words(const hp_region& r, uint32_t local_block) {
     const uint64_t n = r.count[0] * r.count[1] * r.count[2];
-    /* The step (blocks * blockDim.x) must fit too, or e + step could wrap around. */
+    /* HP_UNROLL steps (blocks * blockDim.x each) past the last element must fit too, or the
+     * group test could wrap around. */
     const uint64_t step = (uint64_t)r.blocks * blockDim.x;
-    if (n + step <= 0xffffffffull) {
+    if (n + HP_UNROLL * step <= 0xffffffffull) {
         hp_move_region_as<W, uint32_t, PACK>(r, local_block, (uint32_t)n);
     } else {
         hp_move_region_as<W, uint64_t, PACK>(r, local_block, n);
