@@ -204,6 +204,14 @@ typedef struct hp_ipc_chunk {
     uint64_t slot_bytes;
     uint64_t arrival;
     uint64_t source_credit;
+    /* Bytes from each flag above (of epochs of parity 0) to its twin for epochs of parity 1:
+     * the destination's flags (dest_arrival), ours (credit, arrival) and the source's
+     * (source_credit). With a flag per parity, a flag only ever carries epochs of its parity,
+     * in increasing order, so the kernels of consecutive epochs may run at once (pipelined back
+     * to back). 0 where one flag serves both parities (host-staged chunks, faults). */
+    uint64_t dest_flag_parity_bytes;
+    uint64_t flag_parity_bytes;
+    uint64_t source_flag_parity_bytes;
     /* Ranks the incoming chunk comes from and the outgoing one goes to. */
     int32_t source;
     int32_t dest;

@@ -278,6 +278,11 @@ extern "C" __global__ void hp_taskqueue(hp_taskqueue_args a) {
 
 /* ---- Device-direct exchange (SPEC 12): kernels store straight into the peer's memory. ---- */
 
+/* The flag at `base` for epochs of `epoch`'s parity (see hp_ipc_chunk). */
+HP_DEVICE uint32_t* hp_ipc_flag(uint64_t base, uint64_t parity_bytes, uint32_t epoch) {
+    return (uint32_t*)(base + (uint64_t)(epoch & 1u) * parity_bytes);
+}
+
 /* Thread 0 waits until *flag >= target (epochs only grow). Returns 0, or HP_IPC_ABORTED /
  * HP_IPC_TIMED_OUT. */
 HP_DEVICE uint32_t hp_ipc_wait(const hp_ipc_args& a, const uint32_t* flag, uint32_t target) {
@@ -302,7 +307,7 @@ __device__ uint32_t hp_ipc_send_chunk(const hp_ipc_args& a, uint32_t c, const hp
         outcome = 0;
         if (a.epoch > 2) {
             hp_store_relaxed_system(state, HP_IPC_WAIT_CREDIT);
-            outcome = hp_ipc_wait(a, (const uint32_t*)ch.credit, a.epoch - 2);
+            outcome = hp_ipc_wait(a, hp_ipc_flag(ch.credit, ch.flag_parity_bytes, a.epoch), a.epoch - 2);
         }
         if (outcome == 0) hp_store_relaxed_system(state, HP_IPC_PACKING);
     }
@@ -319,7 +324,7 @@ __device__ uint32_t hp_ipc_send_chunk(const hp_ipc_args& a, uint32_t c, const hp
     __syncthreads();
     if (threadIdx.x == 0) {
         hp_fence_acq_rel_system();
-        hp_store_release_system((uint32_t*)ch.dest_arrival, a.epoch);
+        hp_store_release_system(hp_ipc_flag(ch.dest_arrival, ch.dest_flag_parity_bytes, a.epoch), a.epoch);
     }
     return 0;
 }
@@ -331,7 +336,7 @@ __device__ uint32_t hp_ipc_receive_chunk(const hp_ipc_args& a, uint32_t c, const
     __shared__ uint32_t outcome;
     if (threadIdx.x == 0) {
         hp_store_relaxed_system(state, HP_IPC_WAIT_DATA);
-        outcome = hp_ipc_wait(a, (const uint32_t*)ch.arrival, a.epoch);
+        outcome = hp_ipc_wait(a, hp_ipc_flag(ch.arrival, ch.flag_parity_bytes, a.epoch), a.epoch);
         if (outcome == 0) {
             hp_store_relaxed_system(state, HP_IPC_UNPACKING);
             if (t) t->unpack_start = hp_timer();
@@ -347,7 +352,7 @@ __device__ uint32_t hp_ipc_receive_chunk(const hp_ipc_args& a, uint32_t c, const
         if (t) t->unpack_end = hp_timer();
         /* Release: every thread's reads of the slot (ordered by the barrier above) are done
          * before the source may overwrite it. */
-        hp_store_release_system((uint32_t*)ch.source_credit, a.epoch);
+        hp_store_release_system(hp_ipc_flag(ch.source_credit, ch.source_flag_parity_bytes, a.epoch), a.epoch);
     }
     return 0;
 }

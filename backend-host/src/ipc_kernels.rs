@@ -20,6 +20,11 @@ unsafe fn flag<'a>(addr: u64) -> &'a AtomicU32 {
     unsafe { AtomicU32::from_ptr(addr as *mut u32) }
 }
 
+/// The flag at `base` for epochs of `epoch`'s parity (`hp_ipc_flag`).
+fn parity_flag(base: u64, parity_bytes: u64, epoch: u32) -> u64 {
+    base + u64::from(epoch & 1) * parity_bytes
+}
+
 /// Waits until `flag >= target`; `Err(state)` on abort or time-out (as `hp_ipc_wait`).
 fn wait_at_least(
     args: &hp_ipc_args,
@@ -76,7 +81,7 @@ impl Chunk<'_> {
             self.send_state
                 .store(shared::HP_IPC_WAIT_CREDIT, Ordering::Release);
             // SAFETY: the credit flag is ours, live, aligned (contract).
-            let credit = unsafe { flag(ch.credit) };
+            let credit = unsafe { flag(parity_flag(ch.credit, ch.flag_parity_bytes, a.epoch)) };
             wait_at_least(a, credit, self.abort, a.epoch - 2)?;
         }
         self.send_state
@@ -93,7 +98,14 @@ impl Chunk<'_> {
         }
         fence(Ordering::SeqCst);
         // SAFETY: the destination's arrival flag, opened peer memory (contract).
-        unsafe { flag(ch.dest_arrival) }.store(a.epoch, Ordering::Release);
+        unsafe {
+            flag(parity_flag(
+                ch.dest_arrival,
+                ch.dest_flag_parity_bytes,
+                a.epoch,
+            ))
+        }
+        .store(a.epoch, Ordering::Release);
         Ok(())
     }
 
@@ -105,8 +117,9 @@ impl Chunk<'_> {
         let (a, ch) = (self.args, &self.entry);
         self.state
             .store(shared::HP_IPC_WAIT_DATA, Ordering::Release);
+        let arrival = parity_flag(ch.arrival, ch.flag_parity_bytes, a.epoch);
         // SAFETY: our arrival flag (contract).
-        wait_at_least(a, unsafe { flag(ch.arrival) }, self.abort, a.epoch)?;
+        wait_at_least(a, unsafe { flag(arrival) }, self.abort, a.epoch)?;
         self.state
             .store(shared::HP_IPC_UNPACKING, Ordering::Release);
         let start = timer_ns();
@@ -136,7 +149,14 @@ impl Chunk<'_> {
         }
         fence(Ordering::SeqCst);
         // SAFETY: the source's credit flag, opened peer memory (contract).
-        unsafe { flag(ch.source_credit) }.store(a.epoch, Ordering::Release);
+        unsafe {
+            flag(parity_flag(
+                ch.source_credit,
+                ch.source_flag_parity_bytes,
+                a.epoch,
+            ))
+        }
+        .store(a.epoch, Ordering::Release);
         Ok(())
     }
 }

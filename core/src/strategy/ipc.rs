@@ -145,8 +145,10 @@ impl<B: Backend> ChunkRecords<B> {
 
 /// A device-direct strategy on backend `B`.
 pub struct IpcExchange<'b, B: Backend> {
-    // Drop order: the stream (waiting for the kernels) before the memory they use.
-    stream: B::Stream,
+    // Drop order: the streams (waiting for the kernels) before the memory they use.
+    /// One stream, or, pipelined, one per epoch parity: then an epoch's kernels start while the
+    /// previous epoch's last blocks still run (each parity has its own flags and records).
+    streams: Vec<B::Stream>,
     /// One set of records per epoch parity: with iterations pipelined, the kernels of epoch
     /// e + 1 write one set while the CPU reads epoch e's.
     records: [ChunkRecords<B>; 2],
@@ -211,8 +213,11 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             }
         }
         let pattern = patterns[transport.rank() as usize].clone();
+        let pipelined = !exchange.barrier && transport.pipelines();
         Ok(IpcExchange {
-            stream: backend.create_stream()?,
+            streams: (0..if pipelined { 2 } else { 1 })
+                .map(|_| backend.create_stream())
+                .collect::<Result<_>>()?,
             records: [
                 ChunkRecords::new(backend, chunks)?,
                 ChunkRecords::new(backend, chunks)?,
@@ -357,7 +362,10 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
                 .store(epoch, Ordering::Release);
         }
         let deadline = Instant::now() + self.exchange.timeout;
-        let drained = self.backend.stream_synchronize(&self.stream, deadline);
+        let drained = self
+            .streams
+            .iter()
+            .try_for_each(|stream| self.backend.stream_synchronize(stream, deadline));
         self.kernels_idle = drained.is_ok();
         if let Err(e) = drained {
             tracing::error!(
@@ -367,10 +375,11 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         }
         error
     }
-    /// Iterations run pipelined: back to back (no closing barrier) and no block for another
-    /// node (its host-staged part has one staging buffer per block, not two).
+    /// Iterations run pipelined: back to back (no closing barrier) and no rank of the job with
+    /// a block for another node (its host-staged part has one staging buffer per block, not
+    /// two, and the flags have no twin per parity).
     fn pipelined(&self) -> bool {
-        !self.exchange.barrier && !self.transport.has_remote()
+        !self.exchange.barrier && self.transport.pipelines()
     }
 
     /// Launches the kernels of the next epoch for global iteration `iteration`; returns the
@@ -390,6 +399,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             threads: self.threads,
         };
         self.kernels_idle = false;
+        let stream = &self.streams[epoch as usize % self.streams.len()];
         // SAFETY: args point into the transport's and the records' allocations and into peers'
         // memory the transport keeps open; all outlive the kernels (every epoch launched is
         // waited for, by an iteration or by drop, or the kernels aborted and drained; dropping
@@ -398,14 +408,11 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             match self.options.mode {
                 IpcMode::Base => self
                     .backend
-                    .launch(Launch::IpcPack(&args), dims, &self.stream)
-                    .and_then(|()| {
-                        self.backend
-                            .launch(Launch::IpcUnpack(&args), dims, &self.stream)
-                    }),
+                    .launch(Launch::IpcPack(&args), dims, stream)
+                    .and_then(|()| self.backend.launch(Launch::IpcUnpack(&args), dims, stream)),
                 IpcMode::Taskqueue => {
                     self.backend
-                        .launch(Launch::IpcTaskqueue(&args), dims, &self.stream)
+                        .launch(Launch::IpcTaskqueue(&args), dims, stream)
                 }
             }
         };

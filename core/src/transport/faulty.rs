@@ -171,6 +171,7 @@ pub(crate) fn inject_into_chunks(
             Some(Fault::DropSend { block }) if chunk.block as usize == block => {
                 chunk.send_end = chunk.begin;
                 chunk.dest_arrival = scratch_flag;
+                chunk.dest_flag_parity_bytes = 0;
             }
             Some(Fault::ShortSend { block })
                 if chunk.block as usize == block

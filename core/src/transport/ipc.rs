@@ -117,6 +117,8 @@ pub struct IpcTransport<B: Backend> {
     /// Blocks exchanged with ranks on other nodes, over host-staged MPI; `None` when every peer
     /// is on this node.
     remote: Option<RemoteStaging<B>>,
+    /// Every flag has a twin per epoch parity (no rank of the job has a peer on another node).
+    pipelines: bool,
     drain_timeout: Duration,
 }
 
@@ -278,6 +280,17 @@ impl<B: Backend> IpcTransport<B> {
             None
         };
         let (own_offsets, _) = layout(mine);
+        // A flag per epoch parity lets consecutive epochs' kernels run at once; only when no
+        // rank of the job has a peer on another node (whose host-staged part has one staging
+        // buffer and flag per block), decided alike on every rank from the same patterns.
+        let pipelines = patterns.iter().enumerate().all(|(r, p)| {
+            let node = node_of(r as i32);
+            p.blocks
+                .iter()
+                .all(|b| node_of(b.dest) == node && node_of(b.source) == node)
+        });
+        let parity_on = u64::from(pipelines);
+        let own_parity_bytes = parity_on * flag_parity_bytes(chunks.len(), stride);
         let mut entries = Vec::with_capacity(chunks.len());
         for (c, chunk) in chunks.iter().enumerate() {
             let block = &mine.blocks[chunk.block as usize];
@@ -304,12 +317,15 @@ impl<B: Backend> IpcTransport<B> {
                 _ => {
                     let dest_pattern = &patterns[dest as usize];
                     let (dest_offsets, _) = layout(dest_pattern);
-                    let (_, dest_first) = plan_chunks(dest_pattern, chunk_elems);
+                    let (dest_chunks, dest_first) = plan_chunks(dest_pattern, chunk_elems);
                     let to = address(dest)?;
                     entry.dest_recv = to.recv + 8 * dest_offsets[b] as u64;
                     entry.dest_slot_bytes = slot_bytes_of(dest_pattern);
                     entry.dest_arrival = to.flags + (dest_first[b] + k) as u64 * stride;
+                    entry.dest_flag_parity_bytes =
+                        parity_on * flag_parity_bytes(dest_chunks.len(), stride);
                     entry.credit = own.flags + (chunks.len() + c) as u64 * stride;
+                    entry.flag_parity_bytes = own_parity_bytes;
                 }
             }
             match &remote {
@@ -328,8 +344,11 @@ impl<B: Backend> IpcTransport<B> {
                     entry.recv = own.recv + 8 * own_offsets[b] as u64;
                     entry.slot_bytes = slot_bytes;
                     entry.arrival = own.flags + c as u64 * stride;
+                    entry.flag_parity_bytes = own_parity_bytes;
                     entry.source_credit =
                         from.flags + (source_chunks.len() + source_first[b] + k) as u64 * stride;
+                    entry.source_flag_parity_bytes =
+                        parity_on * flag_parity_bytes(source_chunks.len(), stride);
                 }
             }
             entry.source = source;
@@ -350,8 +369,15 @@ impl<B: Backend> IpcTransport<B> {
             flags: ManuallyDrop::new(flags),
             chunks,
             remote,
+            pipelines,
             drain_timeout,
         })
+    }
+
+    /// True when the kernels of consecutive epochs may run at once: every flag has a twin per
+    /// epoch parity, which needs every rank of the job to have all its peers on its node.
+    pub fn pipelines(&self) -> bool {
+        self.pipelines
     }
 
     /// True when some blocks go to or come from another node over host-staged MPI.
@@ -510,16 +536,21 @@ fn slot_bytes_of(pattern: &RankPattern) -> u64 {
     (8 * layout(pattern).1).max(8) as u64
 }
 
-/// Bytes of the flags of a rank with `chunks` chunks: arrival flags, credit flags, then a
-/// scratch flag that nobody waits for (fault injection raises it instead of a dropped chunk's
-/// arrival flag).
+/// Bytes of the flags of a rank with `chunks` chunks: for epochs of parity 0 the arrival flags,
+/// then the credit flags; the same for parity 1; then a scratch flag that nobody waits for
+/// (fault injection raises it instead of a dropped chunk's arrival flag).
 fn flag_bytes(chunks: usize, stride: u64) -> u64 {
     scratch_flag_offset(chunks, stride) + stride
 }
 
+/// Bytes from a flag of parity 0 to its twin of parity 1.
+fn flag_parity_bytes(chunks: usize, stride: u64) -> u64 {
+    2 * chunks as u64 * stride
+}
+
 /// Where the scratch flag lies in the flags allocation.
 fn scratch_flag_offset(chunks: usize, stride: u64) -> u64 {
-    2 * chunks as u64 * stride
+    2 * flag_parity_bytes(chunks, stride)
 }
 
 #[cfg(test)]
