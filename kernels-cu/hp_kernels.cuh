@@ -320,11 +320,12 @@ __device__ uint32_t hp_ipc_send_chunk(const hp_ipc_args& a, uint32_t c, const hp
     /* Every thread's stores reach the peer before the flag that announces them: the barrier
      * orders them before thread 0's acq_rel fence at system scope (cumulative), which orders
      * them before the flag. One such fence per block, not a sequentially consistent one per
-     * thread (see hp_fence_acq_rel_system). */
+     * thread (see hp_fence_acq_rel_system); the fence followed by a strong store is a release
+     * pattern (PTX memory model), so the flag's store needs no fence of its own. */
     __syncthreads();
     if (threadIdx.x == 0) {
         hp_fence_acq_rel_system();
-        hp_store_release_system(hp_ipc_flag(ch.dest_arrival, ch.dest_flag_parity_bytes, a.epoch), a.epoch);
+        hp_store_relaxed_system(hp_ipc_flag(ch.dest_arrival, ch.dest_flag_parity_bytes, a.epoch), a.epoch);
     }
     return 0;
 }
@@ -350,9 +351,11 @@ __device__ uint32_t hp_ipc_receive_chunk(const hp_ipc_args& a, uint32_t c, const
     __syncthreads();
     if (threadIdx.x == 0) {
         if (t) t->unpack_end = hp_timer();
-        /* Release: every thread's reads of the slot (ordered by the barrier above) are done
-         * before the source may overwrite it. */
-        hp_store_release_system(hp_ipc_flag(ch.source_credit, ch.source_flag_parity_bytes, a.epoch), a.epoch);
+        /* One fence, then strong stores (release patterns): every thread's reads of the slot
+         * (ordered by the barrier above) are done before the source may overwrite it, and the
+         * check records and timestamps are written before the final state the caller stores. */
+        hp_fence_acq_rel_system();
+        hp_store_relaxed_system(hp_ipc_flag(ch.source_credit, ch.source_flag_parity_bytes, a.epoch), a.epoch);
     }
     return 0;
 }
@@ -369,7 +372,11 @@ HP_DEVICE uint32_t* hp_ipc_send_state(const hp_ipc_args& a, uint32_t c) {
     return (uint32_t*)a.send_states + c;
 }
 
-/* Sends chunk c with timestamps and publishes the sending side's final state. */
+/* Sends chunk c with timestamps and stores the sending side's final state: with release
+ * (PUBLISH, ipc-base's pack kernel, whose records the CPU reads once it sees that state) or
+ * relaxed (ipc-tq, where the same thread stores the receiving side's final state afterwards,
+ * with release semantics, and the CPU reads records only once it sees both). */
+template <bool PUBLISH>
 __device__ uint32_t hp_ipc_pack_chunk(const hp_ipc_args& a, uint32_t c, const hp_ipc_chunk& ch) {
     uint32_t* state = hp_ipc_send_state(a, c);
     hp_block_times* t = hp_ipc_times(a, c);
@@ -377,16 +384,28 @@ __device__ uint32_t hp_ipc_pack_chunk(const hp_ipc_args& a, uint32_t c, const hp
     const uint32_t outcome = hp_ipc_send_chunk(a, c, ch, state);
     if (threadIdx.x == 0) {
         if (t) t->pack_end = hp_timer();
-        hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_SENT);
+        const uint32_t final_state = outcome != 0 ? outcome : HP_IPC_SENT;
+        if (PUBLISH) {
+            hp_store_release_system(state, final_state);
+        } else {
+            hp_store_relaxed_system(state, final_state);
+        }
     }
     return outcome;
 }
 
-/* Receives chunk c and publishes the receiving side's final state. */
+/* Receives chunk c and publishes the receiving side's final state: after a successful receive
+ * the fence in hp_ipc_receive_chunk makes the store a release pattern; otherwise it is a
+ * release store. */
 __device__ void hp_ipc_unpack_chunk(const hp_ipc_args& a, uint32_t c, const hp_ipc_chunk& ch) {
     uint32_t* state = hp_ipc_state(a, c);
     const uint32_t outcome = hp_ipc_receive_chunk(a, c, ch, state, hp_ipc_times(a, c));
-    if (threadIdx.x == 0) hp_store_release_system(state, outcome != 0 ? outcome : HP_IPC_DONE);
+    if (threadIdx.x != 0) return;
+    if (outcome == 0) {
+        hp_store_relaxed_system(state, HP_IPC_DONE);
+    } else {
+        hp_store_release_system(state, outcome);
+    }
 }
 
 /* ipc-base, the sending half: every chunk stored into its destination. */
@@ -394,7 +413,7 @@ extern "C" __global__ void hp_ipc_pack(hp_ipc_args a) {
     const uint32_t c = blockIdx.x;
     if (c >= a.num_chunks) return;
     const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
-    hp_ipc_pack_chunk(a, c, ch);
+    hp_ipc_pack_chunk<true>(a, c, ch);
 }
 
 /* ipc-base, the receiving half (on its own stream, beside the pack kernel): every incoming
@@ -412,7 +431,7 @@ extern "C" __global__ void hp_ipc_taskqueue(hp_ipc_args a) {
     const uint32_t c = blockIdx.x;
     if (c >= a.num_chunks) return;
     const hp_ipc_chunk ch = ((const hp_ipc_chunk*)a.chunks)[c];
-    const uint32_t sent = hp_ipc_pack_chunk(a, c, ch);
+    const uint32_t sent = hp_ipc_pack_chunk<false>(a, c, ch);
     if (sent != 0) {
         /* The receiving half never ran: it ends in the state the sending half gave up in. */
         if (threadIdx.x == 0) hp_store_release_system(hp_ipc_state(a, c), sent);
