@@ -378,7 +378,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
     /// Iterations run pipelined: back to back (no closing barrier) and no rank of the job with
     /// a block for another node (its host-staged part has one staging buffer per block, not
     /// two, and the flags have no twin per parity).
-    fn pipelined(&self) -> bool {
+    fn pipelines(&self) -> bool {
         !self.exchange.barrier && self.transport.pipelines()
     }
 
@@ -469,7 +469,7 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
             }
             None => self.launch(iteration)?,
         };
-        if self.pipelined() {
+        if self.pipelines() {
             // Back to back: the next iteration's kernels queue behind this one's, so the GPU
             // goes on while the CPU waits for, and then verifies, this one.
             let next = iteration.wrapping_add(1);
@@ -510,6 +510,10 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
     /// Device memory only: there are no host buffers to be coherent.
     fn buffer_coherence(&self) -> (Coherence, Coherence) {
         (Coherence::Coherent, Coherence::Coherent)
+    }
+
+    fn pipelined(&self) -> bool {
+        self.pipelines()
     }
 }
 

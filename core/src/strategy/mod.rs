@@ -185,6 +185,13 @@ pub trait Strategy {
 
     /// Coherence of the send and receive buffers: (requested, served).
     fn buffer_coherence(&self) -> (Coherence, Coherence);
+
+    /// True when iterations overlap: the next iteration's GPU work starts before this one is
+    /// verified and reported. Such an iteration is then measured from the previous one's end,
+    /// so that what the GPU did while the CPU verified (untimed) counts too.
+    fn pipelined(&self) -> bool {
+        false
+    }
 }
 
 /// Checks that `backend` can run GPU blocks of `threads` threads, before a strategy allocates.
