@@ -100,10 +100,16 @@ pub fn write_report(input: &Path, dir: &Path) -> anyhow::Result<Written> {
     let mut md = String::new();
     let h = &data.header;
     let _ = writeln!(md, "# haloport report\n");
+    // Device names often start with their vendor ("NVIDIA H200"): say it once.
+    let device = if h.device.starts_with(&h.vendor) {
+        h.device.clone()
+    } else {
+        format!("{} {}", h.vendor, h.device)
+    };
     let _ = writeln!(
         md,
-        "{} on {} ({} {}), host {}, {} ranks, pattern {}, {} runs x {} iterations ({} warm-up), build {}.\n",
-        h.kind, h.backend, h.vendor, h.device, h.host, h.ranks, h.pattern, h.runs, h.iterations, h.warmup, h.git
+        "{} on {} ({device}), host {}, {} ranks, pattern {}, {} runs x {} iterations ({} warm-up), build {}.\n",
+        h.kind, h.backend, h.host, h.ranks, h.pattern, h.runs, h.iterations, h.warmup, h.git
     );
     if let Some(partial) = &data.partial {
         let _ = writeln!(md, "**{}.**\n", partial.summary());
