@@ -16,11 +16,14 @@
 //! Every iteration ends when every incoming chunk was unpacked and, with the thesis protocol
 //! (the default), every rank passed an MPI barrier; `ExchangeOptions::barrier = false` runs
 //! iterations back to back, safe because receive buffers have two slots guarded by credit
-//! flags. Back to back, iterations are also pipelined (when no block goes to another node):
-//! iteration i + 1's kernels are launched before the CPU waits for iteration i's, so the GPU
-//! never idles while the CPU waits, verifies and launches; an iteration's time is then the
-//! period between iterations, not one iteration alone. Each epoch parity has its own records. Epochs count this strategy's own iterations (1, 2, ...), so a fresh strategy with
-//! fresh flags agrees with its peers' fresh strategies. Every device wait has the time-out and
+//! flags. Back to back, iterations are also pipelined (when no rank of the job has a block for
+//! another node): iteration i + 1's kernels are launched, on the other of two streams, before
+//! the CPU waits for iteration i's, so the GPU never idles while the CPU waits, verifies and
+//! launches, and one epoch's kernels start while the previous epoch's last blocks still run
+//! (each epoch parity has its own flags and records). A pipelined iteration is measured from
+//! the previous one's end: the period between iterations. Epochs count this strategy's own
+//! iterations (1, 2, ...), so a fresh strategy with fresh flags agrees with its peers' fresh
+//! strategies. Every device wait has the time-out and
 //! watches the abort flag; the CPU names each chunk that did not finish, with its state.
 
 // Kernel launches take raw device addresses; per-chunk records are read from pinned memory.
@@ -354,7 +357,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
     }
 
     /// Raises the abort flag of every epoch in flight (each set's latest) and waits, at most
-    /// the time-out, for the stream; the records count as readable only if they drained.
+    /// the time-out, for the streams; the records count as readable only if they drained.
     fn abort_kernels(&mut self, error: Error) -> Error {
         for epoch in [self.epoch, self.epoch.saturating_sub(1)] {
             self.records_of(epoch)
@@ -375,6 +378,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         }
         error
     }
+
     /// Iterations run pipelined: back to back (no closing barrier) and no rank of the job with
     /// a block for another node (its host-staged part has one staging buffer per block, not
     /// two, and the flags have no twin per parity).
@@ -403,7 +407,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         // SAFETY: args point into the transport's and the records' allocations and into peers'
         // memory the transport keeps open; all outlive the kernels (every epoch launched is
         // waited for, by an iteration or by drop, or the kernels aborted and drained; dropping
-        // the strategy drops, and so waits for, the stream first).
+        // the strategy drops, and so waits for, the streams first).
         let launched = unsafe {
             match self.options.mode {
                 IpcMode::Base => self
@@ -426,7 +430,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
 }
 
 impl<B: Backend> Drop for IpcExchange<'_, B> {
-    /// An epoch launched ahead runs to its end (its peers launched theirs) before the stream
+    /// An epoch launched ahead runs to its end (its peers launched theirs) before the streams
     /// and the records go.
     fn drop(&mut self) {
         if let Some((_, epoch)) = self.ahead.take() {
@@ -470,7 +474,7 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
             None => self.launch(iteration)?,
         };
         if self.pipelines() {
-            // Back to back: the next iteration's kernels queue behind this one's, so the GPU
+            // Back to back: the next iteration's kernels start on the other stream, so the GPU
             // goes on while the CPU waits for, and then verifies, this one.
             let next = iteration.wrapping_add(1);
             self.ahead = Some((next, self.launch(next)?));
