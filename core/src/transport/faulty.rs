@@ -184,3 +184,75 @@ pub(crate) fn inject_into_chunks(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Block `block`'s chunk of elements [begin, end) of `elems`, raising flag 1000 + index.
+    fn chunk(block: u32, begin: u64, end: u64, elems: u64, index: u64) -> hp_ipc_chunk {
+        hp_ipc_chunk {
+            block,
+            elems,
+            begin,
+            end,
+            send_end: end,
+            dest_arrival: 1000 + index,
+            dest_flag_parity_bytes: 64,
+            ..hp_ipc_chunk::default()
+        }
+    }
+
+    /// What fault injection may change, and the range it must not.
+    fn view(chunks: &[hp_ipc_chunk]) -> Vec<[u64; 5]> {
+        chunks
+            .iter()
+            .map(|c| {
+                [
+                    c.begin,
+                    c.end,
+                    c.send_end,
+                    c.dest_arrival,
+                    c.dest_flag_parity_bytes,
+                ]
+            })
+            .collect()
+    }
+
+    fn table() -> Vec<hp_ipc_chunk> {
+        vec![
+            chunk(0, 0, 1, 1, 0),
+            chunk(1, 0, 500, 1000, 1),
+            chunk(1, 500, 1000, 1000, 2),
+        ]
+    }
+
+    #[test]
+    fn a_dropped_block_stores_nothing_and_raises_only_the_scratch_flag() {
+        let mut chunks = table();
+        inject_into_chunks(Some(Fault::DropSend { block: 1 }), &mut chunks, 7);
+        assert_eq!(
+            view(&chunks[..1]),
+            view(&table()[..1]),
+            "other blocks are untouched"
+        );
+        for c in &chunks[1..] {
+            assert_eq!(c.send_end, c.begin, "stores nothing");
+            assert_eq!((c.dest_arrival, c.dest_flag_parity_bytes), (7, 0));
+            assert_eq!(c.end - c.begin, 500, "its receive side is untouched");
+        }
+    }
+
+    #[test]
+    fn a_short_block_loses_only_its_last_element() {
+        let mut chunks = table();
+        inject_into_chunks(Some(Fault::ShortSend { block: 1 }), &mut chunks, 7);
+        assert_eq!(view(&chunks[..2]), view(&table()[..2]));
+        assert_eq!(chunks[2].send_end, 999);
+        assert_eq!(chunks[2].dest_arrival, 1002, "its flag is raised as ever");
+        let mut untouched = table();
+        inject_into_chunks(None, &mut untouched, 7);
+        inject_into_chunks(Some(Fault::CorruptRecv { block: 1 }), &mut untouched, 7);
+        assert_eq!(view(&untouched), view(&table()));
+    }
+}
