@@ -416,7 +416,7 @@ extern "C" __global__ void hp_ipc_pack(hp_ipc_args a) {
     hp_ipc_pack_chunk<true>(a, c, ch);
 }
 
-/* ipc-base, the receiving half (on its own stream, beside the pack kernel): every incoming
+/* ipc-base, the receiving half (queued after the pack kernel, on the same stream): every incoming
  * chunk waited for and checked. */
 extern "C" __global__ void hp_ipc_unpack(hp_ipc_args a) {
     const uint32_t c = blockIdx.x;
