@@ -75,6 +75,25 @@ fn every_ipc_variant_verifies(np: u32) {
                     "{variant} {pattern}: checks performed"
                 );
                 assert_eq!(r["planned"], r["checked"]);
+                // The report says how back-to-back times are measured.
+                let out = dir
+                    .path()
+                    .join(format!("report-{variant}-{pattern}-{back_to_back}"));
+                let report = common::alone(&[
+                    "report",
+                    json.to_str().expect("utf-8 path"),
+                    "--out",
+                    out.to_str().expect("utf-8 path"),
+                ]);
+                assert_eq!(report.code, Some(0), "{}", report.explain());
+                let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+                assert_eq!(
+                    md.contains(
+                        "each\nof their times is the period from the previous iteration's end"
+                    ),
+                    back_to_back,
+                    "{md}"
+                );
             }
         }
     }

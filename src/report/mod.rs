@@ -111,6 +111,13 @@ pub fn write_report(input: &Path, dir: &Path) -> anyhow::Result<Written> {
         "{} on {} ({device}), host {}, {} ranks, pattern {}, {} runs x {} iterations ({} warm-up), build {}.\n",
         h.kind, h.backend, h.host, h.ranks, h.pattern, h.runs, h.iterations, h.warmup, h.git
     );
+    if data.entries.iter().any(|e| e.barrier == Some(false)) {
+        let _ = writeln!(
+            md,
+            "**Back to back:** the device-direct variants ran without the closing barrier, pipelined; each\n\
+             of their times is the period from the previous iteration's end to this one's.\n"
+        );
+    }
     if let Some(partial) = &data.partial {
         let _ = writeln!(md, "**{}.**\n", partial.summary());
         let _ = writeln!(
