@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The device-direct transport on a two-GPU machine, in one go (issue 10's evidence): the GPU
 # test suite, a sweep of every variant (host-staged and ipc) on small, thesis-9, thesis-27 and
-# large with the thesis protocol, the ipc variants back to back, two ranks sharing one GPU, the
-# drop-send and short-send faults, and compute-sanitizer on the ipc kernels.
+# large with the thesis protocol, the ipc variants back to back (pipelined), two ranks sharing one
+# GPU, the drop-send and short-send faults, and compute-sanitizer on the ipc kernels, with the
+# barrier and back to back.
 # Builds nothing: DIR is what ci/build-gpu-carry.sh made. usage: ci/gpu-ipc.sh DIR OUT [RUNS]
 set -uo pipefail
 dir=$(cd "${1:?usage: ci/gpu-ipc.sh DIR OUT [RUNS]}" && pwd)
@@ -30,9 +31,16 @@ for v in ipc-base ipc-tq; do
         --runs 1 --inject drop-send=3 --timeout 2
     step mpirun -np 2 "$hp" run --backend cuda --transport ipc --variant "$v" --workload thesis-9 \
         --runs 1 --iters 3 --warmup 1 --inject short-send=3
-    for tool in memcheck racecheck; do
-        step mpirun -np 2 compute-sanitizer --tool "$tool" "$hp" run --backend cuda --transport ipc \
-            --variant "$v" --workload thesis-4 --runs 1 --iters 4 --warmup 1
+    step mpirun -np 2 "$hp" run --backend cuda --transport ipc --variant "$v" --workload thesis-9 \
+        --runs 1 --no-barrier --inject drop-send=3 --timeout 2
+    # With the barrier, and back to back (two streams, consecutive epochs overlapping).
+    for pacing in --barrier --no-barrier; do
+        extra=(); [ "$pacing" = --no-barrier ] && extra=(--no-barrier)
+        for tool in memcheck racecheck; do
+            step mpirun -np 2 compute-sanitizer --tool "$tool" "$hp" run --backend cuda \
+                --transport ipc --variant "$v" --workload thesis-4 --runs 1 --iters 6 --warmup 1 \
+                "${extra[@]}"
+        done
     done
 done
 # The per-run files are kept in sweep.json; leave only the assembled results.
