@@ -2,7 +2,8 @@
 //! run warm-up, every iteration timed on the CPU and verified.
 //!
 //! An iteration's time runs from just before the strategy starts it to just after its closing
-//! barrier. Verification (reading the kernels' check records) happens after the timed region.
+//! barrier; for a pipelined strategy (whose next iteration's GPU work starts before this one is
+//! verified), from the previous iteration's end, so the time is the period between iterations. Verification (reading the kernels' check records) happens after the timed region.
 //! Global iteration numbers run on across runs, so a stale buffer from an earlier run can never
 //! carry the expected value.
 
