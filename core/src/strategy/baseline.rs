@@ -15,7 +15,7 @@ use std::time::Instant;
 use crate::backend::{Backend, Coherence, Launch, LaunchDims};
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
-use crate::observe::{BlockChecks, Observer};
+use crate::observe::Observer;
 use crate::pattern::RankPattern;
 use crate::strategy::{check_threads, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
@@ -184,18 +184,13 @@ impl<B: Backend, T: HostTransport> Strategy for Baseline<'_, B, T> {
     }
 
     fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
-        let records = self.buffers.take_checks_when_idle(self.kernels_idle)?;
-        let planned = self
-            .buffers
-            .planned_checks(self.exchange.verify, self.dims.threads);
-        observer.checks(BlockChecks {
-            records: &records,
-            planned: &planned,
-            state: &|_| None,
-        });
-        if observer.wants_device_times() {
-            observer.device_times(&self.buffers.read_times_when_idle(self.kernels_idle)?);
-        }
+        self.buffers.report_records(
+            self.kernels_idle,
+            self.exchange.verify,
+            self.dims.threads,
+            &|_| None,
+            observer,
+        )?;
         observer.cpu_events(std::mem::take(&mut self.events));
         Ok(())
     }

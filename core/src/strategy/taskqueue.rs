@@ -26,7 +26,7 @@ use crate::backend::{Backend, Coherence, Kernel, Launch, LaunchDims};
 use crate::control::{state_name, ControlBlock};
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
-use crate::observe::{BlockChecks, Observer};
+use crate::observe::Observer;
 use crate::pattern::RankPattern;
 use crate::shared;
 use crate::strategy::{check_threads, EventProfile, ExchangeOptions, Strategy};
@@ -447,19 +447,14 @@ impl<B: Backend, T: HostTransport> Strategy for Taskqueue<'_, B, T> {
     }
 
     fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
-        let records = self.buffers.take_checks_when_idle(self.kernels_idle)?;
-        let planned = self
-            .buffers
-            .planned_checks(self.exchange.verify, self.dims.threads);
         let control = &self.control;
-        observer.checks(BlockChecks {
-            records: &records,
-            planned: &planned,
-            state: &|block| Some(format!("GPU state {}", state_name(control.state(block)))),
-        });
-        if observer.wants_device_times() {
-            observer.device_times(&self.buffers.read_times_when_idle(self.kernels_idle)?);
-        }
+        self.buffers.report_records(
+            self.kernels_idle,
+            self.exchange.verify,
+            self.dims.threads,
+            &|block| Some(format!("GPU state {}", state_name(control.state(block)))),
+            observer,
+        )?;
         observer.cpu_events(std::mem::take(&mut self.events));
         observer.event_profile(&std::mem::take(&mut self.profile));
         Ok(())
