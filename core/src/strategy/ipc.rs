@@ -165,7 +165,11 @@ pub struct IpcExchange<'b, B: Backend> {
     epoch: u32,
     /// The epoch the CPU waits for or last waited for, whose records are reported.
     waited: u32,
-    /// Back to back, pipelined: the iteration launched ahead, and its epoch.
+    /// Iterations run pipelined: back to back (no closing barrier) and no rank of the job with
+    /// a block for another node (its host-staged part has one staging buffer per block, not
+    /// two, and the flags have no twin per parity).
+    pipelined: bool,
+    /// Pipelined: the iteration launched ahead, and its epoch.
     ahead: Option<(u32, u32)>,
     events: Vec<CpuEvent>,
     kernels_idle: bool,
@@ -233,6 +237,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             threads,
             epoch: 0,
             waited: 0,
+            pipelined,
             ahead: None,
             events: Vec::with_capacity(8),
             kernels_idle: true,
@@ -379,13 +384,6 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         error
     }
 
-    /// Iterations run pipelined: back to back (no closing barrier) and no rank of the job with
-    /// a block for another node (its host-staged part has one staging buffer per block, not
-    /// two, and the flags have no twin per parity).
-    fn pipelines(&self) -> bool {
-        !self.exchange.barrier && self.transport.pipelines()
-    }
-
     /// Launches the kernels of the next epoch for global iteration `iteration`; returns the
     /// epoch.
     ///
@@ -473,7 +471,7 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
             }
             None => self.launch(iteration)?,
         };
-        if self.pipelines() {
+        if self.pipelined {
             // Back to back: the next iteration's kernels start on the other stream, so the GPU
             // goes on while the CPU waits for, and then verifies, this one.
             let next = iteration.wrapping_add(1);
@@ -517,7 +515,7 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
     }
 
     fn pipelined(&self) -> bool {
-        self.pipelines()
+        self.pipelined
     }
 }
 
