@@ -2,8 +2,11 @@
 //! run warm-up, every iteration timed on the CPU and verified.
 //!
 //! An iteration's time runs from just before the strategy starts it to just after its closing
-//! barrier; for a pipelined strategy (whose next iteration's GPU work starts before this one is
-//! verified), from the previous iteration's end, so the time is the period between iterations. Verification (reading the kernels' check records) happens after the timed region.
+//! barrier. A pipelined strategy has two epochs in flight (the next one's GPU work starts
+//! before this one is verified), so one call's wait may cover both and the next call then
+//! finds its epoch done: its iteration's time is half the span from the end of the iteration
+//! two before to its own end, the period averaged over the two epochs in flight.
+//! Verification (reading the kernels' check records) happens after the timed region.
 //! Global iteration numbers run on across runs, so a stale buffer from an earlier run can never
 //! carry the expected value.
 
@@ -206,7 +209,8 @@ pub fn measure_run(
 ) -> Result<()> {
     // The first iteration's check records start zeroed; clear anything a previous user left.
     strategy.report(&mut Discard)?;
-    let mut previous_end = None;
+    // Ends of the last two iterations, older first.
+    let mut ends: [Option<u64>; 2] = [None, None];
     for it in 0..protocol.iterations {
         // Global iteration numbers run on across runs: a stale buffer never holds the value
         // the current iteration expects.
@@ -215,16 +219,22 @@ pub fn measure_run(
         let called = host_now_ns();
         strategy.iteration(global)?;
         let end = host_now_ns();
-        // Pipelined, the GPU works on this iteration while the CPU verifies the previous one:
-        // the iteration lasts from the previous one's end (the period between iterations).
-        let start = match previous_end {
-            Some(previous) if strategy.pipelined() => previous,
+        // Pipelined, the GPU works on this iteration while the CPU verifies the previous one,
+        // and epochs in flight together often end together: the period, averaged over the
+        // last two iterations where there were two.
+        let pipelined = strategy.pipelined();
+        let start = match ends[1] {
+            Some(previous) if pipelined => previous,
             _ => called,
         };
-        previous_end = Some(end);
+        let time_ns = match ends {
+            [Some(older), Some(_)] if pipelined => (end - older) as f64 / 2.0,
+            _ => (end - start) as f64,
+        };
+        ends = [ends[1], Some(end)];
         let measured = it >= protocol.warmup;
         if measured {
-            outcome.iteration_us.push((end - start) as f64 / 1e3);
+            outcome.iteration_us.push(time_ns / 1e3);
         }
         let mut recorder = IterationRecorder {
             outcome: &mut *outcome,
@@ -476,11 +486,15 @@ mod tests {
         );
     }
 
-    /// A pipelined strategy whose verification (untimed) takes 2 ms.
+    /// A pipelined strategy whose verification (untimed) takes 2 ms, and whose every other
+    /// call waits 6 ms more (for both epochs in flight) while the next finds its epoch done.
     struct SlowToVerify;
 
     impl Strategy for SlowToVerify {
-        fn iteration(&mut self, _iteration: u32) -> Result<()> {
+        fn iteration(&mut self, iteration: u32) -> Result<()> {
+            if iteration % 2 == 1 {
+                std::thread::sleep(std::time::Duration::from_millis(6));
+            }
             Ok(())
         }
         fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
@@ -501,18 +515,22 @@ mod tests {
     }
 
     #[test]
-    fn a_pipelined_iteration_lasts_from_the_previous_ones_end() {
+    fn a_pipelined_iteration_lasts_the_period_over_the_last_two() {
         let protocol = Protocol {
-            iterations: 4,
-            warmup: 1,
+            iterations: 6,
+            warmup: 2,
             runs: 1,
         };
         let outcome = measure(&mut SlowToVerify, 0, protocol, |_, _| {}).expect("measured");
-        // Each measured iteration includes the previous iteration's verification, during which
-        // a pipelined GPU goes on working.
-        assert_eq!(outcome.iteration_us.len(), 3);
+        // Each period includes the previous iteration's verification (2 ms), during which a
+        // pipelined GPU goes on working; two periods hold one 6 ms wait: 5 ms each, not
+        // alternately 8 and 2.
+        assert_eq!(outcome.iteration_us.len(), 4);
         assert!(
-            outcome.iteration_us.iter().all(|&us| us >= 2000.0),
+            outcome
+                .iteration_us
+                .iter()
+                .all(|&us| (5000.0..7000.0).contains(&us)),
             "{:?}",
             outcome.iteration_us
         );

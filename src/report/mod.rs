@@ -114,8 +114,9 @@ pub fn write_report(input: &Path, dir: &Path) -> anyhow::Result<Written> {
     if data.entries.iter().any(|e| e.barrier == Some(false)) {
         let _ = writeln!(
             md,
-            "**Back to back:** the device-direct variants ran without the closing barrier, pipelined; each\n\
-             of their times is the period from the previous iteration's end to this one's.\n"
+            "**Back to back:** the device-direct variants ran without the closing barrier, pipelined, two\n\
+             epochs in flight; each of their times is the period between iterations' ends, averaged over\n\
+             the last two iterations.\n"
         );
     }
     if let Some(partial) = &data.partial {

@@ -20,8 +20,8 @@
 //! another node): iteration i + 1's kernels are launched, on the other of two streams, before
 //! the CPU waits for iteration i's, so the GPU never idles while the CPU waits, verifies and
 //! launches, and one epoch's kernels start while the previous epoch's last blocks still run
-//! (each epoch parity has its own flags and records). A pipelined iteration is measured from
-//! the previous one's end: the period between iterations. Epochs count this strategy's own
+//! (each epoch parity has its own flags and records). A pipelined iteration is measured as
+//! the period between iterations' ends, over the last two (`measure.rs`). Epochs count this strategy's own
 //! iterations (1, 2, ...), so a fresh strategy with fresh flags agrees with its peers' fresh
 //! strategies. Every device wait has the time-out and
 //! watches the abort flag; the CPU names each chunk that did not finish, with its state.

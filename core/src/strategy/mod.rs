@@ -187,8 +187,9 @@ pub trait Strategy {
     fn buffer_coherence(&self) -> (Coherence, Coherence);
 
     /// True when iterations overlap: the next iteration's GPU work starts before this one is
-    /// verified and reported. Such an iteration is then measured from the previous one's end,
-    /// so that what the GPU did while the CPU verified (untimed) counts too.
+    /// verified and reported. Such an iteration is then measured as the period between
+    /// iterations' ends (over the last two), so that what the GPU did while the CPU verified
+    /// (untimed) counts too.
     fn pipelined(&self) -> bool {
         false
     }
