@@ -257,6 +257,13 @@ typedef struct hp_ipc_args {
  * A launch serves many regions: region r owns grid blocks [first_block, first_block + blocks);
  * a grid block finds its region by binary search and its threads stride over the region's
  * elements by blocks * blockDim.
+ *
+ * Pairs: a region whose `partner` is p + 1 also moves region p (same counts and strides, no
+ * message on either), whose record has blocks = 0 and first_block = the grid size and comes
+ * after every region with blocks. The pair's 2n units interleave them: unit u is element u / 2
+ * of the region (u even) or element (u / 2 + n - 1) mod n of the partner (u odd), so that the
+ * -x face's element of row k and the +x face's of row k - 1, a few words apart, go through
+ * neighbouring lanes of one warp instruction (results/2026-11-22-h200-pack-probe).
  */
 #define HP_NO_MESSAGE 0xffffffffu
 
@@ -277,7 +284,8 @@ typedef struct hp_region {
     uint32_t blocks;
     /* Index into the launch's message table, or HP_NO_MESSAGE (no signalling). */
     uint32_t message;
-    uint32_t reserved;
+    /* Index + 1 of the region this one moves along with itself, or 0 (see Pairs above). */
+    uint32_t partner;
 } hp_region;
 
 /*

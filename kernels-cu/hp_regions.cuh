@@ -24,6 +24,8 @@
  *
  * Messages: only blocks of a region with a message wait, count and raise flags; a region
  * without one (message == HP_NO_MESSAGE) moves its elements and returns: no barrier, no atomic.
+ * A region with a partner moves the partner's elements too, interleaved with its own (Pairs in
+ * haloport_shared.h); the partner's record has no blocks of its own.
  *
  * Launch convention (stencil): a 1-D grid over the box's points, x fastest; threads stride by
  * gridDim.x * blockDim.x, so any grid size covers the box (haloport_core::regions::
@@ -120,9 +122,87 @@ __device__ __forceinline__ void hp_move_region_words(const hp_region& r, uint32_
     }
 }
 
+/* Moves this block's units of region r and its partner p (see Pairs in haloport_shared.h): unit
+ * u is element u / 2 of r (u even) or element (u / 2 + n - 1) mod n of p (u odd); loads first,
+ * HP_UNROLL units at a time, as hp_move_region_as. */
+template <typename W, typename I, bool PACK>
+__device__ __forceinline__ void hp_move_pair_as(const hp_region& r, const hp_region& p,
+                                                uint32_t local_block, I n) {
+    W* fields[2] = {(W*)r.field + r.offset, (W*)p.field + p.offset};
+    W* buffers[2] = {(W*)r.buffer, (W*)p.buffer};
+    const I c0 = (I)r.count[0];
+    const I c1 = (I)r.count[1];
+    const uint64_t s0 = r.stride[0], s1 = r.stride[1], s2 = r.stride[2];
+    const I units = (I)2 * n;
+    const I step = (I)r.blocks * (I)blockDim.x;
+    const auto element = [&](I u) -> I {
+        const I i = u >> 1;
+        return (u & 1) ? (i == 0 ? n - 1 : i - 1) : i;
+    };
+    const auto field_index = [&](I e) -> uint64_t {
+        const I i0 = e % c0;
+        const I rest = e / c0;
+        return (uint64_t)i0 * s0 + (uint64_t)(rest % c1) * s1 + (uint64_t)(rest / c1) * s2;
+    };
+    I u = (I)local_block * (I)blockDim.x + (I)threadIdx.x;
+    for (; u + (I)(HP_UNROLL - 1) * step < units; u += (I)HP_UNROLL * step) {
+        W* f[HP_UNROLL];
+        W* b[HP_UNROLL];
+        W v[HP_UNROLL];
+#pragma unroll
+        for (int k = 0; k < HP_UNROLL; ++k) {
+            const I uk = u + (I)k * step;
+            const I e = element(uk);
+            f[k] = fields[uk & 1] + field_index(e);
+            b[k] = buffers[uk & 1] + e;
+        }
+#pragma unroll
+        for (int k = 0; k < HP_UNROLL; ++k) v[k] = PACK ? *f[k] : *b[k];
+#pragma unroll
+        for (int k = 0; k < HP_UNROLL; ++k) {
+            if (PACK) {
+                *b[k] = v[k];
+            } else {
+                *f[k] = v[k];
+            }
+        }
+    }
+    for (; u < units; u += step) {
+        const I e = element(u);
+        W* f = fields[u & 1] + field_index(e);
+        W* b = buffers[u & 1] + e;
+        if (PACK) {
+            *b = *f;
+        } else {
+            *f = *b;
+        }
+    }
+}
+
+template <typename W, bool PACK>
+__device__ __forceinline__ void hp_move_pair_words(const hp_region& r, const hp_region& p,
+                                                   uint32_t local_block) {
+    const uint64_t n = r.count[0] * r.count[1] * r.count[2];
+    const uint64_t step = (uint64_t)r.blocks * blockDim.x;
+    if (2 * n + HP_UNROLL * step <= 0xffffffffull) {
+        hp_move_pair_as<W, uint32_t, PACK>(r, p, local_block, (uint32_t)n);
+    } else {
+        hp_move_pair_as<W, uint64_t, PACK>(r, p, local_block, n);
+    }
+}
+
 template <bool PACK>
 __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const hp_region& r,
                                                uint32_t local_block) {
+    if (r.partner != 0) {
+        const hp_region p = ((const hp_region*)a.regions)[r.partner - 1];
+        if (a.elem_bytes == 8) {
+            hp_move_pair_words<uint64_t, PACK>(r, p, local_block);
+        } else if (a.elem_bytes == 4) {
+            hp_move_pair_words<uint32_t, PACK>(r, p, local_block);
+        }
+        return;
+    }
     if (a.elem_bytes == 8) {
         hp_move_region_words<uint64_t, PACK>(r, local_block);
     } else if (a.elem_bytes == 4) {

@@ -7,8 +7,9 @@
 //! own launch, only for other kernels' flags, so they need not all run at once (as on a GPU,
 //! where blocks wait for a free multiprocessor). A grid block finds its region as the kernel
 //! does ([`regions::region_of`]) and moves exactly the elements the GPU block's threads move:
-//! `e = local_block * threads + t`, then `+ blocks * threads`, ... Words are moved as `u32` or
-//! `u64` bits, never as floats. Message signalling is the kernel's step for step: wait (Acquire
+//! `e = local_block * threads + t`, then `+ blocks * threads`, ... (units of a pair, interleaving
+//! the region's and its partner's elements, by [`regions::paired_unit`]). Words are moved as
+//! `u32` or `u64` bits, never as floats. Message signalling is the kernel's step for step: wait (Acquire
 //! loads of the flag, the abort flag every 64th poll from the first), a SeqCst fence where the
 //! GPU fences at system scope, the counter through an atomic add, a second fence and a Release
 //! store of the flag by the block that completes the message.
@@ -94,10 +95,13 @@ unsafe fn region_block(
         return;
     };
     let region = &table[r];
+    let partner = (region.partner as usize)
+        .checked_sub(1)
+        .and_then(|p| table.get(p));
     let local_block = g - region.first_block;
     if region.message == shared::HP_NO_MESSAGE || args.messages == 0 {
         // SAFETY: forwarded from this function's contract.
-        unsafe { move_block(args.elem_bytes, region, local_block, threads, pack) };
+        unsafe { move_block(args.elem_bytes, region, partner, local_block, threads, pack) };
         return;
     }
     // SAFETY: the message table holds an entry for every message a region names (contract).
@@ -113,7 +117,7 @@ unsafe fn region_block(
         return;
     }
     // SAFETY: forwarded from this function's contract.
-    unsafe { move_block(args.elem_bytes, region, local_block, threads, pack) };
+    unsafe { move_block(args.elem_bytes, region, partner, local_block, threads, pack) };
     // As __threadfence_system() before the count: this block's stores are ordered before it.
     fence(Ordering::SeqCst);
     // SAFETY: the counter is a live, aligned u32 in this process's device memory (contract).
@@ -166,42 +170,55 @@ unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal, since: u64) -> u32
     }
 }
 
-/// Moves the elements grid block `local_block` of `region` serves, as words of `elem_bytes`.
+/// Moves the elements grid block `local_block` of `region` (and of its partner) serves, as
+/// words of `elem_bytes`.
 ///
 /// # Safety
 /// As for [`run_regions`]; `elem_bytes` is 4 or 8 (others move nothing, as on the GPU).
 unsafe fn move_block(
     elem_bytes: u32,
     region: &hp_region,
+    partner: Option<&hp_region>,
     local_block: u32,
     threads: u32,
     pack: bool,
 ) {
     match elem_bytes {
         // SAFETY: forwarded from this function's contract.
-        8 => unsafe { move_words::<u64>(region, local_block, threads, pack) },
+        8 => unsafe { move_words::<u64>(region, partner, local_block, threads, pack) },
         // SAFETY: forwarded from this function's contract.
-        4 => unsafe { move_words::<u32>(region, local_block, threads, pack) },
+        4 => unsafe { move_words::<u32>(region, partner, local_block, threads, pack) },
         _ => {}
     }
 }
 
 /// # Safety
 /// As for [`run_regions`]; `W` is the element's word type.
-unsafe fn move_words<W: Copy>(region: &hp_region, local_block: u32, threads: u32, pack: bool) {
+unsafe fn move_words<W: Copy>(
+    region: &hp_region,
+    partner: Option<&hp_region>,
+    local_block: u32,
+    threads: u32,
+    pack: bool,
+) {
     let n = elems(region);
+    let units = if partner.is_some() { 2 * n } else { n };
     let size = std::mem::size_of::<W>() as u64;
     let t = u64::from(threads);
     let step = u64::from(region.blocks).saturating_mul(t);
     let mut base = u64::from(local_block) * t;
-    while base < n {
-        for e in base..(base + t).min(n) {
-            let f = region
-                .field
-                .wrapping_add(field_index(region, e).wrapping_mul(size))
-                as *mut W;
-            let b = region.buffer.wrapping_add(e.wrapping_mul(size)) as *mut W;
-            // SAFETY: element e lies in the region's buffer and its field index in the field
+    while base < units {
+        for u in base..(base + t).min(units) {
+            let (of, e) = match partner {
+                Some(p) => match regions::paired_unit(u, n) {
+                    (false, e) => (region, e),
+                    (true, e) => (p, e),
+                },
+                None => (region, u),
+            };
+            let f = of.field.wrapping_add(field_index(of, e).wrapping_mul(size)) as *mut W;
+            let b = of.buffer.wrapping_add(e.wrapping_mul(size)) as *mut W;
+            // SAFETY: element e lies in its region's buffer and its field index in the field
             // (launch contract); only this grid block moves element e. Unaligned accesses keep
             // a misaligned address (a fault on a GPU) from being undefined behaviour here.
             unsafe {

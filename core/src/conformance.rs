@@ -18,9 +18,10 @@ use crate::verify::{packed_value, planned_checks, Verify};
 mod regions;
 
 pub use regions::{
-    copy_3d_matches_the_region_kernels, region_and_stencil_launches_check_their_arguments,
-    region_messages_signal_each_epoch, region_pack_and_unpack_follow_the_index_rule,
-    region_waits_time_out_and_abort, stencil27_matches_the_cpu_bit_for_bit,
+    copy_3d_matches_the_region_kernels, paired_regions_move_the_same_elements,
+    region_and_stencil_launches_check_their_arguments, region_messages_signal_each_epoch,
+    region_pack_and_unpack_follow_the_index_rule, region_waits_time_out_and_abort,
+    stencil27_matches_the_cpu_bit_for_bit,
 };
 
 type Check = std::result::Result<(), String>;
@@ -375,6 +376,7 @@ macro_rules! backend_conformance_tests {
             clock_ping_pong_fits_the_reported_timer_rate,
             occupancy_is_reported,
             region_pack_and_unpack_follow_the_index_rule,
+            paired_regions_move_the_same_elements,
             region_messages_signal_each_epoch,
             region_waits_time_out_and_abort,
             stencil27_matches_the_cpu_bit_for_bit,

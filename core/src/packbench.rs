@@ -19,7 +19,7 @@ use crate::backend::{upload_table, Backend, DeviceMemory, Launch, LaunchDims};
 use crate::domain::{DomainSpec, ElemType, HaloPlan, Subarray};
 use crate::error::{Error, Result};
 use crate::halo::{direction_name, Field, HaloExchange, HaloOptions};
-use crate::regions::{assign_blocks, Copy3d, THREADS};
+use crate::regions::{assign_blocks, pair_regions, Copy3d, THREADS};
 use crate::shared::{hp_region, hp_regions_args, HP_NO_MESSAGE};
 use crate::stats::median;
 use crate::variant::TransportKind;
@@ -81,7 +81,7 @@ fn region(field: u64, buffer: u64, sub: &Subarray) -> hp_region {
         first_block: 0,
         blocks: 0,
         message: HP_NO_MESSAGE,
-        reserved: 0,
+        partner: 0,
     }
 }
 
@@ -132,12 +132,20 @@ struct Table<B: Backend> {
     blocks: u32,
 }
 
+/// `regions` numbered and uploaded; paired ([`pair_regions`]) when `pair`, as the halo
+/// exchange pairs its own.
 fn table<B: Backend>(
     backend: &B,
     mut regions: Vec<hp_region>,
+    elem: ElemType,
     elems_per_thread: u32,
+    pair: bool,
 ) -> Result<Table<B>> {
-    let blocks = assign_blocks(&mut regions, THREADS, u64::from(elems_per_thread))?;
+    let ept = u64::from(elems_per_thread);
+    let mut blocks = assign_blocks(&mut regions, THREADS, ept)?;
+    if pair {
+        blocks = pair_regions(&mut regions, elem.bytes(), THREADS, ept)?;
+    }
     Ok(Table {
         memory: upload_table::<_, _, u8>(backend, &regions, &[])?,
         regions: regions.len() as u32,
@@ -220,7 +228,9 @@ pub fn run_pack_bench<B: Backend>(
     let whole = table(
         backend,
         vec![region(field_addr, copy_of_field.device_addr(), &flat)],
+        config.elem,
         config.elems_per_thread,
+        false,
     )?;
     let flat_copy = Copy3d {
         src: field_addr,
@@ -289,20 +299,36 @@ pub fn run_pack_bench<B: Backend>(
             })
             .collect()
     };
-    let pack_all = table(backend, merged(&send), config.elems_per_thread)?;
-    let unpack_all = table(backend, merged(&recv), config.elems_per_thread)?;
-    let us = time(backend, &stream, config, || regions(&pack_all, true))?;
-    add(
-        "6 faces, pack kernel (one launch)".into(),
-        2 * face_bytes,
-        us,
-    );
-    let us = time(backend, &stream, config, || regions(&unpack_all, false))?;
-    add(
-        "6 faces, unpack kernel (one launch)".into(),
-        2 * face_bytes,
-        us,
-    );
+    // With the x faces paired (as the exchange runs them), and without.
+    for pair in [true, false] {
+        let how = if pair { "" } else { ", x faces unpaired" };
+        let pack_all = table(
+            backend,
+            merged(&send),
+            config.elem,
+            config.elems_per_thread,
+            pair,
+        )?;
+        let unpack_all = table(
+            backend,
+            merged(&recv),
+            config.elem,
+            config.elems_per_thread,
+            pair,
+        )?;
+        let us = time(backend, &stream, config, || regions(&pack_all, true))?;
+        add(
+            format!("6 faces, pack kernel (one launch{how})"),
+            2 * face_bytes,
+            us,
+        );
+        let us = time(backend, &stream, config, || regions(&unpack_all, false))?;
+        add(
+            format!("6 faces, unpack kernel (one launch{how})"),
+            2 * face_bytes,
+            us,
+        );
+    }
     let copies = |rs: &[hp_region], pack: bool| -> Result<Vec<Copy3d>> {
         rs.iter()
             .map(|r| {
@@ -333,7 +359,13 @@ pub fn run_pack_bench<B: Backend>(
         us,
     );
     for (i, &d) in faces.iter().enumerate() {
-        let one = table(backend, merged(&send[i..=i]), config.elems_per_thread)?;
+        let one = table(
+            backend,
+            merged(&send[i..=i]),
+            config.elem,
+            config.elems_per_thread,
+            true,
+        )?;
         let bytes = 2 * sizes[i];
         let us = time(backend, &stream, config, || regions(&one, true))?;
         add(
@@ -389,8 +421,20 @@ pub fn run_pack_bench<B: Backend>(
         .map(|n| region(field_addr, by_tag[&n.recv_tag], &n.recv))
         .collect();
     let (hand_pack, hand_unpack) = (
-        table(backend, hand_send, config.elems_per_thread)?,
-        table(backend, hand_recv, config.elems_per_thread)?,
+        table(
+            backend,
+            hand_send,
+            config.elem,
+            config.elems_per_thread,
+            true,
+        )?,
+        table(
+            backend,
+            hand_recv,
+            config.elem,
+            config.elems_per_thread,
+            true,
+        )?,
     );
     let hand_us = time(backend, &stream, config, || {
         regions(&hand_pack, true)?;

@@ -245,9 +245,44 @@ fn run_regions<B: Backend>(
     settle(backend, stream, table).map(drop)
 }
 
+/// The neighbour regions described with the fewest dimensions (as plans describe them): the x
+/// faces are then walked one element per row, and pair.
+fn merged(regions: Vec<hp_region>) -> Vec<hp_region> {
+    regions
+        .into_iter()
+        .map(|r| {
+            let sub = crate::domain::Subarray {
+                offset: r.offset,
+                count: r.count,
+                stride: r.stride,
+            }
+            .merged();
+            hp_region {
+                offset: sub.offset,
+                count: sub.count,
+                stride: sub.stride,
+                ..r
+            }
+        })
+        .collect()
+}
+
+/// Numbers the blocks of `regions` (`ept` elements per thread) and, with `pair`, pairs them:
+/// the x faces (walked one element per row, `x_face` counts) must pair, or the check fails.
+fn number(regions: &mut Vec<hp_region>, eb: u32, ept: u64, pair: bool, x_face: [u64; 3]) -> Check {
+    regions::assign_blocks(regions, THREADS, ept).map_err(e)?;
+    if pair {
+        regions::pair_regions(regions, eb, THREADS, ept).map_err(e)?;
+        let x_faces_paired = regions.iter().any(|r| r.partner != 0 && r.count == x_face);
+        ensure(x_faces_paired, || "the x faces did not pair".into())?;
+    }
+    Ok(())
+}
+
 /// Pack of many regions (faces, edges, corners, a strided one, a transposed walk of the whole
-/// field) and unpack of disjoint ones, for one element size.
-fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32) -> Check {
+/// field) and unpack of disjoint ones, for one element size; with `pair`, the neighbour regions
+/// merged and the x faces paired.
+fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool) -> Check {
     let ebu = eb as usize;
     let dims = Dims([11, 9, 7]);
     let n = dims.len();
@@ -260,13 +295,22 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32) -> Check {
     // Every element, z fastest: the index rule with its strides in reverse order.
     let transposed = dims.region(0, [7, 9, 11], [s2, s1, s0]);
 
+    let x_face = [dims.0[1] - 2, dims.0[2] - 2, 1];
+    let neighbours = |halo: bool| {
+        let all = dims.neighbours(halo);
+        if pair {
+            merged(all)
+        } else {
+            all
+        }
+    };
     // Pack: 26 sending regions, then the strided and the transposed one.
-    let mut send = dims.neighbours(false);
+    let mut send = neighbours(false);
     send.push(strided);
     send.push(transposed);
     // Three elements per thread: threads stride over their region (the transposed one spreads
     // over 8 blocks).
-    regions::assign_blocks(&mut send, THREADS, 3).map_err(e)?;
+    number(&mut send, eb, 3, pair, x_face)?;
     for r in &mut send {
         r.field = src.device_addr();
     }
@@ -297,9 +341,9 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32) -> Check {
 
     // Unpack: the 26 halo regions and the strided one (all disjoint) from buffers the CPU
     // filled, into a zeroed field; everything else must stay 0.
-    let mut recv = dims.neighbours(true);
+    let mut recv = neighbours(true);
     recv.push(strided);
-    regions::assign_blocks(&mut recv, THREADS, 1).map_err(e)?;
+    number(&mut recv, eb, 1, pair, x_face)?;
     let total: u64 = recv.iter().map(regions::elems).sum();
     let values: Vec<u64> = (0..total).map(|i| bits(-(i as f64) - 0.5, ebu)).collect();
     let incoming = pinned_with(backend, &encode(&values, ebu))?;
@@ -344,8 +388,15 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32) -> Check {
 /// striding over their region, and grid blocks past the last region) move exactly the elements the index rule names, in f64
 /// and f32.
 pub fn region_pack_and_unpack_follow_the_index_rule<B: Backend>(backend: &B) -> Check {
-    pack_and_unpack_regions(backend, 8)?;
-    pack_and_unpack_regions(backend, 4)
+    pack_and_unpack_regions(backend, 8, false)?;
+    pack_and_unpack_regions(backend, 4, false)
+}
+
+/// The same with the regions merged (as plans give them) and the -x and +x faces paired: one
+/// region moves both, interleaved, and every element lands where the index rule says.
+pub fn paired_regions_move_the_same_elements<B: Backend>(backend: &B) -> Check {
+    pack_and_unpack_regions(backend, 8, true)?;
+    pack_and_unpack_regions(backend, 4, true)
 }
 
 /// u32 values of a control block in device memory.

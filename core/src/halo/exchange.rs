@@ -29,7 +29,7 @@ use crate::backend::{
 use crate::collective::all_gather;
 use crate::domain::{DomainSpec, HaloPlan};
 use crate::error::{Error, Result};
-use crate::regions::blocks_for;
+use crate::regions::{blocks_for, pair_regions};
 use crate::shared::{
     hp_message_signal, hp_region, hp_regions_args, HP_MESSAGE_ABORTED, HP_MESSAGE_OK,
     HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
@@ -825,7 +825,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                         first_block,
                         blocks,
                         message: if signalled { i as u32 } else { HP_NO_MESSAGE },
-                        reserved: 0,
+                        partner: 0,
                     });
                     first_block = first_block.checked_add(blocks).ok_or_else(|| {
                         Error::InvalidInput(
@@ -880,8 +880,15 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                     }
                 });
             }
+            // Unsignalled x faces share lines pairwise (the regions' module docs).
+            let grid = pair_regions(
+                &mut regions,
+                self.plan.spec.elem.bytes(),
+                self.options.threads,
+                u64::from(self.options.elems_per_thread),
+            )?;
             let table = upload_table(self.backend, &regions, &signals)?;
-            Ok((table, regions.len() as u32, first_block))
+            Ok((table, regions.len() as u32, grid))
         };
         let (pack0, regions, pack_blocks) = build(true, 0)?;
         let (pack1, _, _) = build(true, 1)?;
