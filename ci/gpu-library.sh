@@ -30,6 +30,11 @@ for tr in mpi ipc; do
         --procs 2x1x1 --halo 1 --type f64 --steps 30 --exchange-reps 50 \
         --json "$out/stencil-512-per-gpu-$tr.json"
 done
+# Periodic in x: each rank's -x and +x halos travel host-staged under the baseline, so their
+# regions pair (one region moves both x faces); verified bit-for-bit like every stencil run.
+step timeout 240 mpirun -np 2 "$hp" stencil --backend cuda --transport mpi --grid 1024x512x512 \
+    --procs 2x1x1 --periodic x --halo 1 --type f64 --steps 30 --exchange-reps 50 \
+    --json "$out/stencil-512-per-gpu-mpi-periodic-x.json"
 # The taskqueue strategy, the user's own memory (Field::adopt) and fault injection on the GPU.
 for tr in mpi ipc; do
     step timeout 240 mpirun -np 2 "$hp" stencil --backend cuda --transport $tr --variant tq \

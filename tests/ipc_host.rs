@@ -89,7 +89,7 @@ fn every_ipc_variant_verifies(np: u32) {
                 let md = std::fs::read_to_string(out.join("report.md")).expect("report.md");
                 assert_eq!(
                     md.contains(
-                        "each of their times is the period between iterations' ends, averaged over\nthe last two"
+                        "each of their times is the period between iterations' ends, averaged over\nthe iterations in flight"
                     ),
                     back_to_back,
                     "{md}"

@@ -2,13 +2,15 @@
 //! run warm-up, every iteration timed on the CPU and verified.
 //!
 //! An iteration's time runs from just before the strategy starts it to just after its closing
-//! barrier. A pipelined strategy has two epochs in flight (the next one's GPU work starts
-//! before this one is verified), so one call's wait may cover both and the next call then
-//! finds its epoch done: its iteration's time is half the span from the end of the iteration
-//! two before to its own end, the period averaged over the two epochs in flight.
+//! barrier. A pipelined strategy has d > 1 iterations in flight (the next ones' GPU work starts
+//! before this one is verified), so one call's wait may cover several and the next calls then
+//! find theirs done: its iteration's time is the span from the end of the iteration d before
+//! to its own end, divided by d, the period averaged over the iterations in flight.
 //! Verification (reading the kernels' check records) happens after the timed region.
 //! Global iteration numbers run on across runs, so a stale buffer from an earlier run can never
 //! carry the expected value.
+
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
@@ -209,8 +211,9 @@ pub fn measure_run(
 ) -> Result<()> {
     // The first iteration's check records start zeroed; clear anything a previous user left.
     strategy.report(&mut Discard)?;
-    // Ends of the last two iterations, older first.
-    let mut ends: [Option<u64>; 2] = [None, None];
+    let depth = strategy.pipeline_depth().max(1) as usize;
+    // Ends of the last `depth` iterations, oldest first.
+    let mut ends: VecDeque<u64> = VecDeque::with_capacity(depth);
     for it in 0..protocol.iterations {
         // Global iteration numbers run on across runs: a stale buffer never holds the value
         // the current iteration expects.
@@ -220,18 +223,18 @@ pub fn measure_run(
         strategy.iteration(global)?;
         let end = host_now_ns();
         // Pipelined, the GPU works on this iteration while the CPU verifies the previous one,
-        // and epochs in flight together often end together: the period, averaged over the
-        // last two iterations where there were two.
-        let pipelined = strategy.pipelined();
-        let start = match ends[1] {
-            Some(previous) if pipelined => previous,
-            _ => called,
+        // and iterations in flight together often end together: the period, averaged over up
+        // to `depth` iterations.
+        let (start, time_ns) = match (ends.front(), ends.back()) {
+            (Some(&oldest), Some(&previous)) if depth > 1 => {
+                (previous, (end - oldest) as f64 / ends.len() as f64)
+            }
+            _ => (called, (end - called) as f64),
         };
-        let time_ns = match ends {
-            [Some(older), Some(_)] if pipelined => (end - older) as f64 / 2.0,
-            _ => (end - start) as f64,
-        };
-        ends = [ends[1], Some(end)];
+        if ends.len() == depth {
+            ends.pop_front();
+        }
+        ends.push_back(end);
         let measured = it >= protocol.warmup;
         if measured {
             outcome.iteration_us.push(time_ns / 1e3);
@@ -509,13 +512,13 @@ mod tests {
         fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
             (crate::Coherence::Coherent, crate::Coherence::Coherent)
         }
-        fn pipelined(&self) -> bool {
-            true
+        fn pipeline_depth(&self) -> u32 {
+            2
         }
     }
 
     #[test]
-    fn a_pipelined_iteration_lasts_the_period_over_the_last_two() {
+    fn a_pipelined_iteration_lasts_the_period_over_its_depth() {
         let protocol = Protocol {
             iterations: 6,
             warmup: 2,

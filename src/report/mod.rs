@@ -114,9 +114,9 @@ pub fn write_report(input: &Path, dir: &Path) -> anyhow::Result<Written> {
     if data.entries.iter().any(|e| e.barrier == Some(false)) {
         let _ = writeln!(
             md,
-            "**Back to back:** the device-direct variants ran without the closing barrier, pipelined, two\n\
+            "**Back to back:** the device-direct variants ran without the closing barrier, pipelined, several\n\
              epochs in flight; each of their times is the period between iterations' ends, averaged over\n\
-             the last two iterations.\n"
+             the iterations in flight.\n"
         );
     }
     if let Some(partial) = &data.partial {

@@ -17,18 +17,21 @@
 //! (the default), every rank passed an MPI barrier; `ExchangeOptions::barrier = false` runs
 //! iterations back to back, safe because receive buffers have two slots guarded by credit
 //! flags. Back to back, iterations are also pipelined (when no rank of the job has a block for
-//! another node): iteration i + 1's kernels are launched, on the other of two streams, before
-//! the CPU waits for iteration i's, so the GPU never idles while the CPU waits, verifies and
-//! launches, and one epoch's kernels start while the previous epoch's last blocks still run
-//! (each epoch parity has its own flags and records). A pipelined iteration is measured as
-//! the period between iterations' ends, over the last two (`measure.rs`). Epochs count this strategy's own
-//! iterations (1, 2, ...), so a fresh strategy with fresh flags agrees with its peers' fresh
-//! strategies. Every device wait has the time-out and
-//! watches the abort flag; the CPU names each chunk that did not finish, with its state.
+//! another node): [`PIPELINE_DEPTH`] epochs are in flight. Before the CPU waits for iteration
+//! i, the kernels of i + 1 and i + 2 are queued, epochs alternating between two streams: one
+//! epoch's kernels start while the previous epoch's last blocks still run (each epoch parity
+//! has its own flags), and the epoch after next waits in its stream behind this one, so the GPU
+//! starts it the moment this one ends, without waiting for the CPU to see the end, verify and
+//! launch. Each epoch in flight has its own records. A pipelined iteration is measured as the
+//! period between iterations' ends, averaged over the depth (`measure.rs`). Epochs count this
+//! strategy's own iterations (1, 2, ...), so a fresh strategy with fresh flags agrees with its
+//! peers' fresh strategies. Every device wait has the time-out and watches the abort flag; the
+//! CPU names each chunk that did not finish, with its state.
 
 // Kernel launches take raw device addresses; per-chunk records are read from pinned memory.
 #![allow(unsafe_code)]
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -45,6 +48,16 @@ use crate::transport::ipc::IpcTransport;
 use crate::transport::Transport;
 use crate::variant::{IpcMode, IpcOptions};
 use crate::verify::planned_checks;
+
+/// Epochs in flight when pipelined: the one the CPU waits for, the next (on the other stream,
+/// overlapping it) and the one after (queued behind it on its stream). Flags have a twin per
+/// epoch parity only: an epoch's senders wait for the credit of the epoch two before, which
+/// orders every store of epoch e + 2 after epoch e's unpack, so two epochs of one parity never
+/// overlap on a flag, however many are queued. Records, written by every epoch, need a set each.
+/// On 2 x H200, thesis-9 back to back: 20.1 us with two in flight
+/// (`results/2026-11-22-h200x2-paired-faces`): the link idled while the CPU saw a pair of
+/// overlapping epochs end and launched the next.
+const PIPELINE_DEPTH: u32 = 3;
 
 /// Per-chunk records the kernels write and the CPU reads: checks, timestamps, states, abort.
 struct ChunkRecords<B: Backend> {
@@ -150,11 +163,11 @@ impl<B: Backend> ChunkRecords<B> {
 pub struct IpcExchange<'b, B: Backend> {
     // Drop order: the streams (waiting for the kernels) before the memory they use.
     /// One stream, or, pipelined, one per epoch parity: then an epoch's kernels start while the
-    /// previous epoch's last blocks still run (each parity has its own flags and records).
+    /// previous epoch's last blocks still run (each parity has its own flags).
     streams: Vec<B::Stream>,
-    /// One set of records per epoch parity: with iterations pipelined, the kernels of epoch
-    /// e + 1 write one set while the CPU reads epoch e's.
-    records: [ChunkRecords<B>; 2],
+    /// One set of records, or, pipelined, one per epoch in flight: the kernels of later epochs
+    /// write theirs while the CPU reads epoch e's.
+    records: Vec<ChunkRecords<B>>,
     transport: IpcTransport<B>,
     backend: &'b B,
     pattern: RankPattern,
@@ -169,8 +182,8 @@ pub struct IpcExchange<'b, B: Backend> {
     /// a block for another node (its host-staged part has one staging buffer per block, not
     /// two, and the flags have no twin per parity).
     pipelined: bool,
-    /// Pipelined: the iteration launched ahead, and its epoch.
-    ahead: Option<(u32, u32)>,
+    /// Pipelined: the iterations launched ahead, oldest first, with their epochs.
+    ahead: VecDeque<(u32, u32)>,
     events: Vec<CpuEvent>,
     kernels_idle: bool,
 }
@@ -221,14 +234,14 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
         }
         let pattern = patterns[transport.rank() as usize].clone();
         let pipelined = !exchange.barrier && transport.pipelines();
+        let depth = if pipelined { PIPELINE_DEPTH } else { 1 };
         Ok(IpcExchange {
-            streams: (0..if pipelined { 2 } else { 1 })
+            streams: (0..depth.min(2))
                 .map(|_| backend.create_stream())
                 .collect::<Result<_>>()?,
-            records: [
-                ChunkRecords::new(backend, chunks)?,
-                ChunkRecords::new(backend, chunks)?,
-            ],
+            records: (0..depth)
+                .map(|_| ChunkRecords::new(backend, chunks))
+                .collect::<Result<_>>()?,
             transport,
             backend,
             pattern,
@@ -238,7 +251,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
             epoch: 0,
             waited: 0,
             pipelined,
-            ahead: None,
+            ahead: VecDeque::with_capacity(PIPELINE_DEPTH as usize),
             events: Vec::with_capacity(8),
             kernels_idle: true,
         })
@@ -246,7 +259,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
 
     /// The records of epoch `epoch`.
     fn records_of(&self, epoch: u32) -> &ChunkRecords<B> {
-        &self.records[(epoch % 2) as usize]
+        &self.records[epoch as usize % self.records.len()]
     }
 
     /// The records of the epoch waited for.
@@ -364,7 +377,8 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
     /// Raises the abort flag of every epoch in flight (each set's latest) and waits, at most
     /// the time-out, for the streams; the records count as readable only if they drained.
     fn abort_kernels(&mut self, error: Error) -> Error {
-        for epoch in [self.epoch, self.epoch.saturating_sub(1)] {
+        let in_flight = self.records.len() as u32;
+        for epoch in self.epoch.saturating_sub(in_flight - 1)..=self.epoch {
             self.records_of(epoch)
                 .abort()
                 .store(epoch, Ordering::Release);
@@ -392,7 +406,8 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
     fn launch(&mut self, iteration: u32) -> Result<u32> {
         self.epoch += 1;
         let epoch = self.epoch;
-        // No kernel writes this set: its last epoch (epoch - 2) was waited for and reported.
+        // No kernel writes this set: its last epoch (one depth before) was waited for and
+        // reported.
         self.records_of(epoch).reset();
         self.transport.begin_remote()?;
         let args = self.args(iteration, epoch);
@@ -428,15 +443,17 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
 }
 
 impl<B: Backend> Drop for IpcExchange<'_, B> {
-    /// An epoch launched ahead runs to its end (its peers launched theirs) before the streams
-    /// and the records go.
+    /// The epochs launched ahead run to their end (their peers launched theirs) before the
+    /// streams and the records go; after the first that does not end cleanly (the others
+    /// aborted with it), none is waited for.
     fn drop(&mut self) {
-        if let Some((_, epoch)) = self.ahead.take() {
+        while let Some((_, epoch)) = self.ahead.pop_front() {
             if let Err(e) = self.wait_for_kernels(epoch) {
                 tracing::warn!(
                     "rank {}: the device-direct iteration launched ahead did not end cleanly: {e}",
                     self.transport.rank()
                 );
+                break;
             }
         }
     }
@@ -460,22 +477,31 @@ pub fn ipc_state_name(state: u32) -> &'static str {
 
 impl<B: Backend> Strategy for IpcExchange<'_, B> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
-        let epoch = match self.ahead.take() {
-            Some((launched, epoch)) if launched == iteration => epoch,
-            Some((_, epoch)) => {
-                // Launched ahead for another iteration than the one asked for: let it end
-                // and forget it.
-                self.wait_for_kernels(epoch)?;
-                self.take_checks()?;
+        let epoch = match self.ahead.front() {
+            Some(&(launched, epoch)) if launched == iteration => {
+                self.ahead.pop_front();
+                epoch
+            }
+            Some(_) => {
+                // Launched ahead for other iterations than the one asked for: let them end and
+                // forget them.
+                while let Some((_, epoch)) = self.ahead.pop_front() {
+                    self.wait_for_kernels(epoch)?;
+                    self.take_checks()?;
+                }
                 self.launch(iteration)?
             }
             None => self.launch(iteration)?,
         };
         if self.pipelined {
-            // Back to back: the next iteration's kernels start on the other stream, so the GPU
-            // goes on while the CPU waits for, and then verifies, this one.
-            let next = iteration.wrapping_add(1);
-            self.ahead = Some((next, self.launch(next)?));
+            // Back to back: the next iterations' kernels are queued too, so the GPU goes on
+            // while the CPU waits for, and then verifies, this one.
+            while self.ahead.len() + 1 < PIPELINE_DEPTH as usize {
+                let last = self.ahead.back().map_or(iteration, |&(it, _)| it);
+                let next = last.wrapping_add(1);
+                let epoch = self.launch(next)?;
+                self.ahead.push_back((next, epoch));
+            }
         }
         self.wait_for_kernels(epoch)?;
         self.events
@@ -514,8 +540,12 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
         (Coherence::Coherent, Coherence::Coherent)
     }
 
-    fn pipelined(&self) -> bool {
-        self.pipelined
+    fn pipeline_depth(&self) -> u32 {
+        if self.pipelined {
+            PIPELINE_DEPTH
+        } else {
+            1
+        }
     }
 }
 
@@ -525,9 +555,11 @@ impl<B: Backend> IpcExchange<'_, B> {
     fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
         ensure_idle(self.kernels_idle)?;
         // SAFETY: every chunk of the epoch waited for reached its final states, after which
-        // the kernels write no record of its set (the next epoch writes the other set, the
-        // one after is launched only after this report), or the stream drained (kernels_idle).
-        let chunks = unsafe { self.records[(self.waited % 2) as usize].take_checks() };
+        // the kernels write no record of its set (the epochs in flight write the other sets;
+        // the next to use this one is launched only after this report), or the stream drained
+        // (kernels_idle).
+        let waited = self.waited as usize % self.records.len();
+        let chunks = unsafe { self.records[waited].take_checks() };
         let mut blocks = vec![hp_block_check::default(); self.pattern.blocks.len()];
         for (plan, c) in self.transport.chunks().iter().zip(chunks) {
             let b = &mut blocks[plan.block as usize];

@@ -186,12 +186,12 @@ pub trait Strategy {
     /// Coherence of the send and receive buffers: (requested, served).
     fn buffer_coherence(&self) -> (Coherence, Coherence);
 
-    /// True when iterations overlap: the next iteration's GPU work starts before this one is
-    /// verified and reported. Such an iteration is then measured as the period between
-    /// iterations' ends (over the last two), so that what the GPU did while the CPU verified
-    /// (untimed) counts too.
-    fn pipelined(&self) -> bool {
-        false
+    /// How many iterations' GPU work may be in flight at once: 1, or more when iterations
+    /// overlap (the next iterations' GPU work starts before this one is verified and reported).
+    /// A pipelined iteration is measured as the period between iterations' ends, averaged over
+    /// this many, so that what the GPU did while the CPU verified (untimed) counts too.
+    fn pipeline_depth(&self) -> u32 {
+        1
     }
 }
 
