@@ -267,6 +267,19 @@ typedef struct hp_ipc_args {
  */
 #define HP_NO_MESSAGE 0xffffffffu
 
+/*
+ * What a region's elements are (hp_region.payload):
+ *   HP_PAYLOAD_FIELD      elements of a field, by the index rule above.
+ *   HP_PAYLOAD_SYNTHETIC  the thesis's synthetic block (SPEC 5; f64 only): offset holds the
+ *     block's key, the packing rank in its high 32 bits (two's complement) and the block id in
+ *     its low 32 bits; element e lies at buffer index e, e < count[0] * count[1] * count[2]
+ *     (field is unused). Pack stores hp_packed_value(iteration, rank, block, e); unpack checks
+ *     elements against it (hp_regions_args.verify) and each grid block writes its
+ *     hp_block_check at checks + blockIdx.x.
+ */
+#define HP_PAYLOAD_FIELD 0u
+#define HP_PAYLOAD_SYNTHETIC 1u
+
 typedef struct hp_region {
     /* Device address of the field's element 0 (the allocated array, halos included). */
     uint64_t field;
@@ -286,6 +299,9 @@ typedef struct hp_region {
     uint32_t message;
     /* Index + 1 of the region this one moves along with itself, or 0 (see Pairs above). */
     uint32_t partner;
+    /* HP_PAYLOAD_*. */
+    uint32_t payload;
+    uint32_t reserved;
 } hp_region;
 
 /*
@@ -330,11 +346,20 @@ typedef struct hp_regions_args {
     uint64_t abort_flag;
     /* A wait gives up after this many device timer ticks. */
     uint64_t timeout_ticks;
+    /* Device address of hp_block_check[grid blocks] (coherent pinned) where synthetic regions'
+     * unpack writes each grid block's checks, or 0 when the launch has none. */
+    uint64_t checks;
     uint32_t num_regions;
     /* 4 (f32) or 8 (f64): elements are moved as 32- or 64-bit words. */
     uint32_t elem_bytes;
     /* This exchange's epoch (1, 2, ...): counter targets and flag values. */
     uint32_t epoch;
+    /* The global iteration synthetic values are made of. */
+    uint32_t iteration;
+    /* Which elements of a synthetic region unpack checks: HP_VERIFY_FULL every one;
+     * HP_VERIFY_SAMPLE the thesis's sample of the whole block, taken by the region's first
+     * grid block (hp_check_range), the others writing records of no checks. */
+    uint32_t verify;
     uint32_t reserved;
 } hp_regions_args;
 

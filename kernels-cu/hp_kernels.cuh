@@ -71,12 +71,9 @@ HP_DEVICE void hp_check_one(hp_thread_checks& c, const double* recv, uint64_t in
     }
 }
 
-/* Checks elements [begin, end) of block b's receive buffer `recv` against what rank `source`
- * packed in `iteration`, by `verify`, and writes the check record. All threads of the block
- * call it. */
-__device__ void hp_check_range(const double* recv, uint64_t begin, uint64_t end, uint32_t verify,
-                               uint32_t iteration, int32_t source, uint32_t b,
-                               hp_block_check* check) {
+/* Folds every thread's checks into the block's check record: counts summed, the lowest wrong
+ * index kept with its values. All threads of the block call it. */
+__device__ void hp_fold_checks(const hp_thread_checks& c, hp_block_check* check) {
     __shared__ uint32_t checked;
     __shared__ uint32_t wrong;
     __shared__ unsigned long long first_index;
@@ -88,23 +85,6 @@ __device__ void hp_check_range(const double* recv, uint64_t begin, uint64_t end,
         first_thread = 0xffffffffu;
     }
     __syncthreads();
-    hp_thread_checks c = {0, 0, 0, 0.0, 0.0};
-    if (verify == HP_VERIFY_FULL) {
-        for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-            hp_check_one(c, recv, i, hp_packed_value(iteration, source, b, i));
-        }
-    } else if (end > begin) {
-        const uint64_t n = end - begin;
-        const uint64_t index = begin + (uint64_t)threadIdx.x * n / (uint64_t)blockDim.x;
-        hp_check_one(c, recv, index, hp_packed_value(iteration, source, b, index));
-        if (threadIdx.x == 0) {
-            hp_check_one(c, recv, begin, hp_packed_value(iteration, source, b, begin));
-        }
-        if (threadIdx.x == blockDim.x - 1) {
-            const uint64_t last = end - 1;
-            hp_check_one(c, recv, last, hp_packed_value(iteration, source, b, last));
-        }
-    }
     atomicAdd(&checked, c.checked);
     if (c.wrong > 0) {
         atomicAdd(&wrong, c.wrong);
@@ -125,6 +105,32 @@ __device__ void hp_check_range(const double* recv, uint64_t begin, uint64_t end,
         check->checked = checked;
         check->wrong = wrong;
     }
+}
+
+/* Checks elements [begin, end) of block b's receive buffer `recv` against what rank `source`
+ * packed in `iteration`, by `verify`, and writes the check record. All threads of the block
+ * call it. */
+__device__ void hp_check_range(const double* recv, uint64_t begin, uint64_t end, uint32_t verify,
+                               uint32_t iteration, int32_t source, uint32_t b,
+                               hp_block_check* check) {
+    hp_thread_checks c = {0, 0, 0, 0.0, 0.0};
+    if (verify == HP_VERIFY_FULL) {
+        for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+            hp_check_one(c, recv, i, hp_packed_value(iteration, source, b, i));
+        }
+    } else if (end > begin) {
+        const uint64_t n = end - begin;
+        const uint64_t index = begin + (uint64_t)threadIdx.x * n / (uint64_t)blockDim.x;
+        hp_check_one(c, recv, index, hp_packed_value(iteration, source, b, index));
+        if (threadIdx.x == 0) {
+            hp_check_one(c, recv, begin, hp_packed_value(iteration, source, b, begin));
+        }
+        if (threadIdx.x == blockDim.x - 1) {
+            const uint64_t last = end - 1;
+            hp_check_one(c, recv, last, hp_packed_value(iteration, source, b, last));
+        }
+    }
+    hp_fold_checks(c, check);
 }
 
 __device__ void hp_unpack_block(const hp_exchange_args& a, uint32_t b) {

@@ -25,7 +25,8 @@
  * Messages: only blocks of a region with a message wait, count and raise flags; a region
  * without one (message == HP_NO_MESSAGE) moves its elements and returns: no barrier, no atomic.
  * A region with a partner moves the partner's elements too, interleaved with its own (Pairs in
- * haloport_shared.h); the partner's record has no blocks of its own.
+ * haloport_shared.h); the partner's record has no blocks of its own. A synthetic region (the
+ * thesis's block) stores or checks the thesis's values instead of moving a field's.
  *
  * Launch convention (stencil): a 1-D grid over the box's points, x fastest; threads stride by
  * gridDim.x * blockDim.x, so any grid size covers the box (haloport_core::regions::
@@ -211,6 +212,50 @@ __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const h
     /* Any other element size moves nothing (the backends refuse such launches up front). */
 }
 
+/* This block's elements of a synthetic region (HP_PAYLOAD_SYNTHETIC in haloport_shared.h), the
+ * same elements a field region's block would move: pack stores the thesis's values, unpack
+ * checks every one and writes the block's check record. */
+template <bool PACK>
+__device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r,
+                                    uint32_t local_block) {
+    const uint64_t n = r.count[0] * r.count[1] * r.count[2];
+    const int32_t rank = (int32_t)(uint32_t)(r.offset >> 32);
+    const uint32_t block = (uint32_t)r.offset;
+    double* buffer = (double*)r.buffer;
+    const uint64_t step = (uint64_t)r.blocks * blockDim.x;
+    uint64_t e = (uint64_t)local_block * blockDim.x + threadIdx.x;
+    if (PACK) {
+        for (; e < n; e += step) buffer[e] = hp_packed_value(a.iteration, rank, block, e);
+        return;
+    }
+    if (a.checks == 0) return;
+    hp_block_check* check = (hp_block_check*)a.checks + blockIdx.x;
+    if (a.verify != HP_VERIFY_FULL) {
+        /* The thesis's sample of the whole block, by the first grid block; none by the rest. */
+        const hp_thread_checks none = {0, 0, 0, 0.0, 0.0};
+        if (local_block == 0) {
+            hp_check_range(buffer, 0, n, HP_VERIFY_SAMPLE, a.iteration, rank, block, check);
+        } else {
+            hp_fold_checks(none, check);
+        }
+        return;
+    }
+    hp_thread_checks c = {0, 0, 0, 0.0, 0.0};
+    for (; e < n; e += step) hp_check_one(c, buffer, e, hp_packed_value(a.iteration, rank, block, e));
+    hp_fold_checks(c, check);
+}
+
+/* This block's part of region r, whatever its payload. */
+template <bool PACK>
+__device__ __forceinline__ void hp_region_payload(const hp_regions_args& a, const hp_region& r,
+                                                  uint32_t local_block) {
+    if (r.payload == HP_PAYLOAD_SYNTHETIC) {
+        if (a.elem_bytes == 8) hp_synthetic_region<PACK>(a, r, local_block);
+    } else {
+        hp_move_region<PACK>(a, r, local_block);
+    }
+}
+
 /* Thread 0 waits until *wait + wait_lag >= epoch, giving up after timeout_ticks or when
  * *abort_flag >= epoch. Returns HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT or HP_MESSAGE_ABORTED. */
 HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_signal& m) {
@@ -241,7 +286,7 @@ __device__ void hp_regions_block(const hp_regions_args& a) {
     const hp_region r = regions[ri];
     const uint32_t local_block = blockIdx.x - r.first_block;
     if (r.message == HP_NO_MESSAGE || a.messages == 0) {
-        hp_move_region<PACK>(a, r, local_block);
+        hp_region_payload<PACK>(a, r, local_block);
         return;
     }
 
@@ -258,7 +303,7 @@ __device__ void hp_regions_block(const hp_regions_args& a) {
     __syncthreads();
     if (outcome != HP_MESSAGE_OK) return;
 
-    hp_move_region<PACK>(a, r, local_block);
+    hp_region_payload<PACK>(a, r, local_block);
     /* The barrier orders every thread's stores before thread 0's (CTA scope); thread 0's
      * release fence at system scope, cumulative, then orders them all before the block is
      * counted (as cooperative groups' grid sync does). One acq_rel fence per block: a

@@ -178,7 +178,7 @@ impl VariantResult {
             transport: variant.transport().name().to_owned(),
             links: Vec::new(),
             // Only device-direct variants run without the closing barrier.
-            barrier: barrier || variant.transport() != TransportKind::Ipc,
+            barrier: barrier || !variant.may_run_back_to_back(),
             workload: workload.name().to_owned(),
             blocks: patterns[0].blocks.len(),
             threads: workload.threads(),

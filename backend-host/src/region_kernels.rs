@@ -26,7 +26,10 @@ use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::thread;
 
 use haloport_core::regions::{self, elems, field_index};
-use haloport_core::shared::{self, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args};
+use haloport_core::shared::{
+    self, hp_block_check, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
+};
+use haloport_core::verify::{check_block, note_check, packed_value, Verify};
 use haloport_core::{Kernel, LaunchDims};
 
 use crate::kernels::timer_ns;
@@ -99,9 +102,18 @@ unsafe fn region_block(
         .checked_sub(1)
         .and_then(|p| table.get(p));
     let local_block = g - region.first_block;
+    // What the kernel's hp_region_payload does for this block.
+    let payload = || {
+        if region.payload == shared::HP_PAYLOAD_SYNTHETIC {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { synthetic_block(args, region, g, local_block, threads, pack) };
+        } else {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { move_block(args.elem_bytes, region, partner, local_block, threads, pack) };
+        }
+    };
     if region.message == shared::HP_NO_MESSAGE || args.messages == 0 {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { move_block(args.elem_bytes, region, partner, local_block, threads, pack) };
+        payload();
         return;
     }
     // SAFETY: the message table holds an entry for every message a region names (contract).
@@ -116,8 +128,7 @@ unsafe fn region_block(
         }
         return;
     }
-    // SAFETY: forwarded from this function's contract.
-    unsafe { move_block(args.elem_bytes, region, partner, local_block, threads, pack) };
+    payload();
     // As __threadfence_system() before the count: this block's stores are ordered before it.
     fence(Ordering::SeqCst);
     // SAFETY: the counter is a live, aligned u32 in this process's device memory (contract).
@@ -167,6 +178,78 @@ unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal, since: u64) -> u32
         spins = spins.wrapping_add(1);
         // The peer (another process or stream) may share this core: let it run.
         thread::yield_now();
+    }
+}
+
+/// `hp_synthetic_region`: the elements grid block `g` (the `local_block`th of `region`) serves
+/// of a synthetic block, the same ones a field region's block would move: pack stores the
+/// thesis's values; unpack checks each (or, sampling, the first grid block checks the thesis's
+/// sample of the whole block) and writes the block's record at `checks + g`.
+///
+/// # Safety
+/// As for [`run_regions`]; the region's buffer holds its f64 elements, and `args.checks`
+/// (when not 0) a record per grid block of the launch.
+unsafe fn synthetic_block(
+    args: &hp_regions_args,
+    region: &hp_region,
+    g: u32,
+    local_block: u32,
+    threads: u32,
+    pack: bool,
+) {
+    if args.elem_bytes != 8 {
+        return;
+    }
+    let n = elems(region);
+    let rank = (region.offset >> 32) as u32 as i32;
+    let block = region.offset as u32;
+    let t = u64::from(threads);
+    let step = u64::from(region.blocks).saturating_mul(t);
+    let buffer = region.buffer as *mut f64;
+    let mut record = hp_block_check::default();
+    if !pack && args.verify != shared::HP_VERIFY_FULL {
+        // The thesis's sample of the whole block, by the first grid block; none by the rest.
+        if local_block == 0 {
+            // SAFETY: the buffer holds the region's n elements, which nothing writes meanwhile.
+            let recv = unsafe { std::slice::from_raw_parts(buffer.cast_const(), n as usize) };
+            record = check_block(recv, Verify::Sample, threads, |e| {
+                packed_value(args.iteration, rank, block, e)
+            });
+        }
+        if args.checks != 0 {
+            // SAFETY: the records hold one per grid block (contract); block g writes its own.
+            unsafe {
+                (args.checks as *mut hp_block_check)
+                    .add(g as usize)
+                    .write(record)
+            };
+        }
+        return;
+    }
+    let mut base = u64::from(local_block) * t;
+    while base < n {
+        for e in base..(base + t).min(n) {
+            let want = packed_value(args.iteration, rank, block, e);
+            let at = buffer.wrapping_add(e as usize);
+            // SAFETY: element e lies in the region's buffer (contract); only this grid block
+            // touches it.
+            unsafe {
+                if pack {
+                    at.write_unaligned(want);
+                } else {
+                    note_check(&mut record, e, want, at.read_unaligned());
+                }
+            }
+        }
+        base = base.saturating_add(step);
+    }
+    if !pack && args.checks != 0 {
+        // SAFETY: the records hold one per grid block (contract); only block g writes its own.
+        unsafe {
+            (args.checks as *mut hp_block_check)
+                .add(g as usize)
+                .write(record)
+        };
     }
 }
 

@@ -81,7 +81,7 @@ fn region(field: u64, buffer: u64, sub: &Subarray) -> hp_region {
         first_block: 0,
         blocks: 0,
         message: HP_NO_MESSAGE,
-        partner: 0,
+        ..hp_region::default()
     }
 }
 

@@ -1,8 +1,9 @@
 //! Variant names and what they select (SPEC 4): the strategy and its options.
 //!
 //! Names follow the thesis's figures: `base-{nb|bl}-{wait|test}[-nc]`, `tq-{nb|bl}-{tq|pb}`
-//! (zero-copy taskqueue), `tqm-{nb|bl}-{tq|pb}` (memcpy taskqueue), and the device-direct
-//! `ipc-base` and `ipc-tq` (SPEC 12). Parsing is the only way
+//! (zero-copy taskqueue), `tqm-{nb|bl}-{tq|pb}` (memcpy taskqueue), the device-direct
+//! `ipc-base` and `ipc-tq` (SPEC 12), and `lib-{base|tq}-{mpi|ipc}`, the thesis's blocks as the
+//! payload of the library's halo exchange (SPEC 13). Parsing is the only way
 //! from a user's string to a variant, so every output uses the same spelling.
 
 use std::fmt;
@@ -12,6 +13,7 @@ use serde::Serialize;
 
 use crate::backend::Coherence;
 use crate::error::Error;
+use crate::halo::HaloStrategy;
 use crate::transport::Capabilities;
 
 /// How sends are issued.
@@ -95,6 +97,16 @@ pub struct IpcOptions {
     pub mode: IpcMode,
 }
 
+/// The options of the library variants: the thesis's synthetic blocks as the payload of the
+/// library's halo exchange (SPEC 13).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct LibraryOptions {
+    /// When host-staged messages move: `base` or `tq`.
+    pub strategy: HaloStrategy,
+    /// `mpi`, or `ipc` (same-node peers device-direct, others host-staged).
+    pub transport: TransportKind,
+}
+
 /// One variant of one strategy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -107,6 +119,8 @@ pub enum Variant {
     MpiOnly,
     /// Device-direct within a node: kernels store into the peer's memory (SPEC 12).
     Ipc(IpcOptions),
+    /// The library's halo exchange carrying the thesis's blocks (SPEC 13).
+    Library(LibraryOptions),
 }
 
 impl Variant {
@@ -139,13 +153,28 @@ impl Variant {
         for mode in [IpcMode::Base, IpcMode::Taskqueue] {
             all.push(Variant::Ipc(IpcOptions { mode }));
         }
+        for transport in [TransportKind::Mpi, TransportKind::Ipc] {
+            for strategy in [HaloStrategy::Base, HaloStrategy::Taskqueue] {
+                all.push(Variant::Library(LibraryOptions {
+                    strategy,
+                    transport,
+                }));
+            }
+        }
         all
+    }
+
+    /// True for the variants that may run back to back, without the thesis's closing
+    /// barrier (their receive slots are guarded by credit flags): the device-direct ones.
+    pub fn may_run_back_to_back(&self) -> bool {
+        matches!(self, Variant::Ipc(_))
     }
 
     /// How this variant's bytes travel: `mpi` (host-staged) or `ipc` (device-direct).
     pub fn transport(&self) -> TransportKind {
         match self {
             Variant::Ipc(_) => TransportKind::Ipc,
+            Variant::Library(o) => o.transport,
             _ => TransportKind::Mpi,
         }
     }
@@ -159,6 +188,8 @@ impl Variant {
         let has = transport.capabilities();
         let (fits, needs) = match self {
             Variant::Ipc(_) => (has.gpu_initiated, "a GPU-initiated transport"),
+            // The library chooses per peer; its variants name the transport they run over.
+            Variant::Library(o) => (transport == o.transport, "the transport in its name"),
             _ => (
                 has.host_initiated,
                 "a transport whose transfers the CPU starts",
@@ -186,6 +217,7 @@ impl Variant {
                 IpcMode::Base => "ipc-base".to_owned(),
                 IpcMode::Taskqueue => "ipc-tq".to_owned(),
             },
+            Variant::Library(o) => format!("lib-{}-{}", o.strategy.name(), o.transport.name()),
             Variant::Taskqueue(o) => {
                 let prefix = match o.buffers {
                     SendBuffers::ZeroCopy => "tq",
@@ -219,6 +251,7 @@ impl Variant {
             Variant::Taskqueue(_) => "taskqueue",
             Variant::MpiOnly => "reference",
             Variant::Ipc(_) => "device-direct",
+            Variant::Library(_) => "library",
         }
     }
 
@@ -228,7 +261,7 @@ impl Variant {
             Variant::Baseline(o) => o.send,
             Variant::Taskqueue(o) => o.send,
             // Device stores do not wait for the receiver: compared with non-blocking sends.
-            Variant::MpiOnly | Variant::Ipc(_) => SendMode::NonBlocking,
+            Variant::MpiOnly | Variant::Ipc(_) | Variant::Library(_) => SendMode::NonBlocking,
         }
     }
 }
@@ -329,21 +362,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn there_are_eight_baseline_eight_taskqueue_and_two_ipc_variants_with_distinct_names() {
+    fn there_are_eight_baseline_eight_taskqueue_two_ipc_and_four_library_variants() {
         let names: Vec<_> = Variant::all().iter().map(Variant::name).collect();
-        assert_eq!(names.len(), 18);
+        assert_eq!(names.len(), 22);
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
-        assert_eq!(unique.len(), 18);
+        assert_eq!(unique.len(), 22);
         assert_eq!(
             Variant::all()
                 .iter()
                 .filter(|v| v.transport() == TransportKind::Ipc)
                 .map(Variant::name)
                 .collect::<Vec<_>>(),
-            vec!["ipc-base", "ipc-tq"]
+            vec!["ipc-base", "ipc-tq", "lib-base-ipc", "lib-tq-ipc"]
         );
+        assert_eq!(
+            Variant::all()
+                .iter()
+                .filter(|v| v.strategy() == "library")
+                .map(Variant::name)
+                .collect::<Vec<_>>(),
+            vec!["lib-base-mpi", "lib-tq-mpi", "lib-base-ipc", "lib-tq-ipc"]
+        );
+        assert!(Variant::all()
+            .iter()
+            .filter(|v| v.may_run_back_to_back())
+            .all(|v| matches!(v, Variant::Ipc(_))));
+        assert!("lib-tq-ipc"
+            .parse::<Variant>()
+            .is_ok_and(|v| v.check_transport(TransportKind::Mpi).is_err()));
         for name in [
             "base-nb-wait",
             "base-bl-test-nc",

@@ -109,6 +109,20 @@ pub fn planned_checks(verify: Verify, threads: u32, elems: u64) -> u64 {
     }
 }
 
+/// Counts one check of element `index` in `record`: wrong when `found` differs from `want` in
+/// any bit, and then remembered if it is the lowest wrong index so far.
+pub fn note_check(record: &mut hp_block_check, index: u64, want: f64, found: f64) {
+    record.checked += 1;
+    if found.to_bits() != want.to_bits() {
+        if record.wrong == 0 || index < record.first_index {
+            record.first_index = index;
+            record.first_expected = want;
+            record.first_found = found;
+        }
+        record.wrong += 1;
+    }
+}
+
 /// Checks a received block on the CPU by the kernels' rules: what the host backend's unpack and
 /// the `mpi-only` reference run. `expected(index)` is the value the source packed there.
 pub fn check_block(
@@ -118,19 +132,8 @@ pub fn check_block(
     expected: impl Fn(u64) -> f64,
 ) -> hp_block_check {
     let mut record = hp_block_check::default();
-    let mut check = |index: u64| {
-        let found = recv[index as usize];
-        let want = expected(index);
-        record.checked += 1;
-        if found.to_bits() != want.to_bits() {
-            if record.wrong == 0 || index < record.first_index {
-                record.first_index = index;
-                record.first_expected = want;
-                record.first_found = found;
-            }
-            record.wrong += 1;
-        }
-    };
+    let mut check =
+        |index: u64| note_check(&mut record, index, expected(index), recv[index as usize]);
     let elems = recv.len() as u64;
     match verify {
         Verify::Full => (0..elems).for_each(&mut check),

@@ -10,7 +10,7 @@ use haloport::core::collective::all_gather;
 use haloport::core::measure::{Protocol, RankOutcome};
 use haloport::core::pattern::RankPattern;
 use haloport::core::strategy::{
-    Baseline, ExchangeOptions, IpcExchange, MpiOnly, Strategy, Taskqueue,
+    Baseline, ExchangeOptions, IpcExchange, LibraryExchange, MpiOnly, Strategy, Taskqueue,
 };
 use haloport::core::transport::faulty::Faulty;
 use haloport::core::transport::mpi::MpiTransport;
@@ -65,6 +65,11 @@ pub fn make_strategy<'b, B: Backend>(
     use mpi::topology::Communicator;
     if let Variant::Ipc(options) = variant {
         return Ok(Box::new(IpcExchange::new(
+            backend, world, patterns, threads, options, exchange,
+        )?));
+    }
+    if let Variant::Library(options) = variant {
+        return Ok(Box::new(LibraryExchange::new(
             backend, world, patterns, threads, options, exchange,
         )?));
     }

@@ -8,7 +8,6 @@ use haloport::core::pattern::RankPattern;
 use haloport::core::stats::Summary;
 use haloport::core::timeline::BlockPhases;
 use haloport::core::transport::node::nodes_of_every_rank;
-use haloport::core::variant::TransportKind;
 use haloport::core::verify::decode_value;
 use haloport::core::{Backend, Error};
 use haloport::results::{RunResult, VariantResult};
@@ -267,8 +266,7 @@ fn explain_value(expected: f64, found: f64, index: u64) -> String {
 /// variants (the thesis protocol is theirs).
 fn check_transport(args: &RunArgs) -> Result<(), Error> {
     args.variant.check_transport(args.transport)?;
-    let wants = args.variant.transport();
-    if args.exchange.no_barrier && wants != TransportKind::Ipc {
+    if args.exchange.no_barrier && !args.variant.may_run_back_to_back() {
         return Err(Error::InvalidInput(format!(
             "--no-barrier applies to the device-direct variants (ipc-base, ipc-tq) only; {} keeps the thesis protocol",
             args.variant

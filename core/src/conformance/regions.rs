@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 use crate::backend::{Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory};
 use crate::regions::{self, Copy3d};
 use crate::shared::{
-    hp_message_signal, hp_region, hp_regions_args, hp_stencil_args, HP_MESSAGE_ABORTED,
-    HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
+    hp_block_check, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
+    HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
+    HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
 };
+use crate::verify::packed_value;
 
 use super::{deadline, e, ensure, Check};
 
@@ -204,6 +206,23 @@ fn lay_out(regions: &mut [hp_region], base: u64, eb: u64) -> (Vec<usize>, usize)
     (offsets, at as usize)
 }
 
+/// What synthetic regions of a launch need: where unpack's check records go, and the
+/// iteration the values are made of.
+#[derive(Clone, Copy)]
+struct Synthetic {
+    checks: u64,
+    iteration: u32,
+    verify: u32,
+}
+
+impl Synthetic {
+    const NONE: Synthetic = Synthetic {
+        checks: 0,
+        iteration: 0,
+        verify: HP_VERIFY_FULL,
+    };
+}
+
 /// Launches a region kernel over `regions` (table in pinned memory) with `extra` grid blocks
 /// past the last region's, and waits for it.
 #[allow(clippy::too_many_arguments)]
@@ -216,6 +235,7 @@ fn run_regions<B: Backend>(
     eb: u32,
     epoch: u32,
     extra: u32,
+    synthetic: Synthetic,
 ) -> Result<(), String> {
     let grid = regions::grid_blocks(regions).map_err(e)?;
     let table = pinned_with(backend, &bytes_of(regions))?;
@@ -228,6 +248,9 @@ fn run_regions<B: Backend>(
         num_regions: regions.len() as u32,
         elem_bytes: eb,
         epoch,
+        checks: synthetic.checks,
+        iteration: synthetic.iteration,
+        verify: synthetic.verify,
         reserved: 0,
     };
     let launch = if pack {
@@ -319,7 +342,17 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool) -> Chec
         .alloc_pinned((total * u64::from(eb)) as usize, Coherence::Coherent)
         .map_err(e)?;
     let (offsets, len) = lay_out(&mut send, packed.device_addr(), u64::from(eb));
-    run_regions(backend, &stream, true, &send, None, eb, 1, 3)?;
+    run_regions(
+        backend,
+        &stream,
+        true,
+        &send,
+        None,
+        eb,
+        1,
+        3,
+        Synthetic::NONE,
+    )?;
     let got = decode(&pinned_bytes(&packed, 0, len), ebu);
     for (i, r) in send.iter().enumerate() {
         let want = reference_pack(&field, r);
@@ -354,7 +387,17 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool) -> Chec
     for r in &mut recv {
         r.field = dst.device_addr();
     }
-    run_regions(backend, &stream, false, &recv, None, eb, 1, 2)?;
+    run_regions(
+        backend,
+        &stream,
+        false,
+        &recv,
+        None,
+        eb,
+        1,
+        2,
+        Synthetic::NONE,
+    )?;
     let mut want = vec![0_u64; n as usize];
     for (i, r) in recv.iter().enumerate() {
         let mut e = offsets[i] / ebu;
@@ -397,6 +440,121 @@ pub fn region_pack_and_unpack_follow_the_index_rule<B: Backend>(backend: &B) -> 
 pub fn paired_regions_move_the_same_elements<B: Backend>(backend: &B) -> Check {
     pack_and_unpack_regions(backend, 8, true)?;
     pack_and_unpack_regions(backend, 4, true)
+}
+
+/// Synthetic regions (the thesis's blocks as a payload of the region kernels): pack stores
+/// `packed_value(iteration, rank, block, e)` at every element; unpack checks every element and
+/// each grid block writes its record at `checks + blockIdx.x`; a wrong element is found with
+/// its index and values.
+pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &B) -> Check {
+    let (rank, iteration) = (5_i32, 42_u32);
+    let blocks_and_elems: [(u32, u64); 3] = [(0, 1000), (3, 77), (8, 4096)];
+    let mut regions: Vec<hp_region> = blocks_and_elems
+        .iter()
+        .map(|&(block, n)| hp_region {
+            offset: (u64::from(rank as u32) << 32) | u64::from(block),
+            count: [n, 1, 1],
+            stride: [1, n, n],
+            message: HP_NO_MESSAGE,
+            payload: HP_PAYLOAD_SYNTHETIC,
+            ..Default::default()
+        })
+        .collect();
+    regions::assign_blocks(&mut regions, THREADS, 3).map_err(e)?;
+    let total: u64 = blocks_and_elems.iter().map(|&(_, n)| n).sum();
+    let buffer = backend
+        .alloc_pinned((8 * total) as usize, Coherence::Coherent)
+        .map_err(e)?;
+    let (offsets, _) = lay_out(&mut regions, buffer.device_addr(), 8);
+    let grid = regions::grid_blocks(&regions).map_err(e)?;
+    let records = pinned_with(
+        backend,
+        &bytes_of(&vec![hp_block_check::default(); grid as usize]),
+    )?;
+    let synthetic = Synthetic {
+        checks: records.device_addr(),
+        iteration,
+        verify: HP_VERIFY_FULL,
+    };
+    let stream = backend.create_stream().map_err(e)?;
+    run_regions(backend, &stream, true, &regions, None, 8, 1, 0, synthetic)?;
+    let packed = decode(&pinned_bytes(&buffer, 0, (8 * total) as usize), 8);
+    for (r, &(block, n)) in blocks_and_elems.iter().enumerate() {
+        let at = offsets[r] / 8;
+        if let Some(i) = (0..n)
+            .find(|&i| packed[at + i as usize] != packed_value(iteration, rank, block, i).to_bits())
+        {
+            return Err(format!(
+                "pack of block {block}: element {i} is not the thesis's value"
+            ));
+        }
+    }
+    // Unpack checks what pack stored (every element right), then with one element wrong.
+    let folded = |records: &B::PinnedMemory| -> Vec<hp_block_check> {
+        let bytes = pinned_bytes(records, 0, grid as usize * size_of::<hp_block_check>());
+        let all: Vec<hp_block_check> = bytes
+            .chunks_exact(size_of::<hp_block_check>())
+            // SAFETY: each chunk holds the bytes of one hp_block_check, a plain C struct.
+            .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<hp_block_check>()) })
+            .collect();
+        regions
+            .iter()
+            .map(|r| {
+                let mut f = hp_block_check::default();
+                for c in &all[r.first_block as usize..(r.first_block + r.blocks) as usize] {
+                    if c.wrong > 0 && (f.wrong == 0 || c.first_index < f.first_index) {
+                        (f.first_index, f.first_expected, f.first_found) =
+                            (c.first_index, c.first_expected, c.first_found);
+                    }
+                    f.checked += c.checked;
+                    f.wrong += c.wrong;
+                }
+                f
+            })
+            .collect()
+    };
+    run_regions(backend, &stream, false, &regions, None, 8, 1, 0, synthetic)?;
+    for (r, c) in folded(&records).iter().enumerate() {
+        let n = blocks_and_elems[r].1;
+        ensure(u64::from(c.checked) == n && c.wrong == 0, || {
+            format!(
+                "unpack of block {r}: {} checks, {} wrong, expected {n} and 0",
+                c.checked, c.wrong
+            )
+        })?;
+    }
+    let bad = 500_usize;
+    // SAFETY: element 500 of block 0 lies in the buffer; no kernel runs now.
+    unsafe {
+        buffer
+            .host_ptr()
+            .cast::<f64>()
+            .add(offsets[0] / 8 + bad)
+            .write(-1.0)
+    };
+    run_regions(backend, &stream, false, &regions, None, 8, 1, 0, synthetic)?;
+    let c = folded(&records)[0];
+    ensure(
+        c.wrong == 1 && c.first_index == bad as u64 && c.first_found == -1.0,
+        || format!("a wrong element 500 came out as {c:?}"),
+    )?;
+    // Sampling: the thesis's threads + 2 checks per block, whatever its grid blocks.
+    let sample = Synthetic {
+        verify: HP_VERIFY_SAMPLE,
+        ..synthetic
+    };
+    run_regions(backend, &stream, false, &regions, None, 8, 1, 0, sample)?;
+    for (r, c) in folded(&records).iter().enumerate() {
+        let n = blocks_and_elems[r].1;
+        let want = crate::verify::planned_checks(crate::verify::Verify::Sample, THREADS, n);
+        ensure(u64::from(c.checked) == want, || {
+            format!(
+                "sampled unpack of block {r}: {} checks, expected {want}",
+                c.checked
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// u32 values of a control block in device memory.
@@ -496,7 +654,7 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
             num_regions: if pack { 3 } else { 2 },
             elem_bytes: eb,
             epoch,
-            reserved: 0,
+            ..hp_regions_args::default()
         };
         let (pack_args, unpack_args) = (args(true), args(false));
         let grid = |r: &[hp_region]| regions::grid_blocks(r).map_err(e);
@@ -642,7 +800,7 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
             num_regions: 2,
             elem_bytes: 8,
             epoch: 1,
-            reserved: 0,
+            ..hp_regions_args::default()
         };
         let started = Instant::now();
         // SAFETY: every address points into memory that lives until the stream is
@@ -833,7 +991,17 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
         .alloc_pinned(bytes, Coherence::Coherent)
         .map_err(e)?;
     lay_out(&mut send, by_kernel.device_addr(), ebl);
-    run_regions(backend, &stream, true, &send, None, eb, 1, 0)?;
+    run_regions(
+        backend,
+        &stream,
+        true,
+        &send,
+        None,
+        eb,
+        1,
+        0,
+        Synthetic::NONE,
+    )?;
     let mut copied = send.clone();
     lay_out(&mut copied, by_copy.device_addr(), ebl);
     for (i, r) in copied.iter().enumerate() {
@@ -867,7 +1035,17 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
     for r in &mut recv {
         r.field = dst_kernel.device_addr();
     }
-    run_regions(backend, &stream, false, &recv, None, eb, 1, 0)?;
+    run_regions(
+        backend,
+        &stream,
+        false,
+        &recv,
+        None,
+        eb,
+        1,
+        0,
+        Synthetic::NONE,
+    )?;
     for (i, r) in recv.iter().enumerate() {
         let r = hp_region {
             field: dst_copy.device_addr(),

@@ -1,15 +1,71 @@
-//! Where a rank's halo messages live, computed from its plan alone, so that a peer can compute
-//! the same addresses for it (device-direct stores go straight into them).
+//! A rank's entries (what it sends to and receives from each peer) and where their messages
+//! live, computed from its entries alone, so that a peer can compute the same addresses for it
+//! (device-direct stores go straight into them).
 //!
-//! One message per neighbour entry of the plan: outgoing message i carries every field's send
-//! region of entry i (field after field), incoming message j every field's receive region of
-//! entry j. A rank's *mailbox* (device memory, exported to same-node peers) holds two receive
-//! slots (epoch parity: an exchange never overwrites what the peer still unpacks) and then the
-//! flags: arrival flag j per incoming message, credit flag i per outgoing message.
+//! Outgoing message i carries every field's send region of entry i (field after field),
+//! incoming message j every field's receive region of entry j. A rank's *mailbox* (device
+//! memory, exported to same-node peers) holds two receive slots (epoch parity: an exchange
+//! never overwrites what the peer still unpacks) and then the flags: arrival flag j per
+//! incoming message, credit flag i per outgoing message.
 
 use serde::Serialize;
 
-use crate::domain::HaloPlan;
+use crate::domain::{HaloPlan, Subarray};
+
+/// One entry of a rank's exchange: what it sends to and receives from one peer (either may be
+/// absent). The peer's entry for this rank with the matching tag holds the other ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// The peer's rank (may be this rank).
+    pub peer: i32,
+    /// Tag of the outgoing message, and of the incoming one.
+    pub send_tag: i32,
+    pub recv_tag: i32,
+    /// The region of each field sent, and received.
+    pub send: Option<Subarray>,
+    pub recv: Option<Subarray>,
+    /// How errors name the entry, e.g. `+x halo`.
+    pub name: String,
+}
+
+/// One direction of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Send,
+    Recv,
+}
+
+impl Entry {
+    /// The entries of a halo plan: one per neighbour, both ways.
+    pub fn of_plan(plan: &HaloPlan) -> Vec<Entry> {
+        plan.neighbours
+            .iter()
+            .map(|n| Entry {
+                peer: n.rank,
+                send_tag: n.send_tag,
+                recv_tag: n.recv_tag,
+                send: Some(n.send),
+                recv: Some(n.recv),
+                name: format!("{} halo", direction_name(n.direction)),
+            })
+            .collect()
+    }
+
+    /// True when something travels on `side`.
+    pub fn has(&self, side: Side) -> bool {
+        match side {
+            Side::Send => self.send.is_some(),
+            Side::Recv => self.recv.is_some(),
+        }
+    }
+
+    fn elems(&self, side: Side) -> u64 {
+        match side {
+            Side::Send => self.send.map_or(0, |s| s.elems()),
+            Side::Recv => self.recv.map_or(0, |s| s.elems()),
+        }
+    }
+}
 
 /// Bytes between flags (apart, so peers storing them do not share a line).
 pub(crate) const FLAG_STRIDE: u64 = 64;
@@ -44,9 +100,11 @@ impl Link {
 /// The byte layout of one rank's messages and flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Mailbox {
-    /// Bytes of message i (outgoing i and incoming i have the same size): every field's region,
+    /// Bytes reserved for message i, outgoing and incoming (the larger): every field's region,
     /// rounded up to 8 bytes (MPI carries whole f64 words).
     pub message_bytes: Vec<u64>,
+    /// Bytes of one element times fields: what one element of a region takes in a message.
+    pub elem_bytes: u64,
     /// Start of message i inside a receive slot, and inside the send staging.
     pub offsets: Vec<u64>,
     /// Bytes of one receive slot (and of the send staging).
@@ -54,14 +112,15 @@ pub(crate) struct Mailbox {
 }
 
 impl Mailbox {
-    /// The layout of `plan`'s messages.
-    pub fn of(plan: &HaloPlan) -> Mailbox {
-        let fields = u64::from(plan.spec.fields);
-        let elem = u64::from(plan.spec.elem.bytes());
-        let message_bytes: Vec<u64> = plan
-            .neighbours
+    /// The layout of the messages of `entries`, `fields` regions of `elem` elements each.
+    pub fn of(entries: &[Entry], fields: u32, elem: crate::domain::ElemType) -> Mailbox {
+        let elem_bytes = u64::from(fields) * u64::from(elem.bytes());
+        let message_bytes: Vec<u64> = entries
             .iter()
-            .map(|n| (n.recv.elems() * fields * elem).div_ceil(8) * 8)
+            .map(|n| {
+                let elems = n.elems(Side::Send).max(n.elems(Side::Recv));
+                (elems * elem_bytes).div_ceil(8) * 8
+            })
             .collect();
         let mut offsets = Vec::with_capacity(message_bytes.len());
         let mut at = 0;
@@ -71,9 +130,15 @@ impl Mailbox {
         }
         Mailbox {
             message_bytes,
+            elem_bytes,
             offsets,
             slot_bytes: at.max(ALIGN),
         }
+    }
+
+    /// Bytes of `entry`'s message on `side`, rounded up to 8 (what MPI carries).
+    pub fn side_bytes(&self, entry: &Entry, side: Side) -> u64 {
+        (entry.elems(side) * self.elem_bytes).div_ceil(8) * 8
     }
 
     /// Bytes of the whole mailbox: two slots, then 2 flags per message.
@@ -97,18 +162,18 @@ impl Mailbox {
     }
 }
 
-/// The entry of `plan` that receives what rank `from` sends with tag `tag`.
-pub(crate) fn receiving_entry(plan: &HaloPlan, from: i32, tag: i32) -> Option<usize> {
-    plan.neighbours
+/// The entry among `entries` that receives what rank `from` sends with tag `tag`.
+pub(crate) fn receiving_entry(entries: &[Entry], from: i32, tag: i32) -> Option<usize> {
+    entries
         .iter()
-        .position(|n| n.rank == from && n.recv_tag == tag)
+        .position(|n| n.peer == from && n.recv_tag == tag && n.recv.is_some())
 }
 
-/// The entry of `plan` that sends to rank `to` with tag `tag`.
-pub(crate) fn sending_entry(plan: &HaloPlan, to: i32, tag: i32) -> Option<usize> {
-    plan.neighbours
+/// The entry among `entries` that sends to rank `to` with tag `tag`.
+pub(crate) fn sending_entry(entries: &[Entry], to: i32, tag: i32) -> Option<usize> {
+    entries
         .iter()
-        .position(|n| n.rank == to && n.send_tag == tag)
+        .position(|n| n.peer == to && n.send_tag == tag && n.send.is_some())
 }
 
 /// A direction as text: `+x`, `-x+y`, `+x-y+z`.
@@ -150,26 +215,31 @@ mod tests {
         ] {
             let spec = spec(procs, periodic);
             let ranks = (procs[0] * procs[1] * procs[2]) as i32;
-            let plans: Vec<HaloPlan> = (0..ranks)
-                .map(|r| HaloPlan::compile(&spec, ranks, r).expect("plan"))
+            let plans: Vec<Vec<Entry>> = (0..ranks)
+                .map(|r| Entry::of_plan(&HaloPlan::compile(&spec, ranks, r).expect("plan")))
                 .collect();
+            let layout = |entries: &[Entry]| Mailbox::of(entries, spec.fields, spec.elem);
             for (me, plan) in plans.iter().enumerate() {
-                let mine = Mailbox::of(plan);
-                assert_eq!(mine.offsets.len(), plan.neighbours.len());
-                for (i, n) in plan.neighbours.iter().enumerate() {
-                    let peer = &plans[n.rank as usize];
+                let mine = layout(plan);
+                assert_eq!(mine.offsets.len(), plan.len());
+                for (i, n) in plan.iter().enumerate() {
+                    let peer = &plans[n.peer as usize];
                     let j =
                         receiving_entry(peer, me as i32, n.send_tag).expect("a receiving entry");
                     assert_eq!(
-                        Mailbox::of(peer).message_bytes[j],
+                        layout(peer).message_bytes[j],
                         mine.message_bytes[i],
                         "{procs:?} rank {me} entry {i}"
                     );
-                    assert_eq!(sending_entry(plan, n.rank, n.send_tag), Some(i));
+                    assert_eq!(
+                        layout(peer).side_bytes(&peer[j], Side::Recv),
+                        mine.side_bytes(n, Side::Send)
+                    );
+                    assert_eq!(sending_entry(plan, n.peer, n.send_tag), Some(i));
                     assert!(mine.offsets[i] % ALIGN == 0);
                 }
                 let base = 1 << 20;
-                let last = plan.neighbours.len().saturating_sub(1);
+                let last = plan.len().saturating_sub(1);
                 assert!(mine.credit_flag(base, last) + 4 <= base + mine.bytes());
                 assert!(
                     mine.recv_addr(base, 1, last) + mine.message_bytes.last().copied().unwrap_or(0)

@@ -16,9 +16,10 @@
 //! stores into a same-node peer's memory with `ipc`, the rank's own memory for a periodic
 //! neighbour that is the rank itself.
 
+pub(crate) mod engine;
 mod exchange;
 mod field;
-mod layout;
+pub(crate) mod layout;
 
 pub use exchange::{resolve_procs, HaloExchange, HaloFault, HaloOptions, HaloStrategy};
 pub use field::Field;

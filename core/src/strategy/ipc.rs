@@ -554,11 +554,11 @@ impl<B: Backend> IpcExchange<'_, B> {
     /// wrong index kept.
     fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
         ensure_idle(self.kernels_idle)?;
+        let waited = self.waited as usize % self.records.len();
         // SAFETY: every chunk of the epoch waited for reached its final states, after which
         // the kernels write no record of its set (the epochs in flight write the other sets;
         // the next to use this one is launched only after this report), or the stream drained
         // (kernels_idle).
-        let waited = self.waited as usize % self.records.len();
         let chunks = unsafe { self.records[waited].take_checks() };
         let mut blocks = vec![hp_block_check::default(); self.pattern.blocks.len()];
         for (plan, c) in self.transport.chunks().iter().zip(chunks) {

@@ -6,6 +6,7 @@
 
 pub mod baseline;
 pub mod ipc;
+pub mod library;
 pub mod mpi_only;
 pub mod taskqueue;
 
@@ -18,6 +19,7 @@ use crate::verify::Verify;
 
 pub use baseline::Baseline;
 pub use ipc::IpcExchange;
+pub use library::LibraryExchange;
 pub use mpi_only::MpiOnly;
 pub use taskqueue::Taskqueue;
 

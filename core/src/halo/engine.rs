@@ -1,0 +1,1022 @@
+//! The machinery under every exchange of messages between ranks (SPEC 12, 13): each rank's
+//! entries, one per peer and direction of travel, each message a list of regions that the
+//! region kernels pack and unpack, in one launch each.
+//!
+//! Per exchange (epoch e = 1, 2, ...): one pack launch covers every region of every message,
+//! one unpack launch every received region. How a message travels is chosen per entry
+//! ([`Link`]): to this rank itself through its own receive slot; device-direct into a
+//! same-node peer's receive slot e & 1, announced by the peer's arrival flag and guarded by our
+//! credit flag (the peer unpacked slot e & 1 of epoch e - 2), all on the GPU; or host-staged:
+//! pack into pinned memory, MPI, unpack from pinned memory. Only host-staged messages need the
+//! CPU between pack and unpack.
+//!
+//! What the regions hold is the [`Payload`]: the halos of the user's fields
+//! ([`HaloExchange`](super::HaloExchange)), or the thesis's synthetic blocks, packed as values
+//! and checked on arrival ([`crate::strategy::library`]).
+
+// Launches take raw device addresses of tables, fields and peers' memory; flags in pinned
+// memory are read through atomics.
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+use super::exchange::{HaloOptions, HaloStrategy};
+use super::field::FieldMemory;
+use super::layout::{receiving_entry, sending_entry, Entry, Link, Mailbox, Side};
+use crate::backend::{
+    upload_table, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
+};
+use crate::domain::ElemType;
+use crate::error::{Error, Result};
+use crate::regions::{blocks_for, pair_regions};
+use crate::shared::{
+    hp_block_check, hp_message_signal, hp_region, hp_regions_args, HP_MESSAGE_ABORTED,
+    HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
+};
+use crate::transport::mpi::MpiTransport;
+use crate::transport::node::{share_with_node, NodeShare};
+use crate::transport::{HostRegion, HostTransport, Transport};
+use crate::variant::TransportKind;
+use crate::verify::Verify;
+
+/// Most GPU blocks serving one region of a signalled message (device-direct, or host-staged
+/// under the taskqueue). Every block of a signalled message pays
+/// a wait, a fence and a count, and on 2 x H200 those costs added up across blocks: one
+/// 2 MB face exchanged device-direct took 495 us with 256 blocks, 128 us with 64 and 93 us with
+/// 16 (`results/2026-11-22-h200x2-library/`); the thesis's ipc variants use few blocks too.
+const SIGNALLED_MAX_BLOCKS: u32 = 16;
+
+/// Where one neighbour's outgoing and incoming messages go, resolved at set-up.
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    link: Link,
+    /// Outgoing: the receiver's buffer for slot 0 and slot 1, its arrival flag, our credit flag.
+    dest: [u64; 2],
+    dest_arrival: u64,
+    credit: u64,
+    /// Incoming: our buffer for slot 0 and slot 1, our arrival flag, the sender's credit flag.
+    recv: [u64; 2],
+    arrival: u64,
+    source_credit: u64,
+}
+
+/// The region tables of one set of fields, for each slot parity, in device memory.
+struct Tables<B: Backend> {
+    pack: [B::DeviceMemory; 2],
+    unpack: [B::DeviceMemory; 2],
+    pack_regions: u32,
+    unpack_regions: u32,
+    pack_blocks: u32,
+    unpack_blocks: u32,
+    /// Per entry, the unpack grid blocks serving its incoming message (first, count).
+    unpack_ranges: Vec<Option<(u32, u32)>>,
+}
+
+/// What the regions of the messages are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Payload {
+    /// Regions of the fields whose addresses key each exchange.
+    Fields,
+    /// The thesis's synthetic blocks (SPEC 5): entry i's outgoing message is block
+    /// `send_tag` of this rank, its incoming one block `recv_tag` of the peer, f64; unpack
+    /// checks every element (`HP_PAYLOAD_SYNTHETIC`).
+    Synthetic,
+}
+
+/// The memory of an exchange that kernels use: ours (tables, counters, flags, staging, the
+/// mailbox) and our peers' (their mailboxes, opened).
+struct Memory<B: Backend> {
+    /// Same-node peers' mailboxes, opened (device-direct only): unmapped before ours is freed.
+    _share: Option<NodeShare<B>>,
+    tables: HashMap<Vec<u64>, Tables<B>>,
+    counters: B::DeviceMemory,
+    staging: Staging<B>,
+    /// Pinned u32s: pack status per message, unpack status per message, the abort flag, then
+    /// (taskqueue) a packed flag and an arrived flag per message.
+    status: B::PinnedMemory,
+    /// Our receive slots and flags, which same-node peers store into.
+    _mailbox: B::DeviceMemory,
+    /// Synthetic payload: a check record per unpack grid block (coherent pinned).
+    checks: Option<B::PinnedMemory>,
+}
+
+/// Pinned host staging of host-staged messages.
+struct Staging<B: Backend> {
+    send: Arc<Mutex<B::PinnedMemory>>,
+    recv: Arc<Mutex<B::PinnedMemory>>,
+    send_host: *mut u8,
+    recv_host: *mut u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Started,
+    Finished,
+}
+
+/// The messages of one rank's exchange with its peers, set up once and run many times:
+/// [`start`](Self::start), [`finish`](Self::finish), [`wait`](Self::wait).
+///
+/// Every exchange after an error returns that error: a failed exchange leaves peers'
+/// counters and flags out of step, so the exchange must be built anew.
+pub(crate) struct MessageExchange<'b, B: Backend> {
+    // Drop order: pending MPI requests refer to the staging, queued kernels to the tables.
+    mpi: MpiTransport,
+    backend: &'b B,
+    rank: i32,
+    entries: Vec<Entry>,
+    elem: ElemType,
+    /// The entry whose outgoing message an injected fault drops (never a local one).
+    dropped: Option<usize>,
+    payload: Payload,
+    /// The global iteration synthetic values are made of.
+    iteration: u32,
+    /// Which elements a synthetic unpack checks.
+    verify: Verify,
+    /// Where this rank's messages lie in its receive slots and send staging.
+    layout: Mailbox,
+    options: HaloOptions,
+    routes: Vec<Route>,
+    /// Everything kernels (ours and peers') touch; freed in `drop` only once shown unused.
+    memory: ManuallyDrop<Memory<B>>,
+    epoch: u32,
+    phase: Phase,
+    last_unpack: B::Event,
+    unpack_recorded: bool,
+    /// A pack was queued with no event after it yet (between `start` and `finish`, or a
+    /// `start` that failed after its launch): `drop` cannot know when it ends.
+    pack_unrecorded: bool,
+    /// Fields the queued kernels use, until `last_unpack` is seen complete.
+    in_use: Vec<Arc<FieldMemory<B>>>,
+    /// The fields (their addresses) of the started exchange.
+    current: Vec<u64>,
+    failed: Option<String>,
+}
+
+// SAFETY: the raw staging pointers address allocations the exchange owns (through the Arcs
+// beside them); the exchange is driven by one thread at a time.
+unsafe impl<B: Backend> Send for Staging<B> {}
+
+impl<'b, B: Backend> MessageExchange<'b, B> {
+    /// Sets the exchange up for this rank of `world`: buffers, flags, and (with `ipc`) the
+    /// same-node peers' memory. `entries[r]` are rank r's entries (every rank's: peers'
+    /// layouts give the addresses we store into), each message `fields` regions of `elem`
+    /// elements (one synthetic block of f64 for [`Payload::Synthetic`]); `dropped` names the
+    /// entry whose outgoing message a fault drops. Collective over `world`.
+    // The entries, their element type and count, the options, the fault and the payload are
+    // each what one caller decides.
+    #[allow(clippy::too_many_arguments)]
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the kernels' block size does not fit the device or a
+    /// same-node peer cannot be reached device-direct; allocation and MPI errors.
+    pub fn new(
+        backend: &'b B,
+        world: &SimpleCommunicator,
+        entries: &[Vec<Entry>],
+        elem: ElemType,
+        fields: u32,
+        options: HaloOptions,
+        dropped: Option<usize>,
+        payload: Payload,
+    ) -> Result<Self> {
+        let rank = world.rank();
+        crate::strategy::check_threads(backend, options.threads)?;
+        if options.elems_per_thread == 0 {
+            return Err(Error::InvalidInput(
+                "elements per thread must be at least 1".into(),
+            ));
+        }
+        let layouts: Vec<Mailbox> = entries
+            .iter()
+            .map(|e| Mailbox::of(e, fields, elem))
+            .collect();
+        let ours = entries[rank as usize].clone();
+        let mine = layouts[rank as usize].clone();
+        let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
+        let (mailbox, share) = if options.transport == TransportKind::Ipc {
+            let (mut memories, share) = share_with_node(
+                backend,
+                world,
+                || Ok(vec![backend.alloc_device(mine.bytes() as usize)?]),
+                &wanted,
+                "the device-direct halo exchange",
+            )?;
+            let mailbox = memories
+                .pop()
+                .ok_or_else(|| Error::Internal("the halo mailbox vanished".into()))?;
+            (mailbox, Some(share))
+        } else {
+            (backend.alloc_device(mine.bytes() as usize)?, None)
+        };
+        let n = ours.len();
+        let counters = backend.alloc_device(8 * n.max(1))?;
+        let status = backend.alloc_pinned(4 * (4 * n + 1), Coherence::Coherent)?;
+        let send = backend.alloc_pinned(mine.slot_bytes as usize, Coherence::Coherent)?;
+        let recv = backend.alloc_pinned(mine.slot_bytes as usize, Coherence::Coherent)?;
+        let staging = Staging {
+            send_host: send.host_ptr(),
+            recv_host: recv.host_ptr(),
+            send: Arc::new(Mutex::new(send)),
+            recv: Arc::new(Mutex::new(recv)),
+        };
+        let own_base = mailbox.device_addr();
+        let (send_base, recv_base) = (
+            lock::<B::PinnedMemory>(&staging.send).device_addr(),
+            lock::<B::PinnedMemory>(&staging.recv).device_addr(),
+        );
+        let mut routes = Vec::with_capacity(n);
+        for (i, entry) in ours.iter().enumerate() {
+            let peer = entry.peer;
+            let link = if peer == rank {
+                Link::Local
+            } else if share.as_ref().is_some_and(|s| s.same_node(peer)) {
+                Link::Direct
+            } else {
+                Link::Staged
+            };
+            let theirs = &layouts[peer as usize];
+            let missing = |what: &str| {
+                Error::Internal(format!(
+                    "rank {peer} has no {what} entry for rank {rank}'s {} message",
+                    entry.name
+                ))
+            };
+            // Which of the peer's entries receives what we send, and sends what we receive
+            // (0 where we send or receive nothing: such an address is never used).
+            let j = match entry.send {
+                Some(_) => receiving_entry(&entries[peer as usize], rank, entry.send_tag)
+                    .ok_or_else(|| missing("receiving"))?,
+                None => 0,
+            };
+            let k = match entry.recv {
+                Some(_) => sending_entry(&entries[peer as usize], rank, entry.recv_tag)
+                    .ok_or_else(|| missing("sending"))?,
+                None => 0,
+            };
+            let route = match link {
+                Link::Local => Route {
+                    link,
+                    dest: [mine.recv_addr(own_base, 0, j); 2],
+                    dest_arrival: 0,
+                    credit: 0,
+                    recv: [mine.recv_addr(own_base, 0, i); 2],
+                    arrival: 0,
+                    source_credit: 0,
+                },
+                Link::Staged => Route {
+                    link,
+                    dest: [send_base + mine.offsets[i]; 2],
+                    dest_arrival: 0,
+                    credit: 0,
+                    recv: [recv_base + mine.offsets[i]; 2],
+                    arrival: 0,
+                    source_credit: 0,
+                },
+                Link::Direct => {
+                    let peer_base = share
+                        .as_ref()
+                        .ok_or_else(|| Error::Internal("device-direct without peers".into()))?
+                        .peer_addr(peer, 0)?;
+                    Route {
+                        link,
+                        dest: [
+                            theirs.recv_addr(peer_base, 0, j),
+                            theirs.recv_addr(peer_base, 1, j),
+                        ],
+                        dest_arrival: theirs.arrival_flag(peer_base, j),
+                        credit: mine.credit_flag(own_base, i),
+                        recv: [
+                            mine.recv_addr(own_base, 0, i),
+                            mine.recv_addr(own_base, 1, i),
+                        ],
+                        arrival: mine.arrival_flag(own_base, i),
+                        source_credit: theirs.credit_flag(peer_base, k),
+                    }
+                }
+            };
+            routes.push(route);
+        }
+        let mut mpi = MpiTransport::new(world, options.timeout)?;
+        mpi.prepare_tagged(
+            ours.iter().map(|n| n.recv_tag).collect(),
+            ours.iter().map(|n| n.send_tag).collect(),
+        )?;
+        Ok(MessageExchange {
+            mpi,
+            last_unpack: backend.create_marker()?,
+            backend,
+            rank,
+            entries: ours,
+            elem,
+            dropped,
+            payload,
+            iteration: 0,
+            verify: Verify::Full,
+            layout: mine,
+            options,
+            routes,
+            memory: ManuallyDrop::new(Memory {
+                _share: share,
+                tables: HashMap::new(),
+                counters,
+                staging,
+                status,
+                _mailbox: mailbox,
+                checks: None,
+            }),
+            epoch: 0,
+            phase: Phase::Idle,
+            unpack_recorded: false,
+            pack_unrecorded: false,
+            in_use: Vec::new(),
+            current: Vec::new(),
+            failed: None,
+        })
+    }
+
+    /// How each entry's messages travel, in entry order.
+    pub fn links(&self) -> Vec<Link> {
+        self.routes.iter().map(|r| r.link).collect()
+    }
+
+    /// Starts an exchange of the messages of the regions at `key` (tables built on first use
+    /// of a key) on `stream`: queues the pack (after everything queued before on `stream`),
+    /// and sends the host-staged messages once packed. `keep` stays alive until the unpack is
+    /// seen complete.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when an exchange is already started; MPI, backend and time-out
+    /// errors.
+    pub fn start(
+        &mut self,
+        key: Vec<u64>,
+        keep: Vec<Arc<FieldMemory<B>>>,
+        stream: &B::Stream,
+    ) -> Result<()> {
+        self.usable()?;
+        if self.phase == Phase::Started {
+            return Err(Error::Internal("start called twice without finish".into()));
+        }
+        let result = self.start_inner(key, keep, stream);
+        self.fail_on(result)
+    }
+
+    fn start_inner(
+        &mut self,
+        key: Vec<u64>,
+        keep: Vec<Arc<FieldMemory<B>>>,
+        stream: &B::Stream,
+    ) -> Result<()> {
+        let deadline = self.deadline();
+        // Host-staged receives land in one pinned buffer: the previous unpack must be done
+        // reading it before a peer's next message may arrive there. Without them, the stream
+        // orders everything and the CPU does not wait.
+        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
+        if self.unpack_recorded && (staged || self.backend.event_query(&self.last_unpack)?) {
+            self.backend
+                .event_synchronize(&self.last_unpack, deadline)?;
+            self.unpack_recorded = false;
+            self.in_use.clear();
+        }
+        self.epoch += 1;
+        for j in self.staged(Side::Recv) {
+            let region = self.staged_region(Side::Recv, j);
+            let source = self.entries[j].peer;
+            self.mpi.post_recv(j, region, source)?;
+        }
+        if !self.memory.tables.contains_key(&key) {
+            let tables = self.build_tables(&key)?;
+            if self.payload == Payload::Synthetic && self.memory.checks.is_none() {
+                let bytes = tables.unpack_blocks as usize * size_of::<hp_block_check>();
+                let checks = self
+                    .backend
+                    .alloc_pinned(bytes.max(1), Coherence::Coherent)?;
+                // SAFETY: a fresh allocation of `bytes` bytes no kernel uses yet.
+                unsafe { std::ptr::write_bytes(checks.host_ptr(), 0, bytes) };
+                self.memory.checks = Some(checks);
+            }
+            self.memory.tables.insert(key.clone(), tables);
+        }
+        for share in keep {
+            if !self.in_use.iter().any(|kept| Arc::ptr_eq(kept, &share)) {
+                self.in_use.push(share);
+            }
+        }
+        self.pack_unrecorded = true;
+        self.launch(&key, true, stream)?;
+        self.current = key;
+        if staged {
+            match self.options.strategy {
+                HaloStrategy::Base => {
+                    self.backend.stream_synchronize(stream, deadline)?;
+                    for i in self.staged(Side::Send) {
+                        self.send(i)?;
+                    }
+                }
+                HaloStrategy::Taskqueue => self.send_each_when_packed(deadline)?,
+            }
+        }
+        self.phase = Phase::Started;
+        Ok(())
+    }
+
+    /// True when the injected fault drops outgoing message `i` (never a local one).
+    fn dropped(&self, i: usize) -> bool {
+        self.dropped == Some(i) && self.routes[i].link != Link::Local
+    }
+
+    /// The host-staged messages that go (`Send`) or come (`Recv`), by entry.
+    fn staged(&self, side: Side) -> Vec<usize> {
+        (0..self.routes.len())
+            .filter(|&i| self.routes[i].link == Link::Staged && self.entries[i].has(side))
+            .collect()
+    }
+
+    fn send(&mut self, i: usize) -> Result<()> {
+        if self.dropped(i) {
+            return Ok(());
+        }
+        let region = self.staged_region(Side::Send, i);
+        let dest = self.entries[i].peer;
+        self.mpi.isend(i, region, dest)
+    }
+
+    /// Taskqueue: sends each host-staged message once the pack kernel raised its packed flag.
+    fn send_each_when_packed(&mut self, deadline: Instant) -> Result<()> {
+        let mut waiting = self.staged(Side::Send);
+        let since = Instant::now();
+        while !waiting.is_empty() {
+            let mut still = Vec::with_capacity(waiting.len());
+            for i in waiting {
+                if self
+                    .status_word(self.packed_flag(i))
+                    .load(Ordering::Acquire)
+                    == self.epoch
+                {
+                    self.send(i)?;
+                } else {
+                    still.push(i);
+                }
+            }
+            waiting = still;
+            if !waiting.is_empty() && Instant::now() >= deadline {
+                return Err(self.stuck("packed on the device", &waiting, since));
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    /// Waits for every host-staged message, raising each one's arrived flag as MPI delivers it:
+    /// the taskqueue's unpack waits for these flags; under the baseline they only tell a
+    /// time-out which messages never came.
+    fn raise_each_on_arrival(&mut self, deadline: Instant) -> Result<()> {
+        let since = Instant::now();
+        while self.mpi.pending_recvs() > 0 {
+            if let Some(j) = self.mpi.test_any_recv()? {
+                self.status_word(self.arrived_flag(j))
+                    .store(self.epoch, Ordering::Release);
+                continue;
+            }
+            if Instant::now() >= deadline {
+                let pending: Vec<usize> = self
+                    .staged(Side::Recv)
+                    .into_iter()
+                    .filter(|&j| {
+                        self.status_word(self.arrived_flag(j))
+                            .load(Ordering::Acquire)
+                            != self.epoch
+                    })
+                    .collect();
+                return Err(self.stuck("received", &pending, since));
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    /// A time-out naming the messages that were not `what` in time.
+    fn stuck(&self, what: &str, messages: &[usize], since: Instant) -> Error {
+        let named: Vec<String> = messages
+            .iter()
+            .map(|&i| {
+                let n = &self.entries[i];
+                format!("{} (rank {})", n.name, n.peer)
+            })
+            .collect();
+        Error::Timeout {
+            rank: Some(self.rank),
+            what: format!(
+                "in the halo exchange: host-staged messages not {what}: {}",
+                named.join(", ")
+            ),
+            after: since.elapsed(),
+        }
+    }
+
+    /// Finishes the started exchange: waits for host-staged messages and queues the unpack on
+    /// `stream`. Work queued on `stream` afterwards sees the halos filled. Device-direct
+    /// messages are waited for on the GPU: their errors (a peer that never sent) surface at
+    /// the next [`Self::wait`] or exchange.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] without a started exchange; MPI, backend and time-out errors.
+    pub fn finish(&mut self, stream: &B::Stream) -> Result<()> {
+        self.usable()?;
+        if self.phase != Phase::Started {
+            return Err(Error::Internal("finish called without start".into()));
+        }
+        let result = self.finish_inner(stream);
+        self.fail_on(result)
+    }
+
+    fn finish_inner(&mut self, stream: &B::Stream) -> Result<()> {
+        let deadline = self.deadline();
+        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
+        let taskqueue = self.options.strategy == HaloStrategy::Taskqueue;
+        if staged && !taskqueue {
+            self.raise_each_on_arrival(deadline)?;
+        }
+        self.launch(&self.current, false, stream)?;
+        self.backend.record_event(&self.last_unpack, stream)?;
+        self.unpack_recorded = true;
+        self.pack_unrecorded = false;
+        if staged && taskqueue {
+            // The unpack is queued already: each neighbour unpacks as its flag rises.
+            self.raise_each_on_arrival(deadline)?;
+        }
+        if staged {
+            self.mpi.wait_sends(deadline)?;
+        }
+        self.phase = Phase::Finished;
+        Ok(())
+    }
+
+    /// Waits until the last exchange's kernels completed on `stream` and reports what their
+    /// GPU-side waits ended in.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] naming the messages a GPU-side wait gave up on (the peer, the
+    /// direction); backend and time-out errors.
+    pub fn wait(&mut self, stream: &B::Stream) -> Result<()> {
+        self.usable()?;
+        let deadline = self.deadline() + self.options.timeout;
+        let result = self
+            .backend
+            .stream_synchronize(stream, deadline)
+            .and_then(|()| self.check_status());
+        if result.is_ok() {
+            // The stream is idle: every kernel queued so far has completed.
+            self.pack_unrecorded = false;
+            if self.phase == Phase::Finished {
+                self.unpack_recorded = false;
+                self.in_use.clear();
+            }
+        }
+        self.fail_on(result)
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.options.timeout
+    }
+
+    fn usable(&self) -> Result<()> {
+        match &self.failed {
+            Some(e) => Err(Error::InvalidInput(format!(
+                "this halo exchange failed earlier and must be built anew: {e}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a failure: every GPU-side wait gives up (abort flag), later calls refuse.
+    fn fail_on(&mut self, result: Result<()>) -> Result<()> {
+        if let Err(e) = &result {
+            self.failed = Some(e.to_string());
+            self.status_word(2 * self.routes.len())
+                .store(self.epoch.max(1), Ordering::Release);
+        }
+        result
+    }
+
+    /// Index of message `i`'s packed flag among the status words (its arrived flag follows
+    /// `n` later).
+    fn packed_flag(&self, i: usize) -> usize {
+        2 * self.routes.len() + 1 + i
+    }
+
+    fn arrived_flag(&self, j: usize) -> usize {
+        3 * self.routes.len() + 1 + j
+    }
+
+    fn status_word(&self, index: usize) -> &AtomicU32 {
+        // SAFETY: index < 4 * messages + 1, inside the status allocation of that many u32s,
+        // page-aligned; it lives as long as &self; kernels access it only atomically.
+        unsafe { AtomicU32::from_ptr(self.memory.status.host_ptr().cast::<u32>().add(index)) }
+    }
+
+    fn check_status(&self) -> Result<()> {
+        let n = self.routes.len();
+        let mut stuck = Vec::new();
+        for index in 0..2 * n {
+            let word = self
+                .status_word(index)
+                .swap(HP_MESSAGE_OK, Ordering::AcqRel);
+            if word == HP_MESSAGE_OK {
+                continue;
+            }
+            let (i, side) = if index < n {
+                (index, "sending to")
+            } else {
+                (index - n, "receiving from")
+            };
+            let entry = &self.entries[i];
+            let why = match word {
+                HP_MESSAGE_TIMED_OUT => "timed out on the device",
+                HP_MESSAGE_ABORTED => "aborted",
+                _ => "ended in an unknown state",
+            };
+            stuck.push(format!("{side} rank {} ({}) {why}", entry.peer, entry.name));
+        }
+        if stuck.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Timeout {
+            rank: Some(self.rank),
+            what: format!("in the halo exchange: {}", stuck.join("; ")),
+            after: self.options.timeout,
+        })
+    }
+
+    /// Entry `i`'s outgoing (`Send`) or incoming (`Recv`) message in the pinned staging.
+    fn staged_region(&self, side: Side, i: usize) -> HostRegion {
+        let staging = &self.memory.staging;
+        let (memory, host) = match side {
+            Side::Send => (&staging.send, staging.send_host),
+            Side::Recv => (&staging.recv, staging.recv_host),
+        };
+        let owner: Arc<dyn Send + Sync> = memory.clone();
+        let bytes = self.layout.side_bytes(&self.entries[i], side);
+        // SAFETY: (1) message i's bytes lie inside the staging allocation (Mailbox layout, one
+        // slot), 8-byte aligned (offsets are 256-aligned, sizes rounded to 8), alive as long
+        // as `owner`; (2) the CPU hands it to MPI only between the kernels that touch it: a
+        // send after the pack was seen complete, a receive before the pack launch and after
+        // the previous unpack was seen complete.
+        unsafe {
+            HostRegion::new(
+                host.add(self.layout.offsets[i] as usize).cast::<f64>(),
+                (bytes / 8) as usize,
+                owner,
+            )
+        }
+    }
+
+    /// Region tables for fields at `addrs`, for both slot parities.
+    fn build_tables(&self, addrs: &[u64]) -> Result<Tables<B>> {
+        let elem = u64::from(self.elem.bytes());
+        let counters = self.memory.counters.device_addr();
+        let n = self.routes.len();
+        let synthetic = self.payload == Payload::Synthetic;
+        // A synthetic message is one region, whatever the key.
+        let fields: &[u64] = if synthetic { &[0] } else { addrs };
+        type Built<M> = (M, u32, u32, Vec<Option<(u32, u32)>>);
+        let build = |pack: bool, slot: usize| -> Result<Built<B::DeviceMemory>> {
+            let mut regions = Vec::new();
+            let mut signals = Vec::with_capacity(n);
+            let mut ranges = Vec::with_capacity(n);
+            let mut first_block = 0_u32;
+            for (i, (entry, route)) in self.entries.iter().zip(&self.routes).enumerate() {
+                let Some(sub) = (if pack { entry.send } else { entry.recv }) else {
+                    // Nothing goes this way: no regions, and a signal no region names.
+                    signals.push(hp_message_signal::default());
+                    ranges.push(None);
+                    continue;
+                };
+                let base = if pack {
+                    route.dest[slot]
+                } else {
+                    route.recv[slot]
+                };
+                let elems = sub.elems();
+                let direct = route.link == Link::Direct;
+                let signalled = direct
+                    || (route.link == Link::Staged
+                        && self.options.strategy == HaloStrategy::Taskqueue);
+                let blocks = blocks_for(
+                    elems,
+                    self.options.threads,
+                    u64::from(self.options.elems_per_thread),
+                );
+                let blocks = if signalled {
+                    blocks.min(SIGNALLED_MAX_BLOCKS)
+                } else {
+                    blocks
+                };
+                let mut message_blocks = 0;
+                let message_first = first_block;
+                for (k, &field) in fields.iter().enumerate() {
+                    let region = hp_region {
+                        field,
+                        buffer: base + k as u64 * elems * elem,
+                        offset: sub.offset,
+                        count: sub.count,
+                        stride: sub.stride,
+                        first_block,
+                        blocks,
+                        message: if signalled { i as u32 } else { HP_NO_MESSAGE },
+                        ..hp_region::default()
+                    };
+                    regions.push(if synthetic {
+                        // Our block `send_tag`, or the peer's block `recv_tag`.
+                        let (rank, block) = if pack {
+                            (self.rank, entry.send_tag)
+                        } else {
+                            (entry.peer, entry.recv_tag)
+                        };
+                        hp_region {
+                            field: 0,
+                            offset: synthetic_key(rank, block),
+                            count: [elems, 1, 1],
+                            stride: [1, elems, elems],
+                            payload: HP_PAYLOAD_SYNTHETIC,
+                            ..region
+                        }
+                    } else {
+                        region
+                    });
+                    first_block = first_block.checked_add(blocks).ok_or_else(|| {
+                        Error::InvalidInput(
+                            "the exchange needs more GPU blocks than a launch has".into(),
+                        )
+                    })?;
+                    message_blocks += blocks;
+                }
+                let status = self.memory.status.device_addr();
+                signals.push(if !signalled {
+                    hp_message_signal::default()
+                } else if !direct && pack {
+                    // Host-staged, taskqueue: tell the CPU this message is packed.
+                    hp_message_signal {
+                        counter: counters + 8 * i as u64,
+                        flag: status + 4 * self.packed_flag(i) as u64,
+                        wait: 0,
+                        wait_lag: 0,
+                        blocks: message_blocks,
+                    }
+                } else if !direct {
+                    // Host-staged, taskqueue: unpack once the CPU says it arrived.
+                    hp_message_signal {
+                        counter: counters + 8 * i as u64 + 4,
+                        flag: 0,
+                        wait: status + 4 * self.arrived_flag(i) as u64,
+                        wait_lag: 0,
+                        blocks: message_blocks,
+                    }
+                } else if pack {
+                    // Wait until the peer unpacked this slot two epochs ago; announce arrival
+                    // (unless a fault drops it).
+                    hp_message_signal {
+                        counter: counters + 8 * i as u64,
+                        flag: if self.dropped(i) {
+                            0
+                        } else {
+                            route.dest_arrival
+                        },
+                        wait: route.credit,
+                        wait_lag: 2,
+                        blocks: message_blocks,
+                    }
+                } else {
+                    // Wait for the arrival of this epoch; give the sender its credit.
+                    hp_message_signal {
+                        counter: counters + 8 * i as u64 + 4,
+                        flag: route.source_credit,
+                        wait: route.arrival,
+                        wait_lag: 0,
+                        blocks: message_blocks,
+                    }
+                });
+                ranges.push(Some((message_first, message_blocks)));
+            }
+            // Unsignalled x faces share lines pairwise (the regions' module docs); synthetic
+            // blocks are contiguous, never paired, and keep the blocks `ranges` name.
+            let grid = if synthetic {
+                first_block
+            } else {
+                pair_regions(
+                    &mut regions,
+                    self.elem.bytes(),
+                    self.options.threads,
+                    u64::from(self.options.elems_per_thread),
+                )?
+            };
+            let table = upload_table(self.backend, &regions, &signals)?;
+            Ok((table, regions.len() as u32, grid, ranges))
+        };
+        let (pack0, pack_regions, pack_blocks, _) = build(true, 0)?;
+        let (pack1, ..) = build(true, 1)?;
+        let (unpack0, unpack_regions, unpack_blocks, unpack_ranges) = build(false, 0)?;
+        let (unpack1, ..) = build(false, 1)?;
+        Ok(Tables {
+            pack: [pack0, pack1],
+            unpack: [unpack0, unpack1],
+            pack_regions,
+            unpack_regions,
+            pack_blocks,
+            unpack_blocks,
+            unpack_ranges,
+        })
+    }
+
+    /// Queues the pack (or unpack) of the fields at `key` for the current epoch.
+    fn launch(&self, key: &[u64], pack: bool, stream: &B::Stream) -> Result<()> {
+        let tables = self
+            .memory
+            .tables
+            .get(key)
+            .ok_or_else(|| Error::Internal("no region tables for these fields".into()))?;
+        let slot = (self.epoch & 1) as usize;
+        let (table, regions, blocks) = if pack {
+            (&tables.pack[slot], tables.pack_regions, tables.pack_blocks)
+        } else {
+            (
+                &tables.unpack[slot],
+                tables.unpack_regions,
+                tables.unpack_blocks,
+            )
+        };
+        if regions == 0 {
+            return Ok(());
+        }
+        let checks = match (&self.memory.checks, pack) {
+            (Some(checks), false) => checks.device_addr(),
+            _ => 0,
+        };
+        let n = self.routes.len() as u64;
+        let status = self.memory.status.device_addr();
+        let args = hp_regions_args {
+            regions: table.device_addr(),
+            messages: table.device_addr()
+                + u64::from(regions) * std::mem::size_of::<hp_region>() as u64,
+            status: status + if pack { 0 } else { 4 * n },
+            abort_flag: status + 8 * n,
+            timeout_ticks: (self.options.timeout.as_secs_f64()
+                * self.backend.device_info().timer_hz as f64) as u64,
+            checks,
+            num_regions: regions,
+            elem_bytes: self.elem.bytes(),
+            epoch: self.epoch,
+            iteration: self.iteration,
+            verify: self.verify.code(),
+            reserved: 0,
+        };
+        let dims = LaunchDims {
+            blocks,
+            threads: self.options.threads,
+        };
+        let launch = if pack {
+            Launch::PackRegions(&args)
+        } else {
+            Launch::UnpackRegions(&args)
+        };
+        // SAFETY: (1) the tables, counters, status words and own mailbox live in `self`; the
+        // fields are kept alive by `in_use` until the unpack is seen complete; peers' mailboxes
+        // stay mapped (`_share`) and allocated until every rank passed the closing barrier of
+        // `drop`; host staging and check records live in `self`. (2) The tables were built
+        // from the entries' layouts, every range inside its allocation; the check records hold
+        // one per unpack grid block. (3) The CPU touches staging only between
+        // kernels (see `staged_region`) and flags only atomically.
+        unsafe { self.backend.launch(launch, dims, stream) }
+    }
+}
+
+/// A synthetic region's key (`hp_region.offset` under `HP_PAYLOAD_SYNTHETIC`): the packing
+/// rank's bits high, the block id low.
+fn synthetic_key(rank: i32, block: i32) -> u64 {
+    (u64::from(rank as u32) << 32) | u64::from(block as u32)
+}
+
+impl<B: Backend> MessageExchange<'_, B> {
+    /// Sets the global iteration the next exchange's synthetic values are made of.
+    pub fn set_iteration(&mut self, iteration: u32) {
+        self.iteration = iteration;
+    }
+
+    /// Sets which elements a synthetic unpack checks (every one unless told).
+    pub fn set_verify(&mut self, verify: Verify) {
+        self.verify = verify;
+    }
+
+    /// True once an exchange was started.
+    pub fn has_run(&self) -> bool {
+        self.phase != Phase::Idle
+    }
+
+    /// An MPI barrier over the exchange's ranks, bounded by `deadline`.
+    ///
+    /// # Errors
+    /// MPI and time-out errors.
+    pub fn barrier(&mut self, deadline: Instant) -> Result<()> {
+        self.mpi.barrier(deadline)
+    }
+
+    /// Synthetic payload: per entry, what the last exchange's unpack found in the incoming
+    /// message (folded over its grid blocks; all zero for an entry that receives nothing), and
+    /// zeroes the records so a later exchange's missing unpack shows as no checks.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] while kernels may still run (call after [`Self::wait`]) or without
+    /// a synthetic exchange run.
+    pub fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
+        if self.unpack_recorded || self.pack_unrecorded || self.phase != Phase::Finished {
+            return Err(Error::Internal(
+                "check records read while the exchange's kernels may still run".into(),
+            ));
+        }
+        let (Some(checks), Some(tables)) =
+            (&self.memory.checks, self.memory.tables.get(&self.current))
+        else {
+            return Err(Error::Internal("no synthetic exchange has run".into()));
+        };
+        let ptr = checks.host_ptr().cast::<hp_block_check>();
+        let grid = tables.unpack_blocks as usize;
+        // SAFETY: the records hold `grid` entries (allocated for this table's grid); no kernel
+        // writes them: the last unpack was seen complete (checked above).
+        let records = unsafe {
+            let taken = std::slice::from_raw_parts(ptr, grid).to_vec();
+            std::ptr::write_bytes(ptr, 0, grid);
+            taken
+        };
+        Ok(tables
+            .unpack_ranges
+            .iter()
+            .map(|range| {
+                let mut folded = hp_block_check::default();
+                let Some((first, count)) = *range else {
+                    return folded;
+                };
+                for c in &records[first as usize..(first + count) as usize] {
+                    if c.wrong > 0 && (folded.wrong == 0 || c.first_index < folded.first_index) {
+                        folded.first_index = c.first_index;
+                        folded.first_expected = c.first_expected;
+                        folded.first_found = c.first_found;
+                    }
+                    folded.checked += c.checked;
+                    folded.wrong += c.wrong;
+                }
+                folded
+            })
+            .collect())
+    }
+}
+
+impl<B: Backend> Drop for MessageExchange<'_, B> {
+    /// Waits (bounded) for the last unpack, then, with device-direct peers, for every rank at a
+    /// barrier: a peer may still store a credit into our mailbox. What cannot be shown unused
+    /// (the memory kernels touch, the fields they used) is leaked rather than freed.
+    fn drop(&mut self) {
+        let deadline = self.deadline();
+        if self.pack_unrecorded {
+            tracing::error!(
+                "a halo exchange dropped between start and finish (or after a failed start): its memory and fields are leaked, since its pack may still run"
+            );
+            std::mem::forget(std::mem::take(&mut self.in_use));
+            return;
+        }
+        if self.unpack_recorded {
+            if let Err(e) = self.backend.event_synchronize(&self.last_unpack, deadline) {
+                tracing::error!(
+                    "closing a halo exchange: {e}; its memory and fields are leaked so no kernel can use freed memory"
+                );
+                std::mem::forget(std::mem::take(&mut self.in_use));
+                return;
+            }
+        }
+        if self.routes.iter().any(|r| r.link == Link::Direct) {
+            if let Err(e) = self.mpi.barrier(deadline) {
+                tracing::error!(
+                    "closing a device-direct halo exchange: {e}; its memory is leaked so peers can never store into freed memory"
+                );
+                return;
+            }
+        }
+        // SAFETY: dropped once, here; no kernel of ours uses it (last unpack complete, or none
+        // queued since the last `wait`) and no peer stores into it any more (every rank passed
+        // the barrier after its last exchange). Peers' mappings go first (field order).
+        unsafe { ManuallyDrop::drop(&mut self.memory) };
+    }
+}
+
+fn lock<M>(memory: &Mutex<M>) -> std::sync::MutexGuard<'_, M> {
+    memory
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

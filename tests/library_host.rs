@@ -1,0 +1,146 @@
+//! The thesis's workloads as a payload of the library's halo exchange (`lib-{base|tq}-{mpi|ipc}`)
+//! on the host backend: every variant under `mpirun -np 2` and `-np 4`, every built-in pattern,
+//! both verification modes, exact check counts; peers on other nodes; the fault and bad input.
+
+mod common;
+
+use common::{mpirun, mpirun_with_env, read_json};
+
+const LIBRARY_VARIANTS: [&str; 4] = ["lib-base-mpi", "lib-tq-mpi", "lib-base-ipc", "lib-tq-ipc"];
+
+/// Runs 2 x 4 iterations of thesis-4 (blocks of 1, 15000, 30000 and 45000 elements).
+fn library_args<'a>(variant: &'a str, pattern: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let transport = if variant.ends_with("ipc") {
+        "ipc"
+    } else {
+        "mpi"
+    };
+    let mut args = vec![
+        "run",
+        "--transport",
+        transport,
+        "--variant",
+        variant,
+        "--workload",
+        "thesis-4",
+        "--pattern",
+        pattern,
+        "--runs",
+        "2",
+        "--iters",
+        "4",
+        "--warmup",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn every_library_variant_verifies(np: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for pattern in ["pairwise", "ring", "mixed"] {
+        for variant in LIBRARY_VARIANTS {
+            for (verify, per_block) in [("sample", None), ("full", Some(()))] {
+                let json = dir
+                    .path()
+                    .join(format!("{variant}-{pattern}-{verify}.json"));
+                let mut args = library_args(variant, pattern, &["--verify", verify, "--json"]);
+                args.push(json.to_str().expect("utf-8 path"));
+                let job = mpirun(np, &args);
+                assert_eq!(
+                    job.code,
+                    Some(0),
+                    "{variant} {pattern} {verify} -np {np}: {}",
+                    job.explain()
+                );
+                let r = read_json(&json);
+                assert_eq!(r["verified"], true, "{variant} {pattern} {verify}");
+                assert_eq!(r["strategy"], "library");
+                assert_eq!(r["wrong"], 0);
+                assert_eq!(r["missing"], 0);
+                // Per rank and iteration (8 of them): the thesis's sample, 128 + 2 per block,
+                // or every element of the four blocks.
+                let per_iteration: u64 = match per_block {
+                    None => 4 * (128 + 2),
+                    Some(()) => 1 + 15_000 + 30_000 + 45_000,
+                };
+                assert_eq!(
+                    r["checked"],
+                    per_iteration * 8 * u64::from(np),
+                    "{variant} {pattern} {verify}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_library_variant_verifies_on_2_ranks_with_every_pattern() {
+    every_library_variant_verifies(2);
+}
+
+#[test]
+fn every_library_variant_verifies_on_4_ranks_with_every_pattern() {
+    every_library_variant_verifies(4);
+}
+
+#[test]
+fn over_ipc_peers_on_other_nodes_take_host_staged_mpi() {
+    // Nodes of two ranks (the ipc transport's test hook): ring and mixed send some blocks
+    // within a node (device-direct) and some across (host-staged) in the same exchange.
+    for pattern in ["ring", "mixed"] {
+        for variant in ["lib-base-ipc", "lib-tq-ipc"] {
+            let args = library_args(variant, pattern, &[]);
+            let job = mpirun_with_env(4, &[("HALOPORT_IPC_RANKS_PER_NODE", "2")], &args);
+            assert_eq!(job.code, Some(0), "{variant} {pattern}: {}", job.explain());
+            assert!(
+                job.stdout
+                    .contains("verified: true (16640 of 16640 planned checks made"),
+                "{variant} {pattern}: {}",
+                job.explain()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_dropped_block_ends_every_rank_with_a_time_out_naming_it() {
+    for variant in LIBRARY_VARIANTS {
+        let args = library_args(
+            variant,
+            "pairwise",
+            &["--inject", "drop-send=2", "--timeout", "1"],
+        );
+        let job = mpirun(2, &args);
+        assert_eq!(job.code, Some(3), "{variant}: {}", job.explain());
+        for rank in 0..2 {
+            let named = job.stderr.lines().any(|line| {
+                line.contains(&format!("rank {rank}: timed out"))
+                    && line.contains(&format!("block 2 (rank {})", 1 - rank))
+                    || line.contains(&format!("rank {rank}: timed out"))
+                        && line.contains(&format!("rank {} (block 2)", 1 - rank))
+            });
+            assert!(named, "{variant}: rank {rank}: {}", job.explain());
+        }
+        assert!(!job.stderr.contains("panicked"), "{}", job.explain());
+        assert!(job.took.as_secs() < 20, "{variant} took {:?}", job.took);
+    }
+}
+
+#[test]
+fn faults_and_pacing_the_library_cannot_serve_are_refused() {
+    let job = mpirun(
+        2,
+        &library_args("lib-base-mpi", "pairwise", &["--inject", "corrupt-recv=1"]),
+    );
+    job.assert_fails_with(2, "they take drop-send only");
+    let job = mpirun(
+        2,
+        &library_args("lib-tq-ipc", "pairwise", &["--no-barrier"]),
+    );
+    job.assert_fails_with(2, "--no-barrier applies to the device-direct variants");
+    let mut args = library_args("lib-tq-ipc", "pairwise", &[]);
+    args[2] = "mpi";
+    let job = mpirun(2, &args);
+    job.assert_fails_with(2, "variant lib-tq-ipc needs the transport in its name");
+}
