@@ -140,8 +140,8 @@ pub struct RunArgs {
     pub protocol: ProtocolArgs,
     #[command(flatten)]
     pub exchange: ExchangeArgs,
-    /// How bytes travel: `mpi` (host-staged, every variant but ipc-*) or `ipc` (device-direct
-    /// within a node: ipc-base, ipc-tq). Checked against the variant.
+    /// How bytes travel: `mpi` (host-staged: the thesis's variants, lib-*-mpi) or `ipc`
+    /// (device-direct within a node: ipc-base, ipc-tq, lib-*-ipc). Checked against the variant.
     #[arg(long, value_parser = parse_transport, default_value = "mpi")]
     pub transport: TransportKind,
     /// Write the result as JSON to this file (rank 0).
