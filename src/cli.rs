@@ -440,6 +440,13 @@ pub struct StencilArgs {
     /// Elements each thread of the pack and unpack kernels moves.
     #[arg(long, default_value_t = haloport::core::halo::HaloOptions::default().elems_per_thread, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub elems_per_thread: u32,
+    /// Threads per GPU block of the pack and unpack kernels.
+    #[arg(long, default_value_t = haloport::core::halo::HaloOptions::default().threads, value_parser = clap::value_parser!(u32).range(32..=1024))]
+    pub threads: u32,
+    /// Most GPU blocks serving one region of a signalled message (device-direct, or host-staged
+    /// under `--variant tq`).
+    #[arg(long, default_value_t = haloport::core::halo::HaloOptions::default().signalled_blocks, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub signalled_blocks: u32,
     /// Blocking exchanges timed after the steps (the exchange's share of a step).
     #[arg(long, default_value_t = 20)]
     pub exchange_reps: u32,

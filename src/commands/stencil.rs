@@ -124,8 +124,9 @@ impl OnBackend for Stencil<'_> {
                 strategy,
                 timeout: Duration::from_secs_f64(args.timeout),
                 elems_per_thread: args.elems_per_thread,
+                threads: args.threads,
+                signalled_blocks: args.signalled_blocks,
                 fault: args.inject,
-                ..HaloOptions::default()
             },
             exchange_reps: args.exchange_reps,
             adopt: args.adopt,

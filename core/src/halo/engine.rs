@@ -45,14 +45,7 @@ use crate::transport::{HostRegion, HostTransport, Transport};
 use crate::variant::TransportKind;
 use crate::verify::Verify;
 
-/// Most GPU blocks serving one region of a signalled message (device-direct, or host-staged
-/// under the taskqueue). Every block of a signalled message pays
-/// a wait, a fence and a count, and on 2 x H200 those costs added up across blocks: one
-/// 2 MB face exchanged device-direct took 495 us with 256 blocks, 128 us with 64 and 93 us with
-/// 16 (`results/2026-11-22-h200x2-library/`); the thesis's ipc variants use few blocks too.
-const SIGNALLED_MAX_BLOCKS: u32 = 16;
-
-/// Where one neighbour's outgoing and incoming messages go, resolved at set-up.
+/// Where one entry's outgoing and incoming messages go, resolved at set-up.
 #[derive(Debug, Clone, Copy)]
 struct Route {
     link: Link,
@@ -164,15 +157,23 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
 // beside them); the exchange is driven by one thread at a time.
 unsafe impl<B: Backend> Send for Staging<B> {}
 
+/// What every rank of an exchange sends and receives.
+pub(crate) struct Messages {
+    /// Rank r's entries at index r (every rank's: peers' layouts give the addresses we store
+    /// into).
+    pub entries: Vec<Vec<Entry>>,
+    /// The elements' type; one synthetic block is f64.
+    pub elem: ElemType,
+    /// Regions per message, one per field (1 for [`Payload::Synthetic`]).
+    pub fields: u32,
+    pub payload: Payload,
+}
+
 impl<'b, B: Backend> MessageExchange<'b, B> {
-    /// Sets the exchange up for this rank of `world`: buffers, flags, and (with `ipc`) the
-    /// same-node peers' memory. `entries[r]` are rank r's entries (every rank's: peers'
-    /// layouts give the addresses we store into), each message `fields` regions of `elem`
-    /// elements (one synthetic block of f64 for [`Payload::Synthetic`]); `dropped` names the
-    /// entry whose outgoing message a fault drops. Collective over `world`.
-    // The entries, their element type and count, the options, the fault and the payload are
-    // each what one caller decides.
-    #[allow(clippy::too_many_arguments)]
+    /// Sets the exchange of `messages` up for this rank of `world`: buffers, flags, and (with
+    /// `ipc`) the same-node peers' memory. `dropped` names the entry whose outgoing message an
+    /// injected fault drops (`options.fault` is the caller's to resolve into it). Collective
+    /// over `world`.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when the kernels' block size does not fit the device or a
@@ -180,13 +181,17 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     pub fn new(
         backend: &'b B,
         world: &SimpleCommunicator,
-        entries: &[Vec<Entry>],
-        elem: ElemType,
-        fields: u32,
+        messages: &Messages,
         options: HaloOptions,
         dropped: Option<usize>,
-        payload: Payload,
     ) -> Result<Self> {
+        let Messages {
+            entries,
+            elem,
+            fields,
+            payload,
+        } = messages;
+        let (elem, fields, payload) = (*elem, *fields, *payload);
         let rank = world.rank();
         crate::strategy::check_threads(backend, options.threads)?;
         if options.elems_per_thread == 0 {
@@ -716,7 +721,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     u64::from(self.options.elems_per_thread),
                 );
                 let blocks = if signalled {
-                    blocks.min(SIGNALLED_MAX_BLOCKS)
+                    blocks.min(self.options.signalled_blocks.max(1))
                 } else {
                     blocks
                 };

@@ -5,7 +5,7 @@
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use super::engine::{MessageExchange, Payload};
+use super::engine::{MessageExchange, Messages, Payload};
 use super::field::Field;
 use super::layout::{Entry, Link};
 use crate::backend::Backend;
@@ -120,6 +120,11 @@ pub struct HaloOptions {
     pub threads: u32,
     /// Elements each thread moves (sets the blocks per region).
     pub elems_per_thread: u32,
+    /// Most GPU blocks serving one region of a signalled message (device-direct, or
+    /// host-staged under the taskqueue): each such block pays a wait, a fence at system scope
+    /// and a count, and on 2 x H200 those costs added up across blocks
+    /// (`results/2026-11-22-h200x2-library/`).
+    pub signalled_blocks: u32,
     /// A fault to inject, for tests.
     pub fault: Option<HaloFault>,
 }
@@ -132,6 +137,7 @@ impl Default for HaloOptions {
             timeout: Duration::from_secs(10),
             threads: 256,
             elems_per_thread: 4,
+            signalled_blocks: 16,
             fault: None,
         }
     }
@@ -177,16 +183,13 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                 .iter()
                 .position(|n| n.direction == direction)
         });
-        let engine = MessageExchange::new(
-            backend,
-            world,
-            &entries,
-            spec.elem,
-            spec.fields,
-            options,
-            dropped,
-            Payload::Fields,
-        )?;
+        let messages = Messages {
+            entries,
+            elem: spec.elem,
+            fields: spec.fields,
+            payload: Payload::Fields,
+        };
+        let engine = MessageExchange::new(backend, world, &messages, options, dropped)?;
         Ok(HaloExchange { engine, plan })
     }
 

@@ -17,7 +17,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use crate::backend::{Backend, Coherence};
 use crate::domain::{ElemType, Subarray};
 use crate::error::{Error, Result};
-use crate::halo::engine::{MessageExchange, Payload};
+use crate::halo::engine::{MessageExchange, Messages, Payload};
 use crate::halo::layout::Entry;
 use crate::halo::HaloOptions;
 use crate::observe::{BlockChecks, Observer};
@@ -116,17 +116,15 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
             threads,
             elems_per_thread: ELEMS_PER_THREAD as u32,
             fault: None,
+            ..HaloOptions::default()
         };
-        let mut engine = MessageExchange::new(
-            backend,
-            world,
-            &entries,
-            ElemType::F64,
-            1,
-            halo,
-            dropped,
-            Payload::Synthetic,
-        )?;
+        let messages = Messages {
+            entries,
+            elem: ElemType::F64,
+            fields: 1,
+            payload: Payload::Synthetic,
+        };
+        let mut engine = MessageExchange::new(backend, world, &messages, halo, dropped)?;
         engine.set_verify(exchange.verify);
         Ok(LibraryExchange {
             exchange: engine,
