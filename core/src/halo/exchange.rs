@@ -3,6 +3,8 @@
 //! [`MessageExchange`](super::engine::MessageExchange), whose messages are the fields' halo
 //! regions.
 
+use std::time::Duration;
+
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::engine::{MessageExchange, Messages, Payload};
@@ -14,7 +16,6 @@ use crate::domain::{DomainSpec, HaloPlan};
 use crate::error::{Error, Result};
 use crate::transport::mpi::mpi_dims_create;
 use crate::variant::TransportKind;
-use std::time::Duration;
 
 /// When host-staged messages move, relative to the kernels (the thesis's two strategies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
