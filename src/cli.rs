@@ -227,15 +227,18 @@ pub struct VariantList(pub Vec<Variant>);
 #[derive(Debug, Clone)]
 pub struct WorkloadList(pub Vec<Workload>);
 
-/// Parses a variant list: `all`, `baseline`, `taskqueue`, or names separated by commas.
+/// Parses a variant list separated by commas: `all`, a strategy's name (every variant of it:
+/// `baseline`, `taskqueue`, `device-direct`, `library`), or variant names.
 pub fn parse_variant_list(s: &str) -> Result<VariantList, String> {
     let mut out = Vec::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let of_strategy: Vec<Variant> = Variant::all()
+            .into_iter()
+            .filter(|v| v.strategy() == item)
+            .collect();
         match item {
             "all" => out.extend(Variant::all()),
-            "baseline" | "taskqueue" => {
-                out.extend(Variant::all().into_iter().filter(|v| v.strategy() == item))
-            }
+            _ if !of_strategy.is_empty() => out.extend(of_strategy),
             name => out.push(parse_variant(name)?),
         }
     }
@@ -271,8 +274,8 @@ pub struct SweepArgs {
     /// Backend that runs the kernels and owns the memory.
     #[arg(long, value_enum, default_value = "host")]
     pub backend: BackendKind,
-    /// Variants: all, baseline, taskqueue, or names separated by commas. The mpi-only floor is
-    /// always added.
+    /// Variants separated by commas: all, a strategy (baseline, taskqueue, device-direct,
+    /// library), or variant names. The mpi-only floor is always added.
     #[arg(long, value_parser = parse_variant_list, default_value = "all")]
     pub variants: VariantList,
     /// Workloads separated by commas.
@@ -493,4 +496,29 @@ pub struct PackBenchArgs {
     /// Write the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_strategy_names_all_its_variants_once() {
+        let names = |s: &str| -> Vec<String> {
+            parse_variant_list(s)
+                .expect("a valid list")
+                .0
+                .iter()
+                .map(Variant::name)
+                .collect()
+        };
+        assert_eq!(
+            names("library"),
+            ["lib-base-mpi", "lib-tq-mpi", "lib-base-ipc", "lib-tq-ipc"]
+        );
+        assert_eq!(names("device-direct,ipc-tq"), ["ipc-base", "ipc-tq"]);
+        assert_eq!(names("taskqueue").len(), 8);
+        assert_eq!(names("all").len(), Variant::all().len());
+        assert!(parse_variant_list("lib-xx").is_err());
+    }
 }
