@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite: formatting and clippy (-D warnings), unit tests, the host backend under
+# The test suite: formatting, clippy and rustdoc (-D warnings), unit tests, the host backend under
 # mpirun -np 2/3/4, bad-input and fault tests, with the cuda and hip features built (kernels compiled by nvcc and by hipcc, and the
 # embedded fatbin and code objects checked); GPU tests print "SKIPPED: no CUDA device" or
 # "SKIPPED: no AMD GPU" where there is none. Needs what ci/setup.sh installs.
@@ -11,6 +11,9 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --features cuda,hip -- -D warnings
+# The API docs (the crate's front page has the worked example, which the doc tests run): no
+# broken or private links.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 cargo test --workspace --features cuda,hip -- --show-output
 # The main build has every backend; refusing one that is not built in needs a build without
 # the GPU backends, so that test runs once more in a host-only build.

@@ -137,7 +137,7 @@ fn pairable(a: &hp_region, b: &hp_region, elem_bytes: u32) -> bool {
         && gap.abs() < reach
 }
 
-/// Pairs the regions of a table that [`pairable`] allows (each region in at most one pair; the
+/// Pairs the regions of a table that `pairable` allows (each region in at most one pair; the
 /// first of a pair moves both), keeps each unpaired region's blocks, gives a pair
 /// [`blocks_for`] its `2n` units, renumbers the blocks in order and lists the partners last
 /// (no blocks, `first_block` the grid size). Returns the grid size.

@@ -17,7 +17,7 @@
 //! (the default), every rank passed an MPI barrier; `ExchangeOptions::barrier = false` runs
 //! iterations back to back, safe because receive buffers have two slots guarded by credit
 //! flags. Back to back, iterations are also pipelined (when no rank of the job has a block for
-//! another node): [`PIPELINE_DEPTH`] epochs are in flight. Before the CPU waits for iteration
+//! another node): `PIPELINE_DEPTH` (3) epochs are in flight. Before the CPU waits for iteration
 //! i, the kernels of i + 1 and i + 2 are queued, epochs alternating between two streams: one
 //! epoch's kernels start while the previous epoch's last blocks still run (each epoch parity
 //! has its own flags), and the epoch after next waits in its stream behind this one, so the GPU

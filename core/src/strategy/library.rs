@@ -1,5 +1,5 @@
 //! The thesis's synthetic workload as a payload of the library's machinery (SPEC 13): every
-//! pattern block becomes a message of the [`MessageExchange`] that runs the halo exchange, its
+//! pattern block becomes a message of the `MessageExchange` that runs the halo exchange, its
 //! one region synthetic (`HP_PAYLOAD_SYNTHETIC`): pack stores the thesis's values, unpack checks
 //! them (the thesis's sample, or every element). Strategy (`base`, `tq`:
 //! [`HaloStrategy`](crate::halo::HaloStrategy)), transport (`mpi`, `ipc`), backend and payload

@@ -1,5 +1,5 @@
 //! Fault injection, in one place for every strategy and transport: [`Faulty`] wraps any
-//! host-initiated transport, and [`inject_into_chunks`] rewrites the table a GPU-initiated
+//! host-initiated transport, and `inject_into_chunks` rewrites the table a GPU-initiated
 //! transport's kernels follow. One [`Fault`] is injected on every rank in every iteration.
 //!
 //! - `drop-send=B`: block B's sends are never started; its receivers must time out naming it.

@@ -45,7 +45,7 @@ use crate::pattern::RankPattern;
 /// It carries a share of its allocation (`owner`): a transport keeps the region, and so the
 /// memory, alive for as long as a request on it is pending, and leaks it rather than free it
 /// when a request cannot be completed (see [`mpi::MpiTransport`]'s `Drop`). Only
-/// [`ExchangeBuffers`](crate::exchange::ExchangeBuffers) makes these, from memory it owns.
+/// [`crate::exchange::ExchangeBuffers`] makes these, from memory it owns.
 #[derive(Clone)]
 pub struct HostRegion {
     ptr: *mut f64,
