@@ -527,3 +527,50 @@ fn compare_refuses_unlike_results_and_marks_them_when_forced() {
         "{texts:?}"
     );
 }
+
+#[test]
+fn a_sweep_and_its_report_cover_the_library_variants_beside_the_thesis_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let job = sweep(dir.path(), "base-nb-wait,library");
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let s = read_json(&dir.path().join("sweep.json"));
+    assert_eq!(
+        s["variants"],
+        serde_json::json!([
+            "mpi-only",
+            "base-nb-wait",
+            "lib-base-mpi",
+            "lib-tq-mpi",
+            "lib-base-ipc",
+            "lib-tq-ipc"
+        ])
+    );
+    let results = s["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2 * 6);
+    for r in results {
+        assert_eq!(r["verified"], true, "{}", r["variant"]);
+        let variant = r["variant"].as_str().expect("a name");
+        if let Some(transport) = variant.strip_prefix("lib-").map(|v| &v[v.len() - 3..]) {
+            assert_eq!(r["strategy"], "library", "{variant}");
+            assert_eq!(r["transport"], transport, "{variant}");
+            assert_eq!(r["barrier"], true, "{variant}");
+        }
+    }
+    // The same checks as the thesis's variants: one sample of 128 + 2 per block and iteration.
+    let checked = |variant: &str| {
+        results
+            .iter()
+            .find(|r| r["variant"] == variant && r["workload"] == "thesis-4")
+            .map(|r| r["checked"].clone())
+    };
+    assert_eq!(checked("lib-tq-ipc"), checked("base-nb-wait"));
+    let job = alone(&["report", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
+    for variant in ["lib-base-mpi", "lib-tq-mpi", "lib-base-ipc", "lib-tq-ipc"] {
+        assert!(
+            md.contains(&format!("| thesis-4 | {variant} |")),
+            "{variant} missing:\n{md}"
+        );
+    }
+}
