@@ -105,25 +105,30 @@ fn over_ipc_peers_on_other_nodes_take_host_staged_mpi() {
 
 #[test]
 fn a_dropped_block_ends_every_rank_with_a_time_out_naming_it() {
-    for variant in LIBRARY_VARIANTS {
-        let args = library_args(
-            variant,
-            "pairwise",
-            &["--inject", "drop-send=2", "--timeout", "1"],
-        );
-        let job = mpirun(2, &args);
-        assert_eq!(job.code, Some(3), "{variant}: {}", job.explain());
-        for rank in 0..2 {
-            let named = job.stderr.lines().any(|line| {
-                line.contains(&format!("rank {rank}: timed out"))
-                    && line.contains(&format!("block 2 (rank {})", 1 - rank))
-                    || line.contains(&format!("rank {rank}: timed out"))
-                        && line.contains(&format!("rank {} (block 2)", 1 - rank))
-            });
-            assert!(named, "{variant}: rank {rank}: {}", job.explain());
+    // Pairwise (one entry per block, both ways) on 2 ranks, and a ring (one entry to the next
+    // rank, one from the previous) on 3.
+    for (pattern, np) in [("pairwise", 2), ("ring", 3)] {
+        for variant in LIBRARY_VARIANTS {
+            let args = library_args(
+                variant,
+                pattern,
+                &["--inject", "drop-send=2", "--timeout", "1"],
+            );
+            let job = mpirun(np, &args);
+            assert_eq!(job.code, Some(3), "{variant} {pattern}: {}", job.explain());
+            for rank in 0..np {
+                // Block 2 comes from the previous rank.
+                let source = (rank + np - 1) % np;
+                let named = job.stderr.lines().any(|line| {
+                    line.contains(&format!("rank {rank}: timed out"))
+                        && (line.contains(&format!("block 2 (rank {source})"))
+                            || line.contains(&format!("rank {source} (block 2)")))
+                });
+                assert!(named, "{variant} {pattern}: rank {rank}: {}", job.explain());
+            }
+            assert!(!job.stderr.contains("panicked"), "{}", job.explain());
+            assert!(job.took.as_secs() < 20, "{variant} took {:?}", job.took);
         }
-        assert!(!job.stderr.contains("panicked"), "{}", job.explain());
-        assert!(job.took.as_secs() < 20, "{variant} took {:?}", job.took);
     }
 }
 
