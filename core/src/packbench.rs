@@ -286,19 +286,8 @@ pub fn run_pack_bench<B: Backend>(
         at += size;
     }
     let face_bytes: u64 = sizes.iter().sum();
-    let merged = |rs: &[hp_region]| -> Vec<hp_region> {
-        rs.iter()
-            .map(|r| {
-                let sub = Subarray {
-                    offset: r.offset,
-                    count: r.count,
-                    stride: r.stride,
-                }
-                .merged();
-                region(r.field, r.buffer, &sub)
-            })
-            .collect()
-    };
+    let merged =
+        |rs: &[hp_region]| -> Vec<hp_region> { rs.iter().map(crate::regions::merged).collect() };
     // With the x faces paired (as the exchange runs them), and without.
     for pair in [true, false] {
         let how = if pair { "" } else { ", x faces unpaired" };

@@ -29,6 +29,23 @@ use crate::shared::{hp_region, hp_stencil_args};
 /// Suggested elements per thread for [`assign_blocks`] (see the module docs).
 pub const ELEMS_PER_THREAD: u64 = 4;
 
+/// `region` described with the fewest dimensions ([`Subarray::merged`](crate::domain::Subarray::merged)):
+/// the same elements in the same order; every other field kept.
+pub fn merged(region: &hp_region) -> hp_region {
+    let sub = crate::domain::Subarray {
+        offset: region.offset,
+        count: region.count,
+        stride: region.stride,
+    }
+    .merged();
+    hp_region {
+        offset: sub.offset,
+        count: sub.count,
+        stride: sub.stride,
+        ..*region
+    }
+}
+
 /// Suggested threads per block for the region kernels and the stencil.
 pub const THREADS: u32 = 256;
 

@@ -123,6 +123,18 @@ pub fn note_check(record: &mut hp_block_check, index: u64, want: f64, found: f64
     }
 }
 
+/// Adds the checks of `part` (one of several records covering the same block, e.g. one per
+/// chunk or per GPU block) to `whole`: counts summed, the lowest wrong index kept with its values.
+pub fn merge_checks(whole: &mut hp_block_check, part: &hp_block_check) {
+    if part.wrong > 0 && (whole.wrong == 0 || part.first_index < whole.first_index) {
+        whole.first_index = part.first_index;
+        whole.first_expected = part.first_expected;
+        whole.first_found = part.first_found;
+    }
+    whole.checked += part.checked;
+    whole.wrong += part.wrong;
+}
+
 /// Checks a received block on the CPU by the kernels' rules: what the host backend's unpack and
 /// the `mpi-only` reference run. `expected(index)` is the value the source packed there.
 pub fn check_block(

@@ -16,7 +16,7 @@ use crate::shared::{
     HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
     HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
 };
-use crate::verify::packed_value;
+use crate::verify::{merge_checks, packed_value};
 
 use super::{deadline, e, ensure, Check};
 
@@ -270,24 +270,8 @@ fn run_regions<B: Backend>(
 
 /// The neighbour regions described with the fewest dimensions (as plans describe them): the x
 /// faces are then walked one element per row, and pair.
-fn merged(regions: Vec<hp_region>) -> Vec<hp_region> {
-    regions
-        .into_iter()
-        .map(|r| {
-            let sub = crate::domain::Subarray {
-                offset: r.offset,
-                count: r.count,
-                stride: r.stride,
-            }
-            .merged();
-            hp_region {
-                offset: sub.offset,
-                count: sub.count,
-                stride: sub.stride,
-                ..r
-            }
-        })
-        .collect()
+fn merged(all: Vec<hp_region>) -> Vec<hp_region> {
+    all.iter().map(regions::merged).collect()
 }
 
 /// Numbers the blocks of `regions` (`ept` elements per thread) and, with `pair`, pairs them:
@@ -502,12 +486,7 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
             .map(|r| {
                 let mut f = hp_block_check::default();
                 for c in &all[r.first_block as usize..(r.first_block + r.blocks) as usize] {
-                    if c.wrong > 0 && (f.wrong == 0 || c.first_index < f.first_index) {
-                        (f.first_index, f.first_expected, f.first_found) =
-                            (c.first_index, c.first_expected, c.first_found);
-                    }
-                    f.checked += c.checked;
-                    f.wrong += c.wrong;
+                    merge_checks(&mut f, c);
                 }
                 f
             })

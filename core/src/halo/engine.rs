@@ -43,7 +43,7 @@ use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_with_node, NodeShare};
 use crate::transport::{HostRegion, HostTransport, Transport};
 use crate::variant::TransportKind;
-use crate::verify::Verify;
+use crate::verify::{merge_checks, Verify};
 
 /// Where one entry's outgoing and incoming messages go, resolved at set-up.
 #[derive(Debug, Clone, Copy)]
@@ -969,13 +969,7 @@ impl<B: Backend> MessageExchange<'_, B> {
                     return folded;
                 };
                 for c in &records[first as usize..(first + count) as usize] {
-                    if c.wrong > 0 && (folded.wrong == 0 || c.first_index < folded.first_index) {
-                        folded.first_index = c.first_index;
-                        folded.first_expected = c.first_expected;
-                        folded.first_found = c.first_found;
-                    }
-                    folded.checked += c.checked;
-                    folded.wrong += c.wrong;
+                    merge_checks(&mut folded, c);
                 }
                 folded
             })

@@ -47,7 +47,7 @@ use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::transport::ipc::IpcTransport;
 use crate::transport::Transport;
 use crate::variant::{IpcMode, IpcOptions};
-use crate::verify::planned_checks;
+use crate::verify::{merge_checks, planned_checks};
 
 /// Epochs in flight when pipelined: the one the CPU waits for, the next (on the other stream,
 /// overlapping it) and the one after (queued behind it on its stream). Flags have a twin per
@@ -562,14 +562,7 @@ impl<B: Backend> IpcExchange<'_, B> {
         let chunks = unsafe { self.records[waited].take_checks() };
         let mut blocks = vec![hp_block_check::default(); self.pattern.blocks.len()];
         for (plan, c) in self.transport.chunks().iter().zip(chunks) {
-            let b = &mut blocks[plan.block as usize];
-            if c.wrong > 0 && (b.wrong == 0 || c.first_index < b.first_index) {
-                b.first_index = c.first_index;
-                b.first_expected = c.first_expected;
-                b.first_found = c.first_found;
-            }
-            b.checked += c.checked;
-            b.wrong += c.wrong;
+            merge_checks(&mut blocks[plan.block as usize], &c);
         }
         Ok(blocks)
     }
