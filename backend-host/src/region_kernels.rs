@@ -203,47 +203,36 @@ unsafe fn synthetic_block(
     let n = elems(region);
     let rank = (region.offset >> 32) as u32 as i32;
     let block = region.offset as u32;
-    let t = u64::from(threads);
-    let step = u64::from(region.blocks).saturating_mul(t);
     let buffer = region.buffer as *mut f64;
-    let mut record = hp_block_check::default();
-    if !pack && args.verify != shared::HP_VERIFY_FULL {
+    let value = |e: u64| packed_value(args.iteration, rank, block, e);
+    if pack {
+        for e in block_units(n, region.blocks, local_block, threads) {
+            // SAFETY: element e lies in the region's buffer (contract); only this grid block
+            // touches it.
+            unsafe { buffer.wrapping_add(e as usize).write_unaligned(value(e)) };
+        }
+        return;
+    }
+    let record = if args.verify != shared::HP_VERIFY_FULL {
         // The thesis's sample of the whole block, by the first grid block; none by the rest.
         if local_block == 0 {
             // SAFETY: the buffer holds the region's n elements, which nothing writes meanwhile.
             let recv = unsafe { std::slice::from_raw_parts(buffer.cast_const(), n as usize) };
-            record = check_block(recv, Verify::Sample, threads, |e| {
-                packed_value(args.iteration, rank, block, e)
-            });
+            check_block(recv, Verify::Sample, threads, value)
+        } else {
+            hp_block_check::default()
         }
-        if args.checks != 0 {
-            // SAFETY: the records hold one per grid block (contract); block g writes its own.
-            unsafe {
-                (args.checks as *mut hp_block_check)
-                    .add(g as usize)
-                    .write(record)
-            };
+    } else {
+        let mut record = hp_block_check::default();
+        for e in block_units(n, region.blocks, local_block, threads) {
+            // SAFETY: element e lies in the region's buffer (contract); nothing writes it
+            // meanwhile.
+            let found = unsafe { buffer.wrapping_add(e as usize).read_unaligned() };
+            note_check(&mut record, e, value(e), found);
         }
-        return;
-    }
-    let mut base = u64::from(local_block) * t;
-    while base < n {
-        for e in base..(base + t).min(n) {
-            let want = packed_value(args.iteration, rank, block, e);
-            let at = buffer.wrapping_add(e as usize);
-            // SAFETY: element e lies in the region's buffer (contract); only this grid block
-            // touches it.
-            unsafe {
-                if pack {
-                    at.write_unaligned(want);
-                } else {
-                    note_check(&mut record, e, want, at.read_unaligned());
-                }
-            }
-        }
-        base = base.saturating_add(step);
-    }
-    if !pack && args.checks != 0 {
+        record
+    };
+    if args.checks != 0 {
         // SAFETY: the records hold one per grid block (contract); only block g writes its own.
         unsafe {
             (args.checks as *mut hp_block_check)
@@ -251,6 +240,22 @@ unsafe fn synthetic_block(
                 .write(record)
         };
     }
+}
+
+/// The units (elements, or a pair's interleaved elements) grid block `local_block` of a region
+/// of `units` units and `blocks` grid blocks serves, in the GPU block's threads' order:
+/// `local_block * threads + t`, then `+ blocks * threads`, ...
+fn block_units(
+    units: u64,
+    blocks: u32,
+    local_block: u32,
+    threads: u32,
+) -> impl Iterator<Item = u64> {
+    let t = u64::from(threads);
+    let step = u64::from(blocks).saturating_mul(t).max(1);
+    (u64::from(local_block) * t..units)
+        .step_by(usize::try_from(step).unwrap_or(usize::MAX))
+        .flat_map(move |base| base..(base + t).min(units))
 }
 
 /// Moves the elements grid block `local_block` of `region` (and of its partner) serves, as
@@ -287,32 +292,26 @@ unsafe fn move_words<W: Copy>(
     let n = elems(region);
     let units = if partner.is_some() { 2 * n } else { n };
     let size = std::mem::size_of::<W>() as u64;
-    let t = u64::from(threads);
-    let step = u64::from(region.blocks).saturating_mul(t);
-    let mut base = u64::from(local_block) * t;
-    while base < units {
-        for u in base..(base + t).min(units) {
-            let (of, e) = match partner {
-                Some(p) => match regions::paired_unit(u, n) {
-                    (false, e) => (region, e),
-                    (true, e) => (p, e),
-                },
-                None => (region, u),
-            };
-            let f = of.field.wrapping_add(field_index(of, e).wrapping_mul(size)) as *mut W;
-            let b = of.buffer.wrapping_add(e.wrapping_mul(size)) as *mut W;
-            // SAFETY: element e lies in its region's buffer and its field index in the field
-            // (launch contract); only this grid block moves element e. Unaligned accesses keep
-            // a misaligned address (a fault on a GPU) from being undefined behaviour here.
-            unsafe {
-                if pack {
-                    b.write_unaligned(f.read_unaligned());
-                } else {
-                    f.write_unaligned(b.read_unaligned());
-                }
+    for u in block_units(units, region.blocks, local_block, threads) {
+        let (of, e) = match partner {
+            Some(p) => match regions::paired_unit(u, n) {
+                (false, e) => (region, e),
+                (true, e) => (p, e),
+            },
+            None => (region, u),
+        };
+        let f = of.field.wrapping_add(field_index(of, e).wrapping_mul(size)) as *mut W;
+        let b = of.buffer.wrapping_add(e.wrapping_mul(size)) as *mut W;
+        // SAFETY: element e lies in its region's buffer and its field index in the field
+        // (launch contract); only this grid block moves element e. Unaligned accesses keep
+        // a misaligned address (a fault on a GPU) from being undefined behaviour here.
+        unsafe {
+            if pack {
+                b.write_unaligned(f.read_unaligned());
+            } else {
+                f.write_unaligned(b.read_unaligned());
             }
         }
-        base = base.saturating_add(step);
     }
 }
 
