@@ -10,25 +10,7 @@ const IPC_VARIANTS: [&str; 2] = ["ipc-base", "ipc-tq"];
 
 /// The arguments every device-direct run here shares, then `extra`.
 fn ipc_args<'a>(variant: &'a str, pattern: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "run",
-        "--transport",
-        "ipc",
-        "--variant",
-        variant,
-        "--workload",
-        "thesis-4",
-        "--pattern",
-        pattern,
-        "--runs",
-        "2",
-        "--iters",
-        "4",
-        "--warmup",
-        "1",
-    ];
-    args.extend_from_slice(extra);
-    args
+    common::thesis4_args("ipc", variant, pattern, extra)
 }
 
 fn ipc_run(

@@ -8,32 +8,14 @@ use common::{mpirun, mpirun_with_env, read_json};
 
 const LIBRARY_VARIANTS: [&str; 4] = ["lib-base-mpi", "lib-tq-mpi", "lib-base-ipc", "lib-tq-ipc"];
 
-/// Runs 2 x 4 iterations of thesis-4 (blocks of 1, 15000, 30000 and 45000 elements).
+/// Runs 2 x 4 iterations of thesis-4 over the transport in the variant's name.
 fn library_args<'a>(variant: &'a str, pattern: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let transport = if variant.ends_with("ipc") {
         "ipc"
     } else {
         "mpi"
     };
-    let mut args = vec![
-        "run",
-        "--transport",
-        transport,
-        "--variant",
-        variant,
-        "--workload",
-        "thesis-4",
-        "--pattern",
-        pattern,
-        "--runs",
-        "2",
-        "--iters",
-        "4",
-        "--warmup",
-        "1",
-    ];
-    args.extend_from_slice(extra);
-    args
+    common::thesis4_args(transport, variant, pattern, extra)
 }
 
 fn every_library_variant_verifies(np: u32) {

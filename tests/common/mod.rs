@@ -89,6 +89,35 @@ pub fn binary() -> String {
     std::env::var("HALOPORT_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_haloport").to_owned())
 }
 
+/// `run` arguments for `variant` over `transport` on `pattern`: 2 runs of 4 iterations (1
+/// warm-up) of thesis-4 (blocks of 1, 15000, 30000 and 45000 elements), then `extra`.
+pub fn thesis4_args<'a>(
+    transport: &'a str,
+    variant: &'a str,
+    pattern: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "--transport",
+        transport,
+        "--variant",
+        variant,
+        "--workload",
+        "thesis-4",
+        "--pattern",
+        pattern,
+        "--runs",
+        "2",
+        "--iters",
+        "4",
+        "--warmup",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// Runs `haloport ARGS` under `mpirun -np NP`.
 pub fn mpirun(np: u32, args: &[&str]) -> Job {
     mpirun_with_env(np, &[], args)
