@@ -16,9 +16,9 @@
  * plain path needs no barrier); its threads take elements e = (g - first_block) * blockDim.x +
  * threadIdx.x, then + blocks * blockDim.x, ... Grid blocks past the last region return at once.
  * Each element's field index is computed from e alone (no dependencies between threads); the
- * element numbering is 32-bit (cheaper divisions) when the region's elements plus HP_UNROLL of
- * the threads' strides stay below 2^32. A thread loads HP_UNROLL of its elements before storing
- * any. Callers number blocks with haloport_core::regions::assign_blocks:
+ * element numbering is 32-bit, dividing by magic numbers, when the region's elements plus
+ * HP_UNROLL of the threads' strides stay below 2^31 and its strides below 2^32. A thread loads
+ * HP_UNROLL of its elements before storing any. Callers number blocks with haloport_core::regions::assign_blocks:
  * ceil(elements / (threads * elems_per_thread)) per region, ELEMS_PER_THREAD = 4 and 256
  * threads suggested.
  *
@@ -62,37 +62,101 @@ HP_DEVICE uint32_t hp_region_of(const hp_region* regions, uint32_t num_regions, 
  * loads wait for each other). Matches ELEMS_PER_THREAD, the suggested grid sizing. */
 #define HP_UNROLL 4
 
+/* n / d for n < 2^31 and 1 <= d < 2^31, by a multiply and a shift (the division's magic
+ * number, CUTLASS's FastDivmod form): a 32-bit hardware-less division costs some twenty
+ * instructions, two per element of a region. mul == 0 stands for d == 1. */
+HP_DEVICE uint32_t hp_fast_div(uint32_t n, uint32_t mul, uint32_t shift) {
+    return mul != 0u ? (__umulhi(n, mul) >> shift) : n;
+}
+
+/* The magic number of d: mul = ceil(2^(31 + l) / d), shift = l - 1, l = ceil(log2 d), from a
+ * double-precision quotient corrected exactly in integers (once per thread; no 64-bit integer
+ * division). results/2026-11-22-h200-pack-probe checked it against the exact division for
+ * 100,003 divisors on an H200. */
+HP_DEVICE void hp_fast_div_init(uint32_t d, uint32_t& mul, uint32_t& shift) {
+    if (d <= 1u) {
+        mul = 0u;
+        shift = 0u;
+        return;
+    }
+    const uint32_t l = 32u - (uint32_t)__clz((int)(d - 1u));
+    const uint64_t num = 1ull << (31u + l);
+    uint64_t q = (uint64_t)((double)num / (double)d);
+    int64_t rem = (int64_t)(num - q * (uint64_t)d);
+    while (rem < 0) {
+        --q;
+        rem += d;
+    }
+    while (rem >= (int64_t)d) {
+        ++q;
+        rem -= d;
+    }
+    mul = (uint32_t)(q + (rem != 0 ? 1u : 0u));
+    shift = l - 1u;
+}
+
+/* A region's index rule (haloport_shared.h) for element numbers below 2^31 and strides below
+ * 2^32: divisions by magic numbers, 32 x 32 -> 64-bit products. */
+struct hp_index32 {
+    static constexpr int unroll = HP_UNROLL;
+    uint32_t c0, c1, mul0, shift0, mul1, shift1, s0, s1, s2;
+    HP_DEVICE explicit hp_index32(const hp_region& r)
+        : c0((uint32_t)r.count[0]), c1((uint32_t)r.count[1]), s0((uint32_t)r.stride[0]),
+          s1((uint32_t)r.stride[1]), s2((uint32_t)r.stride[2]) {
+        hp_fast_div_init(c0, mul0, shift0);
+        hp_fast_div_init(c1, mul1, shift1);
+    }
+    HP_DEVICE uint64_t operator()(uint32_t e) const {
+        const uint32_t rest = hp_fast_div(e, mul0, shift0);
+        const uint32_t i2 = hp_fast_div(rest, mul1, shift1);
+        const uint32_t i0 = e - rest * c0;
+        const uint32_t i1 = rest - i2 * c1;
+        return (uint64_t)i0 * s0 + (uint64_t)i1 * s1 + (uint64_t)i2 * s2;
+    }
+};
+
+/* The same rule for any element number and stride (regions of 2^31 elements or more: one
+ * element at a time, as 64-bit divisions take many registers). */
+struct hp_index64 {
+    static constexpr int unroll = 1;
+    uint64_t c0, c1, s0, s1, s2;
+    HP_DEVICE explicit hp_index64(const hp_region& r)
+        : c0(r.count[0]), c1(r.count[1]), s0(r.stride[0]), s1(r.stride[1]), s2(r.stride[2]) {}
+    HP_DEVICE uint64_t operator()(uint64_t e) const {
+        const uint64_t rest = e / c0;
+        return (e % c0) * s0 + (rest % c1) * s1 + (rest / c1) * s2;
+    }
+};
+
+/* True when the 32-bit rule serves every number a thread of a region with `units` units
+ * computes (HP_UNROLL steps of `step` past the last one included, so the group test cannot
+ * wrap around either). */
+HP_DEVICE bool hp_fits_index32(const hp_region& r, uint64_t units, uint64_t step) {
+    return units + HP_UNROLL * step < 0x80000000ull &&
+           ((r.stride[0] | r.stride[1] | r.stride[2]) >> 32) == 0;
+}
+
 /* Moves this block's elements of region r: PACK copies field -> buffer, else buffer -> field.
- * W is the word type (uint32_t for f32, uint64_t for f64: bits, not values, are moved); I the
- * index type (uint32_t when the region's elements plus HP_UNROLL strides fit in 32 bits). A
- * thread moves the same elements as one element at a time would, e, e + step, ..., in groups
- * of HP_UNROLL. */
-template <typename W, typename I, bool PACK>
+ * W is the word type (uint32_t for f32, uint64_t for f64: bits, not values, are moved); X the
+ * index rule (hp_index32 or hp_index64) and I its element number type. A thread moves the same
+ * elements as one element at a time would, e, e + step, ..., in groups of HP_UNROLL. */
+template <typename W, typename I, typename X, bool PACK>
 __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t local_block,
                                                   I n) {
     W* __restrict__ field = (W*)r.field + r.offset;
     W* __restrict__ buffer = (W*)r.buffer;
-    const I c0 = (I)r.count[0];
-    const I c1 = (I)r.count[1];
-    const uint64_t s0 = r.stride[0], s1 = r.stride[1], s2 = r.stride[2];
+    const X field_index(r);
     const I step = (I)r.blocks * (I)blockDim.x;
-    const auto field_index = [&](I e) -> uint64_t {
-        const I i0 = e % c0;
-        const I rest = e / c0;
-        const I i1 = rest % c1;
-        const I i2 = rest / c1;
-        return (uint64_t)i0 * s0 + (uint64_t)i1 * s1 + (uint64_t)i2 * s2;
-    };
     I e = (I)local_block * (I)blockDim.x + (I)threadIdx.x;
-    for (; e + (I)(HP_UNROLL - 1) * step < n; e += (I)HP_UNROLL * step) {
-        uint64_t f[HP_UNROLL];
-        W v[HP_UNROLL];
+    for (; e + (I)(X::unroll - 1) * step < n; e += (I)X::unroll * step) {
+        uint64_t f[X::unroll];
+        W v[X::unroll];
 #pragma unroll
-        for (int k = 0; k < HP_UNROLL; ++k) f[k] = field_index(e + (I)k * step);
+        for (int k = 0; k < X::unroll; ++k) f[k] = field_index(e + (I)k * step);
 #pragma unroll
-        for (int k = 0; k < HP_UNROLL; ++k) v[k] = PACK ? field[f[k]] : buffer[e + (I)k * step];
+        for (int k = 0; k < X::unroll; ++k) v[k] = PACK ? field[f[k]] : buffer[e + (I)k * step];
 #pragma unroll
-        for (int k = 0; k < HP_UNROLL; ++k) {
+        for (int k = 0; k < X::unroll; ++k) {
             if (PACK) {
                 buffer[e + (I)k * step] = v[k];
             } else {
@@ -113,65 +177,62 @@ __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t l
 template <typename W, bool PACK>
 __device__ __forceinline__ void hp_move_region_words(const hp_region& r, uint32_t local_block) {
     const uint64_t n = r.count[0] * r.count[1] * r.count[2];
-    /* HP_UNROLL steps (blocks * blockDim.x each) past the last element must fit too, or the
-     * group test could wrap around. */
     const uint64_t step = (uint64_t)r.blocks * blockDim.x;
-    if (n + HP_UNROLL * step <= 0xffffffffull) {
-        hp_move_region_as<W, uint32_t, PACK>(r, local_block, (uint32_t)n);
+    if (hp_fits_index32(r, n, step)) {
+        hp_move_region_as<W, uint32_t, hp_index32, PACK>(r, local_block, (uint32_t)n);
     } else {
-        hp_move_region_as<W, uint64_t, PACK>(r, local_block, n);
+        hp_move_region_as<W, uint64_t, hp_index64, PACK>(r, local_block, n);
     }
 }
 
 /* Moves this block's units of region r and its partner p (see Pairs in haloport_shared.h): unit
  * u is element u / 2 of r (u even) or element (u / 2 + n - 1) mod n of p (u odd); loads first,
- * HP_UNROLL units at a time, as hp_move_region_as. */
-template <typename W, typename I, bool PACK>
+ * HP_UNROLL units at a time, as hp_move_region_as (one at a time for an odd block size). */
+template <typename W, typename I, typename X, bool PACK>
 __device__ __forceinline__ void hp_move_pair_as(const hp_region& r, const hp_region& p,
                                                 uint32_t local_block, I n) {
-    W* fields[2] = {(W*)r.field + r.offset, (W*)p.field + p.offset};
-    W* buffers[2] = {(W*)r.buffer, (W*)p.buffer};
-    const I c0 = (I)r.count[0];
-    const I c1 = (I)r.count[1];
-    const uint64_t s0 = r.stride[0], s1 = r.stride[1], s2 = r.stride[2];
+    /* Selected per unit, not indexed: an array indexed by u & 1 would live in local memory. */
+    W* const field_r = (W*)r.field + r.offset;
+    W* const field_p = (W*)p.field + p.offset;
+    W* const buffer_r = (W*)r.buffer;
+    W* const buffer_p = (W*)p.buffer;
+    const X field_index(r);
     const I units = (I)2 * n;
     const I step = (I)r.blocks * (I)blockDim.x;
     const auto element = [&](I u) -> I {
         const I i = u >> 1;
         return (u & 1) ? (i == 0 ? n - 1 : i - 1) : i;
     };
-    const auto field_index = [&](I e) -> uint64_t {
-        const I i0 = e % c0;
-        const I rest = e / c0;
-        return (uint64_t)i0 * s0 + (uint64_t)(rest % c1) * s1 + (uint64_t)(rest / c1) * s2;
-    };
     I u = (I)local_block * (I)blockDim.x + (I)threadIdx.x;
-    for (; u + (I)(HP_UNROLL - 1) * step < units; u += (I)HP_UNROLL * step) {
-        W* f[HP_UNROLL];
-        W* b[HP_UNROLL];
-        W v[HP_UNROLL];
+    if ((step & 1) == 0) {
+        /* Then every unit of this thread has u's parity: its elements are all r's or all p's. */
+        W* __restrict__ field = (u & 1) ? field_p : field_r;
+        W* __restrict__ buffer = (u & 1) ? buffer_p : buffer_r;
+        for (; u + (I)(X::unroll - 1) * step < units; u += (I)X::unroll * step) {
+            uint64_t f[X::unroll];
+            I e[X::unroll];
+            W v[X::unroll];
 #pragma unroll
-        for (int k = 0; k < HP_UNROLL; ++k) {
-            const I uk = u + (I)k * step;
-            const I e = element(uk);
-            f[k] = fields[uk & 1] + field_index(e);
-            b[k] = buffers[uk & 1] + e;
-        }
+            for (int k = 0; k < X::unroll; ++k) {
+                e[k] = element(u + (I)k * step);
+                f[k] = field_index(e[k]);
+            }
 #pragma unroll
-        for (int k = 0; k < HP_UNROLL; ++k) v[k] = PACK ? *f[k] : *b[k];
+            for (int k = 0; k < X::unroll; ++k) v[k] = PACK ? field[f[k]] : buffer[e[k]];
 #pragma unroll
-        for (int k = 0; k < HP_UNROLL; ++k) {
-            if (PACK) {
-                *b[k] = v[k];
-            } else {
-                *f[k] = v[k];
+            for (int k = 0; k < X::unroll; ++k) {
+                if (PACK) {
+                    buffer[e[k]] = v[k];
+                } else {
+                    field[f[k]] = v[k];
+                }
             }
         }
     }
     for (; u < units; u += step) {
         const I e = element(u);
-        W* f = fields[u & 1] + field_index(e);
-        W* b = buffers[u & 1] + e;
+        W* f = ((u & 1) ? field_p : field_r) + field_index(e);
+        W* b = ((u & 1) ? buffer_p : buffer_r) + e;
         if (PACK) {
             *b = *f;
         } else {
@@ -185,10 +246,10 @@ __device__ __forceinline__ void hp_move_pair_words(const hp_region& r, const hp_
                                                    uint32_t local_block) {
     const uint64_t n = r.count[0] * r.count[1] * r.count[2];
     const uint64_t step = (uint64_t)r.blocks * blockDim.x;
-    if (2 * n + HP_UNROLL * step <= 0xffffffffull) {
-        hp_move_pair_as<W, uint32_t, PACK>(r, p, local_block, (uint32_t)n);
+    if (hp_fits_index32(r, 2 * n, step)) {
+        hp_move_pair_as<W, uint32_t, hp_index32, PACK>(r, p, local_block, (uint32_t)n);
     } else {
-        hp_move_pair_as<W, uint64_t, PACK>(r, p, local_block, n);
+        hp_move_pair_as<W, uint64_t, hp_index64, PACK>(r, p, local_block, n);
     }
 }
 
@@ -322,11 +383,21 @@ __device__ void hp_regions_block(const hp_regions_args& a) {
     }
 }
 
+/* The most threads a block of the region kernels may have (the devices' limit): the compiler
+ * keeps their registers within what a block of that many needs, so any block size launches. */
+#define HP_REGIONS_MAX_THREADS 1024
+
 /* field -> buffer for every region of the launch (see the file comment). */
-extern "C" __global__ void hp_pack_regions(hp_regions_args a) { hp_regions_block<true>(a); }
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_pack_regions(hp_regions_args a) {
+    hp_regions_block<true>(a);
+}
 
 /* buffer -> field for every region of the launch (see the file comment). */
-extern "C" __global__ void hp_unpack_regions(hp_regions_args a) { hp_regions_block<false>(a); }
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_unpack_regions(hp_regions_args a) {
+    hp_regions_block<false>(a);
+}
 
 /* out[p] = (sum of the 27 in[p + d], dz outermost, dx innermost, from 0) * (T(1) / T(27)): the
  * same IEEE operations in the same order as the host twin, so both give the same bits. I is

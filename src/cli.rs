@@ -493,6 +493,9 @@ pub struct PackBenchArgs {
     /// Elements each thread of the region kernels moves.
     #[arg(long, default_value_t = haloport::core::halo::HaloOptions::default().elems_per_thread, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub elems_per_thread: u32,
+    /// Threads per block of the region kernels.
+    #[arg(long, default_value_t = haloport::core::halo::HaloOptions::default().threads, value_parser = clap::value_parser!(u32).range(32..=1024))]
+    pub threads: u32,
     /// Write the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

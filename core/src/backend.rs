@@ -708,22 +708,67 @@ pub fn upload_table<B: Backend, T: Copy, U: Copy>(
             "a table's tail would be misaligned".into(),
         ));
     }
-    let bytes = (head_bytes + std::mem::size_of_val(tail)).max(1);
-    let staging = backend.alloc_pinned(bytes, Coherence::Coherent)?;
-    let table = backend.alloc_device(bytes)?;
-    // SAFETY: staging holds `bytes` bytes, page-aligned (so aligned for T), and nothing else
-    // uses it yet; head fills its first head_bytes, tail the rest, aligned for U (checked).
+    let mut bytes = vec![0_u8; (head_bytes + std::mem::size_of_val(tail)).max(1)];
+    // SAFETY: `bytes` holds head_bytes + size_of_val(tail) bytes; the tables are plain `Copy`
+    // data, copied bytewise (unaligned destinations are fine for a byte copy).
     unsafe {
-        let at = staging.host_ptr();
-        std::ptr::copy_nonoverlapping(head.as_ptr(), at.cast::<T>(), head.len());
-        std::ptr::copy_nonoverlapping(tail.as_ptr(), at.add(head_bytes).cast::<U>(), tail.len());
+        let at = bytes.as_mut_ptr();
+        std::ptr::copy_nonoverlapping(head.as_ptr().cast::<u8>(), at, head_bytes);
+        std::ptr::copy_nonoverlapping(
+            tail.as_ptr().cast::<u8>(),
+            at.add(head_bytes),
+            std::mem::size_of_val(tail),
+        );
     }
+    let table = backend.alloc_device(bytes.len())?;
     let stream = backend.create_stream()?;
-    // SAFETY: (1) staging and table live until the stream is synchronized below (and the
-    // stream, declared after them, is dropped first); (2) nothing else touches them meanwhile.
-    unsafe { backend.copy_to_device_async(&table, 0, &staging, 0, bytes, &stream)? };
-    backend.stream_synchronize(&stream, Instant::now() + std::time::Duration::from_secs(10))?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    upload_bytes(backend, &table, &bytes, &stream, deadline)?;
     Ok(table)
+}
+
+/// Copies `bytes` to the start of `memory` through pinned memory, on `stream`, and waits.
+///
+/// # Errors
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) when `memory` is shorter than `bytes`;
+/// allocation, copy and time-out errors.
+pub fn upload_bytes<B: Backend>(
+    backend: &B,
+    memory: &B::DeviceMemory,
+    bytes: &[u8],
+    stream: &B::Stream,
+    deadline: Instant,
+) -> Result<()> {
+    let staging = backend.alloc_pinned(bytes.len().max(1), Coherence::NonCoherent)?;
+    // SAFETY: staging holds at least bytes.len() bytes and nothing else uses it.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.host_ptr(), bytes.len()) };
+    // SAFETY: (1) staging and memory live until the synchronization below (the caller's
+    // stream drains there, or this returns an error before anything was queued); (2) nothing
+    // else touches them meanwhile (the caller's stream runs nothing else concurrently).
+    unsafe { backend.copy_to_device_async(memory, 0, &staging, 0, bytes.len(), stream)? };
+    backend.stream_synchronize(stream, deadline)
+}
+
+/// The first `len` bytes of `memory`, copied through pinned memory on `stream` (after the work
+/// queued there), waiting for the copy.
+///
+/// # Errors
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) when `memory` is shorter than `len`;
+/// allocation, copy and time-out errors.
+pub fn download_bytes<B: Backend>(
+    backend: &B,
+    memory: &B::DeviceMemory,
+    len: usize,
+    stream: &B::Stream,
+    deadline: Instant,
+) -> Result<Vec<u8>> {
+    let staging = backend.alloc_pinned(len.max(1), Coherence::NonCoherent)?;
+    // SAFETY: (1) staging and memory live until the synchronization below; (2) nothing writes
+    // them meanwhile (work queued before on `stream` completes before the copy starts).
+    unsafe { backend.copy_to_host_async(&staging, 0, memory, 0, len, stream)? };
+    backend.stream_synchronize(stream, deadline)?;
+    // SAFETY: the copy completed; staging holds at least `len` bytes nothing else writes.
+    Ok(unsafe { std::slice::from_raw_parts(staging.host_ptr(), len) }.to_vec())
 }
 
 /// Checks that `[offset, offset + bytes)` lies inside an allocation of `len` bytes, for copies.

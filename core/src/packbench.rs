@@ -4,8 +4,10 @@
 //! [`HaloExchange`] against the same kernels launched by hand.
 //!
 //! Times come from device events around `reps` back-to-back launches (or copies), divided by
-//! `reps`; each figure is the median of `runs` such measurements. Bytes count what is read
-//! plus what is written (a pack of B bytes moves 2B).
+//! `reps`; each figure is the median of `runs` such measurements. The cold figures time one
+//! launch after a copy of the whole field, which leaves none of the faces in the device's
+//! cache when the field is larger than it. Bytes count what is read plus what is written (a
+//! pack of B bytes moves 2B).
 
 // Launches and copies take raw device addresses of the field and the buffers.
 #![allow(unsafe_code)]
@@ -15,11 +17,13 @@ use std::time::{Duration, Instant};
 use mpi::topology::SimpleCommunicator;
 use serde::Serialize;
 
-use crate::backend::{upload_table, Backend, DeviceMemory, Launch, LaunchDims};
+use crate::backend::{
+    download_bytes, upload_bytes, upload_table, Backend, DeviceMemory, Launch, LaunchDims,
+};
 use crate::domain::{DomainSpec, ElemType, HaloPlan, Subarray};
 use crate::error::{Error, Result};
 use crate::halo::{direction_name, Field, HaloExchange, HaloOptions};
-use crate::regions::{assign_blocks, pair_regions, Copy3d, THREADS};
+use crate::regions::{assign_blocks, elems, field_index, pair_regions, Copy3d};
 use crate::shared::{hp_region, hp_regions_args, HP_NO_MESSAGE};
 use crate::stats::median;
 use crate::variant::TransportKind;
@@ -39,6 +43,8 @@ pub struct PackBenchConfig {
     pub runs: u32,
     /// Elements each thread of the region kernels moves (sets the blocks per region).
     pub elems_per_thread: u32,
+    /// Threads per block of the region kernels.
+    pub threads: u32,
 }
 
 /// One measured figure.
@@ -69,6 +75,28 @@ pub struct PackBenchResult {
     /// The same kernels by hand with an event recorded after each exchange, as the plan records
     /// one to know when its buffers are free again.
     pub hand_event_exchange_us: f64,
+    /// What the measured 6-face kernels moved, checked on the host.
+    pub check: FaceCheck,
+}
+
+/// The 6-face pack and unpack kernels (x faces paired, as measured) run once more on known
+/// values and checked element by element on the host.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaceCheck {
+    /// Packed elements compared with the field's element they came from.
+    pub packed: u64,
+    /// Elements of the whole field compared after the unpack: the halos must hold the
+    /// buffer's words, every other element its own.
+    pub field: u64,
+    /// Comparisons that failed.
+    pub wrong: u64,
+}
+
+impl FaceCheck {
+    /// Every comparison was made and matched.
+    pub fn verified(&self) -> bool {
+        self.wrong == 0 && self.packed > 0
+    }
 }
 
 fn region(field: u64, buffer: u64, sub: &Subarray) -> hp_region {
@@ -85,18 +113,44 @@ fn region(field: u64, buffer: u64, sub: &Subarray) -> hp_region {
     }
 }
 
-/// Times `work` (queued `reps` times between two events) `runs` times; the median per rep, us.
-///
-/// Returns with `stream` idle, error or not: the memory the work uses is freed after the
-/// stream when the caller returns early. (The work here never waits for anything, so the
-/// stream drains.)
+/// Times `work` (queued `config.reps` times between two events) `config.runs` times; the
+/// median per rep, us.
 fn time<B: Backend>(
     backend: &B,
     stream: &B::Stream,
     config: &PackBenchConfig,
     work: impl FnMut() -> Result<()>,
 ) -> Result<f64> {
-    let timed = time_unsynchronized(backend, stream, config, work);
+    time_after(backend, stream, config.runs, config.reps, || Ok(()), work)
+}
+
+/// Times one `work` queued after `cool` (a copy of the whole field, so `work` starts with a
+/// cache that holds none of its data, as after a stencil sweep), `config.runs` times; the
+/// median, us. It includes the launch's own latency, which back-to-back launches hide.
+fn time_cold<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    config: &PackBenchConfig,
+    cool: impl FnMut() -> Result<()>,
+    work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    time_after(backend, stream, config.runs, 1, cool, work)
+}
+
+/// `runs` times: `before`, then `reps` of `work` between two events; the median per rep, us.
+///
+/// Returns with `stream` idle, error or not: the memory the work uses is freed after the
+/// stream when the caller returns early. (The work here never waits for anything, so the
+/// stream drains.)
+fn time_after<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    runs: u32,
+    reps: u32,
+    before: impl FnMut() -> Result<()>,
+    work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    let timed = time_unsynchronized(backend, stream, runs, reps, before, work);
     let drained = backend.stream_synchronize(stream, Instant::now() + Duration::from_secs(60));
     let us = timed?;
     drained?;
@@ -106,21 +160,24 @@ fn time<B: Backend>(
 fn time_unsynchronized<B: Backend>(
     backend: &B,
     stream: &B::Stream,
-    config: &PackBenchConfig,
+    runs: u32,
+    reps: u32,
+    mut before: impl FnMut() -> Result<()>,
     mut work: impl FnMut() -> Result<()>,
 ) -> Result<f64> {
     let (start, end) = (backend.create_event()?, backend.create_event()?);
     work()?; // warm-up
-    let mut per_rep = Vec::with_capacity(config.runs as usize);
-    for _ in 0..config.runs {
+    let mut per_rep = Vec::with_capacity(runs as usize);
+    for _ in 0..runs {
+        before()?;
         backend.record_event(&start, stream)?;
-        for _ in 0..config.reps {
+        for _ in 0..reps {
             work()?;
         }
         backend.record_event(&end, stream)?;
         backend.event_synchronize(&end, Instant::now() + Duration::from_secs(60))?;
         let ms = backend.event_elapsed_ms(&start, &end)?;
-        per_rep.push(1e3 * f64::from(ms) / f64::from(config.reps));
+        per_rep.push(1e3 * f64::from(ms) / f64::from(reps));
     }
     Ok(median(&per_rep).unwrap_or(0.0))
 }
@@ -130,6 +187,8 @@ struct Table<B: Backend> {
     memory: B::DeviceMemory,
     regions: u32,
     blocks: u32,
+    threads: u32,
+    elem: ElemType,
 }
 
 /// `regions` numbered and uploaded; paired ([`pair_regions`]) when `pair`, as the halo
@@ -137,19 +196,24 @@ struct Table<B: Backend> {
 fn table<B: Backend>(
     backend: &B,
     mut regions: Vec<hp_region>,
-    elem: ElemType,
-    elems_per_thread: u32,
+    config: &PackBenchConfig,
     pair: bool,
 ) -> Result<Table<B>> {
-    let ept = u64::from(elems_per_thread);
-    let mut blocks = assign_blocks(&mut regions, THREADS, ept)?;
+    let (ept, threads, elem) = (
+        u64::from(config.elems_per_thread),
+        config.threads,
+        config.elem,
+    );
+    let mut blocks = assign_blocks(&mut regions, threads, ept)?;
     if pair {
-        blocks = pair_regions(&mut regions, elem.bytes(), THREADS, ept)?;
+        blocks = pair_regions(&mut regions, elem.bytes(), threads, ept)?;
     }
     Ok(Table {
         memory: upload_table::<_, _, u8>(backend, &regions, &[])?,
         regions: regions.len() as u32,
         blocks,
+        threads,
+        elem,
     })
 }
 
@@ -162,13 +226,12 @@ unsafe fn launch_regions<B: Backend>(
     backend: &B,
     table: &Table<B>,
     pack: bool,
-    elem: ElemType,
     stream: &B::Stream,
 ) -> Result<()> {
     let args = hp_regions_args {
         regions: table.memory.device_addr(),
         num_regions: table.regions,
-        elem_bytes: elem.bytes(),
+        elem_bytes: table.elem.bytes(),
         epoch: 1,
         ..hp_regions_args::default()
     };
@@ -179,7 +242,7 @@ unsafe fn launch_regions<B: Backend>(
     };
     let dims = LaunchDims {
         blocks: table.blocks,
-        threads: THREADS,
+        threads: table.threads,
     };
     // SAFETY: forwarded from this function's contract; the table lives in `table`.
     unsafe { backend.launch(launch, dims, stream) }
@@ -209,13 +272,14 @@ pub fn run_pack_bench<B: Backend>(
     let field_addr = field.device_addr();
     let field_bytes = field.len_bytes() as u64;
     let stream = backend.create_stream()?;
+    let deadline = || Instant::now() + Duration::from_secs(60);
     let mut rows = Vec::new();
     // SAFETY (both helpers): every launch and copy of this benchmark reads and writes the
     // field, its copy, the face buffer and the tables, which all live until the end of this
     // function, after the last synchronization in `time`.
     let regions = |t: &Table<B>, pack: bool| -> Result<()> {
         // SAFETY: see above.
-        unsafe { launch_regions(backend, t, pack, config.elem, &stream) }
+        unsafe { launch_regions(backend, t, pack, &stream) }
     };
     let engine = |c: &Copy3d| -> Result<()> {
         // SAFETY: see above.
@@ -225,13 +289,8 @@ pub fn run_pack_bench<B: Backend>(
     // The device's own bandwidth: the whole field copied by the copy engine and by the kernel.
     let copy_of_field = backend.alloc_device(field_bytes as usize)?;
     let flat = Subarray::of_box(plan.decomposition.alloc, [0; 3], plan.decomposition.alloc);
-    let whole = table(
-        backend,
-        vec![region(field_addr, copy_of_field.device_addr(), &flat)],
-        config.elem,
-        config.elems_per_thread,
-        false,
-    )?;
+    let whole = vec![region(field_addr, copy_of_field.device_addr(), &flat)];
+    let whole = table(backend, whole, config, false)?;
     let flat_copy = Copy3d {
         src: field_addr,
         src_pitch: field_bytes as usize,
@@ -291,20 +350,8 @@ pub fn run_pack_bench<B: Backend>(
     // With the x faces paired (as the exchange runs them), and without.
     for pair in [true, false] {
         let how = if pair { "" } else { ", x faces unpaired" };
-        let pack_all = table(
-            backend,
-            merged(&send),
-            config.elem,
-            config.elems_per_thread,
-            pair,
-        )?;
-        let unpack_all = table(
-            backend,
-            merged(&recv),
-            config.elem,
-            config.elems_per_thread,
-            pair,
-        )?;
+        let pack_all = table(backend, merged(&send), config, pair)?;
+        let unpack_all = table(backend, merged(&recv), config, pair)?;
         let us = time(backend, &stream, config, || regions(&pack_all, true))?;
         add(
             format!("6 faces, pack kernel (one launch{how})"),
@@ -317,6 +364,37 @@ pub fn run_pack_bench<B: Backend>(
             2 * face_bytes,
             us,
         );
+        if pair {
+            // As in a stencil's exchange: the faces' lines are not in the cache to begin with.
+            let cool = || engine(&flat_copy);
+            let us = time_cold(backend, &stream, config, cool, || regions(&pack_all, true))?;
+            add(
+                "6 faces, pack kernel (one launch, cold: after a copy of the field)".into(),
+                2 * face_bytes,
+                us,
+            );
+            let us = time_cold(backend, &stream, config, cool, || {
+                regions(&unpack_all, false)
+            })?;
+            add(
+                "6 faces, unpack kernel (one launch, cold: after a copy of the field)".into(),
+                2 * face_bytes,
+                us,
+            );
+            let contiguous = Copy3d {
+                width: face_bytes as usize,
+                src_pitch: face_bytes as usize,
+                dst_pitch: face_bytes as usize,
+                ..flat_copy
+            };
+            let us = time_cold(backend, &stream, config, cool, || engine(&contiguous))?;
+            add(
+                "as many contiguous bytes by the copy engine (cold: after a copy of the field)"
+                    .into(),
+                2 * face_bytes,
+                us,
+            );
+        }
     }
     let copies = |rs: &[hp_region], pack: bool| -> Result<Vec<Copy3d>> {
         rs.iter()
@@ -331,6 +409,28 @@ pub fn run_pack_bench<B: Backend>(
             .collect()
     };
     let (pack_copies, unpack_copies) = (copies(&send, true)?, copies(&recv, false)?);
+    let check = {
+        let pack_all = table(backend, merged(&send), config, true)?;
+        let unpack_all = table(backend, merged(&recv), config, true)?;
+        let faces = Faces {
+            send: &send,
+            recv: &recv,
+            buffer: &buffer,
+            bytes: face_bytes as usize,
+        };
+        check_faces(
+            backend,
+            &stream,
+            &field,
+            &faces,
+            eb as usize,
+            || {
+                regions(&pack_all, true)?;
+                download_bytes(backend, &buffer, face_bytes as usize, &stream, deadline())
+            },
+            || regions(&unpack_all, false),
+        )?
+    };
     let us = time(backend, &stream, config, || {
         pack_copies.iter().try_for_each(&engine)
     })?;
@@ -348,13 +448,7 @@ pub fn run_pack_bench<B: Backend>(
         us,
     );
     for (i, &d) in faces.iter().enumerate() {
-        let one = table(
-            backend,
-            merged(&send[i..=i]),
-            config.elem,
-            config.elems_per_thread,
-            true,
-        )?;
+        let one = table(backend, merged(&send[i..=i]), config, true)?;
         let bytes = 2 * sizes[i];
         let us = time(backend, &stream, config, || regions(&one, true))?;
         add(
@@ -379,7 +473,7 @@ pub fn run_pack_bench<B: Backend>(
         &spec,
         HaloOptions {
             transport: TransportKind::Mpi,
-            threads: THREADS,
+            threads: config.threads,
             elems_per_thread: config.elems_per_thread,
             ..HaloOptions::default()
         },
@@ -410,20 +504,8 @@ pub fn run_pack_bench<B: Backend>(
         .map(|n| region(field_addr, by_tag[&n.recv_tag], &n.recv))
         .collect();
     let (hand_pack, hand_unpack) = (
-        table(
-            backend,
-            hand_send,
-            config.elem,
-            config.elems_per_thread,
-            true,
-        )?,
-        table(
-            backend,
-            hand_recv,
-            config.elem,
-            config.elems_per_thread,
-            true,
-        )?,
+        table(backend, hand_send, config, true)?,
+        table(backend, hand_recv, config, true)?,
     );
     let hand_us = time(backend, &stream, config, || {
         regions(&hand_pack, true)?;
@@ -441,5 +523,92 @@ pub fn run_pack_bench<B: Backend>(
         plan_exchange_us: plan_us,
         hand_exchange_us: hand_us,
         hand_event_exchange_us: hand_event_us,
+        check,
     })
+}
+
+/// The six faces' regions and their packed buffer.
+struct Faces<'a, B: Backend> {
+    send: &'a [hp_region],
+    recv: &'a [hp_region],
+    buffer: &'a B::DeviceMemory,
+    bytes: usize,
+}
+
+/// Word `i` (`eb` bytes, little-endian) of `bytes`.
+fn word(bytes: &[u8], i: u64, eb: usize) -> u64 {
+    let at = i as usize * eb;
+    let mut w = [0_u8; 8];
+    w[..eb].copy_from_slice(&bytes[at..at + eb]);
+    u64::from_le_bytes(w)
+}
+
+fn set_word(bytes: &mut [u8], i: u64, eb: usize, value: u64) {
+    let at = i as usize * eb;
+    bytes[at..at + eb].copy_from_slice(&value.to_le_bytes()[..eb]);
+}
+
+/// Fills the field with its own element numbers (+ 1), runs `pack` (which returns the packed
+/// buffer) and checks every packed word; then fills the buffer with other words, runs `unpack`
+/// and checks the whole field against the host's own unpack.
+fn check_faces<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    field: &Field<B>,
+    faces: &Faces<'_, B>,
+    eb: usize,
+    pack: impl FnOnce() -> Result<Vec<u8>>,
+    unpack: impl FnOnce() -> Result<()>,
+) -> Result<FaceCheck> {
+    let deadline = || Instant::now() + Duration::from_secs(60);
+    let memory = field
+        .device_memory()
+        .ok_or_else(|| Error::Internal("pack-bench's field is its own allocation".into()))?;
+    let words = (field.len_bytes() / eb) as u64;
+    let mut expected = vec![0_u8; field.len_bytes()];
+    for i in 0..words {
+        set_word(&mut expected, i, eb, i + 1);
+    }
+    upload_bytes(backend, memory, &expected, stream, deadline())?;
+    let packed = pack()?;
+    let base = faces.buffer.device_addr();
+    let mut check = FaceCheck {
+        packed: 0,
+        field: words,
+        wrong: 0,
+    };
+    for r in faces.send {
+        let at = (r.buffer - base) / eb as u64;
+        for e in 0..elems(r) {
+            check.packed += 1;
+            if word(&packed, at + e, eb) != word(&expected, field_index(r, e), eb) {
+                check.wrong += 1;
+            }
+        }
+    }
+    // Complemented numbers: no buffer word equals the field word it replaces.
+    let mut incoming = vec![0_u8; faces.bytes];
+    for i in 0..(faces.bytes / eb) as u64 {
+        set_word(&mut incoming, i, eb, !i);
+    }
+    upload_bytes(backend, faces.buffer, &incoming, stream, deadline())?;
+    unpack()?;
+    for r in faces.recv {
+        let at = (r.buffer - base) / eb as u64;
+        for e in 0..elems(r) {
+            set_word(
+                &mut expected,
+                field_index(r, e),
+                eb,
+                word(&incoming, at + e, eb),
+            );
+        }
+    }
+    let after = download_bytes(backend, memory, field.len_bytes(), stream, deadline())?;
+    check.wrong += after
+        .chunks_exact(eb)
+        .zip(expected.chunks_exact(eb))
+        .filter(|(a, b)| a != b)
+        .count() as u64;
+    Ok(check)
 }

@@ -17,7 +17,7 @@ use std::time::Instant;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::backend::{Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory};
+use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory, Launch, LaunchDims};
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, Field, HaloExchange, HaloOptions, Link};
@@ -193,14 +193,14 @@ pub fn run_jacobi<B: Backend>(
     let stream = backend.create_stream()?;
     for f in 0..k {
         let initial = local_initial(d, config.spec.elem, f as u32);
-        upload(
+        upload_bytes(
             backend,
             storage(&u[f], &own)?,
             &initial,
             &stream,
             deadline(),
         )?;
-        upload(
+        upload_bytes(
             backend,
             storage(&v[f], &own)?,
             &initial,
@@ -362,23 +362,6 @@ fn sweep<B: Backend>(
     Ok(())
 }
 
-/// Copies `bytes` into a field's `memory` through pinned memory and waits.
-fn upload<B: Backend>(
-    backend: &B,
-    memory: &B::DeviceMemory,
-    bytes: &[u8],
-    stream: &B::Stream,
-    deadline: Instant,
-) -> Result<()> {
-    let staging = backend.alloc_pinned(bytes.len(), Coherence::NonCoherent)?;
-    // SAFETY: staging holds bytes.len() bytes and nothing else uses it.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.host_ptr(), bytes.len()) };
-    // SAFETY: (1) staging and the field live until the synchronization below; (2) nothing else
-    // touches them meanwhile.
-    unsafe { backend.copy_to_device_async(memory, 0, &staging, 0, bytes.len(), stream)? };
-    backend.stream_synchronize(stream, deadline)
-}
-
 /// Largest message of the gather: MPI counts are ints, and rsmpi refuses longer slices.
 const GATHER_CHUNK: usize = 1 << 30;
 
@@ -433,14 +416,13 @@ fn download_interior<B: Backend>(
     stream: &B::Stream,
     deadline: Instant,
 ) -> Result<Vec<u8>> {
-    let bytes = (d.alloc_elems() as usize) * eb;
-    let staging = backend.alloc_pinned(bytes, Coherence::NonCoherent)?;
-    // SAFETY: (1) staging and the field live until the synchronization below; (2) no kernel
-    // writes the field (the caller's exchanges completed).
-    unsafe { backend.copy_to_host_async(&staging, 0, memory, 0, bytes, stream)? };
-    backend.stream_synchronize(stream, deadline)?;
-    // SAFETY: the copy completed; staging holds `bytes` bytes nothing else writes.
-    let all = unsafe { std::slice::from_raw_parts(staging.host_ptr(), bytes) };
+    let all = download_bytes(
+        backend,
+        memory,
+        (d.alloc_elems() as usize) * eb,
+        stream,
+        deadline,
+    )?;
     let mut interior = Vec::with_capacity(d.local.iter().product::<u64>() as usize * eb);
     let row = d.local[0] as usize * eb;
     for z in d.halo[2]..d.halo[2] + d.local[2] {

@@ -24,6 +24,8 @@ struct Output<'a> {
     reps: u32,
     runs: u32,
     elems_per_thread: u32,
+    threads: u32,
+    verified: bool,
     #[serde(flatten)]
     result: &'a PackBenchResult,
 }
@@ -54,15 +56,17 @@ impl OnBackend for Bench<'_> {
             reps: args.reps,
             runs: args.runs,
             elems_per_thread: args.elems_per_thread,
+            threads: args.threads,
         };
         let result = run_pack_bench(backend, &SimpleCommunicator::self_comm(), &config)?;
         let [nx, ny, nz] = args.local;
         println!(
-            "pack-bench {nx}x{ny}x{nz} {} halo {} on {} ({}), {} elements per thread, median of {} runs x {} reps",
+            "pack-bench {nx}x{ny}x{nz} {} halo {} on {} ({}), {} threads per block, {} elements per thread, median of {} runs x {} reps",
             args.elem,
             args.halo,
             backend.name(),
             backend.device_info().name,
+            args.threads,
             args.elems_per_thread,
             args.runs,
             args.reps
@@ -73,7 +77,7 @@ impl OnBackend for Bench<'_> {
         );
         for row in &result.rows {
             println!(
-                "  {:<52} {:>10.1} us {:>9.1} GB/s {:>6.1} % of the device's",
+                "  {:<72} {:>10.1} us {:>9.1} GB/s {:>6.1} % of the device's",
                 row.what,
                 row.median_us,
                 row.gbs,
@@ -90,6 +94,14 @@ impl OnBackend for Bench<'_> {
             "  the same kernels by hand with an event recorded after each exchange: {:.1} us",
             result.hand_event_exchange_us
         );
+        let check = &result.check;
+        println!(
+            "  verified: {} (the 6-face kernels on known values: {} packed elements, then all {} elements of the field after the unpack, compared with the host's; {} wrong)",
+            check.verified(),
+            check.packed,
+            check.field,
+            check.wrong
+        );
         if let Some(path) = &args.json {
             let output = Output {
                 command: "pack-bench",
@@ -102,9 +114,19 @@ impl OnBackend for Bench<'_> {
                 reps: args.reps,
                 runs: args.runs,
                 elems_per_thread: args.elems_per_thread,
+                threads: args.threads,
+                verified: result.check.verified(),
                 result: &result,
             };
             write_json(path, &output, true)?;
+        }
+        if !check.verified() {
+            return Err(Error::VerificationFailed(format!(
+                "the 6-face pack and unpack kernels: {} of {} comparisons wrong",
+                check.wrong,
+                check.packed + check.field
+            ))
+            .into());
         }
         Ok(())
     }
