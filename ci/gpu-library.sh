@@ -19,7 +19,7 @@ if [ "${3:-}" != quick ]; then
     step "$dir/gpu-cuda-cli" --test-threads=1 the_stencil both_ipc > "$out/gpu-cli.log" 2>&1
     tail -5 "$out/gpu-cli.log"
 fi
-for ept in 1 4; do
+for ept in 4 8; do
     step timeout 120 "$hp" pack-bench --backend cuda --local 512x512x512 --halo 1 --type f64 \
         --elems-per-thread $ept --reps 50 --runs 11 --json "$out/pack-bench-512-f64-ept$ept.json"
 done
