@@ -360,8 +360,26 @@ typedef struct hp_regions_args {
      * HP_VERIFY_SAMPLE the thesis's sample of the whole block, taken by the region's first
      * grid block (hp_check_range), the others writing records of no checks. */
     uint32_t verify;
-    uint32_t reserved;
+    /* HP_REGIONS_FULL or HP_REGIONS_PLAIN: which form of the kernels the launch runs. */
+    uint32_t form;
 } hp_regions_args;
+
+/*
+ * The forms of the region kernels (hp_regions_args.form; the host picks the symbol by it):
+ *   HP_REGIONS_FULL   hp_pack_regions / hp_unpack_regions: any table.
+ *   HP_REGIONS_PLAIN  hp_{pack|unpack}_regions_w4 / _w8 for 4- and 8-byte elements: tables whose
+ *     regions have no message and a field payload, and whose every region fits the 32-bit index
+ *     rule (its units, 2n with a partner, plus HP_UNROLL steps of blocks * threads below 2^31,
+ *     its strides below 2^32). Without the other paths these need half the registers, so an SM
+ *     holds twice the blocks (haloport_core::regions::kernel_form decides).
+ */
+#define HP_REGIONS_FULL 0u
+#define HP_REGIONS_PLAIN 1u
+
+/* Elements a thread of the region kernels moves at once, all loads before any store, so their
+ * memory latencies overlap (results/2026-11-22-h200-pack-probe: with loads issued one at a
+ * time, a thread's strided loads wait for each other). */
+#define HP_UNROLL 4u
 
 /*
  * One Jacobi sweep of the 27-point stencil over a box of a field's interior (SPEC 13's

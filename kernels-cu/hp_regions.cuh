@@ -3,6 +3,7 @@
  *
  *   hp_pack_regions    field -> packed buffer, for many regions in one launch
  *   hp_unpack_regions  packed buffer -> field
+ *   hp_{pack|unpack}_regions_w4, _w8   their plain form (HP_REGIONS_PLAIN in haloport_shared.h)
  *   hp_stencil27       one Jacobi sweep of the 27-point stencil over a box (the application)
  *
  * Included, after hp_kernels.cuh, by the entries (kernels-cu/haloport.cu,
@@ -57,11 +58,6 @@ HP_DEVICE uint32_t hp_region_of(const hp_region* regions, uint32_t num_regions, 
     return g - regions[lo].first_block < regions[lo].blocks ? lo : HP_REGION_NONE;
 }
 
-/* Elements a thread moves at once, all loads before any store, so their memory latencies overlap
- * (results/2026-11-22-h200-pack-probe: with loads issued one at a time, a thread's strided
- * loads wait for each other). Matches ELEMS_PER_THREAD, the suggested grid sizing. */
-#define HP_UNROLL 4
-
 /* n / d for n < 2^31 and 1 <= d < 2^31, by a multiply and a shift (the division's magic
  * number, CUTLASS's FastDivmod form): a 32-bit hardware-less division costs some twenty
  * instructions, two per element of a region. mul == 0 stands for d == 1. */
@@ -98,7 +94,7 @@ HP_DEVICE void hp_fast_div_init(uint32_t d, uint32_t& mul, uint32_t& shift) {
 /* A region's index rule (haloport_shared.h) for element numbers below 2^31 and strides below
  * 2^32: divisions by magic numbers, 32 x 32 -> 64-bit products. */
 struct hp_index32 {
-    static constexpr int unroll = HP_UNROLL;
+    static constexpr int unroll = (int)HP_UNROLL;
     uint32_t c0, c1, mul0, shift0, mul1, shift1, s0, s1, s2;
     HP_DEVICE explicit hp_index32(const hp_region& r)
         : c0((uint32_t)r.count[0]), c1((uint32_t)r.count[1]), s0((uint32_t)r.stride[0]),
@@ -397,6 +393,46 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_unpack_regions(hp_regions_args a) {
     hp_regions_block<false>(a);
+}
+
+/* One grid block of the plain form (HP_REGIONS_PLAIN in haloport_shared.h) for words W: only
+ * the 32-bit movers, so no path of another element size, index width, payload or message
+ * holds registers (ptxas: 32 against 64 for the full form). */
+template <typename W, bool PACK>
+__device__ void hp_plain_regions_block(const hp_regions_args& a) {
+    const hp_region* regions = (const hp_region*)a.regions;
+    const uint32_t ri = hp_region_of(regions, a.num_regions, blockIdx.x);
+    if (ri == HP_REGION_NONE) return;
+    const hp_region r = regions[ri];
+    const uint32_t local_block = blockIdx.x - r.first_block;
+    const uint32_t n = (uint32_t)(r.count[0] * r.count[1] * r.count[2]);
+    if (r.partner != 0) {
+        const hp_region p = regions[r.partner - 1];
+        hp_move_pair_as<W, uint32_t, hp_index32, PACK>(r, p, local_block, n);
+    } else {
+        hp_move_region_as<W, uint32_t, hp_index32, PACK>(r, local_block, n);
+    }
+}
+
+/* The plain form of hp_pack_regions and hp_unpack_regions, for 4- and 8-byte elements. */
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_pack_regions_w4(hp_regions_args a) {
+    hp_plain_regions_block<uint32_t, true>(a);
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_pack_regions_w8(hp_regions_args a) {
+    hp_plain_regions_block<uint64_t, true>(a);
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_unpack_regions_w4(hp_regions_args a) {
+    hp_plain_regions_block<uint32_t, false>(a);
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_unpack_regions_w8(hp_regions_args a) {
+    hp_plain_regions_block<uint64_t, false>(a);
 }
 
 /* out[p] = (sum of the 27 in[p + d], dz outermost, dx innermost, from 0) * (T(1) / T(27)): the

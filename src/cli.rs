@@ -496,6 +496,9 @@ pub struct PackBenchArgs {
     /// Threads per block of the region kernels.
     #[arg(long, default_value_t = haloport::core::halo::HaloOptions::default().threads, value_parser = clap::value_parser!(u32).range(32..=1024))]
     pub threads: u32,
+    /// Run the full form of the region kernels where the plain one would serve (to compare).
+    #[arg(long)]
+    pub full_form: bool,
     /// Write the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -47,7 +47,8 @@ unsafe fn flag<'a>(addr: u64) -> &'a AtomicU32 {
     unsafe { AtomicU32::from_ptr(addr as *mut u32) }
 }
 
-/// Runs [`Kernel::PackRegions`] or [`Kernel::UnpackRegions`] over `dims.blocks` grid blocks.
+/// Runs [`Kernel::PackRegions`] or [`Kernel::UnpackRegions`] (or their plain forms) over
+/// `dims.blocks` grid blocks.
 ///
 /// # Safety
 /// The addresses in `args` (and in its region and message tables) satisfy `Backend::launch`'s
@@ -62,7 +63,11 @@ pub(crate) unsafe fn run_regions(kernel: Kernel, args: &hp_regions_args, dims: L
             std::slice::from_raw_parts(args.regions as *const hp_region, args.num_regions as usize)
         }
     };
-    let pack = kernel == Kernel::PackRegions;
+    // The plain forms (`HP_REGIONS_PLAIN`) move the same elements: one twin serves all.
+    let pack = matches!(
+        kernel,
+        Kernel::PackRegions | Kernel::PackRegionsW4 | Kernel::PackRegionsW8
+    );
     let next = AtomicU32::new(0);
     // On a GPU every waiting block waits at once; here a few workers run the blocks in turn,
     // so every wait counts from the launch's start (else blocks would add up their time-outs).

@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::regions::Copy3d;
 use crate::shared::{
     hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args, hp_stencil_args,
-    hp_taskqueue_args,
+    hp_taskqueue_args, HP_REGIONS_FULL, HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -128,6 +128,16 @@ pub enum Kernel {
     /// The reverse of [`Kernel::PackRegions`]: packed buffers into the fields' regions, waiting
     /// for a message's arrival flag first and raising the sender's credit after.
     UnpackRegions,
+    /// The plain form of [`Kernel::PackRegions`] for 4-byte elements: tables without messages
+    /// or synthetic regions, within the 32-bit index rule
+    /// ([`regions::kernel_form`](crate::regions::kernel_form)), at half the registers.
+    PackRegionsW4,
+    /// [`Kernel::PackRegionsW4`] for 8-byte elements.
+    PackRegionsW8,
+    /// The plain form of [`Kernel::UnpackRegions`] for 4-byte elements.
+    UnpackRegionsW4,
+    /// [`Kernel::UnpackRegionsW4`] for 8-byte elements.
+    UnpackRegionsW8,
     /// One Jacobi sweep of the 27-point stencil over a box of a field (SPEC 13's application).
     Stencil27,
 }
@@ -145,6 +155,10 @@ impl Kernel {
             Kernel::IpcTaskqueue => "hp_ipc_taskqueue",
             Kernel::PackRegions => "hp_pack_regions",
             Kernel::UnpackRegions => "hp_unpack_regions",
+            Kernel::PackRegionsW4 => "hp_pack_regions_w4",
+            Kernel::PackRegionsW8 => "hp_pack_regions_w8",
+            Kernel::UnpackRegionsW4 => "hp_unpack_regions_w4",
+            Kernel::UnpackRegionsW8 => "hp_unpack_regions_w8",
             Kernel::Stencil27 => "hp_stencil27",
         }
     }
@@ -160,7 +174,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 10] = [
+    pub const ALL: [Kernel; 14] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -170,6 +184,10 @@ impl Kernel {
         Kernel::IpcTaskqueue,
         Kernel::PackRegions,
         Kernel::UnpackRegions,
+        Kernel::PackRegionsW4,
+        Kernel::PackRegionsW8,
+        Kernel::UnpackRegionsW4,
+        Kernel::UnpackRegionsW8,
         Kernel::Stencil27,
     ];
 }
@@ -192,10 +210,12 @@ pub enum Launch<'a> {
     IpcUnpack(&'a hp_ipc_args),
     /// [`Kernel::IpcTaskqueue`].
     IpcTaskqueue(&'a hp_ipc_args),
-    /// [`Kernel::PackRegions`]. Grid: [`regions::assign_blocks`](crate::regions::assign_blocks)
+    /// [`Kernel::PackRegions`], or its plain form ([`Kernel::PackRegionsW8`], ...) when
+    /// `form` is `HP_REGIONS_PLAIN`. Grid: [`regions::assign_blocks`](crate::regions::assign_blocks)
     /// numbers each region's blocks; launch at least that many (extra blocks return at once).
     PackRegions(&'a hp_regions_args),
-    /// [`Kernel::UnpackRegions`], with the same grid as the pack of the same regions.
+    /// [`Kernel::UnpackRegions`] (or its plain form), with the same grid as the pack of the
+    /// same regions.
     UnpackRegions(&'a hp_regions_args),
     /// [`Kernel::Stencil27`]. Any grid covers the box (threads stride over its points);
     /// [`regions::stencil_blocks`](crate::regions::stencil_blocks) suggests one.
@@ -239,7 +259,14 @@ impl Launch<'_> {
                 if a.messages != 0 && a.epoch == 0 {
                     return invalid("messages need an epoch of at least 1".into());
                 }
-                Ok(())
+                match a.form {
+                    HP_REGIONS_FULL => Ok(()),
+                    HP_REGIONS_PLAIN if a.messages == 0 && a.checks == 0 => Ok(()),
+                    HP_REGIONS_PLAIN => invalid(
+                        "the plain form of the region kernels has no message or check table".into(),
+                    ),
+                    other => invalid(format!("region kernel form {other} (0 or 1)")),
+                }
             }
             Launch::Stencil27(a) => {
                 crate::regions::check_stencil(a).or_else(|e| invalid(e.to_string()))?;
@@ -265,8 +292,16 @@ impl Launch<'_> {
             Launch::IpcPack(_) => Kernel::IpcPack,
             Launch::IpcUnpack(_) => Kernel::IpcUnpack,
             Launch::IpcTaskqueue(_) => Kernel::IpcTaskqueue,
-            Launch::PackRegions(_) => Kernel::PackRegions,
-            Launch::UnpackRegions(_) => Kernel::UnpackRegions,
+            Launch::PackRegions(a) => match (a.form, a.elem_bytes) {
+                (HP_REGIONS_PLAIN, 4) => Kernel::PackRegionsW4,
+                (HP_REGIONS_PLAIN, 8) => Kernel::PackRegionsW8,
+                _ => Kernel::PackRegions,
+            },
+            Launch::UnpackRegions(a) => match (a.form, a.elem_bytes) {
+                (HP_REGIONS_PLAIN, 4) => Kernel::UnpackRegionsW4,
+                (HP_REGIONS_PLAIN, 8) => Kernel::UnpackRegionsW8,
+                _ => Kernel::UnpackRegions,
+            },
             Launch::Stencil27(_) => Kernel::Stencil27,
         }
     }

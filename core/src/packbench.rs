@@ -23,8 +23,8 @@ use crate::backend::{
 use crate::domain::{DomainSpec, ElemType, HaloPlan, Subarray};
 use crate::error::{Error, Result};
 use crate::halo::{direction_name, Field, HaloExchange, HaloOptions};
-use crate::regions::{assign_blocks, elems, field_index, pair_regions, Copy3d};
-use crate::shared::{hp_region, hp_regions_args, HP_NO_MESSAGE};
+use crate::regions::{assign_blocks, elems, field_index, kernel_form, pair_regions, Copy3d};
+use crate::shared::{hp_region, hp_regions_args, HP_NO_MESSAGE, HP_REGIONS_FULL};
 use crate::stats::median;
 use crate::variant::TransportKind;
 
@@ -45,6 +45,9 @@ pub struct PackBenchConfig {
     pub elems_per_thread: u32,
     /// Threads per block of the region kernels.
     pub threads: u32,
+    /// Run the full form of the region kernels even where the plain one serves
+    /// ([`kernel_form`]), to compare them.
+    pub full_form: bool,
 }
 
 /// One measured figure.
@@ -189,6 +192,8 @@ struct Table<B: Backend> {
     blocks: u32,
     threads: u32,
     elem: ElemType,
+    /// `HP_REGIONS_*` ([`kernel_form`]).
+    form: u32,
 }
 
 /// `regions` numbered and uploaded; paired ([`pair_regions`]) when `pair`, as the halo
@@ -214,6 +219,11 @@ fn table<B: Backend>(
         blocks,
         threads,
         elem,
+        form: if config.full_form {
+            HP_REGIONS_FULL
+        } else {
+            kernel_form(&regions, threads)
+        },
     })
 }
 
@@ -233,6 +243,7 @@ unsafe fn launch_regions<B: Backend>(
         num_regions: table.regions,
         elem_bytes: table.elem.bytes(),
         epoch: 1,
+        form: table.form,
         ..hp_regions_args::default()
     };
     let launch = if pack {
@@ -503,6 +514,11 @@ pub fn run_pack_bench<B: Backend>(
         .iter()
         .map(|n| region(field_addr, by_tag[&n.recv_tag], &n.recv))
         .collect();
+    // The plan chooses its kernels' form itself: so do the kernels by hand.
+    let config = &PackBenchConfig {
+        full_form: false,
+        ..*config
+    };
     let (hand_pack, hand_unpack) = (
         table(backend, hand_send, config, true)?,
         table(backend, hand_recv, config, true)?,

@@ -293,6 +293,26 @@ pub fn region_of(regions: &[hp_region], block: u32) -> Option<usize> {
     (block - regions[r].first_block < regions[r].blocks).then_some(r)
 }
 
+/// The form of the region kernels a launch over `regions` with `threads` per block may run
+/// (`HP_REGIONS_*` in `kernels-cu/haloport_shared.h`): plain when no region has a message or a
+/// synthetic payload and every region fits the kernels' 32-bit index rule, else full.
+pub fn kernel_form(regions: &[hp_region], threads: u32) -> u32 {
+    use crate::shared::{HP_PAYLOAD_FIELD, HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_UNROLL};
+    let fits = |r: &hp_region| {
+        let units = if r.partner != 0 { 2 } else { 1 } * elems(r);
+        let steps = u64::from(HP_UNROLL) * u64::from(r.blocks) * u64::from(threads);
+        units.saturating_add(steps) < 1 << 31 && r.stride.iter().all(|&s| s >> 32 == 0)
+    };
+    let plain = regions.iter().all(|r| {
+        r.message == crate::shared::HP_NO_MESSAGE && r.payload == HP_PAYLOAD_FIELD && fits(r)
+    });
+    if plain {
+        HP_REGIONS_PLAIN
+    } else {
+        HP_REGIONS_FULL
+    }
+}
+
 /// Checks an element size: 4 (f32) or 8 (f64).
 ///
 /// # Errors
@@ -568,6 +588,47 @@ mod tests {
             message: crate::shared::HP_NO_MESSAGE,
             ..region(x + a + a * a, [512, 512, 1], s)
         })
+    }
+
+    #[test]
+    fn the_plain_form_serves_only_plain_tables_within_32_bits() {
+        use crate::shared::{
+            HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_PLAIN,
+        };
+        let plain = |count: [u64; 3], stride: [u64; 3], blocks: u32| hp_region {
+            message: HP_NO_MESSAGE,
+            blocks,
+            ..region(0, count, stride)
+        };
+        let face = plain([512, 512, 1], [1, 514, 514 * 514], 256);
+        assert_eq!(kernel_form(&[face], 256), HP_REGIONS_PLAIN);
+        assert_eq!(kernel_form(&[], 256), HP_REGIONS_PLAIN);
+        // A message, or the thesis's synthetic blocks: the full form.
+        let signalled = hp_region { message: 0, ..face };
+        assert_eq!(kernel_form(&[face, signalled], 256), HP_REGIONS_FULL);
+        let synthetic = hp_region {
+            payload: HP_PAYLOAD_SYNTHETIC,
+            ..face
+        };
+        assert_eq!(kernel_form(&[synthetic], 256), HP_REGIONS_FULL);
+        // 2^31 units with the threads' last steps: the kernels' 32-bit rule ends there.
+        let edge = (1_u64 << 31) - 4 * 256;
+        assert_eq!(
+            kernel_form(&[plain([edge - 1, 1, 1], [1, 1, 1], 1)], 256),
+            HP_REGIONS_PLAIN
+        );
+        assert_eq!(
+            kernel_form(&[plain([edge, 1, 1], [1, 1, 1], 1)], 256),
+            HP_REGIONS_FULL
+        );
+        // A partner doubles the units; a stride of 2^32 elements needs 64 bits.
+        let half = hp_region {
+            partner: 2,
+            ..plain([edge / 2, 1, 1], [1, 1, 1], 1)
+        };
+        assert_eq!(kernel_form(&[half], 256), HP_REGIONS_FULL);
+        let far = plain([2, 1, 1], [1 << 32, 1, 1], 1);
+        assert_eq!(kernel_form(&[far], 256), HP_REGIONS_FULL);
     }
 
     #[test]

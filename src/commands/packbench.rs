@@ -25,6 +25,7 @@ struct Output<'a> {
     runs: u32,
     elems_per_thread: u32,
     threads: u32,
+    full_form: bool,
     verified: bool,
     #[serde(flatten)]
     result: &'a PackBenchResult,
@@ -57,17 +58,19 @@ impl OnBackend for Bench<'_> {
             runs: args.runs,
             elems_per_thread: args.elems_per_thread,
             threads: args.threads,
+            full_form: args.full_form,
         };
         let result = run_pack_bench(backend, &SimpleCommunicator::self_comm(), &config)?;
         let [nx, ny, nz] = args.local;
         println!(
-            "pack-bench {nx}x{ny}x{nz} {} halo {} on {} ({}), {} threads per block, {} elements per thread, median of {} runs x {} reps",
+            "pack-bench {nx}x{ny}x{nz} {} halo {} on {} ({}), {} threads per block, {} elements per thread, {} form, median of {} runs x {} reps",
             args.elem,
             args.halo,
             backend.name(),
             backend.device_info().name,
             args.threads,
             args.elems_per_thread,
+            if args.full_form { "full" } else { "chosen" },
             args.runs,
             args.reps
         );
@@ -115,6 +118,7 @@ impl OnBackend for Bench<'_> {
                 runs: args.runs,
                 elems_per_thread: args.elems_per_thread,
                 threads: args.threads,
+                full_form: args.full_form,
                 verified: result.check.verified(),
                 result: &result,
             };

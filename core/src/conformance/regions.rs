@@ -14,7 +14,7 @@ use crate::regions::{self, Copy3d};
 use crate::shared::{
     hp_block_check, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
     HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
-    HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
+    HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
 };
 use crate::verify::{merge_checks, packed_value};
 
@@ -223,6 +223,14 @@ impl Synthetic {
     };
 }
 
+/// Which form of the region kernels a launch runs: the one [`regions::kernel_form`] chooses
+/// (the plain one wherever it serves), or the full one whatever the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Chosen,
+    Full,
+}
+
 /// Launches a region kernel over `regions` (table in pinned memory) with `extra` grid blocks
 /// past the last region's, and waits for it.
 #[allow(clippy::too_many_arguments)]
@@ -236,6 +244,7 @@ fn run_regions<B: Backend>(
     epoch: u32,
     extra: u32,
     synthetic: Synthetic,
+    form: Form,
 ) -> Result<(), String> {
     let grid = regions::grid_blocks(regions).map_err(e)?;
     let table = pinned_with(backend, &bytes_of(regions))?;
@@ -251,7 +260,10 @@ fn run_regions<B: Backend>(
         checks: synthetic.checks,
         iteration: synthetic.iteration,
         verify: synthetic.verify,
-        reserved: 0,
+        form: match form {
+            Form::Chosen => regions::kernel_form(regions, THREADS),
+            Form::Full => HP_REGIONS_FULL,
+        },
     };
     let launch = if pack {
         Launch::PackRegions(&args)
@@ -289,7 +301,7 @@ fn number(regions: &mut Vec<hp_region>, eb: u32, ept: u64, pair: bool, x_face: [
 /// Pack of many regions (faces, edges, corners, a strided one, a transposed walk of the whole
 /// field) and unpack of disjoint ones, for one element size; with `pair`, the neighbour regions
 /// merged and the x faces paired.
-fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool) -> Check {
+fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool, form: Form) -> Check {
     let ebu = eb as usize;
     let dims = Dims([11, 9, 7]);
     let n = dims.len();
@@ -321,6 +333,10 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool) -> Chec
     for r in &mut send {
         r.field = src.device_addr();
     }
+    ensure(
+        regions::kernel_form(&send, THREADS) == HP_REGIONS_PLAIN,
+        || "these regions should run the plain form of the kernels".into(),
+    )?;
     let total: u64 = send.iter().map(regions::elems).sum();
     let packed = backend
         .alloc_pinned((total * u64::from(eb)) as usize, Coherence::Coherent)
@@ -336,6 +352,7 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool) -> Chec
         1,
         3,
         Synthetic::NONE,
+        form,
     )?;
     let got = decode(&pinned_bytes(&packed, 0, len), ebu);
     for (i, r) in send.iter().enumerate() {
@@ -381,6 +398,7 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool) -> Chec
         1,
         2,
         Synthetic::NONE,
+        form,
     )?;
     let mut want = vec![0_u64; n as usize];
     for (i, r) in recv.iter().enumerate() {
@@ -415,15 +433,21 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool) -> Chec
 /// striding over their region, and grid blocks past the last region) move exactly the elements the index rule names, in f64
 /// and f32.
 pub fn region_pack_and_unpack_follow_the_index_rule<B: Backend>(backend: &B) -> Check {
-    pack_and_unpack_regions(backend, 8, false)?;
-    pack_and_unpack_regions(backend, 4, false)
+    for form in [Form::Chosen, Form::Full] {
+        pack_and_unpack_regions(backend, 8, false, form)?;
+        pack_and_unpack_regions(backend, 4, false, form)?;
+    }
+    Ok(())
 }
 
 /// The same with the regions merged (as plans give them) and the -x and +x faces paired: one
 /// region moves both, interleaved, and every element lands where the index rule says.
 pub fn paired_regions_move_the_same_elements<B: Backend>(backend: &B) -> Check {
-    pack_and_unpack_regions(backend, 8, true)?;
-    pack_and_unpack_regions(backend, 4, true)
+    for form in [Form::Chosen, Form::Full] {
+        pack_and_unpack_regions(backend, 8, true, form)?;
+        pack_and_unpack_regions(backend, 4, true, form)?;
+    }
+    Ok(())
 }
 
 /// Synthetic regions (the thesis's blocks as a payload of the region kernels): pack stores
@@ -461,7 +485,18 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
         verify: HP_VERIFY_FULL,
     };
     let stream = backend.create_stream().map_err(e)?;
-    run_regions(backend, &stream, true, &regions, None, 8, 1, 0, synthetic)?;
+    run_regions(
+        backend,
+        &stream,
+        true,
+        &regions,
+        None,
+        8,
+        1,
+        0,
+        synthetic,
+        Form::Chosen,
+    )?;
     let packed = decode(&pinned_bytes(&buffer, 0, (8 * total) as usize), 8);
     for (r, &(block, n)) in blocks_and_elems.iter().enumerate() {
         let at = offsets[r] / 8;
@@ -492,7 +527,18 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
             })
             .collect()
     };
-    run_regions(backend, &stream, false, &regions, None, 8, 1, 0, synthetic)?;
+    run_regions(
+        backend,
+        &stream,
+        false,
+        &regions,
+        None,
+        8,
+        1,
+        0,
+        synthetic,
+        Form::Chosen,
+    )?;
     for (r, c) in folded(&records).iter().enumerate() {
         let n = blocks_and_elems[r].1;
         ensure(u64::from(c.checked) == n && c.wrong == 0, || {
@@ -511,7 +557,18 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
             .add(offsets[0] / 8 + bad)
             .write(-1.0)
     };
-    run_regions(backend, &stream, false, &regions, None, 8, 1, 0, synthetic)?;
+    run_regions(
+        backend,
+        &stream,
+        false,
+        &regions,
+        None,
+        8,
+        1,
+        0,
+        synthetic,
+        Form::Chosen,
+    )?;
     let c = folded(&records)[0];
     ensure(
         c.wrong == 1 && c.first_index == bad as u64 && c.first_found == -1.0,
@@ -522,7 +579,18 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
         verify: HP_VERIFY_SAMPLE,
         ..synthetic
     };
-    run_regions(backend, &stream, false, &regions, None, 8, 1, 0, sample)?;
+    run_regions(
+        backend,
+        &stream,
+        false,
+        &regions,
+        None,
+        8,
+        1,
+        0,
+        sample,
+        Form::Chosen,
+    )?;
     for (r, c) in folded(&records).iter().enumerate() {
         let n = blocks_and_elems[r].1;
         let want = crate::verify::planned_checks(crate::verify::Verify::Sample, THREADS, n);
@@ -980,6 +1048,7 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
         1,
         0,
         Synthetic::NONE,
+        Form::Chosen,
     )?;
     let mut copied = send.clone();
     lay_out(&mut copied, by_copy.device_addr(), ebl);
@@ -1024,6 +1093,7 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
         1,
         0,
         Synthetic::NONE,
+        Form::Chosen,
     )?;
     for (i, r) in recv.iter().enumerate() {
         let r = hp_region {
@@ -1128,6 +1198,23 @@ pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B
             Launch::UnpackRegions(&hp_regions_args {
                 elem_bytes: 8,
                 regions: 0,
+                ..regions
+            }),
+        ),
+        (
+            "the plain form and a message table",
+            Launch::PackRegions(&hp_regions_args {
+                elem_bytes: 8,
+                form: HP_REGIONS_PLAIN,
+                messages: table.device_addr(),
+                ..regions
+            }),
+        ),
+        (
+            "a form that is neither full nor plain",
+            Launch::UnpackRegions(&hp_regions_args {
+                elem_bytes: 8,
+                form: 2,
                 ..regions
             }),
         ),

@@ -34,10 +34,10 @@ use crate::backend::{
 };
 use crate::domain::ElemType;
 use crate::error::{Error, Result};
-use crate::regions::{blocks_for, pair_regions};
+use crate::regions::{blocks_for, kernel_form, pair_regions};
 use crate::shared::{
     hp_block_check, hp_message_signal, hp_region, hp_regions_args, HP_MESSAGE_ABORTED,
-    HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
+    HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_PLAIN,
 };
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_with_node, NodeShare};
@@ -67,6 +67,10 @@ struct Tables<B: Backend> {
     unpack_regions: u32,
     pack_blocks: u32,
     unpack_blocks: u32,
+    /// `HP_REGIONS_*`: which form of the region kernels each side runs
+    /// ([`regions::kernel_form`](crate::regions::kernel_form)).
+    pack_form: u32,
+    unpack_form: u32,
     /// Per entry, the unpack grid blocks serving its incoming message (first, count).
     unpack_ranges: Vec<Option<(u32, u32)>>,
 }
@@ -692,7 +696,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let synthetic = self.payload == Payload::Synthetic;
         // A synthetic message is one region, whatever the key.
         let fields: &[u64] = if synthetic { &[0] } else { addrs };
-        type Built<M> = (M, u32, u32, Vec<Option<(u32, u32)>>);
+        type Built<M> = (M, u32, u32, u32, Vec<Option<(u32, u32)>>);
         let build = |pack: bool, slot: usize| -> Result<Built<B::DeviceMemory>> {
             let mut regions = Vec::new();
             let mut signals = Vec::with_capacity(n);
@@ -823,12 +827,13 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     u64::from(self.options.elems_per_thread),
                 )?
             };
+            let form = kernel_form(&regions, self.options.threads);
             let table = upload_table(self.backend, &regions, &signals)?;
-            Ok((table, regions.len() as u32, grid, ranges))
+            Ok((table, regions.len() as u32, grid, form, ranges))
         };
-        let (pack0, pack_regions, pack_blocks, _) = build(true, 0)?;
+        let (pack0, pack_regions, pack_blocks, pack_form, _) = build(true, 0)?;
         let (pack1, ..) = build(true, 1)?;
-        let (unpack0, unpack_regions, unpack_blocks, unpack_ranges) = build(false, 0)?;
+        let (unpack0, unpack_regions, unpack_blocks, unpack_form, unpack_ranges) = build(false, 0)?;
         let (unpack1, ..) = build(false, 1)?;
         Ok(Tables {
             pack: [pack0, pack1],
@@ -837,6 +842,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             unpack_regions,
             pack_blocks,
             unpack_blocks,
+            pack_form,
+            unpack_form,
             unpack_ranges,
         })
     }
@@ -849,28 +856,39 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             .get(key)
             .ok_or_else(|| Error::Internal("no region tables for these fields".into()))?;
         let slot = (self.epoch & 1) as usize;
-        let (table, regions, blocks) = if pack {
-            (&tables.pack[slot], tables.pack_regions, tables.pack_blocks)
+        let (table, regions, blocks, form) = if pack {
+            (
+                &tables.pack[slot],
+                tables.pack_regions,
+                tables.pack_blocks,
+                tables.pack_form,
+            )
         } else {
             (
                 &tables.unpack[slot],
                 tables.unpack_regions,
                 tables.unpack_blocks,
+                tables.unpack_form,
             )
         };
+        // The plain form has no message or check table (no region signals or is synthetic).
+        let plain = form == HP_REGIONS_PLAIN;
         if regions == 0 {
             return Ok(());
         }
         let checks = match (&self.memory.checks, pack) {
-            (Some(checks), false) => checks.device_addr(),
+            (Some(checks), false) if !plain => checks.device_addr(),
             _ => 0,
         };
         let n = self.routes.len() as u64;
         let status = self.memory.status.device_addr();
         let args = hp_regions_args {
             regions: table.device_addr(),
-            messages: table.device_addr()
-                + u64::from(regions) * std::mem::size_of::<hp_region>() as u64,
+            messages: if plain {
+                0
+            } else {
+                table.device_addr() + u64::from(regions) * std::mem::size_of::<hp_region>() as u64
+            },
             status: status + if pack { 0 } else { 4 * n },
             abort_flag: status + 8 * n,
             timeout_ticks: (self.options.timeout.as_secs_f64()
@@ -881,7 +899,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             epoch: self.epoch,
             iteration: self.iteration,
             verify: self.verify.code(),
-            reserved: 0,
+            form,
         };
         let dims = LaunchDims {
             blocks,
