@@ -19,9 +19,9 @@
  * Each element's field index is computed from e alone (no dependencies between threads); the
  * element numbering is 32-bit, dividing by magic numbers, when the region's elements plus
  * HP_UNROLL of the threads' strides stay below 2^31 and its strides below 2^32. A thread loads
- * HP_UNROLL of its elements before storing any. Callers number blocks with haloport_core::regions::assign_blocks:
- * ceil(elements / (threads * elems_per_thread)) per region, ELEMS_PER_THREAD = 4 and 256
- * threads suggested.
+ * HP_UNROLL of its elements before storing any. Callers number blocks with
+ * haloport_core::regions::assign_blocks: ceil(elements / (threads * elems_per_thread)) per
+ * region, ELEMS_PER_THREAD = 4 and 256 threads suggested.
  *
  * Messages: only blocks of a region with a message wait, count and raise flags; a region
  * without one (message == HP_NO_MESSAGE) moves its elements and returns: no barrier, no atomic.
@@ -59,8 +59,9 @@ HP_DEVICE uint32_t hp_region_of(const hp_region* regions, uint32_t num_regions, 
 }
 
 /* n / d for n < 2^31 and 1 <= d < 2^31, by a multiply and a shift (the division's magic
- * number, CUTLASS's FastDivmod form): a 32-bit hardware-less division costs some twenty
- * instructions, two per element of a region. mul == 0 stands for d == 1. */
+ * number, CUTLASS's FastDivmod form): GPUs have no integer divider, and a division by a
+ * variable costs some twenty instructions, two per element of a region. mul == 0 stands for
+ * d == 1. */
 HP_DEVICE uint32_t hp_fast_div(uint32_t n, uint32_t mul, uint32_t shift) {
     return mul != 0u ? (__umulhi(n, mul) >> shift) : n;
 }

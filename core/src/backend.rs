@@ -743,22 +743,22 @@ pub fn upload_table<B: Backend, T: Copy, U: Copy>(
             "a table's tail would be misaligned".into(),
         ));
     }
-    let mut bytes = vec![0_u8; (head_bytes + std::mem::size_of_val(tail)).max(1)];
-    // SAFETY: `bytes` holds head_bytes + size_of_val(tail) bytes; the tables are plain `Copy`
-    // data, copied bytewise (unaligned destinations are fine for a byte copy).
+    let bytes = (head_bytes + std::mem::size_of_val(tail)).max(1);
+    let staging = backend.alloc_pinned(bytes, Coherence::Coherent)?;
+    let table = backend.alloc_device(bytes)?;
+    // SAFETY: staging holds `bytes` bytes, page-aligned (so aligned for T), and nothing else
+    // uses it yet; head fills its first head_bytes, tail the rest, aligned for U (checked).
+    // Copied as T and U, not as bytes: their padding (if any) is never read as data.
     unsafe {
-        let at = bytes.as_mut_ptr();
-        std::ptr::copy_nonoverlapping(head.as_ptr().cast::<u8>(), at, head_bytes);
-        std::ptr::copy_nonoverlapping(
-            tail.as_ptr().cast::<u8>(),
-            at.add(head_bytes),
-            std::mem::size_of_val(tail),
-        );
+        let at = staging.host_ptr();
+        std::ptr::copy_nonoverlapping(head.as_ptr(), at.cast::<T>(), head.len());
+        std::ptr::copy_nonoverlapping(tail.as_ptr(), at.add(head_bytes).cast::<U>(), tail.len());
     }
-    let table = backend.alloc_device(bytes.len())?;
     let stream = backend.create_stream()?;
-    let deadline = Instant::now() + std::time::Duration::from_secs(10);
-    upload_bytes(backend, &table, &bytes, &stream, deadline)?;
+    // SAFETY: (1) staging and table live until the stream is synchronized below (and the
+    // stream, declared after them, is dropped first); (2) nothing else touches them meanwhile.
+    unsafe { backend.copy_to_device_async(&table, 0, &staging, 0, bytes, &stream)? };
+    backend.stream_synchronize(&stream, Instant::now() + std::time::Duration::from_secs(10))?;
     Ok(table)
 }
 
@@ -777,11 +777,27 @@ pub fn upload_bytes<B: Backend>(
     let staging = backend.alloc_pinned(bytes.len().max(1), Coherence::NonCoherent)?;
     // SAFETY: staging holds at least bytes.len() bytes and nothing else uses it.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.host_ptr(), bytes.len()) };
-    // SAFETY: (1) staging and memory live until the synchronization below (the caller's
-    // stream drains there, or this returns an error before anything was queued); (2) nothing
-    // else touches them meanwhile (the caller's stream runs nothing else concurrently).
+    // SAFETY: (1) staging lives until the copy is seen complete below, or is leaked; memory
+    // is the caller's, alive until its stream drained; (2) nothing else touches them meanwhile.
     unsafe { backend.copy_to_device_async(memory, 0, &staging, 0, bytes.len(), stream)? };
-    backend.stream_synchronize(stream, deadline)
+    settle(backend, stream, deadline, staging).map(drop)
+}
+
+/// Waits for `stream`, then gives `staging` back; if the wait fails, the copy may still read or
+/// write `staging`, so it is leaked rather than freed.
+fn settle<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    deadline: Instant,
+    staging: B::PinnedMemory,
+) -> Result<B::PinnedMemory> {
+    match backend.stream_synchronize(stream, deadline) {
+        Ok(()) => Ok(staging),
+        Err(e) => {
+            std::mem::forget(staging);
+            Err(e)
+        }
+    }
 }
 
 /// The first `len` bytes of `memory`, copied through pinned memory on `stream` (after the work
@@ -798,10 +814,11 @@ pub fn download_bytes<B: Backend>(
     deadline: Instant,
 ) -> Result<Vec<u8>> {
     let staging = backend.alloc_pinned(len.max(1), Coherence::NonCoherent)?;
-    // SAFETY: (1) staging and memory live until the synchronization below; (2) nothing writes
-    // them meanwhile (work queued before on `stream` completes before the copy starts).
+    // SAFETY: (1) staging lives until the copy is seen complete below, or is leaked; memory
+    // is the caller's; (2) nothing writes them meanwhile (work queued before on `stream`
+    // completes before the copy starts).
     unsafe { backend.copy_to_host_async(&staging, 0, memory, 0, len, stream)? };
-    backend.stream_synchronize(stream, deadline)?;
+    let staging = settle(backend, stream, deadline, staging)?;
     // SAFETY: the copy completed; staging holds at least `len` bytes nothing else writes.
     Ok(unsafe { std::slice::from_raw_parts(staging.host_ptr(), len) }.to_vec())
 }
