@@ -485,18 +485,22 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
         verify: HP_VERIFY_FULL,
     };
     let stream = backend.create_stream().map_err(e)?;
-    run_regions(
-        backend,
-        &stream,
-        true,
-        &regions,
-        None,
-        8,
-        1,
-        0,
-        synthetic,
-        Form::Chosen,
-    )?;
+    // Every launch of this check: the synthetic regions, f64, epoch 1, no message table.
+    let run = |pack: bool, synthetic: Synthetic| {
+        run_regions(
+            backend,
+            &stream,
+            pack,
+            &regions,
+            None,
+            8,
+            1,
+            0,
+            synthetic,
+            Form::Chosen,
+        )
+    };
+    run(true, synthetic)?;
     let packed = decode(&pinned_bytes(&buffer, 0, (8 * total) as usize), 8);
     for (r, &(block, n)) in blocks_and_elems.iter().enumerate() {
         let at = offsets[r] / 8;
@@ -527,18 +531,7 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
             })
             .collect()
     };
-    run_regions(
-        backend,
-        &stream,
-        false,
-        &regions,
-        None,
-        8,
-        1,
-        0,
-        synthetic,
-        Form::Chosen,
-    )?;
+    run(false, synthetic)?;
     for (r, c) in folded(&records).iter().enumerate() {
         let n = blocks_and_elems[r].1;
         ensure(u64::from(c.checked) == n && c.wrong == 0, || {
@@ -557,18 +550,7 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
             .add(offsets[0] / 8 + bad)
             .write(-1.0)
     };
-    run_regions(
-        backend,
-        &stream,
-        false,
-        &regions,
-        None,
-        8,
-        1,
-        0,
-        synthetic,
-        Form::Chosen,
-    )?;
+    run(false, synthetic)?;
     let c = folded(&records)[0];
     ensure(
         c.wrong == 1 && c.first_index == bad as u64 && c.first_found == -1.0,
@@ -579,18 +561,7 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
         verify: HP_VERIFY_SAMPLE,
         ..synthetic
     };
-    run_regions(
-        backend,
-        &stream,
-        false,
-        &regions,
-        None,
-        8,
-        1,
-        0,
-        sample,
-        Form::Chosen,
-    )?;
+    run(false, sample)?;
     for (r, c) in folded(&records).iter().enumerate() {
         let n = blocks_and_elems[r].1;
         let want = crate::verify::planned_checks(crate::verify::Verify::Sample, THREADS, n);
