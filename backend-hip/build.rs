@@ -278,8 +278,41 @@ fn compile_kernels(hipcc: &Path, archs: &[String], shared: &Path, amd: &Path, ou
     for arch in archs {
         cmd.arg(format!("--offload-arch={arch}"));
     }
+    cmd.arg("-Rpass-analysis=kernel-resource-usage");
     cmd.arg("-o").arg(&bundle).arg(amd.join("haloport.hip"));
-    toolchain::compile_or_exit(&mut cmd, "hipcc");
+    let output = toolchain::compile_or_exit(&mut cmd, "hipcc");
+    check_scratch(&String::from_utf8_lossy(&output.stderr));
+}
+
+/// The most scratch (private memory) per lane a kernel may use. Clang puts there what does not
+/// fit in registers, and a copy of any by-value argument whose address is taken: 3 KiB per
+/// lane for `hp_regions_args` read without `hp_args_in_place`. The kernels need at most 64 bytes
+/// (the full region kernels on gfx906); a GPU we cannot run must not get the copy unseen.
+const SCRATCH_LIMIT: u64 = 256;
+
+/// Stops the build when a kernel uses more scratch than [`SCRATCH_LIMIT`] on some target,
+/// naming it; warns when the compiler gave no resource remarks to check.
+fn check_scratch(remarks: &str) {
+    let scratch = toolchain::scratch_per_kernel(remarks);
+    if scratch.is_empty() {
+        println!(
+            "cargo:warning=hipcc printed no kernel resource remarks: the kernels' scratch was not checked"
+        );
+        return;
+    }
+    let over: Vec<String> = scratch
+        .iter()
+        .filter(|(_, bytes)| *bytes > SCRATCH_LIMIT)
+        .map(|(kernel, bytes)| format!("{kernel}: {bytes} bytes per lane"))
+        .collect();
+    if !over.is_empty() {
+        eprintln!(
+            "error: kernels use more than {SCRATCH_LIMIT} bytes of scratch per lane on some AMD target \
+             (a by-value argument copied per thread? see hp_args_in_place in kernels-hip/hp_amd.h):\n  {}",
+            over.join("\n  ")
+        );
+        std::process::exit(1);
+    }
 }
 
 /// The HIP installation whose `include/hip/hip_runtime_api.h` the bindings come from.

@@ -335,6 +335,11 @@ typedef struct hp_message_signal {
 #define HP_MESSAGE_ABORTED 2u
 
 /* The argument of hp_pack_regions and hp_unpack_regions. */
+/* The most regions a launch carries in its parameters (hp_regions_args.inline_regions): 32 of
+ * 88 bytes keep the arguments under the 4 KiB that CUDA and HIP both accept, and hold the 26
+ * neighbour regions of one field. */
+#define HP_INLINE_REGIONS 32
+
 typedef struct hp_regions_args {
     /* Device address of hp_region[num_regions]. */
     uint64_t regions;
@@ -362,6 +367,13 @@ typedef struct hp_regions_args {
     uint32_t verify;
     /* HP_REGIONS_FULL or HP_REGIONS_PLAIN: which form of the kernels the launch runs. */
     uint32_t form;
+    /* 1: the table is inline_regions[0, num_regions) (num_regions <= HP_INLINE_REGIONS), not
+     * the one at `regions`; 0: the table at `regions`. */
+    uint32_t table_inline;
+    /* A table carried in the launch's parameters: every block of a launch reads its region
+     * from the constant bank instead of searching device memory (1.1 us off a 6-face pack in
+     * results/2026-11-22-h200-pack-probe). Unused when table_inline == 0. */
+    hp_region inline_regions[HP_INLINE_REGIONS];
 } hp_regions_args;
 
 /*

@@ -10,6 +10,11 @@
  *   hp_fence_acq_rel_system()        acquire-release fence at system scope: orders, without the
  *                                    global serialization of a sequentially consistent fence
  *   hp_backoff(ns)                   pause about ns nanoseconds between polls (0: none)
+ *   HP_GRID_CONSTANT                 marks a by-value kernel parameter read through
+ *                                    hp_args_in_place
+ *   hp_args_in_place(a)              a reference to the kernel's one by-value parameter `a`,
+ *                                    read where the launch put it (constant bank, kernarg
+ *                                    segment), never copied into each thread's local memory
  *
  * The kernels use nothing vendor-specific beyond these. AMD's definitions live in
  * kernels-hip/hp_amd.h (found through the include path hipcc is given).
@@ -24,6 +29,15 @@
 #elif defined(__CUDACC__)
 
 #define HP_DEVICE __device__ __forceinline__
+
+/* Without it, a reference to a kernel parameter makes nvcc copy the whole parameter into every
+ * thread's local memory. */
+#define HP_GRID_CONSTANT __grid_constant__
+
+template <typename T>
+HP_DEVICE const T& hp_args_in_place(const T& a) {
+    return a;
+}
 
 /* %globaltimer: nanoseconds, shared by all SMs of the device. */
 HP_DEVICE uint64_t hp_timer(void) {

@@ -42,6 +42,18 @@
 /* No region: what hp_region_of answers for a grid block past the last region. */
 #define HP_REGION_NONE 0xffffffffu
 
+/* Calls f with the launch's region table: its parameters' copy or the one in device memory,
+ * each in a branch of its own, so that the compiler knows which memory every read of the table
+ * goes to (the parameters' through the constant bank), not one pointer that may be either. */
+template <typename F>
+HP_DEVICE void hp_with_table(const hp_regions_args& a, F&& f) {
+    if (a.table_inline) {
+        f(a.inline_regions);
+    } else {
+        f((const hp_region*)a.regions);
+    }
+}
+
 /* The region grid block `g` serves: the last region whose first_block <= g, if g lies inside
  * its blocks. Regions are sorted by first_block (the header's rule). */
 HP_DEVICE uint32_t hp_region_of(const hp_region* regions, uint32_t num_regions, uint32_t g) {
@@ -251,10 +263,10 @@ __device__ __forceinline__ void hp_move_pair_words(const hp_region& r, const hp_
 }
 
 template <bool PACK>
-__device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const hp_region& r,
-                                               uint32_t local_block) {
+__device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const hp_region* regions,
+                                               const hp_region& r, uint32_t local_block) {
     if (r.partner != 0) {
-        const hp_region p = ((const hp_region*)a.regions)[r.partner - 1];
+        const hp_region p = regions[r.partner - 1];
         if (a.elem_bytes == 8) {
             hp_move_pair_words<uint64_t, PACK>(r, p, local_block);
         } else if (a.elem_bytes == 4) {
@@ -305,12 +317,13 @@ __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r
 
 /* This block's part of region r, whatever its payload. */
 template <bool PACK>
-__device__ __forceinline__ void hp_region_payload(const hp_regions_args& a, const hp_region& r,
+__device__ __forceinline__ void hp_region_payload(const hp_regions_args& a,
+                                                  const hp_region* regions, const hp_region& r,
                                                   uint32_t local_block) {
     if (r.payload == HP_PAYLOAD_SYNTHETIC) {
         if (a.elem_bytes == 8) hp_synthetic_region<PACK>(a, r, local_block);
     } else {
-        hp_move_region<PACK>(a, r, local_block);
+        hp_move_region<PACK>(a, regions, r, local_block);
     }
 }
 
@@ -335,16 +348,17 @@ HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_si
     }
 }
 
-/* One grid block of hp_pack_regions (PACK) or hp_unpack_regions. */
+/* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the launch's
+ * table. */
 template <bool PACK>
-__device__ void hp_regions_block(const hp_regions_args& a) {
-    const hp_region* regions = (const hp_region*)a.regions;
+__device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
+                                                 const hp_region* regions) {
     const uint32_t ri = hp_region_of(regions, a.num_regions, blockIdx.x);
     if (ri == HP_REGION_NONE) return;
     const hp_region r = regions[ri];
     const uint32_t local_block = blockIdx.x - r.first_block;
     if (r.message == HP_NO_MESSAGE || a.messages == 0) {
-        hp_region_payload<PACK>(a, r, local_block);
+        hp_region_payload<PACK>(a, regions, r, local_block);
         return;
     }
 
@@ -361,7 +375,7 @@ __device__ void hp_regions_block(const hp_regions_args& a) {
     __syncthreads();
     if (outcome != HP_MESSAGE_OK) return;
 
-    hp_region_payload<PACK>(a, r, local_block);
+    hp_region_payload<PACK>(a, regions, r, local_block);
     /* The barrier orders every thread's stores before thread 0's (CTA scope); thread 0's
      * release fence at system scope, cumulative, then orders them all before the block is
      * counted (as cooperative groups' grid sync does). One acq_rel fence per block: a
@@ -384,25 +398,33 @@ __device__ void hp_regions_block(const hp_regions_args& a) {
  * keeps their registers within what a block of that many needs, so any block size launches. */
 #define HP_REGIONS_MAX_THREADS 1024
 
+/* A launch of the full form: the kernel's parameter `a` read in place, its table wherever it
+ * lies. */
+template <bool PACK>
+HP_DEVICE void hp_regions_launch(const hp_regions_args& a) {
+    const hp_regions_args& args = hp_args_in_place(a);
+    hp_with_table(args, [&](const hp_region* regions) { hp_regions_block<PACK>(args, regions); });
+}
+
 /* field -> buffer for every region of the launch (see the file comment). */
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
-    hp_pack_regions(hp_regions_args a) {
-    hp_regions_block<true>(a);
+    hp_pack_regions(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_regions_launch<true>(a);
 }
 
 /* buffer -> field for every region of the launch (see the file comment). */
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
-    hp_unpack_regions(hp_regions_args a) {
-    hp_regions_block<false>(a);
+    hp_unpack_regions(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_regions_launch<false>(a);
 }
 
 /* One grid block of the plain form (HP_REGIONS_PLAIN in haloport_shared.h) for words W: only
  * the 32-bit movers, so no path of another element size, index width, payload or message
  * holds registers (ptxas: 32 against 64 for the full form). */
 template <typename W, bool PACK>
-__device__ void hp_plain_regions_block(const hp_regions_args& a) {
-    const hp_region* regions = (const hp_region*)a.regions;
-    const uint32_t ri = hp_region_of(regions, a.num_regions, blockIdx.x);
+__device__ __forceinline__ void hp_plain_regions_block(const hp_region* regions,
+                                                       uint32_t num_regions) {
+    const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
     if (ri == HP_REGION_NONE) return;
     const hp_region r = regions[ri];
     const uint32_t local_block = blockIdx.x - r.first_block;
@@ -415,25 +437,38 @@ __device__ void hp_plain_regions_block(const hp_regions_args& a) {
     }
 }
 
-/* The plain form of hp_pack_regions and hp_unpack_regions, for 4- and 8-byte elements. */
-extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
-    hp_pack_regions_w4(hp_regions_args a) {
-    hp_plain_regions_block<uint32_t, true>(a);
+/* A launch of the plain form: the kernel's parameter `a` read in place, its table wherever it
+ * lies. */
+template <typename W, bool PACK>
+HP_DEVICE void hp_plain_regions_launch(const hp_regions_args& a) {
+    const hp_regions_args& args = hp_args_in_place(a);
+    hp_with_table(args, [&](const hp_region* regions) {
+        hp_plain_regions_block<W, PACK>(regions, args.num_regions);
+    });
 }
 
-extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
-    hp_pack_regions_w8(hp_regions_args a) {
-    hp_plain_regions_block<uint64_t, true>(a);
+/* The plain form of hp_pack_regions and hp_unpack_regions, for 4- and 8-byte elements. Two
+ * blocks of the most threads per SM hold them to 32 registers (ptxas spills none; left free,
+ * it takes 50-58 for the two table branches and an SM holds fewer blocks). */
+#define HP_PLAIN_MIN_BLOCKS 2
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS, HP_PLAIN_MIN_BLOCKS)
+    hp_pack_regions_w4(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_plain_regions_launch<uint32_t, true>(a);
 }
 
-extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
-    hp_unpack_regions_w4(hp_regions_args a) {
-    hp_plain_regions_block<uint32_t, false>(a);
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS, HP_PLAIN_MIN_BLOCKS)
+    hp_pack_regions_w8(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_plain_regions_launch<uint64_t, true>(a);
 }
 
-extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
-    hp_unpack_regions_w8(hp_regions_args a) {
-    hp_plain_regions_block<uint64_t, false>(a);
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS, HP_PLAIN_MIN_BLOCKS)
+    hp_unpack_regions_w4(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_plain_regions_launch<uint32_t, false>(a);
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS, HP_PLAIN_MIN_BLOCKS)
+    hp_unpack_regions_w8(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_plain_regions_launch<uint64_t, false>(a);
 }
 
 /* out[p] = (sum of the 27 in[p + d], dz outermost, dx innermost, from 0) * (T(1) / T(27)): the

@@ -18,6 +18,16 @@
 
 #define HP_DEVICE __device__ __forceinline__
 
+#define HP_GRID_CONSTANT
+
+/* The kernel's one by-value parameter, read from the kernarg segment where the launch put it:
+ * clang copies a parameter whose address is taken into every thread's private memory (3 KiB
+ * for hp_regions_args), and `a` itself is then never read. */
+template <typename T>
+HP_DEVICE const T& hp_args_in_place(const T&) {
+    return *(const T*)(const void*)__builtin_amdgcn_kernarg_segment_ptr();
+}
+
 HP_DEVICE uint64_t hp_timer(void) { return wall_clock64(); }
 
 HP_DEVICE uint32_t hp_load_acquire_system(const uint32_t* p) {

@@ -499,6 +499,10 @@ pub struct PackBenchArgs {
     /// Run the full form of the region kernels where the plain one would serve (to compare).
     #[arg(long)]
     pub full_form: bool,
+    /// Let the region kernels read their table from device memory where the launch's
+    /// parameters would carry it (to compare).
+    #[arg(long)]
+    pub table_in_memory: bool,
     /// Write the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -27,14 +27,14 @@ pub fn timer_ns() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-/// A launch as the stream worker receives it: the kernel and its argument, by value.
-#[derive(Clone, Copy)]
+/// A launch as the stream worker receives it: the kernel and its argument, by value (the
+/// region kernels' boxed: it carries a table of regions).
 pub(crate) enum HostLaunch {
     Exchange(Kernel, hp_exchange_args),
     ClockPingPong(hp_pingpong_args),
     Taskqueue(hp_taskqueue_args),
     Ipc(Kernel, hp_ipc_args),
-    Regions(Kernel, hp_regions_args),
+    Regions(Kernel, Box<hp_regions_args>),
     Stencil(hp_stencil_args),
 }
 

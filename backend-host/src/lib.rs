@@ -248,7 +248,7 @@ impl Backend for HostBackend {
                 HostLaunch::Ipc(launch.kernel(), *args)
             }
             Launch::PackRegions(args) | Launch::UnpackRegions(args) => {
-                HostLaunch::Regions(launch.kernel(), *args)
+                HostLaunch::Regions(launch.kernel(), Box::new(*args))
             }
             Launch::Stencil27(args) => HostLaunch::Stencil(*args),
             other => {

@@ -54,7 +54,11 @@ unsafe fn flag<'a>(addr: u64) -> &'a AtomicU32 {
 /// The addresses in `args` (and in its region and message tables) satisfy `Backend::launch`'s
 /// contract; the regions of one unpack do not overlap in their fields.
 pub(crate) unsafe fn run_regions(kernel: Kernel, args: &hp_regions_args, dims: LaunchDims) {
-    let table: &[hp_region] = if args.num_regions == 0 || args.regions == 0 {
+    let table: &[hp_region] = if args.table_inline != 0 {
+        // The kernels' choice: the copy in the launch's parameters (at most HP_INLINE_REGIONS,
+        // checked by Launch::check).
+        &args.inline_regions[..args.num_regions as usize]
+    } else if args.num_regions == 0 || args.regions == 0 {
         &[]
     } else {
         // SAFETY: the table holds num_regions entries (launch contract) that nothing writes

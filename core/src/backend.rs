@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::regions::Copy3d;
 use crate::shared::{
     hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args, hp_stencil_args,
-    hp_taskqueue_args, HP_REGIONS_FULL, HP_REGIONS_PLAIN,
+    hp_taskqueue_args, HP_INLINE_REGIONS, HP_REGIONS_FULL, HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -253,8 +253,19 @@ impl Launch<'_> {
             Launch::PackRegions(a) | Launch::UnpackRegions(a) => {
                 crate::regions::check_elem_bytes(a.elem_bytes, &format!("{:?}", self.kernel()))
                     .or_else(|e| invalid(e.to_string()))?;
-                if a.num_regions > 0 && a.regions == 0 {
-                    return invalid(format!("{} regions but no region table", a.num_regions));
+                match a.table_inline {
+                    0 if a.num_regions > 0 && a.regions == 0 => {
+                        return invalid(format!("{} regions but no region table", a.num_regions));
+                    }
+                    0 => {}
+                    1 if a.num_regions > HP_INLINE_REGIONS => {
+                        return invalid(format!(
+                            "{} regions carried in the launch's parameters (at most {HP_INLINE_REGIONS})",
+                            a.num_regions
+                        ));
+                    }
+                    1 => {}
+                    other => return invalid(format!("table_inline {other} (0 or 1)")),
                 }
                 if a.messages != 0 && a.epoch == 0 {
                     return invalid("messages need an epoch of at least 1".into());

@@ -48,6 +48,9 @@ pub struct PackBenchConfig {
     /// Run the full form of the region kernels even where the plain one serves
     /// ([`kernel_form`]), to compare them.
     pub full_form: bool,
+    /// Let the kernels read their region table from device memory even where the launch's
+    /// parameters would carry it ([`hp_regions_args::with_inline_table`]), to compare them.
+    pub table_in_memory: bool,
 }
 
 /// One measured figure.
@@ -188,7 +191,9 @@ fn time_unsynchronized<B: Backend>(
 /// A table of regions in device memory with their grid, ready to launch.
 struct Table<B: Backend> {
     memory: B::DeviceMemory,
-    regions: u32,
+    /// The regions uploaded to `memory`; the launch carries them unless `in_memory`.
+    regions: Vec<hp_region>,
+    in_memory: bool,
     blocks: u32,
     threads: u32,
     elem: ElemType,
@@ -215,7 +220,7 @@ fn table<B: Backend>(
     }
     Ok(Table {
         memory: upload_table::<_, _, u8>(backend, &regions, &[])?,
-        regions: regions.len() as u32,
+        in_memory: config.table_in_memory,
         blocks,
         threads,
         elem,
@@ -224,6 +229,7 @@ fn table<B: Backend>(
         } else {
             kernel_form(&regions, threads)
         },
+        regions,
     })
 }
 
@@ -238,14 +244,17 @@ unsafe fn launch_regions<B: Backend>(
     pack: bool,
     stream: &B::Stream,
 ) -> Result<()> {
-    let args = hp_regions_args {
+    let mut args = hp_regions_args {
         regions: table.memory.device_addr(),
-        num_regions: table.regions,
+        num_regions: table.regions.len() as u32,
         elem_bytes: table.elem.bytes(),
         epoch: 1,
         form: table.form,
         ..hp_regions_args::default()
     };
+    if !table.in_memory {
+        args = args.with_inline_table(&table.regions);
+    }
     let launch = if pack {
         Launch::PackRegions(&args)
     } else {
@@ -514,9 +523,10 @@ pub fn run_pack_bench<B: Backend>(
         .iter()
         .map(|n| region(field_addr, by_tag[&n.recv_tag], &n.recv))
         .collect();
-    // The plan chooses its kernels' form itself: so do the kernels by hand.
+    // The plan chooses its kernels' form and table itself: so do the kernels by hand.
     let config = &PackBenchConfig {
         full_form: false,
+        table_in_memory: false,
         ..*config
     };
     let (hand_pack, hand_unpack) = (

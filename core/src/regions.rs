@@ -24,7 +24,7 @@
 //! (`results/2026-11-22-h200-pack-probe`).
 
 use crate::error::{Error, Result};
-use crate::shared::{hp_region, hp_stencil_args};
+use crate::shared::{hp_region, hp_regions_args, hp_stencil_args};
 
 /// Suggested elements per thread for [`assign_blocks`] (see the module docs).
 pub const ELEMS_PER_THREAD: u64 = 4;
@@ -310,6 +310,22 @@ pub fn kernel_form(regions: &[hp_region], threads: u32) -> u32 {
         HP_REGIONS_PLAIN
     } else {
         HP_REGIONS_FULL
+    }
+}
+
+impl hp_regions_args {
+    /// The launch with `table` (its `num_regions` regions) carried in its parameters where it
+    /// fits (`HP_INLINE_REGIONS`): every grid block then reads its region from the constant
+    /// bank instead of searching device memory. `regions` stays the table in device memory,
+    /// which the kernels read otherwise.
+    #[must_use]
+    pub fn with_inline_table(mut self, table: &[hp_region]) -> Self {
+        use crate::shared::HP_INLINE_REGIONS;
+        if table.len() <= HP_INLINE_REGIONS as usize && table.len() == self.num_regions as usize {
+            self.inline_regions[..table.len()].copy_from_slice(table);
+            self.table_inline = 1;
+        }
+        self
     }
 }
 
@@ -629,6 +645,36 @@ mod tests {
         assert_eq!(kernel_form(&[half], 256), HP_REGIONS_FULL);
         let far = plain([2, 1, 1], [1 << 32, 1, 1], 1);
         assert_eq!(kernel_form(&[far], 256), HP_REGIONS_FULL);
+    }
+
+    #[test]
+    fn a_launch_carries_its_table_only_where_it_fits_whole() {
+        use crate::shared::HP_INLINE_REGIONS;
+        let table: Vec<hp_region> = (0..=u64::from(HP_INLINE_REGIONS))
+            .map(|i| region(i, [i + 1, 1, 1], [1, 1, 1]))
+            .collect();
+        let args = |n: usize| hp_regions_args {
+            regions: 0x1000,
+            num_regions: n as u32,
+            ..Default::default()
+        };
+        let full = HP_INLINE_REGIONS as usize;
+        let carried = args(full).with_inline_table(&table[..full]);
+        assert_eq!(carried.table_inline, 1);
+        assert_eq!(
+            carried.inline_regions.map(|r| r.offset),
+            table[..full].iter().map(|r| r.offset).collect::<Vec<_>>()[..]
+        );
+        assert_eq!(carried.regions, 0x1000, "the table in memory stays named");
+        let few = args(3).with_inline_table(&table[..3]);
+        assert_eq!((few.table_inline, few.inline_regions[2].count[0]), (1, 3));
+        assert_eq!(
+            few.inline_regions[3].count, [0; 3],
+            "past the table: untouched"
+        );
+        // One region too many, or a table that is not the launch's: left in memory.
+        assert_eq!(args(full + 1).with_inline_table(&table).table_inline, 0);
+        assert_eq!(args(4).with_inline_table(&table[..3]).table_inline, 0);
     }
 
     #[test]

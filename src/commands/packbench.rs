@@ -26,6 +26,7 @@ struct Output<'a> {
     elems_per_thread: u32,
     threads: u32,
     full_form: bool,
+    table_in_memory: bool,
     verified: bool,
     #[serde(flatten)]
     result: &'a PackBenchResult,
@@ -59,11 +60,12 @@ impl OnBackend for Bench<'_> {
             elems_per_thread: args.elems_per_thread,
             threads: args.threads,
             full_form: args.full_form,
+            table_in_memory: args.table_in_memory,
         };
         let result = run_pack_bench(backend, &SimpleCommunicator::self_comm(), &config)?;
         let [nx, ny, nz] = args.local;
         println!(
-            "pack-bench {nx}x{ny}x{nz} {} halo {} on {} ({}), {} threads per block, {} elements per thread, {} form, median of {} runs x {} reps",
+            "pack-bench {nx}x{ny}x{nz} {} halo {} on {} ({}), {} threads per block, {} elements per thread, {} form, table {}, median of {} runs x {} reps",
             args.elem,
             args.halo,
             backend.name(),
@@ -71,6 +73,11 @@ impl OnBackend for Bench<'_> {
             args.threads,
             args.elems_per_thread,
             if args.full_form { "full" } else { "chosen" },
+            if args.table_in_memory {
+                "in device memory"
+            } else {
+                "in the launch's parameters where it fits"
+            },
             args.runs,
             args.reps
         );
@@ -119,6 +126,7 @@ impl OnBackend for Bench<'_> {
                 elems_per_thread: args.elems_per_thread,
                 threads: args.threads,
                 full_form: args.full_form,
+                table_in_memory: args.table_in_memory,
                 verified: result.check.verified(),
                 result: &result,
             };

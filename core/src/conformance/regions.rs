@@ -13,8 +13,8 @@ use crate::backend::{Backend, Coherence, DeviceMemory, Launch, LaunchDims, Pinne
 use crate::regions::{self, Copy3d};
 use crate::shared::{
     hp_block_check, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
-    HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
-    HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
+    HP_INLINE_REGIONS, HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
+    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
 };
 use crate::verify::{merge_checks, packed_value};
 
@@ -223,12 +223,40 @@ impl Synthetic {
     };
 }
 
-/// Which form of the region kernels a launch runs: the one [`regions::kernel_form`] chooses
-/// (the plain one wherever it serves), or the full one whatever the table.
+/// How a launch runs the region kernels: which form, and where they read the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Form {
-    Chosen,
-    Full,
+struct How {
+    /// The full form whatever the table, else the one [`regions::kernel_form`] chooses (the
+    /// plain one wherever it serves).
+    full_form: bool,
+    /// The table in memory, else in the launch's parameters where it fits
+    /// ([`hp_regions_args::with_inline_table`]).
+    table_in_memory: bool,
+}
+
+impl How {
+    /// As the library launches.
+    const LIBRARY: How = How {
+        full_form: false,
+        table_in_memory: false,
+    };
+    /// Every form with every place of the table (the library runs each of them: the full form
+    /// for device-direct messages, the table in memory for more than `HP_INLINE_REGIONS`).
+    const ALL: [How; 4] = [
+        How::LIBRARY,
+        How {
+            full_form: true,
+            table_in_memory: false,
+        },
+        How {
+            full_form: false,
+            table_in_memory: true,
+        },
+        How {
+            full_form: true,
+            table_in_memory: true,
+        },
+    ];
 }
 
 /// Launches a region kernel over `regions` (table in pinned memory) with `extra` grid blocks
@@ -244,7 +272,7 @@ fn run_regions<B: Backend>(
     epoch: u32,
     extra: u32,
     synthetic: Synthetic,
-    form: Form,
+    how: How,
 ) -> Result<(), String> {
     let grid = regions::grid_blocks(regions).map_err(e)?;
     let table = pinned_with(backend, &bytes_of(regions))?;
@@ -260,10 +288,17 @@ fn run_regions<B: Backend>(
         checks: synthetic.checks,
         iteration: synthetic.iteration,
         verify: synthetic.verify,
-        form: match form {
-            Form::Chosen => regions::kernel_form(regions, THREADS),
-            Form::Full => HP_REGIONS_FULL,
+        form: if how.full_form {
+            HP_REGIONS_FULL
+        } else {
+            regions::kernel_form(regions, THREADS)
         },
+        ..Default::default()
+    };
+    let args = if how.table_in_memory {
+        args
+    } else {
+        args.with_inline_table(regions)
     };
     let launch = if pack {
         Launch::PackRegions(&args)
@@ -301,7 +336,7 @@ fn number(regions: &mut Vec<hp_region>, eb: u32, ept: u64, pair: bool, x_face: [
 /// Pack of many regions (faces, edges, corners, a strided one, a transposed walk of the whole
 /// field) and unpack of disjoint ones, for one element size; with `pair`, the neighbour regions
 /// merged and the x faces paired.
-fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool, form: Form) -> Check {
+fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool, how: How) -> Check {
     let ebu = eb as usize;
     let dims = Dims([11, 9, 7]);
     let n = dims.len();
@@ -352,7 +387,7 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool, form: F
         1,
         3,
         Synthetic::NONE,
-        form,
+        how,
     )?;
     let got = decode(&pinned_bytes(&packed, 0, len), ebu);
     for (i, r) in send.iter().enumerate() {
@@ -398,7 +433,7 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool, form: F
         1,
         2,
         Synthetic::NONE,
-        form,
+        how,
     )?;
     let mut want = vec![0_u64; n as usize];
     for (i, r) in recv.iter().enumerate() {
@@ -433,9 +468,9 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool, form: F
 /// striding over their region, and grid blocks past the last region) move exactly the elements the index rule names, in f64
 /// and f32.
 pub fn region_pack_and_unpack_follow_the_index_rule<B: Backend>(backend: &B) -> Check {
-    for form in [Form::Chosen, Form::Full] {
-        pack_and_unpack_regions(backend, 8, false, form)?;
-        pack_and_unpack_regions(backend, 4, false, form)?;
+    for how in How::ALL {
+        pack_and_unpack_regions(backend, 8, false, how)?;
+        pack_and_unpack_regions(backend, 4, false, how)?;
     }
     Ok(())
 }
@@ -443,9 +478,9 @@ pub fn region_pack_and_unpack_follow_the_index_rule<B: Backend>(backend: &B) -> 
 /// The same with the regions merged (as plans give them) and the -x and +x faces paired: one
 /// region moves both, interleaved, and every element lands where the index rule says.
 pub fn paired_regions_move_the_same_elements<B: Backend>(backend: &B) -> Check {
-    for form in [Form::Chosen, Form::Full] {
-        pack_and_unpack_regions(backend, 8, true, form)?;
-        pack_and_unpack_regions(backend, 4, true, form)?;
+    for how in How::ALL {
+        pack_and_unpack_regions(backend, 8, true, how)?;
+        pack_and_unpack_regions(backend, 4, true, how)?;
     }
     Ok(())
 }
@@ -497,7 +532,7 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
             1,
             0,
             synthetic,
-            Form::Chosen,
+            How::LIBRARY,
         )
     };
     run(true, synthetic)?;
@@ -1019,7 +1054,7 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
         1,
         0,
         Synthetic::NONE,
-        Form::Chosen,
+        How::LIBRARY,
     )?;
     let mut copied = send.clone();
     lay_out(&mut copied, by_copy.device_addr(), ebl);
@@ -1064,7 +1099,7 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
         1,
         0,
         Synthetic::NONE,
-        Form::Chosen,
+        How::LIBRARY,
     )?;
     for (i, r) in recv.iter().enumerate() {
         let r = hp_region {
@@ -1178,6 +1213,23 @@ pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B
                 elem_bytes: 8,
                 form: HP_REGIONS_PLAIN,
                 messages: table.device_addr(),
+                ..regions
+            }),
+        ),
+        (
+            "a table said to be in the parameters, of more regions than they hold",
+            Launch::PackRegions(&hp_regions_args {
+                elem_bytes: 8,
+                num_regions: HP_INLINE_REGIONS + 1,
+                table_inline: 1,
+                ..regions
+            }),
+        ),
+        (
+            "a table neither in the parameters nor in memory",
+            Launch::PackRegions(&hp_regions_args {
+                elem_bytes: 8,
+                table_inline: 2,
                 ..regions
             }),
         ),

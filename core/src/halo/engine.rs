@@ -59,18 +59,24 @@ struct Route {
     source_credit: u64,
 }
 
-/// The region tables of one set of fields, for each slot parity, in device memory.
-struct Tables<B: Backend> {
-    pack: [B::DeviceMemory; 2],
-    unpack: [B::DeviceMemory; 2],
-    pack_regions: u32,
-    unpack_regions: u32,
-    pack_blocks: u32,
-    unpack_blocks: u32,
-    /// `HP_REGIONS_*`: which form of the region kernels each side runs
+/// The region table of one side (pack or unpack) for one slot parity.
+struct SideTable<M> {
+    /// In device memory: the regions, then the message signals.
+    memory: M,
+    /// The same regions: launches carry them in their parameters where they fit
+    /// ([`hp_regions_args::with_inline_table`]).
+    regions: Vec<hp_region>,
+    /// The launch's grid blocks.
+    blocks: u32,
+    /// `HP_REGIONS_*`: which form of the region kernels the side runs
     /// ([`regions::kernel_form`](crate::regions::kernel_form)).
-    pack_form: u32,
-    unpack_form: u32,
+    form: u32,
+}
+
+/// The region tables of one set of fields, for each slot parity.
+struct Tables<B: Backend> {
+    pack: [SideTable<B::DeviceMemory>; 2],
+    unpack: [SideTable<B::DeviceMemory>; 2],
     /// Per entry, the unpack grid blocks serving its incoming message (first, count).
     unpack_ranges: Vec<Option<(u32, u32)>>,
 }
@@ -404,7 +410,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         if !self.memory.tables.contains_key(&key) {
             let tables = self.build_tables(&key)?;
             if self.payload == Payload::Synthetic && self.memory.checks.is_none() {
-                let bytes = tables.unpack_blocks as usize * size_of::<hp_block_check>();
+                let bytes = tables.unpack[0].blocks as usize * size_of::<hp_block_check>();
                 let checks = self
                     .backend
                     .alloc_pinned(bytes.max(1), Coherence::Coherent)?;
@@ -696,7 +702,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let synthetic = self.payload == Payload::Synthetic;
         // A synthetic message is one region, whatever the key.
         let fields: &[u64] = if synthetic { &[0] } else { addrs };
-        type Built<M> = (M, u32, u32, u32, Vec<Option<(u32, u32)>>);
+        type Built<M> = (SideTable<M>, Vec<Option<(u32, u32)>>);
         let build = |pack: bool, slot: usize| -> Result<Built<B::DeviceMemory>> {
             let mut regions = Vec::new();
             let mut signals = Vec::with_capacity(n);
@@ -828,22 +834,22 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 )?
             };
             let form = kernel_form(&regions, self.options.threads);
-            let table = upload_table(self.backend, &regions, &signals)?;
-            Ok((table, regions.len() as u32, grid, form, ranges))
+            let memory = upload_table(self.backend, &regions, &signals)?;
+            let table = SideTable {
+                memory,
+                regions,
+                blocks: grid,
+                form,
+            };
+            Ok((table, ranges))
         };
-        let (pack0, pack_regions, pack_blocks, pack_form, _) = build(true, 0)?;
-        let (pack1, ..) = build(true, 1)?;
-        let (unpack0, unpack_regions, unpack_blocks, unpack_form, unpack_ranges) = build(false, 0)?;
-        let (unpack1, ..) = build(false, 1)?;
+        let (pack0, _) = build(true, 0)?;
+        let (pack1, _) = build(true, 1)?;
+        let (unpack0, unpack_ranges) = build(false, 0)?;
+        let (unpack1, _) = build(false, 1)?;
         Ok(Tables {
             pack: [pack0, pack1],
             unpack: [unpack0, unpack1],
-            pack_regions,
-            unpack_regions,
-            pack_blocks,
-            unpack_blocks,
-            pack_form,
-            unpack_form,
             unpack_ranges,
         })
     }
@@ -856,24 +862,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             .get(key)
             .ok_or_else(|| Error::Internal("no region tables for these fields".into()))?;
         let slot = (self.epoch & 1) as usize;
-        let (table, regions, blocks, form) = if pack {
-            (
-                &tables.pack[slot],
-                tables.pack_regions,
-                tables.pack_blocks,
-                tables.pack_form,
-            )
+        let table = if pack {
+            &tables.pack[slot]
         } else {
-            (
-                &tables.unpack[slot],
-                tables.unpack_regions,
-                tables.unpack_blocks,
-                tables.unpack_form,
-            )
+            &tables.unpack[slot]
         };
         // The plain form has no message or check table (no region signals or is synthetic).
-        let plain = form == HP_REGIONS_PLAIN;
-        if regions == 0 {
+        let plain = table.form == HP_REGIONS_PLAIN;
+        if table.regions.is_empty() {
             return Ok(());
         }
         let checks = match (&self.memory.checks, pack) {
@@ -882,27 +878,30 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         };
         let n = self.routes.len() as u64;
         let status = self.memory.status.device_addr();
+        let memory = table.memory.device_addr();
         let args = hp_regions_args {
-            regions: table.device_addr(),
+            regions: memory,
             messages: if plain {
                 0
             } else {
-                table.device_addr() + u64::from(regions) * std::mem::size_of::<hp_region>() as u64
+                memory + std::mem::size_of_val(table.regions.as_slice()) as u64
             },
             status: status + if pack { 0 } else { 4 * n },
             abort_flag: status + 8 * n,
             timeout_ticks: (self.options.timeout.as_secs_f64()
                 * self.backend.device_info().timer_hz as f64) as u64,
             checks,
-            num_regions: regions,
+            num_regions: table.regions.len() as u32,
             elem_bytes: self.elem.bytes(),
             epoch: self.epoch,
             iteration: self.iteration,
             verify: self.verify.code(),
-            form,
-        };
+            form: table.form,
+            ..hp_regions_args::default()
+        }
+        .with_inline_table(&table.regions);
         let dims = LaunchDims {
-            blocks,
+            blocks: table.blocks,
             threads: self.options.threads,
         };
         let launch = if pack {
@@ -970,7 +969,7 @@ impl<B: Backend> MessageExchange<'_, B> {
             return Err(Error::Internal("no synthetic exchange has run".into()));
         };
         let ptr = checks.host_ptr().cast::<hp_block_check>();
-        let grid = tables.unpack_blocks as usize;
+        let grid = tables.unpack[0].blocks as usize;
         // SAFETY: the records hold `grid` entries (allocated for this table's grid); no kernel
         // writes them: the last unpack was seen complete (checked above).
         let records = unsafe {

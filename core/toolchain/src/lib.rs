@@ -107,8 +107,9 @@ pub fn arch_list(spec: &str) -> Vec<String> {
 }
 
 /// Runs a compile command; on failure stops the build with the full command line and the
-/// compiler's output (STYLE: a kernel that fails to compile says exactly why).
-pub fn compile_or_exit(cmd: &mut Command, compiler: &str) {
+/// compiler's output (STYLE: a kernel that fails to compile says exactly why). Returns the
+/// output of a successful compile (its remarks, for instance).
+pub fn compile_or_exit(cmd: &mut Command, compiler: &str) -> std::process::Output {
     let output = cmd.output().unwrap_or_else(|e| {
         eprintln!("error: could not run {cmd:?}: {e}");
         std::process::exit(1);
@@ -122,6 +123,30 @@ pub fn compile_or_exit(cmd: &mut Command, compiler: &str) {
         );
         std::process::exit(1);
     }
+    output
+}
+
+/// The scratch (private memory) per lane of each kernel in clang's
+/// `-Rpass-analysis=kernel-resource-usage` remarks, in the order reported (once per target):
+/// the value of each "ScratchSize [bytes/lane]: N" paired with the "Function Name: NAME" before
+/// it.
+pub fn scratch_per_kernel(remarks: &str) -> Vec<(String, u64)> {
+    let after = |line: &str, key: &str| {
+        line.split_once(key)
+            .map(|(_, rest)| rest.split_whitespace().next().unwrap_or("").to_owned())
+    };
+    let mut kernel = None;
+    let mut found = Vec::new();
+    for line in remarks.lines() {
+        if let Some(name) = after(line, "Function Name: ") {
+            kernel = Some(name);
+        } else if let Some(bytes) = after(line, "ScratchSize [bytes/lane]: ") {
+            if let (Some(name), Ok(bytes)) = (kernel.take(), bytes.parse()) {
+                found.push((name, bytes));
+            }
+        }
+    }
+    found
 }
 
 /// Finds the compiler or stops the build listing every place tried and how to install one.
@@ -227,6 +252,28 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+
+    #[test]
+    fn scratch_is_read_per_kernel_from_clangs_remarks() {
+        let remarks = "\
+x.cuh:447:1: remark: Function Name: hp_pack_regions_w8 [-Rpass-analysis=kernel-resource-usage]
+    hp_pack_regions_w8(const hp_regions_args a) {
+x.cuh:447:1: remark:     VGPRs: 54 [-Rpass-analysis=kernel-resource-usage]
+x.cuh:447:1: remark:     ScratchSize [bytes/lane]: 3160 [-Rpass-analysis=kernel-resource-usage]
+x.cuh:9:1: remark: Function Name: hp_stencil27 [-Rpass-analysis=kernel-resource-usage]
+x.cuh:9:1: remark:     ScratchSize [bytes/lane]: 0 [-Rpass-analysis=kernel-resource-usage]
+x.cuh:9:1: remark:     ScratchSize [bytes/lane]: 7 [-Rpass-analysis=kernel-resource-usage]
+";
+        assert_eq!(
+            scratch_per_kernel(remarks),
+            [
+                ("hp_pack_regions_w8".to_owned(), 3160),
+                ("hp_stencil27".to_owned(), 0)
+            ],
+            "one size per kernel name; a size without a name before it is not anyone's"
+        );
+        assert!(scratch_per_kernel("no remarks at all").is_empty());
+    }
 
     fn touch(path: &Path) {
         std::fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir");
