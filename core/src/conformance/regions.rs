@@ -259,32 +259,55 @@ impl How {
     ];
 }
 
-/// Launches a region kernel over `regions` (table in pinned memory) with `extra` grid blocks
-/// past the last region's, and waits for it.
-#[allow(clippy::too_many_arguments)]
-fn run_regions<B: Backend>(
-    backend: &B,
-    stream: &B::Stream,
+/// A launch of a region kernel over a table of field regions (no message table, epoch 1), as
+/// [`run_regions`] queues it.
+#[derive(Clone, Copy)]
+struct RegionLaunch {
     pack: bool,
-    regions: &[hp_region],
-    messages: Option<(&B::PinnedMemory, &B::PinnedMemory)>,
+    /// Element bytes.
     eb: u32,
-    epoch: u32,
+    /// Grid blocks past the last region's (they must return at once).
     extra: u32,
     synthetic: Synthetic,
     how: How,
+}
+
+impl RegionLaunch {
+    /// The pack (or unpack) of `eb`-byte elements as the library launches it, with no grid
+    /// block to spare.
+    fn new(pack: bool, eb: u32) -> RegionLaunch {
+        RegionLaunch {
+            pack,
+            eb,
+            extra: 0,
+            synthetic: Synthetic::NONE,
+            how: How::LIBRARY,
+        }
+    }
+}
+
+/// Launches a region kernel over `regions` (table in pinned memory) and waits for it.
+fn run_regions<B: Backend>(
+    backend: &B,
+    stream: &B::Stream,
+    regions: &[hp_region],
+    launch: RegionLaunch,
 ) -> Result<(), String> {
+    let RegionLaunch {
+        pack,
+        eb,
+        extra,
+        synthetic,
+        how,
+    } = launch;
     let grid = regions::grid_blocks(regions).map_err(e)?;
     let table = pinned_with(backend, &bytes_of(regions))?;
     let args = hp_regions_args {
         regions: table.device_addr(),
-        messages: messages.map_or(0, |(m, _)| m.device_addr()),
-        status: messages.map_or(0, |(_, s)| s.device_addr()),
-        abort_flag: 0,
         timeout_ticks: backend.device_info().timer_hz * 10,
         num_regions: regions.len() as u32,
         elem_bytes: eb,
-        epoch,
+        epoch: 1,
         checks: synthetic.checks,
         iteration: synthetic.iteration,
         verify: synthetic.verify,
@@ -377,18 +400,12 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool, how: Ho
         .alloc_pinned((total * u64::from(eb)) as usize, Coherence::Coherent)
         .map_err(e)?;
     let (offsets, len) = lay_out(&mut send, packed.device_addr(), u64::from(eb));
-    run_regions(
-        backend,
-        &stream,
-        true,
-        &send,
-        None,
-        eb,
-        1,
-        3,
-        Synthetic::NONE,
+    let launch = RegionLaunch {
+        extra: 3,
         how,
-    )?;
+        ..RegionLaunch::new(true, eb)
+    };
+    run_regions(backend, &stream, &send, launch)?;
     let got = decode(&pinned_bytes(&packed, 0, len), ebu);
     for (i, r) in send.iter().enumerate() {
         let want = reference_pack(&field, r);
@@ -423,18 +440,12 @@ fn pack_and_unpack_regions<B: Backend>(backend: &B, eb: u32, pair: bool, how: Ho
     for r in &mut recv {
         r.field = dst.device_addr();
     }
-    run_regions(
-        backend,
-        &stream,
-        false,
-        &recv,
-        None,
-        eb,
-        1,
-        2,
-        Synthetic::NONE,
+    let launch = RegionLaunch {
+        extra: 2,
         how,
-    )?;
+        ..RegionLaunch::new(false, eb)
+    };
+    run_regions(backend, &stream, &recv, launch)?;
     let mut want = vec![0_u64; n as usize];
     for (i, r) in recv.iter().enumerate() {
         let mut e = offsets[i] / ebu;
@@ -520,20 +531,13 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
         verify: HP_VERIFY_FULL,
     };
     let stream = backend.create_stream().map_err(e)?;
-    // Every launch of this check: the synthetic regions, f64, epoch 1, no message table.
+    // Every launch of this check: the synthetic regions, f64.
     let run = |pack: bool, synthetic: Synthetic| {
-        run_regions(
-            backend,
-            &stream,
-            pack,
-            &regions,
-            None,
-            8,
-            1,
-            0,
+        let launch = RegionLaunch {
             synthetic,
-            How::LIBRARY,
-        )
+            ..RegionLaunch::new(pack, 8)
+        };
+        run_regions(backend, &stream, &regions, launch)
     };
     run(true, synthetic)?;
     let packed = decode(&pinned_bytes(&buffer, 0, (8 * total) as usize), 8);
@@ -1044,18 +1048,7 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
         .alloc_pinned(bytes, Coherence::Coherent)
         .map_err(e)?;
     lay_out(&mut send, by_kernel.device_addr(), ebl);
-    run_regions(
-        backend,
-        &stream,
-        true,
-        &send,
-        None,
-        eb,
-        1,
-        0,
-        Synthetic::NONE,
-        How::LIBRARY,
-    )?;
+    run_regions(backend, &stream, &send, RegionLaunch::new(true, eb))?;
     let mut copied = send.clone();
     lay_out(&mut copied, by_copy.device_addr(), ebl);
     for (i, r) in copied.iter().enumerate() {
@@ -1089,18 +1082,7 @@ fn copy_3d_case<B: Backend>(backend: &B, eb: u32) -> Check {
     for r in &mut recv {
         r.field = dst_kernel.device_addr();
     }
-    run_regions(
-        backend,
-        &stream,
-        false,
-        &recv,
-        None,
-        eb,
-        1,
-        0,
-        Synthetic::NONE,
-        How::LIBRARY,
-    )?;
+    run_regions(backend, &stream, &recv, RegionLaunch::new(false, eb))?;
     for (i, r) in recv.iter().enumerate() {
         let r = hp_region {
             field: dst_copy.device_addr(),
