@@ -14,15 +14,17 @@ fn face_elems(local: [u64; 3], halo: u64) -> u64 {
 #[test]
 fn every_figure_is_measured_and_the_faces_are_checked() {
     let dir = tempfile::tempdir().expect("temp dir");
-    for (dims, halo, elem, eb) in [
-        ([12_u64, 10, 8], 2_u64, "f64", 8_u64),
-        ([9, 7, 6], 1, "f32", 4),
+    // The f32 run reads the region tables from device memory, the f64 one from the launches'
+    // parameters (as the library does).
+    for (dims, halo, elem, eb, table_in_memory) in [
+        ([12_u64, 10, 8], 2_u64, "f64", 8_u64, false),
+        ([9, 7, 6], 1, "f32", 4, true),
     ] {
         let local = format!("{}x{}x{}", dims[0], dims[1], dims[2]);
         let local = local.as_str();
         let json = dir.path().join(format!("{local}-{elem}.json"));
         let halo_arg = halo.to_string();
-        let job = alone(&[
+        let mut args = vec![
             "pack-bench",
             "--backend",
             "host",
@@ -38,12 +40,17 @@ fn every_figure_is_measured_and_the_faces_are_checked() {
             "3",
             "--json",
             json.to_str().expect("utf-8 path"),
-        ]);
+        ];
+        if table_in_memory {
+            args.push("--table-in-memory");
+        }
+        let job = alone(&args);
         assert_eq!(job.code, Some(0), "{local} {elem}: {}", job.explain());
         let r = read_json(&json);
         let faces = face_elems(dims, halo);
         let alloc: u64 = dims.iter().map(|d| d + 2 * halo).product();
         assert_eq!(r["verified"], true, "{local} {elem}");
+        assert_eq!(r["table_in_memory"], table_in_memory, "{local} {elem}");
         assert_eq!(r["check"]["packed"], faces, "{local} {elem}");
         assert_eq!(r["check"]["field"], alloc, "{local} {elem}");
         assert_eq!(r["check"]["wrong"], 0, "{local} {elem}");
