@@ -54,6 +54,7 @@ const FUNCTIONS: &[&str] = &[
     "hipStreamQuery",
     "hipStreamSynchronize",
     "hipStreamDestroy",
+    "hipStreamWaitEvent",
     "hipEventCreate",
     "hipEventRecord",
     "hipEventQuery",

@@ -316,11 +316,12 @@ typedef struct hp_region {
  *   unpack:  wait = own arrival flag (>= epoch),                  flag = the peer's credit flag
  */
 typedef struct hp_message_signal {
-    /* Device address of a u32 block counter in this process's device memory. */
+    /* Device address of a u32 block counter in this process's device memory (compared modulo
+     * 2^32 with epoch * blocks). */
     uint64_t counter;
-    /* Device address of the u32 flag raised to epoch when the message is complete, or 0. */
+    /* Device address of the u64 flag raised to epoch when the message is complete, or 0. */
     uint64_t flag;
-    /* Device address of the u32 flag waited for, or 0. */
+    /* Device address of the u64 flag waited for, or 0. */
     uint64_t wait;
     /* Epochs the awaited flag may lag behind this one: 0 for an arrival of this epoch, 2 for
      * the credit of the slot used two epochs ago. */
@@ -347,18 +348,19 @@ typedef struct hp_regions_args {
     uint64_t messages;
     /* Device address of u32 status per message (HP_MESSAGE_*), or 0 when messages == 0. */
     uint64_t status;
-    /* Device address of the u32 abort flag: a wait gives up when *abort_flag >= epoch; or 0. */
+    /* Device address of the u64 abort flag: a wait gives up when *abort_flag >= epoch; or 0. */
     uint64_t abort_flag;
     /* A wait gives up after this many device timer ticks. */
     uint64_t timeout_ticks;
+    /* This exchange's epoch (1, 2, ...): counter targets and flag values. 64-bit, so that
+     * epochs never wrap, however long a job runs. */
+    uint64_t epoch;
     /* Device address of hp_block_check[grid blocks] (coherent pinned) where synthetic regions'
      * unpack writes each grid block's checks, or 0 when the launch has none. */
     uint64_t checks;
     uint32_t num_regions;
     /* 4 (f32) or 8 (f64): elements are moved as 32- or 64-bit words. */
     uint32_t elem_bytes;
-    /* This exchange's epoch (1, 2, ...): counter targets and flag values. */
-    uint32_t epoch;
     /* The global iteration synthetic values are made of. */
     uint32_t iteration;
     /* Which elements of a synthetic region unpack checks: HP_VERIFY_FULL every one;

@@ -65,6 +65,12 @@ HP_DEVICE void hp_store_release_system_u64(uint64_t* p, uint64_t v) {
     asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+HP_DEVICE uint64_t hp_load_acquire_system_u64(const uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
 HP_DEVICE void hp_fence_system(void) { __threadfence_system(); }
 
 /* __threadfence_system() is fence.sc.sys, which the GPU serializes across all blocks (about

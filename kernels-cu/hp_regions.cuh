@@ -331,16 +331,16 @@ __device__ __forceinline__ void hp_region_payload(const hp_regions_args& a,
  * *abort_flag >= epoch. Returns HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT or HP_MESSAGE_ABORTED. */
 HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_signal& m) {
     if (m.wait == 0 || m.wait_lag >= a.epoch) return HP_MESSAGE_OK;
-    const uint32_t wait_min = a.epoch - m.wait_lag;
-    const uint32_t* flag = (const uint32_t*)m.wait;
-    const uint32_t* abort_flag = (const uint32_t*)a.abort_flag;
+    const uint64_t wait_min = a.epoch - m.wait_lag;
+    const uint64_t* flag = (const uint64_t*)m.wait;
+    const uint64_t* abort_flag = (const uint64_t*)a.abort_flag;
     const uint64_t since = hp_timer();
     for (uint32_t spins = 0;; ++spins) {
-        if (hp_load_acquire_system(flag) >= wait_min) return HP_MESSAGE_OK;
+        if (hp_load_acquire_system_u64(flag) >= wait_min) return HP_MESSAGE_OK;
         /* The abort flag and the timer are a second (PCIe) read and a clock read: look at them
          * every 64th poll only (the first included, so a raised abort is seen at once). */
         if ((spins & 63u) == 0u) {
-            if (abort_flag && hp_load_acquire_system(abort_flag) >= a.epoch) {
+            if (abort_flag && hp_load_acquire_system_u64(abort_flag) >= a.epoch) {
                 return HP_MESSAGE_ABORTED;
             }
             if (hp_timer() - since > a.timeout_ticks) return HP_MESSAGE_TIMED_OUT;
@@ -383,13 +383,14 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
     __syncthreads();
     if (threadIdx.x == 0) {
         hp_fence_acq_rel_system();
+        /* A u32 count compared modulo 2^32: it gains exactly m.blocks per epoch. */
         const uint32_t done = atomicAdd((unsigned int*)m.counter, 1u) + 1u;
-        if (done == a.epoch * m.blocks && m.flag != 0) {
+        if (done == (uint32_t)(a.epoch * m.blocks) && m.flag != 0) {
             /* The last block of the message: every other block's fence and count happened
              * before its count was seen here (a release sequence on the counter); acquire
              * them, then release all of them with the flag. */
             hp_fence_acq_rel_system();
-            hp_store_release_system((uint32_t*)m.flag, a.epoch);
+            hp_store_release_system_u64((uint64_t*)m.flag, a.epoch);
         }
     }
 }

@@ -454,13 +454,18 @@ pub struct StencilArgs {
     #[arg(long, default_value_t = 20)]
     pub exchange_reps: u32,
     /// Inject a fault to show that a lost message ends in a time-out naming the halo:
-    /// drop-send=DIR (e.g. +x, -y+z): every rank never delivers its message in that direction.
+    /// drop-send=DIR (e.g. +x, -y+z): every rank never delivers its message in that direction;
+    /// setup-fails=RANK: that rank's set-up allocation fails (every rank must stop, none hang).
     #[arg(long, value_parser = parse_halo_fault)]
     pub inject: Option<haloport::core::halo::HaloFault>,
     /// Allocate the fields in the application and hand them to the library with `Field::adopt`
     /// (as code with its own allocator would), instead of `Field::alloc`.
     #[arg(long)]
     pub adopt: bool,
+    /// Checked mode: `finish` waits for its unpack and reports a failure on the device at once
+    /// (instead of at the next call), at the cost of the unpack's overlap.
+    #[arg(long)]
+    pub checked: bool,
     /// Skip the comparison with one rank computing the whole grid (for grids too large to
     /// compute on one device); the result then says "verified": false.
     #[arg(long)]

@@ -52,10 +52,66 @@
 //!         exchange.finish(&stream)?; // receives and unpacks, ordered on `stream`
 //!         // ... queue the update of the cells next to the halos ...
 //!     }
-//!     exchange.wait(&stream)?; // everything done; device-side time-outs reported here
+//!     exchange.wait()?; // the exchange's own kernels done, wherever they were queued
+//!     exchange.close()?; // every rank alike; errors here are returned, not logged
 //!     Ok(())
 //! }
 //! ```
+//!
+//! # Your streams, communicators and kernels
+//!
+//! A code that has its own stream and kernels hands haloport the stream and launches its
+//! update between `start` and `finish`, by any means (cudarc, its own C library, NVRTC):
+//!
+//! ```no_run
+//! # #[cfg(feature = "cuda")]
+//! # fn main() -> haloport::Result<()> {
+//! # use haloport::core::domain::{DomainSpec, ElemType};
+//! # use haloport::core::halo::{Field, HaloExchange, HaloOptions};
+//! # use haloport::Backend;
+//! # use mpi::topology::Communicator;
+//! # let universe = mpi::initialize().expect("MPI");
+//! # let world = universe.world();
+//! # let spec = DomainSpec { grid: [64; 3], procs: None, periodic: [true; 3], halo: [1; 3],
+//! #     elem: ElemType::F64, fields: 1 };
+//! # let app_stream_raw: haloport::cuda::CUstream = std::ptr::null_mut();
+//! # let (app_u, bytes) = (0_u64, 0_usize);
+//! let backend = haloport::cuda::CudaBackend::new(0)?;
+//! // Any communicator: the world, a split, or a Cartesian one (whose topology haloport
+//! // follows: its dims are the process grid, its periods the periodicity).
+//! let cart = world
+//!     .create_cartesian_communicator(&[2, 2, 1], &[true; 3], true)
+//!     .expect("a rank of the Cartesian communicator");
+//! let mut exchange = HaloExchange::new(&backend, &cart, &spec, HaloOptions::default())?;
+//! // The application's stream (a cudaStream_t / CUstream), borrowed, never destroyed.
+//! // SAFETY: a live stream of this device's primary context, outliving its use here.
+//! let stream = unsafe { haloport::cuda::CudaStream::from_raw(&backend, app_stream_raw) };
+//! // The application's own allocation, adopted.
+//! // SAFETY: a device address of `bytes` bytes, kept until the exchange was waited for.
+//! let u = unsafe { Field::adopt(app_u, bytes, exchange.plan())? };
+//! exchange.start(&[&u], &stream)?;
+//! // ... launch your interior update on `stream.as_raw()` ...
+//! exchange.finish(&stream)?;
+//! // ... launch your boundary update on `stream.as_raw()` ...
+//! exchange.wait()?;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "cuda"))]
+//! # fn main() {}
+//! ```
+//!
+//! On the host backend the same program queues its own work with
+//! `HostStream::enqueue` (`examples/app_kernel.rs` runs both, verified against one rank).
+//! From a foreign caller's raw `MPI_Comm`, use `HaloExchange::with_raw_comm` (borrowed and
+//! duplicated, never freed).
+//!
+//! The exchange records an event after each of its launches and orders, waits and frees only
+//! on those: `start` and `finish` may use different streams, and `wait` needs none. A
+//! failure on the device (a peer that never sent) is reported by the next `start`, `finish`
+//! or `wait` (the halos of that exchange and of those started before it was seen are stale),
+//! or by `finish` itself with `HaloOptions::checked`. Options that must agree are agreed at
+//! set-up, and a set-up step that fails on one rank fails every rank, before any other
+//! collective.
 //!
 //! Fields you allocated yourself are adopted with
 //! [`Field::adopt`](haloport_core::halo::Field::adopt) (an `unsafe` promise that the memory

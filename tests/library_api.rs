@@ -49,7 +49,7 @@ fn the_exchange_refuses_misuse_and_fills_every_halo() {
     exchange.start(&[&a, &b], &stream).expect("start");
     assert!(err(exchange.start(&[&a, &b], &stream)).contains("start called twice"));
     exchange.finish(&stream).expect("finish");
-    exchange.wait(&stream).expect("wait");
+    exchange.wait().expect("wait");
 
     // Every cell, halos included, gets a value from its global coordinates (wrapped into the
     // grid for the interior, marked -1 in the halos); after one exchange each halo cell must

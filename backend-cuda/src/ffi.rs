@@ -479,6 +479,22 @@ pub unsafe fn stream_destroy(s: CUstream) -> Result<()> {
     check("cuStreamDestroy", done, || "destroying a stream".into())
 }
 
+/// `cuStreamWaitEvent`: work queued on `s` afterwards waits for `e`'s last record.
+///
+/// # Errors
+/// The driver's error.
+///
+/// # Safety
+/// 1. `s` and `e` are live and belong to the current context.
+pub unsafe fn stream_wait_event(s: CUstream, e: CUevent) -> Result<()> {
+    // SAFETY: forwarded from this function's contract.
+    let done =
+        unsafe { result::stream::wait_event(s, e, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) };
+    check("cuStreamWaitEvent", done, || {
+        "ordering a stream after an event".into()
+    })
+}
+
 /// `cuEventCreate(CU_EVENT_DEFAULT)`: with timing.
 ///
 /// # Errors

@@ -47,6 +47,13 @@
 //! ## Timer
 //! Kernels stamp with `%globaltimer` (nanoseconds); `haloport_core::clock` aligns it with the
 //! host clock by ping-pong.
+//!
+//! ## Streams the application owns
+//! [`CudaStream::from_raw`] adopts an application's `CUstream`/`cudaStream_t` without taking
+//! it over (never synchronized nor destroyed by haloport); [`CudaStream::as_raw`] and
+//! [`CudaEvent::as_raw`] hand haloport's own handles to the application's launches and
+//! `cuStreamWaitEvent`s. Every handle lives in the device's primary context, the one the CUDA
+//! runtime and cudarc's `CudaContext` use, so their pointers and streams mix freely.
 
 mod ffi;
 pub mod kernels;
@@ -63,6 +70,8 @@ use haloport_core::{
     LaunchDims, Result,
 };
 
+/// The driver's raw stream and event handles ([`CudaStream::from_raw`], [`CudaStream::as_raw`]).
+pub use ffi::{CUevent, CUstream};
 pub use memory::{CudaDeviceMemory, CudaPeerMemory, CudaPinnedMemory};
 pub use stream::{CudaEvent, CudaStream};
 
@@ -308,6 +317,14 @@ impl Backend for CudaBackend {
 
     fn event_synchronize(&self, event: &CudaEvent, deadline: Instant) -> Result<()> {
         event.synchronize(deadline)
+    }
+
+    fn stream_wait_event(&self, stream: &CudaStream, event: &CudaEvent) -> Result<()> {
+        stream.wait_event(event)
+    }
+
+    fn stream_id(&self, stream: &CudaStream) -> u64 {
+        stream.raw as u64
     }
 
     fn event_elapsed_ms(&self, start: &CudaEvent, end: &CudaEvent) -> Result<f32> {

@@ -14,9 +14,12 @@ use haloport_core::Result;
 use crate::ffi;
 use crate::Context;
 
-/// A `cuStreamCreate`d stream.
+/// A CUDA stream: one haloport created (`cuStreamCreate`, destroyed on drop), or one the
+/// application owns, adopted with [`CudaStream::from_raw`] (never destroyed by haloport).
 pub struct CudaStream {
     pub(crate) raw: ffi::CUstream,
+    /// False for an adopted stream: dropping it neither waits for nor destroys it.
+    owned: bool,
     _ctx: Arc<Context>,
 }
 
@@ -27,8 +30,41 @@ impl CudaStream {
     pub(crate) fn new(ctx: &Arc<Context>) -> Result<Self> {
         Ok(CudaStream {
             raw: ffi::stream_create()?,
+            owned: true,
             _ctx: Arc::clone(ctx),
         })
+    }
+
+    /// Adopts a stream the application owns, without taking ownership, so that the
+    /// application's kernels (launched by any means: cudarc, its own C library, NVRTC) and
+    /// haloport's exchange are ordered on one stream. `raw` may be null: the legacy default
+    /// stream. Dropping the returned value leaves the stream alone.
+    ///
+    /// # Safety
+    /// 1. `raw` is a live `CUstream` (equally a `cudaStream_t`) of `backend`'s device, created
+    ///    in its primary context (the context the CUDA runtime and cudarc's `CudaContext::new`
+    ///    use), or null.
+    /// 2. The stream is not destroyed while haloport may still use it: until every exchange
+    ///    started or finished on it was waited for ([`HaloExchange::wait`]) and the returned
+    ///    value was dropped.
+    /// 3. Work the application queues on the stream between an exchange's `start` and `finish`
+    ///    writes neither the cells the exchange sends nor any halo cell.
+    ///
+    /// Vendor: [CUstream](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html).
+    ///
+    /// [`HaloExchange::wait`]: haloport_core::halo::HaloExchange::wait
+    pub unsafe fn from_raw(backend: &crate::CudaBackend, raw: ffi::CUstream) -> CudaStream {
+        CudaStream {
+            raw,
+            owned: false,
+            _ctx: Arc::clone(&backend.ctx),
+        }
+    }
+
+    /// The raw handle (a `CUstream`, equally a `cudaStream_t`), for launching the application's
+    /// own work on the stream. It stays valid while `self` lives.
+    pub fn as_raw(&self) -> ffi::CUstream {
+        self.raw
     }
 
     pub(crate) fn query(&self) -> Result<bool> {
@@ -39,10 +75,19 @@ impl CudaStream {
     pub(crate) fn synchronize(&self, deadline: Instant) -> Result<()> {
         poll_until(deadline, "a CUDA stream", || self.query())
     }
+
+    pub(crate) fn wait_event(&self, event: &CudaEvent) -> Result<()> {
+        // SAFETY: both handles are live while their owners live (an adopted stream by
+        // from_raw's contract).
+        unsafe { ffi::stream_wait_event(self.raw, event.raw) }
+    }
 }
 
 impl Drop for CudaStream {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         // SAFETY: raw is live and destroyed once, after its work completed.
         let result =
             unsafe { ffi::stream_synchronize(self.raw).and(ffi::stream_destroy(self.raw)) };
@@ -75,6 +120,12 @@ impl CudaEvent {
             raw: ffi::event_create_marker()?,
             _ctx: Arc::clone(ctx),
         })
+    }
+
+    /// The raw handle (a `CUevent`, equally a `cudaEvent_t`), for making the application's
+    /// streams wait on it (`cuStreamWaitEvent`). It stays valid while `self` lives.
+    pub fn as_raw(&self) -> ffi::CUevent {
+        self.raw
     }
 
     pub(crate) fn record(&self, stream: &CudaStream) -> Result<()> {

@@ -173,6 +173,14 @@ impl Backend for HipBackend {
         event.synchronize(deadline)
     }
 
+    fn stream_wait_event(&self, stream: &HipStream, event: &HipEvent) -> Result<()> {
+        stream.wait_event(event)
+    }
+
+    fn stream_id(&self, stream: &HipStream) -> u64 {
+        stream.raw as u64
+    }
+
     fn event_elapsed_ms(&self, start: &HipEvent, end: &HipEvent) -> Result<f32> {
         start.elapsed_ms(end)
     }

@@ -345,6 +345,16 @@ pub unsafe fn stream_destroy(s: hipStream_t) -> Result<()> {
     check("hipStreamDestroy", code, String::new)
 }
 
+/// `hipStreamWaitEvent`: work queued on `s` afterwards waits for `e`'s last record.
+///
+/// # Safety
+/// 1. `s` and `e` are live.
+pub unsafe fn stream_wait_event(s: hipStream_t, e: hipEvent_t) -> Result<()> {
+    // SAFETY: forwarded from this function's contract; flags must be 0.
+    let code = unsafe { sys::hipStreamWaitEvent(s, e, 0) };
+    check("hipStreamWaitEvent", code, String::new)
+}
+
 /// `hipEventCreate`.
 pub fn event_create() -> Result<hipEvent_t> {
     let mut e: hipEvent_t = std::ptr::null_mut();

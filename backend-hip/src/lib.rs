@@ -91,6 +91,9 @@ mod backend;
 
 #[cfg(feature = "kernels")]
 pub use backend::{device_count, HipBackend};
+/// The runtime's raw stream and event handles ([`HipStream::from_raw`], [`HipStream::as_raw`]).
+#[cfg(feature = "kernels")]
+pub use ffi::{hipEvent_t, hipStream_t};
 #[cfg(feature = "kernels")]
 pub use memory::{HipDeviceMemory, HipPeerMemory, HipPinnedMemory};
 #[cfg(feature = "kernels")]

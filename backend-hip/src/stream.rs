@@ -11,9 +11,12 @@ use haloport_core::Result;
 
 use crate::ffi;
 
-/// A `hipStreamCreateWithFlags`ed stream.
+/// A HIP stream: one haloport created (`hipStreamCreateWithFlags`, destroyed on drop), or one
+/// the application owns, adopted with [`HipStream::from_raw`] (never destroyed by haloport).
 pub struct HipStream {
     pub(crate) raw: ffi::hipStream_t,
+    /// False for an adopted stream: dropping it neither waits for nor destroys it.
+    owned: bool,
 }
 
 // SAFETY: HIP streams may be used from any thread of the process.
@@ -23,7 +26,33 @@ impl HipStream {
     pub(crate) fn new() -> Result<Self> {
         Ok(HipStream {
             raw: ffi::stream_create()?,
+            owned: true,
         })
+    }
+
+    /// Adopts a stream the application owns, without taking ownership, so that the
+    /// application's kernels and haloport's exchange are ordered on one stream. `raw` may be
+    /// null: the default stream. Dropping the returned value leaves the stream alone.
+    ///
+    /// # Safety
+    /// 1. `raw` is a live `hipStream_t` of `backend`'s device, or null.
+    /// 2. The stream is not destroyed while haloport may still use it: until every exchange
+    ///    started or finished on it was waited for ([`HaloExchange::wait`]) and the returned
+    ///    value was dropped.
+    /// 3. Work the application queues on the stream between an exchange's `start` and `finish`
+    ///    writes neither the cells the exchange sends nor any halo cell.
+    ///
+    /// Vendor: `hipStream_t`.
+    ///
+    /// [`HaloExchange::wait`]: haloport_core::halo::HaloExchange::wait
+    pub unsafe fn from_raw(_backend: &crate::HipBackend, raw: ffi::hipStream_t) -> HipStream {
+        HipStream { raw, owned: false }
+    }
+
+    /// The raw handle, for launching the application's own work on the stream. It stays valid
+    /// while `self` lives.
+    pub fn as_raw(&self) -> ffi::hipStream_t {
+        self.raw
     }
 
     pub(crate) fn query(&self) -> Result<bool> {
@@ -34,10 +63,19 @@ impl HipStream {
     pub(crate) fn synchronize(&self, deadline: Instant) -> Result<()> {
         poll_until(deadline, "a HIP stream", || self.query())
     }
+
+    pub(crate) fn wait_event(&self, event: &HipEvent) -> Result<()> {
+        // SAFETY: both handles are live while their owners live (an adopted stream by
+        // from_raw's contract).
+        unsafe { ffi::stream_wait_event(self.raw, event.raw) }
+    }
 }
 
 impl Drop for HipStream {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         // SAFETY: raw is live and destroyed once, after its work completed.
         let result =
             unsafe { ffi::stream_synchronize(self.raw).and(ffi::stream_destroy(self.raw)) };
@@ -60,6 +98,12 @@ impl HipEvent {
         Ok(HipEvent {
             raw: ffi::event_create()?,
         })
+    }
+
+    /// The raw handle, for making the application's streams wait on it
+    /// (`hipStreamWaitEvent`). It stays valid while `self` lives.
+    pub fn as_raw(&self) -> ffi::hipEvent_t {
+        self.raw
     }
 
     pub(crate) fn record(&self, stream: &HipStream) -> Result<()> {

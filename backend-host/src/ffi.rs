@@ -193,3 +193,39 @@ pub unsafe fn munmap(ptr: NonNull<u8>, len: usize) -> Result<()> {
     }
     Ok(())
 }
+
+/// Replaces the mapping of `len` bytes at `ptr` with an inaccessible reservation
+/// (`PROT_NONE`, no memory behind it): its pages are released, yet no other mapping can be
+/// placed at these addresses until [`munmap`] releases the reservation too.
+///
+/// # Errors
+/// [`Error::Backend`] naming `mmap`.
+///
+/// # Safety
+/// 1. `ptr` and `len` describe a live mapping of this process, made by [`mmap_shared`].
+/// 2. Nothing touches the mapping afterwards (a touch of the reservation faults).
+///
+/// OS: mmap(2) with `PROT_NONE`, `MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE`.
+pub unsafe fn quarantine(ptr: NonNull<u8>, len: usize) -> Result<()> {
+    // SAFETY: MAP_FIXED replaces exactly the caller's own mapping (1), which nothing uses
+    // any more (2).
+    let got = unsafe {
+        libc::mmap(
+            ptr.as_ptr().cast(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if got == libc::MAP_FAILED {
+        return Err(os_error("mmap", &io::Error::last_os_error(), || {
+            format!(
+                "reserving {len} freed bytes at {:#x}",
+                ptr.as_ptr() as usize
+            )
+        }));
+    }
+    Ok(())
+}

@@ -42,7 +42,7 @@ pub(crate) enum HostLaunch {
 ///
 /// # Safety
 /// The addresses in the argument satisfy `Backend::launch`'s contract.
-pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) {
+pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) -> Result<(), String> {
     match launch {
         HostLaunch::Exchange(kernel, args) => {
             let blocks = dims.blocks.min(args.num_blocks);
@@ -66,13 +66,14 @@ pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) {
         HostLaunch::Ipc(kernel, args) => unsafe {
             crate::ipc_kernels::run(kernel, &args, dims.threads, dims.blocks)
         },
-        // SAFETY: forwarded from this function's contract.
-        HostLaunch::Regions(kernel, args) => unsafe {
-            crate::region_kernels::run_regions(kernel, &args, dims)
-        },
+        HostLaunch::Regions(kernel, args) => {
+            // SAFETY: forwarded from this function's contract.
+            return unsafe { crate::region_kernels::run_regions(kernel, &args, dims) };
+        }
         // SAFETY: forwarded from this function's contract.
         HostLaunch::Stencil(args) => unsafe { crate::region_kernels::run_stencil(&args) },
     }
+    Ok(())
 }
 
 /// Runs `body(block)` for every block on its own thread; returns when all finished.

@@ -157,6 +157,14 @@ impl Backend for HostBackend {
         event.synchronize(deadline)
     }
 
+    fn stream_wait_event(&self, stream: &HostStream, event: &HostEvent) -> Result<()> {
+        stream.enqueue(event.wait_work())
+    }
+
+    fn stream_id(&self, stream: &HostStream) -> u64 {
+        stream.id()
+    }
+
     fn event_elapsed_ms(&self, start: &HostEvent, end: &HostEvent) -> Result<f32> {
         match (start.reached(), end.reached()) {
             (Some(a), Some(b)) => Ok(if b >= a {
@@ -260,8 +268,7 @@ impl Backend for HostBackend {
         };
         stream.enqueue(Box::new(move || {
             // SAFETY: the caller upheld Backend::launch's contract for these addresses.
-            unsafe { kernels::run(work, dims) };
-            Ok(())
+            unsafe { kernels::run(work, dims) }
         }))
     }
 

@@ -25,23 +25,51 @@
 //! while a peer still maps it (or the reverse) frees nothing the other still uses. Writes into
 //! an allocation its owner has dropped are lost, never a fault.
 //!
+//! ## Freed device memory is detectable
+//! Freeing device memory releases its pages but keeps its addresses reserved and
+//! inaccessible (a `PROT_NONE` mapping) for the last [`FREED_REMEMBERED`] allocations, so no
+//! other mapping can take their place meanwhile. The region kernels refuse to run on a field
+//! or buffer inside one, failing their stream with a "use after free" error instead (any other
+//! touch faults). On a GPU such a kernel would corrupt whatever took the memory's place; here
+//! the mistake shows, which is how the tests prove that no sequence of calls lets the exchange
+//! touch memory the program already freed.
+//!
 //! ## Threading
 //! Allocations are `Send`; concurrent access from several threads (stream workers, kernel
 //! blocks, the CPU) is ordered by streams and by the callers' flag protocols, as for memory on
 //! a real device.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::VecDeque;
 use std::ffi::CStr;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
 
 use haloport_core::{Coherence, DeviceMemory, Error, IpcHandle, PinnedMemory, Result};
 
 use crate::ffi;
 
 const PAGE: usize = 4096;
+
+/// How many freed device allocations [`freed_at`] remembers.
+pub const FREED_REMEMBERED: usize = 4096;
+
+/// Address ranges `[start, end)` of device allocations freed lately, oldest first, each
+/// still reserved (so no other mapping lies there).
+static FREED: Mutex<VecDeque<(u64, u64)>> = Mutex::new(VecDeque::new());
+
+fn freed() -> std::sync::MutexGuard<'static, VecDeque<(u64, u64)>> {
+    FREED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// True when `addr` lies in device memory this process freed lately (its reservation still
+/// held, so nothing else can lie there).
+pub(crate) fn freed_at(addr: u64) -> bool {
+    addr != 0 && freed().iter().any(|&(a, b)| (a..b).contains(&addr))
+}
 
 /// The name of the shared-memory files behind device memory: `/proc/PID/fd/FD` of one of them
 /// reads `/memfd:haloport-device-memory (deleted)`, which [`HostPeerMemory::open`] checks so
@@ -170,12 +198,31 @@ impl Drop for HostAllocation {
                 unsafe { dealloc(self.ptr.as_ptr(), *layout) }
             }
             Backing::Shared { map_len, .. } => {
-                // SAFETY: ptr and map_len are the mapping `shared` made, unmapped only here;
+                // SAFETY: ptr and map_len are the mapping `shared` made, released only here;
                 // the allocation is dropped, so no reference into it remains, and Backend's
                 // contracts keep queued work from outliving it. The file closes afterwards
                 // with the field.
-                if let Err(e) = unsafe { ffi::munmap(self.ptr, *map_len) } {
+                if let Err(e) = unsafe { ffi::quarantine(self.ptr, *map_len) } {
                     tracing::error!("host: freeing device memory: {e}");
+                    // SAFETY: as above; without a reservation, the range is simply unmapped.
+                    if let Err(e) = unsafe { ffi::munmap(self.ptr, *map_len) } {
+                        tracing::error!("host: freeing device memory: {e}");
+                    }
+                    return;
+                }
+                let start = self.addr();
+                let mut freed = freed();
+                freed.push_back((start, start + *map_len as u64));
+                if freed.len() > FREED_REMEMBERED {
+                    if let Some((a, b)) = freed.pop_front() {
+                        if let Some(at) = NonNull::new(a as *mut u8) {
+                            // SAFETY: a reservation this code made (quarantine above), which
+                            // nothing can touch; released once, here.
+                            if let Err(e) = unsafe { ffi::munmap(at, (b - a) as usize) } {
+                                tracing::error!("host: releasing freed addresses: {e}");
+                            }
+                        }
+                    }
                 }
             }
         }

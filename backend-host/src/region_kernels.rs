@@ -22,7 +22,7 @@
 //! kernel has no such pattern either).
 
 use std::ops::{Add, Mul};
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::thread;
 
 use haloport_core::regions::{self, elems, field_index};
@@ -47,26 +47,37 @@ unsafe fn flag<'a>(addr: u64) -> &'a AtomicU32 {
     unsafe { AtomicU32::from_ptr(addr as *mut u32) }
 }
 
+/// # Safety
+/// `addr` is an 8-byte aligned u64 in live memory accessed only atomically while kernels run.
+unsafe fn flag64<'a>(addr: u64) -> &'a AtomicU64 {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { AtomicU64::from_ptr(addr as *mut u64) }
+}
+
 /// Runs [`Kernel::PackRegions`] or [`Kernel::UnpackRegions`] (or their plain forms) over
 /// `dims.blocks` grid blocks.
 ///
 /// # Safety
 /// The addresses in `args` (and in its region and message tables) satisfy `Backend::launch`'s
 /// contract; the regions of one unpack do not overlap in their fields.
-pub(crate) unsafe fn run_regions(kernel: Kernel, args: &hp_regions_args, dims: LaunchDims) {
-    let table: &[hp_region] = if args.table_inline != 0 {
-        // The kernels' choice: the copy in the launch's parameters (at most HP_INLINE_REGIONS,
-        // checked by Launch::check).
-        &args.inline_regions[..args.num_regions as usize]
-    } else if args.num_regions == 0 || args.regions == 0 {
-        &[]
-    } else {
-        // SAFETY: the table holds num_regions entries (launch contract) that nothing writes
-        // while the kernel runs.
-        unsafe {
-            std::slice::from_raw_parts(args.regions as *const hp_region, args.num_regions as usize)
+pub(crate) unsafe fn run_regions(
+    kernel: Kernel,
+    args: &hp_regions_args,
+    dims: LaunchDims,
+) -> Result<(), String> {
+    // SAFETY: forwarded from this function's contract.
+    let table = unsafe { table_of(args) };
+    // Memory the program freed while this launch was queued: refuse it, rather than touch
+    // it, so that a use after free shows as the stream's error (see `memory`'s docs).
+    for region in table {
+        for (what, addr) in [("field", region.field), ("buffer", region.buffer)] {
+            if crate::memory::freed_at(addr) {
+                return Err(format!(
+                    "a region kernel's {what} at {addr:#x} lies in device memory that was freed while the kernel was queued (use after free); nothing was touched"
+                ));
+            }
         }
-    };
+    }
     // The plain forms (`HP_REGIONS_PLAIN`) move the same elements: one twin serves all.
     let pack = matches!(
         kernel,
@@ -89,6 +100,27 @@ pub(crate) unsafe fn run_regions(kernel: Kernel, args: &hp_regions_args, dims: L
             });
         }
     });
+    Ok(())
+}
+
+/// The launch's region table: in its parameters, or in device memory.
+///
+/// # Safety
+/// As for [`run_regions`].
+unsafe fn table_of(args: &hp_regions_args) -> &[hp_region] {
+    if args.table_inline != 0 {
+        // The kernels' choice: the copy in the launch's parameters (at most HP_INLINE_REGIONS,
+        // checked by Launch::check).
+        &args.inline_regions[..args.num_regions as usize]
+    } else if args.num_regions == 0 || args.regions == 0 {
+        &[]
+    } else {
+        // SAFETY: the table holds num_regions entries (launch contract) that nothing writes
+        // while the kernel runs.
+        unsafe {
+            std::slice::from_raw_parts(args.regions as *const hp_region, args.num_regions as usize)
+        }
+    }
 }
 
 /// One grid block of `hp_regions_block`.
@@ -127,7 +159,7 @@ unsafe fn region_block(
     }
     // SAFETY: the message table holds an entry for every message a region names (contract).
     let m = unsafe { *(args.messages as *const hp_message_signal).add(region.message as usize) };
-    // SAFETY: the wait and abort flags are live, aligned u32s accessed atomically (contract).
+    // SAFETY: the wait and abort flags are live, aligned u64s accessed atomically (contract).
     let outcome = unsafe { wait(args, &m, launch_start) };
     if outcome != shared::HP_MESSAGE_OK {
         if args.status != 0 {
@@ -144,12 +176,13 @@ unsafe fn region_block(
     let done = unsafe { flag(m.counter) }
         .fetch_add(1, Ordering::Relaxed)
         .wrapping_add(1);
-    if done == args.epoch.wrapping_mul(m.blocks) && m.flag != 0 {
+    // A u32 count compared modulo 2^32: it gains exactly m.blocks per epoch.
+    if done == args.epoch.wrapping_mul(u64::from(m.blocks)) as u32 && m.flag != 0 {
         // Every other block's fence and count came before the count seen above: this fence
         // orders all their stores before the flag.
         fence(Ordering::SeqCst);
-        // SAFETY: the flag is a live, aligned u32 (own or a peer's memory), accessed atomically.
-        unsafe { flag(m.flag) }.store(args.epoch, Ordering::Release);
+        // SAFETY: the flag is a live, aligned u64 (own or a peer's memory), accessed atomically.
+        unsafe { flag64(m.flag) }.store(args.epoch, Ordering::Release);
     }
 }
 
@@ -157,18 +190,19 @@ unsafe fn region_block(
 /// after `since`; the outcome (`HP_MESSAGE_*`).
 ///
 /// # Safety
-/// `m.wait` (when not 0) and `args.abort_flag` (when not 0) are live, aligned u32s accessed
+/// `m.wait` (when not 0) and `args.abort_flag` (when not 0) are live, aligned u64s accessed
 /// only atomically.
 unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal, since: u64) -> u32 {
-    if m.wait == 0 || m.wait_lag >= args.epoch {
+    let lag = u64::from(m.wait_lag);
+    if m.wait == 0 || lag >= args.epoch {
         return shared::HP_MESSAGE_OK;
     }
-    let wait_min = args.epoch - m.wait_lag;
+    let wait_min = args.epoch - lag;
     // SAFETY: forwarded from this function's contract.
     let (awaited, abort) = unsafe {
         (
-            flag(m.wait),
-            (args.abort_flag != 0).then(|| flag(args.abort_flag)),
+            flag64(m.wait),
+            (args.abort_flag != 0).then(|| flag64(args.abort_flag)),
         )
     };
     let mut spins: u32 = 0;

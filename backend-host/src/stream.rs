@@ -6,13 +6,20 @@
 //! stream. An event is recorded by queueing a marker: it completes, with a timestamp, when the
 //! worker reaches it, after the marker was counted as completed, so that a stream whose last
 //! item is a completed event's marker already queries as idle. Dropping a stream lets its queued work finish, then joins the worker.
+//!
+//! The application queues its own work with [`HostStream::enqueue`]: the host backend's
+//! counterpart of launching one's own kernel on a GPU stream, ordered with haloport's
+//! exchange exactly as a kernel would be.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use haloport_core::{Error, Result};
+
+/// The longest a stream waits for an event of another stream ([`HostEvent::wait_work`]).
+pub const STREAM_WAIT_LIMIT: Duration = Duration::from_secs(600);
 
 pub(crate) type Work = Box<dyn FnOnce() -> std::result::Result<(), String> + Send>;
 
@@ -110,9 +117,23 @@ impl HostStream {
         })
     }
 
-    /// Queues `work`; it runs after everything queued before it.
-    pub(crate) fn enqueue(&self, work: Work) -> Result<()> {
-        self.send(Item::Work(work))
+    /// Queues the application's own `work` (the host backend's kernel launch): it runs on the
+    /// stream's thread after everything queued before it, and work queued after it (haloport's
+    /// pack or unpack, an event) runs after it returns. An `Err` is sticky, like a device
+    /// error: the next query or synchronize of this stream reports it.
+    ///
+    /// # Errors
+    /// [`Error::Backend`] when the stream's worker has stopped.
+    pub fn enqueue<F>(&self, work: F) -> Result<()>
+    where
+        F: FnOnce() -> std::result::Result<(), String> + Send + 'static,
+    {
+        self.send(Item::Work(Box::new(work)))
+    }
+
+    /// The stream's identity: the address of its shared state.
+    pub(crate) fn id(&self) -> u64 {
+        Arc::as_ptr(&self.shared) as u64
     }
 
     fn send(&self, item: Item) -> Result<()> {
@@ -181,6 +202,9 @@ struct EventState {
     generation: u64,
     reached: Option<Instant>,
     recorded: bool,
+    /// The latest generation whose marker was reached (records complete in order per stream,
+    /// but a later record on another stream may complete first).
+    completed: u64,
 }
 
 #[derive(Default)]
@@ -213,10 +237,11 @@ impl HostEvent {
         let shared = Arc::clone(&self.shared);
         stream.send(Item::Marker(Box::new(move || {
             let mut s = shared.lock();
+            s.completed = s.completed.max(generation);
             if s.generation == generation {
                 s.reached = Some(Instant::now());
-                shared.changed.notify_all();
             }
+            shared.changed.notify_all();
         })))
     }
 
@@ -242,6 +267,34 @@ impl HostEvent {
                 .0;
         }
         Ok(())
+    }
+
+    /// Work for another stream that waits until this event's current record completes
+    /// (cuStreamWaitEvent's semantics). It gives up after [`STREAM_WAIT_LIMIT`] with an error
+    /// that stays on the waiting stream: a cycle of streams waiting on each other ends instead
+    /// of hanging.
+    pub(crate) fn wait_work(&self) -> Work {
+        let shared = Arc::clone(&self.shared);
+        let generation = shared.lock().generation;
+        Box::new(move || {
+            let since = Instant::now();
+            let mut s = shared.lock();
+            while s.completed < generation {
+                let waited = since.elapsed();
+                if waited >= STREAM_WAIT_LIMIT {
+                    return Err(format!(
+                        "a stream waited {:.0} s for an event recorded on another stream",
+                        waited.as_secs_f64()
+                    ));
+                }
+                s = shared
+                    .changed
+                    .wait_timeout(s, STREAM_WAIT_LIMIT - waited)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            Ok(())
+        })
     }
 
     pub(crate) fn reached(&self) -> Option<Instant> {

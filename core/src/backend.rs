@@ -563,6 +563,19 @@ pub trait Backend: Sized {
     /// Vendor: cuEventSynchronize / hipEventSynchronize (polled, so that it can time out).
     fn event_synchronize(&self, event: &Self::Event, deadline: Instant) -> Result<()>;
 
+    /// Makes work queued on `stream` after this call wait until `event` completes (its record
+    /// at the time of this call), without blocking the CPU: how work on one stream is ordered
+    /// after work on another. An event never recorded imposes no wait.
+    ///
+    /// Vendor: cuStreamWaitEvent / hipStreamWaitEvent; host: a queued item that waits for the
+    /// event's marker.
+    fn stream_wait_event(&self, stream: &Self::Stream, event: &Self::Event) -> Result<()>;
+
+    /// Identifies the device stream `stream` queues work on: two handles of one stream (an
+    /// application stream adopted twice) have the same id. An id may be reused once its stream
+    /// was destroyed, which happens only after its work completed.
+    fn stream_id(&self, stream: &Self::Stream) -> u64;
+
     /// Milliseconds between two completed events.
     ///
     /// Vendor: cuEventElapsedTime / hipEventElapsedTime.
@@ -710,6 +723,15 @@ pub trait Backend: Sized {
     fn can_access_peer(&self, peer: &DeviceIdentity) -> Result<bool>;
 }
 
+/// The instant `timeout` from now; a time-out too long to represent (`Duration::MAX`) waits
+/// for a century instead of overflowing.
+pub fn deadline_in(timeout: std::time::Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(std::time::Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
 /// Polls `done` until it says true or `deadline` passes: how GPU backends wait for streams and
 /// events without blocking inside the driver, so that every wait can time out (SPEC 8).
 ///
@@ -767,9 +789,16 @@ pub fn upload_table<B: Backend, T: Copy, U: Copy>(
     }
     let stream = backend.create_stream()?;
     // SAFETY: (1) staging and table live until the stream is synchronized below (and the
-    // stream, declared after them, is dropped first); (2) nothing else touches them meanwhile.
+    // stream, declared after them, is dropped first), or are leaked; (2) nothing else touches
+    // them meanwhile.
     unsafe { backend.copy_to_device_async(&table, 0, &staging, 0, bytes, &stream)? };
-    backend.stream_synchronize(&stream, Instant::now() + std::time::Duration::from_secs(10))?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    if let Err(e) = backend.stream_synchronize(&stream, deadline) {
+        // The copy may still read `staging` and write `table`: leak both (and the stream,
+        // whose drop would wait for the copy without a bound) rather than free them under it.
+        std::mem::forget((staging, table, stream));
+        return Err(e);
+    }
     Ok(table)
 }
 

@@ -112,7 +112,10 @@ pub fn ping_pong<B: Backend>(
         }
         Ok(())
     })();
-    let synchronized = backend.stream_synchronize(&stream, Instant::now() + 2 * timeout);
+    let synchronized = backend.stream_synchronize(
+        &stream,
+        crate::backend::deadline_in(timeout.saturating_mul(2)),
+    );
     answered?;
     synchronized?;
     // SAFETY: the kernel completed; the samples are plain data now.

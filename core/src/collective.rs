@@ -88,3 +88,33 @@ pub fn agree_on_pattern(
     validate_global(&all)?;
     Ok(all)
 }
+
+/// After a step that can fail on some ranks only (an allocation, opening a peer's memory): every
+/// rank learns whether all succeeded before any of them enters another collective. A rank that
+/// failed gets its own error back (its kind kept); the others get [`Error::OtherRank`] naming
+/// the lowest failed rank and its message. Collective over `comm`.
+///
+/// # Errors
+/// As described; MPI errors.
+pub fn agree<T>(comm: &SimpleCommunicator, step: &str, mine: Result<T>) -> Result<T> {
+    let verdict = match &mine {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("{step}: {e}")),
+    };
+    let verdicts = all_gather(comm, Ok(verdict), |r, msg| Error::OtherRank {
+        rank: r,
+        message: msg,
+    })?;
+    let value = mine?;
+    match verdicts
+        .into_iter()
+        .enumerate()
+        .find_map(|(r, v)| v.err().map(|m| (r, m)))
+    {
+        Some((rank, message)) => Err(Error::OtherRank {
+            rank: rank as i32,
+            message,
+        }),
+        None => Ok(value),
+    }
+}

@@ -31,6 +31,21 @@ pub enum Error {
     #[error("{0}")]
     InvalidInput(String),
 
+    /// The API was called out of order: `start` twice without `finish`, `finish` without
+    /// `start`, an exchange used after it failed.
+    #[error("usage: {0}")]
+    Usage(String),
+
+    /// Another rank failed a step every rank takes together (set-up, a collective check), so
+    /// this rank stopped too rather than wait for it in the next collective.
+    #[error("rank {rank} failed: {message}")]
+    OtherRank {
+        /// The lowest rank that failed.
+        rank: i32,
+        /// What it reported.
+        message: String,
+    },
+
     /// A broken internal invariant (a bug in haloport, or memory the protocol relies on was
     /// overwritten). Concerns one rank, which aborts the job.
     #[error("internal error: {0}")]
@@ -153,6 +168,82 @@ impl Error {
                 after,
             },
             other => other,
+        }
+    }
+
+    /// The same error again, of the same kind, with `prefix` before its message: what an
+    /// object that failed earlier returns from every later call, so that a time-out stays a
+    /// time-out and a device error a device error.
+    pub fn again(&self, prefix: &str) -> Error {
+        let more = |m: &str| format!("{prefix}{m}");
+        match self {
+            Error::InvalidPattern(m) => Error::InvalidPattern(more(m)),
+            Error::PatternFile { path, reason } => Error::PatternFile {
+                path: path.clone(),
+                reason: more(reason),
+            },
+            Error::InvalidInput(m) => Error::InvalidInput(more(m)),
+            Error::Usage(m) => Error::Usage(more(m)),
+            Error::OtherRank { rank, message } => Error::OtherRank {
+                rank: *rank,
+                message: more(message),
+            },
+            Error::Internal(m) => Error::Internal(more(m)),
+            Error::VerificationFailed(m) => Error::VerificationFailed(more(m)),
+            Error::Backend {
+                backend,
+                call,
+                code,
+                name,
+                context,
+            } => Error::Backend {
+                backend,
+                call,
+                code: *code,
+                name: name.clone(),
+                context: more(context),
+            },
+            Error::Mpi {
+                call,
+                code,
+                message,
+                context,
+            } => Error::Mpi {
+                call,
+                code: *code,
+                message: message.clone(),
+                context: more(context),
+            },
+            Error::Timeout { rank, what, after } => Error::Timeout {
+                rank: *rank,
+                what: more(what),
+                after: *after,
+            },
+            Error::Unsupported { backend, what } => Error::Unsupported {
+                backend,
+                what: more(what),
+            },
+            Error::KernelsUnavailable { backend, reason } => Error::KernelsUnavailable {
+                backend,
+                reason: more(reason),
+            },
+            Error::OutOfMemory {
+                backend,
+                bytes,
+                kind,
+            } => Error::OutOfMemory {
+                backend,
+                bytes: *bytes,
+                kind,
+            },
+            Error::NoDevice { backend, reason } => Error::NoDevice {
+                backend,
+                reason: more(reason),
+            },
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), more(&source.to_string())),
+            },
         }
     }
 

@@ -502,7 +502,7 @@ pub fn run_pack_bench<B: Backend>(
         exchange.start(&[&field], &stream)?;
         exchange.finish(&stream)
     })?;
-    exchange.wait(&stream)?;
+    exchange.wait()?;
     drop(exchange);
     let messages: Vec<u64> = plan
         .neighbours

@@ -187,7 +187,7 @@ pub fn run_jacobi<B: Backend>(
         v.push(field()?);
     }
     let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
-    let deadline = || Instant::now() + config.options.timeout;
+    let deadline = || crate::backend::deadline_in(config.options.timeout);
     // Declared after the fields, so that on any early return it is dropped (and drained of the
     // sweeps queued on it) before they are freed.
     let stream = backend.create_stream()?;
@@ -222,7 +222,10 @@ pub fn run_jacobi<B: Backend>(
         for (a, b) in cur.iter().zip(next) {
             sweep(backend, d, config.spec.elem, a, b, &shell, &stream)?;
         }
-        exchange.wait(&stream)?;
+        // The step ends when the stream ran the shell sweep too (the exchange's own wait
+        // covers only its kernels), then the exchange reports what its waits ended in.
+        backend.stream_synchronize(&stream, deadline())?;
+        exchange.wait()?;
         step_seconds.push(t0.elapsed().as_secs_f64());
     }
     let last = if config.steps % 2 == 0 { &u } else { &v };

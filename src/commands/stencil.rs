@@ -127,6 +127,7 @@ impl OnBackend for Stencil<'_> {
                 threads: args.threads,
                 signalled_blocks: args.signalled_blocks,
                 fault: args.inject,
+                checked: args.checked,
             },
             exchange_reps: args.exchange_reps,
             adopt: args.adopt,

@@ -614,21 +614,19 @@ pub fn synthetic_regions_pack_and_check_the_thesis_values<B: Backend>(backend: &
     Ok(())
 }
 
-/// u32 values of a control block in device memory.
+/// u64 words of a control block in device memory (a u32 counter reads as the low half of its
+/// word; the high half stays zero).
 fn control_words<B: Backend>(
     backend: &B,
     stream: &B::Stream,
     ctl: &B::DeviceMemory,
-) -> Result<Vec<u32>, String> {
+) -> Result<Vec<u64>, String> {
     let bytes = device_bytes(backend, stream, ctl, ctl.len_bytes())?;
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
+    Ok(decode(&bytes, 8))
 }
 
-/// Counters and flags of [`region_messages_signal_each_epoch`], u32 indices into the control
-/// block.
+/// Counters and flags of [`region_messages_signal_each_epoch`], u64 word indices into the
+/// control block (flags are u64 epochs, counters u32s).
 const PACK_COUNTER: usize = 0;
 const UNPACK_COUNTER: usize = 1;
 const ARRIVAL: usize = 2;
@@ -644,7 +642,7 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
     let dims = Dims([8, 7, 6]);
     let n = dims.len();
     let ctl = backend.alloc_device(64).map_err(e)?;
-    let word = |i: usize| ctl.device_addr() + 4 * i as u64;
+    let word = |i: usize| ctl.device_addr() + 8 * i as u64;
     let src = backend.alloc_device((n * 8) as usize).map_err(e)?;
     let dst = backend.alloc_device((n * 8) as usize).map_err(e)?;
 
@@ -677,9 +675,9 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
         backend.create_stream().map_err(e)?,
     );
 
-    for epoch in 1..=2_u32 {
+    for epoch in 1..=2_u64 {
         let field: Vec<u64> = (0..n)
-            .map(|i| (f64::from(epoch) * 1000.0 + i as f64).to_bits())
+            .map(|i| ((epoch * 1000) as f64 + i as f64).to_bits())
             .collect();
         let staging = pinned_with(backend, &encode(&field, 8))?;
         let pack_message = [hp_message_signal {
@@ -758,7 +756,7 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
         }
         let words = control_words(backend, &pack_stream, &ctl)?;
         let statuses = decode(&pinned_bytes(&status, 0, 8), 4);
-        let want_count = epoch * message_blocks;
+        let want_count = epoch * u64::from(message_blocks);
         ensure(
             words[ARRIVAL] == epoch
                 && words[CREDIT] == epoch
@@ -802,7 +800,7 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
     let dims = Dims([6, 6, 6]);
     let n = dims.len();
     let ctl = backend.alloc_device(64).map_err(e)?;
-    let word = |i: usize| ctl.device_addr() + 4 * i as u64;
+    let word = |i: usize| ctl.device_addr() + 8 * i as u64;
     let dst = backend.alloc_device((n * 8) as usize).map_err(e)?;
     let all = dims.neighbours(true);
     let mut recv = vec![all[12], all[13]];
@@ -827,7 +825,7 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
         pinned_with(backend, &bytes_of(&message))?,
     );
     let status = pinned_with(backend, &[0_u8; 4])?;
-    let abort = pinned_with(backend, &[0_u8; 4])?;
+    let abort = pinned_with(backend, &[0_u8; 8])?;
     let hz = backend.device_info().timer_hz;
     let dims_of = LaunchDims {
         blocks: regions::grid_blocks(&recv).map_err(e)?,
@@ -837,16 +835,16 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
     let stream = backend.create_stream().map_err(e)?;
 
     for (case, abort_value, timeout_ticks, want) in [
-        ("time-out", 0_u32, hz / 50, HP_MESSAGE_TIMED_OUT),
+        ("time-out", 0_u64, hz / 50, HP_MESSAGE_TIMED_OUT),
         ("abort", 1, hz * 20, HP_MESSAGE_ABORTED),
     ] {
-        // SAFETY: no kernel runs; both are 4-byte u32s in live pinned memory.
+        // SAFETY: no kernel runs; a u32 status and a u64 abort flag in live pinned memory.
         unsafe {
             status
                 .host_ptr()
                 .cast::<u32>()
                 .write_volatile(HP_MESSAGE_OK);
-            abort.host_ptr().cast::<u32>().write_volatile(abort_value);
+            abort.host_ptr().cast::<u64>().write_volatile(abort_value);
         }
         let args = hp_regions_args {
             regions: tables.0.device_addr(),

@@ -330,12 +330,27 @@ fn check(spec: &DomainSpec, procs: [u32; 3], ranks: i32, rank: i32) -> Result<()
         i64::try_from(global_end).ok()?;
         acc.checked_mul(alloc).filter(|&a| i64::try_from(a).is_ok())
     });
-    if largest.is_none() {
+    let Some(largest) = largest else {
         return invalid(format!(
             "grid {} with halo {} over process grid {} is too large for 64-bit indices",
             extents(&spec.grid),
             extents(&spec.halo),
             extents(&procs)
+        ));
+    };
+    // Its bytes, over all fields, must be addressable: checked, never wrapped.
+    let bytes = largest
+        .checked_mul(spec.cell_bytes())
+        .filter(|&b| usize::try_from(b).is_ok() && i64::try_from(b).is_ok());
+    if bytes.is_none() {
+        return invalid(format!(
+            "grid {} with halo {} over process grid {}: a local array of {largest} cells of {} bytes ({} fields of {}) does not fit in 64-bit byte sizes",
+            extents(&spec.grid),
+            extents(&spec.halo),
+            extents(&procs),
+            spec.cell_bytes(),
+            spec.fields,
+            spec.elem
         ));
     }
     Ok(())
@@ -541,6 +556,19 @@ mod tests {
         // Without a halo in y the same split is fine.
         let s = spec([8, 7, 8], Some([1, 4, 1]), [2, 0, 2]);
         assert!(Decomposition::new(&s, 4, 0).is_ok());
+    }
+
+    #[test]
+    fn grids_whose_bytes_overflow_are_refused_not_wrapped() {
+        // 2^61 cells fit a 64-bit index; their 2^64 bytes of f64 do not.
+        let s = spec([1 << 21, 1 << 20, 1 << 20], Some([1, 1, 1]), [0, 0, 0]);
+        let m = message(Decomposition::new(&s, 1, 0));
+        assert!(m.contains("does not fit in 64-bit byte sizes"), "{m}");
+        // Many fields overflow a smaller grid too.
+        let mut s = spec([1 << 20, 1 << 20, 1 << 10], Some([1, 1, 1]), [0, 0, 0]);
+        s.fields = 1 << 14;
+        let m = message(Decomposition::new(&s, 1, 0));
+        assert!(m.contains("16384 fields"), "{m}");
     }
 
     #[test]

@@ -20,18 +20,19 @@
 
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use super::exchange::{HaloOptions, HaloStrategy};
+use super::exchange::{HaloFault, HaloOptions, HaloStrategy};
 use super::field::FieldMemory;
 use super::layout::{receiving_entry, sending_entry, Entry, Link, Mailbox, Side};
 use crate::backend::{
-    upload_table, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
+    deadline_in, upload_table, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
 };
+use crate::collective::agree;
 use crate::domain::ElemType;
 use crate::error::{Error, Result};
 use crate::regions::{blocks_for, kernel_form, pair_regions};
@@ -73,8 +74,14 @@ struct SideTable<M> {
     form: u32,
 }
 
+/// How many sets of fields keep their region tables: a code that exchanges ever new fields
+/// (reallocating them) would otherwise grow the cache without bound.
+pub(crate) const TABLE_SETS: usize = 8;
+
 /// The region tables of one set of fields, for each slot parity.
 struct Tables<B: Backend> {
+    /// The epoch that last used them (which set to evict).
+    last_used: u64,
     pack: [SideTable<B::DeviceMemory>; 2],
     unpack: [SideTable<B::DeviceMemory>; 2],
     /// Per entry, the unpack grid blocks serving its incoming message (first, count).
@@ -97,11 +104,16 @@ pub(crate) enum Payload {
 struct Memory<B: Backend> {
     /// Same-node peers' mailboxes, opened (device-direct only): unmapped before ours is freed.
     _share: Option<NodeShare<B>>,
+    /// At most [`TABLE_SETS`] sets, by the fields' addresses.
     tables: HashMap<Vec<u64>, Tables<B>>,
+    /// Tables evicted from `tables` that a queued kernel may still read: freed once an unpack
+    /// recorded after their last use is seen complete.
+    retired: Vec<Tables<B>>,
     counters: B::DeviceMemory,
     staging: Staging<B>,
-    /// Pinned u32s: pack status per message, unpack status per message, the abort flag, then
-    /// (taskqueue) a packed flag and an arrived flag per message.
+    /// Pinned: u32 pack status per message, u32 unpack status per message, then at the next
+    /// 8-byte boundary the u64 abort flag and (taskqueue) a u64 packed flag and a u64 arrived
+    /// flag per message ([`StatusLayout`]).
     status: B::PinnedMemory,
     /// Our receive slots and flags, which same-node peers store into.
     _mailbox: B::DeviceMemory,
@@ -115,6 +127,32 @@ struct Staging<B: Backend> {
     recv: Arc<Mutex<B::PinnedMemory>>,
     send_host: *mut u8,
     recv_host: *mut u8,
+}
+
+/// Where the words of the pinned status block lie, in bytes: u32 pack outcomes and u32
+/// unpack outcomes (one per message each), then the u64 abort flag, then u64 packed and u64
+/// arrived flags (one per message each). `8 * messages` keeps the u64s 8-byte aligned.
+#[derive(Debug, Clone, Copy)]
+struct StatusLayout {
+    messages: usize,
+}
+
+impl StatusLayout {
+    fn abort(self) -> usize {
+        8 * self.messages
+    }
+
+    fn packed(self, i: usize) -> usize {
+        self.abort() + 8 + 8 * i
+    }
+
+    fn arrived(self, j: usize) -> usize {
+        self.packed(self.messages + j)
+    }
+
+    fn bytes(self) -> usize {
+        self.arrived(self.messages)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,18 +187,28 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     routes: Vec<Route>,
     /// Everything kernels (ours and peers') touch; freed in `drop` only once shown unused.
     memory: ManuallyDrop<Memory<B>>,
-    epoch: u32,
+    /// 64-bit: flags carry it, and it never wraps.
+    epoch: u64,
     phase: Phase,
+    /// Recorded after each pack, on `start`'s stream.
+    last_pack: B::Event,
+    /// The stream of the last pack ([`Backend::stream_id`]).
+    pack_stream: u64,
     last_unpack: B::Event,
+    /// The stream of the last unpack.
+    unpack_stream: u64,
     unpack_recorded: bool,
     /// A pack was queued with no event after it yet (between `start` and `finish`, or a
     /// `start` that failed after its launch): `drop` cannot know when it ends.
-    pack_unrecorded: bool,
+    unrecorded: bool,
     /// Fields the queued kernels use, until `last_unpack` is seen complete.
     in_use: Vec<Arc<FieldMemory<B>>>,
     /// The fields (their addresses) of the started exchange.
     current: Vec<u64>,
-    failed: Option<String>,
+    /// The error this exchange failed with: every later call returns it again.
+    failed: Option<Error>,
+    /// Closed (by [`Self::close`] or a failed close): `drop` has nothing left to do.
+    closed: bool,
 }
 
 // SAFETY: the raw staging pointers address allocations the exchange owns (through the Arcs
@@ -212,30 +260,53 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let layouts: Vec<Mailbox> = entries
             .iter()
             .map(|e| Mailbox::of(e, fields, elem))
-            .collect();
+            .collect::<Result<_>>()?;
         let ours = entries[rank as usize].clone();
         let mine = layouts[rank as usize].clone();
         let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
+        let mailbox_bytes = to_usize(mine.bytes(), "the exchange's receive slots")?;
+        let slot_bytes = to_usize(mine.slot_bytes, "the exchange's staging")?;
         let (mailbox, share) = if options.transport == TransportKind::Ipc {
+            // Allocates, exports and opens, agreeing on the outcome.
             let (mut memories, share) = share_with_node(
                 backend,
                 world,
-                || Ok(vec![backend.alloc_device(mine.bytes() as usize)?]),
+                || Ok(vec![backend.alloc_device(mailbox_bytes)?]),
                 &wanted,
                 "the device-direct halo exchange",
             )?;
             let mailbox = memories
                 .pop()
                 .ok_or_else(|| Error::Internal("the halo mailbox vanished".into()))?;
-            (mailbox, Some(share))
+            (Some(mailbox), Some(share))
         } else {
-            (backend.alloc_device(mine.bytes() as usize)?, None)
+            (None, None)
         };
         let n = ours.len();
-        let counters = backend.alloc_device(8 * n.max(1))?;
-        let status = backend.alloc_pinned(4 * (4 * n + 1), Coherence::Coherent)?;
-        let send = backend.alloc_pinned(mine.slot_bytes as usize, Coherence::Coherent)?;
-        let recv = backend.alloc_pinned(mine.slot_bytes as usize, Coherence::Coherent)?;
+        let status_layout = StatusLayout { messages: n };
+        // Everything else this rank allocates, then agreement: a rank that failed here must
+        // not leave the others in the next collective (the transport's duplicate).
+        let local = (|| {
+            if options.fault == Some(HaloFault::SetupFails { rank }) {
+                return Err(Error::OutOfMemory {
+                    backend: backend.name(),
+                    bytes: mailbox_bytes,
+                    kind: "device memory (an injected set-up failure)",
+                });
+            }
+            let mailbox = match mailbox {
+                Some(m) => m,
+                None => backend.alloc_device(mailbox_bytes)?,
+            };
+            let counters = backend.alloc_device(8 * n.max(1))?;
+            let status = backend.alloc_pinned(status_layout.bytes(), Coherence::Coherent)?;
+            let send = backend.alloc_pinned(slot_bytes, Coherence::Coherent)?;
+            let recv = backend.alloc_pinned(slot_bytes, Coherence::Coherent)?;
+            let events = (backend.create_marker()?, backend.create_marker()?);
+            Ok((mailbox, counters, status, send, recv, events))
+        })();
+        let (mailbox, counters, status, send, recv, (last_pack, last_unpack)) =
+            agree(world, "allocating the halo exchange's buffers", local)?;
         let staging = Staging {
             send_host: send.host_ptr(),
             recv_host: recv.host_ptr(),
@@ -326,7 +397,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         )?;
         Ok(MessageExchange {
             mpi,
-            last_unpack: backend.create_marker()?,
+            last_pack,
+            pack_stream: 0,
+            last_unpack,
+            unpack_stream: 0,
             backend,
             rank,
             entries: ours,
@@ -341,6 +415,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             memory: ManuallyDrop::new(Memory {
                 _share: share,
                 tables: HashMap::new(),
+                retired: Vec::new(),
                 counters,
                 staging,
                 status,
@@ -350,10 +425,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             epoch: 0,
             phase: Phase::Idle,
             unpack_recorded: false,
-            pack_unrecorded: false,
+            unrecorded: false,
             in_use: Vec::new(),
             current: Vec::new(),
             failed: None,
+            closed: false,
         })
     }
 
@@ -378,7 +454,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     ) -> Result<()> {
         self.usable()?;
         if self.phase == Phase::Started {
-            return Err(Error::Internal("start called twice without finish".into()));
+            return Err(Error::Usage(
+                "start called twice without finish in between".into(),
+            ));
         }
         let result = self.start_inner(key, keep, stream);
         self.fail_on(result)
@@ -391,15 +469,22 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         stream: &B::Stream,
     ) -> Result<()> {
         let deadline = self.deadline();
+        // A GPU-side wait of an earlier exchange that gave up, as far as the device got.
+        self.check_status()?;
         // Host-staged receives land in one pinned buffer: the previous unpack must be done
-        // reading it before a peer's next message may arrive there. Without them, the stream
-        // orders everything and the CPU does not wait.
+        // reading it before a peer's next message may arrive there. Without them, the streams
+        // order everything and the CPU does not wait.
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
         if self.unpack_recorded && (staged || self.backend.event_query(&self.last_unpack)?) {
             self.backend
                 .event_synchronize(&self.last_unpack, deadline)?;
-            self.unpack_recorded = false;
-            self.in_use.clear();
+            self.unpack_done();
+        }
+        let id = self.backend.stream_id(stream);
+        if self.unpack_recorded && id != self.unpack_stream {
+            // The pack must not overwrite what the last unpack (on another stream) still
+            // reads: a local neighbour's slot, a field it unpacks into.
+            self.backend.stream_wait_event(stream, &self.last_unpack)?;
         }
         self.epoch += 1;
         for j in self.staged(Side::Recv) {
@@ -408,6 +493,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.mpi.post_recv(j, region, source)?;
         }
         if !self.memory.tables.contains_key(&key) {
+            self.evict_tables();
             let tables = self.build_tables(&key)?;
             if self.payload == Payload::Synthetic && self.memory.checks.is_none() {
                 let bytes = tables.unpack[0].blocks as usize * size_of::<hp_block_check>();
@@ -420,18 +506,24 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             }
             self.memory.tables.insert(key.clone(), tables);
         }
+        if let Some(tables) = self.memory.tables.get_mut(&key) {
+            tables.last_used = self.epoch;
+        }
         for share in keep {
             if !self.in_use.iter().any(|kept| Arc::ptr_eq(kept, &share)) {
                 self.in_use.push(share);
             }
         }
-        self.pack_unrecorded = true;
+        self.unrecorded = true;
         self.launch(&key, true, stream)?;
+        self.backend.record_event(&self.last_pack, stream)?;
+        self.unrecorded = false;
+        self.pack_stream = id;
         self.current = key;
         if staged {
             match self.options.strategy {
                 HaloStrategy::Base => {
-                    self.backend.stream_synchronize(stream, deadline)?;
+                    self.backend.event_synchronize(&self.last_pack, deadline)?;
                     for i in self.staged(Side::Send) {
                         self.send(i)?;
                     }
@@ -471,11 +563,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         while !waiting.is_empty() {
             let mut still = Vec::with_capacity(waiting.len());
             for i in waiting {
-                if self
-                    .status_word(self.packed_flag(i))
-                    .load(Ordering::Acquire)
-                    == self.epoch
-                {
+                if self.epoch_word(self.packed_flag(i)).load(Ordering::Acquire) == self.epoch {
                     self.send(i)?;
                 } else {
                     still.push(i);
@@ -497,7 +585,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let since = Instant::now();
         while self.mpi.pending_recvs() > 0 {
             if let Some(j) = self.mpi.test_any_recv()? {
-                self.status_word(self.arrived_flag(j))
+                self.epoch_word(self.arrived_flag(j))
                     .store(self.epoch, Ordering::Release);
                 continue;
             }
@@ -506,7 +594,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     .staged(Side::Recv)
                     .into_iter()
                     .filter(|&j| {
-                        self.status_word(self.arrived_flag(j))
+                        self.epoch_word(self.arrived_flag(j))
                             .load(Ordering::Acquire)
                             != self.epoch
                     })
@@ -547,7 +635,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     pub fn finish(&mut self, stream: &B::Stream) -> Result<()> {
         self.usable()?;
         if self.phase != Phase::Started {
-            return Err(Error::Internal("finish called without start".into()));
+            return Err(Error::Usage("finish called without start".into()));
         }
         let result = self.finish_inner(stream);
         self.fail_on(result)
@@ -555,15 +643,23 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     fn finish_inner(&mut self, stream: &B::Stream) -> Result<()> {
         let deadline = self.deadline();
+        self.check_status()?;
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
         let taskqueue = self.options.strategy == HaloStrategy::Taskqueue;
         if staged && !taskqueue {
             self.raise_each_on_arrival(deadline)?;
         }
+        let id = self.backend.stream_id(stream);
+        if id != self.pack_stream {
+            // The unpack reads what the pack (on another stream) wrote for local neighbours.
+            self.backend.stream_wait_event(stream, &self.last_pack)?;
+        }
+        self.unrecorded = true;
         self.launch(&self.current, false, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
+        self.unrecorded = false;
         self.unpack_recorded = true;
-        self.pack_unrecorded = false;
+        self.unpack_stream = id;
         if staged && taskqueue {
             // The unpack is queued already: each neighbour unpacks as its flag rises.
             self.raise_each_on_arrival(deadline)?;
@@ -572,42 +668,88 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.mpi.wait_sends(deadline)?;
         }
         self.phase = Phase::Finished;
+        if self.options.checked {
+            self.wait_inner()?;
+        }
         Ok(())
     }
 
-    /// Waits until the last exchange's kernels completed on `stream` and reports what their
-    /// GPU-side waits ended in.
+    /// Waits until the kernels of the last exchange (on whichever streams they were queued)
+    /// completed, and reports what their GPU-side waits ended in. Only events the exchange
+    /// recorded itself are waited for, so no stream the caller names can make it return early.
     ///
     /// # Errors
     /// [`Error::Timeout`] naming the messages a GPU-side wait gave up on (the peer, the
     /// direction); backend and time-out errors.
-    pub fn wait(&mut self, stream: &B::Stream) -> Result<()> {
+    pub fn wait(&mut self) -> Result<()> {
         self.usable()?;
-        let deadline = self.deadline() + self.options.timeout;
-        let result = self
-            .backend
-            .stream_synchronize(stream, deadline)
-            .and_then(|()| self.check_status());
-        if result.is_ok() {
-            // The stream is idle: every kernel queued so far has completed.
-            self.pack_unrecorded = false;
-            if self.phase == Phase::Finished {
-                self.unpack_recorded = false;
-                self.in_use.clear();
-            }
-        }
+        let result = self.wait_inner();
         self.fail_on(result)
     }
 
+    fn wait_inner(&mut self) -> Result<()> {
+        self.kernels_done()?;
+        if self.phase != Phase::Started && self.unpack_recorded {
+            self.unpack_done();
+        }
+        self.check_status()
+    }
+
+    /// Waits (bounded) for every kernel the exchange queued: the last pack, and the last
+    /// unpack (which a failed `finish` may have queued for an exchange still `Started`).
+    fn kernels_done(&self) -> Result<()> {
+        // The kernels' own waits may each take the time-out: allow for one more.
+        let deadline = deadline_in(self.options.timeout.saturating_mul(2));
+        self.backend.event_synchronize(&self.last_pack, deadline)?;
+        if self.unpack_recorded {
+            self.backend
+                .event_synchronize(&self.last_unpack, deadline)?;
+        }
+        Ok(())
+    }
+
+    /// The last unpack was seen complete: what it (and every kernel before it) used is free.
+    fn unpack_done(&mut self) {
+        self.unpack_recorded = false;
+        self.in_use.clear();
+        self.memory.retired.clear();
+    }
+
+    /// Moves the least recently used region tables out of the cache until a new set fits;
+    /// they are freed once no queued kernel can read them.
+    fn evict_tables(&mut self) {
+        while self.memory.tables.len() >= TABLE_SETS {
+            let oldest = self
+                .memory
+                .tables
+                .iter()
+                .min_by_key(|(_, t)| t.last_used)
+                .map(|(k, _)| k.clone());
+            let Some(tables) = oldest.and_then(|k| self.memory.tables.remove(&k)) else {
+                break;
+            };
+            self.memory.retired.push(tables);
+        }
+        if !self.unpack_recorded && !self.unrecorded && self.phase != Phase::Started {
+            self.memory.retired.clear();
+        }
+    }
+
+    /// Region-table sets cached and retired (for tests of the cache's bound).
+    pub fn table_sets(&self) -> (usize, usize) {
+        (self.memory.tables.len(), self.memory.retired.len())
+    }
+
     fn deadline(&self) -> Instant {
-        Instant::now() + self.options.timeout
+        deadline_in(self.options.timeout)
     }
 
     fn usable(&self) -> Result<()> {
+        if self.closed {
+            return Err(Error::Usage("the halo exchange was closed".into()));
+        }
         match &self.failed {
-            Some(e) => Err(Error::InvalidInput(format!(
-                "this halo exchange failed earlier and must be built anew: {e}"
-            ))),
+            Some(e) => Err(e.again("this halo exchange failed earlier and must be built anew: ")),
             None => Ok(()),
         }
     }
@@ -615,27 +757,42 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// Records a failure: every GPU-side wait gives up (abort flag), later calls refuse.
     fn fail_on(&mut self, result: Result<()>) -> Result<()> {
         if let Err(e) = &result {
-            self.failed = Some(e.to_string());
-            self.status_word(2 * self.routes.len())
+            self.failed = Some(e.again(""));
+            self.epoch_word(self.status_layout().abort())
                 .store(self.epoch.max(1), Ordering::Release);
         }
         result
     }
 
-    /// Index of message `i`'s packed flag among the status words (its arrived flag follows
-    /// `n` later).
+    fn status_layout(&self) -> StatusLayout {
+        StatusLayout {
+            messages: self.routes.len(),
+        }
+    }
+
+    /// Byte offset of message `i`'s packed flag in the status block.
     fn packed_flag(&self, i: usize) -> usize {
-        2 * self.routes.len() + 1 + i
+        self.status_layout().packed(i)
     }
 
+    /// Byte offset of message `j`'s arrived flag in the status block.
     fn arrived_flag(&self, j: usize) -> usize {
-        3 * self.routes.len() + 1 + j
+        self.status_layout().arrived(j)
     }
 
-    fn status_word(&self, index: usize) -> &AtomicU32 {
-        // SAFETY: index < 4 * messages + 1, inside the status allocation of that many u32s,
-        // page-aligned; it lives as long as &self; kernels access it only atomically.
+    /// Outcome word `index` (pack outcomes, then unpack outcomes) of the status block.
+    fn outcome_word(&self, index: usize) -> &AtomicU32 {
+        // SAFETY: index < 2 * messages: inside the status allocation (StatusLayout), 4-byte
+        // aligned (page-aligned base); it lives as long as &self; kernels access it only
+        // atomically.
         unsafe { AtomicU32::from_ptr(self.memory.status.host_ptr().cast::<u32>().add(index)) }
+    }
+
+    /// The u64 flag at byte `offset` of the status block (from [`StatusLayout`]).
+    fn epoch_word(&self, offset: usize) -> &AtomicU64 {
+        // SAFETY: offsets from StatusLayout lie inside the allocation, 8-byte aligned
+        // (page-aligned base); it lives as long as &self; kernels access it only atomically.
+        unsafe { AtomicU64::from_ptr(self.memory.status.host_ptr().add(offset).cast::<u64>()) }
     }
 
     fn check_status(&self) -> Result<()> {
@@ -643,7 +800,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let mut stuck = Vec::new();
         for index in 0..2 * n {
             let word = self
-                .status_word(index)
+                .outcome_word(index)
                 .swap(HP_MESSAGE_OK, Ordering::AcqRel);
             if word == HP_MESSAGE_OK {
                 continue;
@@ -781,7 +938,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     // Host-staged, taskqueue: tell the CPU this message is packed.
                     hp_message_signal {
                         counter: counters + 8 * i as u64,
-                        flag: status + 4 * self.packed_flag(i) as u64,
+                        flag: status + self.packed_flag(i) as u64,
                         wait: 0,
                         wait_lag: 0,
                         blocks: message_blocks,
@@ -791,7 +948,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     hp_message_signal {
                         counter: counters + 8 * i as u64 + 4,
                         flag: 0,
-                        wait: status + 4 * self.arrived_flag(i) as u64,
+                        wait: status + self.arrived_flag(i) as u64,
                         wait_lag: 0,
                         blocks: message_blocks,
                     }
@@ -848,6 +1005,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let (unpack0, unpack_ranges) = build(false, 0)?;
         let (unpack1, _) = build(false, 1)?;
         Ok(Tables {
+            last_used: self.epoch,
             pack: [pack0, pack1],
             unpack: [unpack0, unpack1],
             unpack_ranges,
@@ -887,7 +1045,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 memory + std::mem::size_of_val(table.regions.as_slice()) as u64
             },
             status: status + if pack { 0 } else { 4 * n },
-            abort_flag: status + 8 * n,
+            abort_flag: status + self.status_layout().abort() as u64,
             timeout_ticks: (self.options.timeout.as_secs_f64()
                 * self.backend.device_info().timer_hz as f64) as u64,
             checks,
@@ -958,7 +1116,7 @@ impl<B: Backend> MessageExchange<'_, B> {
     /// [`Error::Internal`] while kernels may still run (call after [`Self::wait`]) or without
     /// a synthetic exchange run.
     pub fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
-        if self.unpack_recorded || self.pack_unrecorded || self.phase != Phase::Finished {
+        if self.unpack_recorded || self.unrecorded || self.phase != Phase::Finished {
             return Err(Error::Internal(
                 "check records read while the exchange's kernels may still run".into(),
             ));
@@ -994,41 +1152,63 @@ impl<B: Backend> MessageExchange<'_, B> {
     }
 }
 
-impl<B: Backend> Drop for MessageExchange<'_, B> {
-    /// Waits (bounded) for the last unpack, then, with device-direct peers, for every rank at a
-    /// barrier: a peer may still store a credit into our mailbox. What cannot be shown unused
-    /// (the memory kernels touch, the fields they used) is leaked rather than freed.
-    fn drop(&mut self) {
-        let deadline = self.deadline();
-        if self.pack_unrecorded {
-            tracing::error!(
-                "a halo exchange dropped between start and finish (or after a failed start): its memory and fields are leaked, since its pack may still run"
+impl<B: Backend> MessageExchange<'_, B> {
+    /// Ends the exchange: waits (bounded) for its last kernels, then, when it was set up with
+    /// `ipc`, for every rank at a barrier (a peer may still store a credit into our mailbox;
+    /// every rank of an `ipc` exchange enters it, whatever links it got), and frees its
+    /// memory. What cannot be shown unused (the memory kernels touch, the fields they used) is
+    /// leaked rather than freed. Collective over the exchange's ranks with `ipc`.
+    ///
+    /// # Errors
+    /// Time-out and backend errors of the waits, MPI errors of the barrier; the memory is
+    /// leaked then.
+    pub fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        let leak = |this: &mut Self, e: Error| {
+            std::mem::forget(std::mem::take(&mut this.in_use));
+            Err(e.again("closing a halo exchange (its memory is leaked, so no kernel or peer can use freed memory): "))
+        };
+        if self.unrecorded {
+            let e = Error::Internal(
+                "a kernel was queued without the event after it (a start or finish that failed midway): it may still run".into(),
             );
-            std::mem::forget(std::mem::take(&mut self.in_use));
-            return;
+            return leak(self, e);
         }
-        if self.unpack_recorded {
-            if let Err(e) = self.backend.event_synchronize(&self.last_unpack, deadline) {
-                tracing::error!(
-                    "closing a halo exchange: {e}; its memory and fields are leaked so no kernel can use freed memory"
-                );
-                std::mem::forget(std::mem::take(&mut self.in_use));
-                return;
-            }
+        if let Err(e) = self.kernels_done() {
+            return leak(self, e);
         }
-        if self.routes.iter().any(|r| r.link == Link::Direct) {
+        if self.options.transport == TransportKind::Ipc {
+            // Ranks arrive after their own kernels' waits (each up to twice the time-out).
+            let deadline = deadline_in(self.options.timeout.saturating_mul(3));
             if let Err(e) = self.mpi.barrier(deadline) {
-                tracing::error!(
-                    "closing a device-direct halo exchange: {e}; its memory is leaked so peers can never store into freed memory"
-                );
-                return;
+                return leak(self, e);
             }
         }
-        // SAFETY: dropped once, here; no kernel of ours uses it (last unpack complete, or none
-        // queued since the last `wait`) and no peer stores into it any more (every rank passed
-        // the barrier after its last exchange). Peers' mappings go first (field order).
+        self.in_use.clear();
+        // SAFETY: dropped once (`closed` is set above); no kernel of ours uses it (the last
+        // one queued is complete) and no peer stores into it any more (every rank passed the
+        // barrier after its last exchange). Peers' mappings go first (field order).
         unsafe { ManuallyDrop::drop(&mut self.memory) };
+        Ok(())
     }
+}
+
+impl<B: Backend> Drop for MessageExchange<'_, B> {
+    /// [`MessageExchange::close`], logging what it could not do.
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::error!("{e}");
+        }
+    }
+}
+
+/// `bytes` as a `usize`, or an error naming `what` on a machine whose addresses are smaller.
+fn to_usize(bytes: u64, what: &str) -> Result<usize> {
+    usize::try_from(bytes)
+        .map_err(|_| Error::InvalidInput(format!("{what} ({bytes} bytes) do not fit in memory")))
 }
 
 fn lock<M>(memory: &Mutex<M>) -> std::sync::MutexGuard<'_, M> {

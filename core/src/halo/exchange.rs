@@ -3,18 +3,22 @@
 //! [`MessageExchange`](super::engine::MessageExchange), whose messages are the fields' halo
 //! regions.
 
+// Adopting a raw MPI_Comm of a foreign caller is an unsafe promise of that caller.
+#![allow(unsafe_code)]
+
 use std::time::Duration;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
+use serde::{Deserialize, Serialize};
 
 use super::engine::{MessageExchange, Messages, Payload};
 use super::field::Field;
 use super::layout::{Entry, Link};
 use crate::backend::Backend;
-use crate::collective::all_gather;
-use crate::domain::{DomainSpec, HaloPlan};
+use crate::collective::{agree, all_gather};
+use crate::domain::{Decomposition, DomainSpec, HaloPlan};
 use crate::error::{Error, Result};
-use crate::transport::mpi::mpi_dims_create;
+use crate::transport::mpi::{cartesian_topology, duplicate_raw, mpi_dims_create};
 use crate::variant::TransportKind;
 
 /// When host-staged messages move, relative to the kernels (the thesis's two strategies).
@@ -67,18 +71,32 @@ pub enum HaloFault {
         /// The direction, each component -1, 0 or 1.
         direction: [i8; 3],
     },
+    /// Rank `rank`'s allocation of the exchange's buffers fails at set-up (as if its device
+    /// were out of memory): every rank must return an error, none may wait for it.
+    SetupFails {
+        /// The rank that fails.
+        rank: i32,
+    },
 }
 
 impl std::str::FromStr for HaloFault {
     type Err = Error;
 
-    /// `drop-send=DIR`, DIR a direction such as `+x`, `-x+y`, `+x-y+z`.
+    /// `drop-send=DIR`, DIR a direction such as `+x`, `-x+y`, `+x-y+z`; `setup-fails=RANK`.
     fn from_str(s: &str) -> Result<HaloFault> {
         let bad = || {
             Error::InvalidInput(format!(
-                "unknown halo fault '{s}'; known: drop-send=DIR with DIR a direction such as +x, -y+z, +x-y+z"
+                "unknown halo fault '{s}'; known: drop-send=DIR with DIR a direction such as +x, -y+z, +x-y+z; setup-fails=RANK"
             ))
         };
+        if let Some(rank) = s.strip_prefix("setup-fails=") {
+            let rank = rank
+                .parse::<i32>()
+                .ok()
+                .filter(|&r| r >= 0)
+                .ok_or_else(bad)?;
+            return Ok(HaloFault::SetupFails { rank });
+        }
         let dir = s.strip_prefix("drop-send=").ok_or_else(bad)?;
         let mut direction = [0_i8; 3];
         let mut rest = dir;
@@ -128,6 +146,10 @@ pub struct HaloOptions {
     pub signalled_blocks: u32,
     /// A fault to inject, for tests.
     pub fault: Option<HaloFault>,
+    /// Checked mode: [`HaloExchange::finish`] waits for the unpack it queued and reports any
+    /// GPU-side failure itself, so the halos are known good (or an error returned) when it
+    /// returns. It costs the overlap of the unpack with later work; off by default.
+    pub checked: bool,
 }
 
 impl Default for HaloOptions {
@@ -140,6 +162,7 @@ impl Default for HaloOptions {
             elems_per_thread: 4,
             signalled_blocks: 16,
             fault: None,
+            checked: false,
         }
     }
 }
@@ -148,49 +171,115 @@ impl Default for HaloOptions {
 /// [`exchange`](Self::exchange), or [`start`](Self::start) and [`finish`](Self::finish) around
 /// work that does not touch the halos.
 ///
-/// Every exchange after an error returns that error: a failed exchange leaves peers'
-/// counters and flags out of step, so the exchange must be built anew.
+/// # Streams
+/// `start` and `finish` queue their kernels on the stream each is given, which may be the
+/// application's own ([`CudaStream::from_raw`](https://docs.rs/haloport-cuda)) or two
+/// different ones: the exchange records an event after each of its launches and orders its
+/// next launch after it on whatever stream that launch goes to, and [`wait`](Self::wait) and
+/// dropping the exchange wait on those events, never on a stream named by the caller. So no
+/// combination of streams lets a kernel of the exchange run after the fields it uses were
+/// released.
+///
+/// # Failures on the device
+/// A GPU-side wait that gives up (a peer that never sent, an aborted peer) leaves that
+/// exchange's halos stale and writes its outcome to pinned memory. Every `start`, `finish` and
+/// `wait` reads those outcomes first (no device synchronization) and returns the failure as
+/// [`Error::Timeout`]. So when the exchange of step k fails on the device, the halos of step k
+/// and of every exchange started before the kernel gave up (up to `timeout` after its wait
+/// began) are stale, and the first `start`, `finish` or `wait` after that reports it. With
+/// [`HaloOptions::checked`], `finish` itself waits for its unpack and reports, at the cost of
+/// the overlap.
+///
+/// Every exchange after an error returns that error again, of the same kind: a failed
+/// exchange leaves peers' counters and flags out of step, so the exchange must be built anew.
 pub struct HaloExchange<'b, B: Backend> {
     engine: MessageExchange<'b, B>,
     plan: HaloPlan,
 }
 
 impl<'b, B: Backend> HaloExchange<'b, B> {
-    /// Compiles `spec` for this rank of `world` and sets the exchange up: buffers, flags, and
-    /// (with `ipc`) the same-node peers' memory. Collective over `world`.
+    /// Compiles `spec` for this rank of `comm` and sets the exchange up: buffers, flags, and
+    /// (with `ipc`) the same-node peers' memory. Collective over `comm`, which may be any
+    /// communicator: the world, a split, a Cartesian one. haloport works on its own duplicate
+    /// of it (so its messages never match the application's) and never frees the original.
+    ///
+    /// With a Cartesian communicator (`MPI_Cart_create`, `reorder` true or false) the
+    /// decomposition follows its topology: its dimensions are the process grid (dimension 0 is
+    /// x), its periodicity must equal the declaration's, and each rank owns the part at its
+    /// Cartesian coordinates.
     ///
     /// # Errors
     /// [`Error::InvalidInput`], the same on every rank, when the ranks declared different
-    /// domains, when the declaration does not fit the job (process grid, local extents), when
-    /// the kernels' block size does not fit the device, or when a same-node peer cannot be
-    /// reached device-direct; allocation and MPI errors.
-    pub fn new(
+    /// domains or options that must agree (transport, strategy, threads, elements per thread,
+    /// signalled blocks, checked mode), when the declaration does not fit the job or the
+    /// communicator's topology, when the kernels' block size does not fit the device, or when a
+    /// same-node peer cannot be reached device-direct. A set-up step that fails on some ranks
+    /// only returns that rank's own error there and [`Error::OtherRank`] on the others, before
+    /// any further collective. MPI errors.
+    pub fn new<C: Communicator>(
         backend: &'b B,
-        world: &SimpleCommunicator,
+        comm: &C,
         spec: &DomainSpec,
         options: HaloOptions,
     ) -> Result<Self> {
-        let (rank, size) = (world.rank(), world.size());
-        agree_on_spec(world, spec)?;
-        let spec = &resolve_procs(spec, world)?;
+        Self::on_duplicate(backend, &comm.duplicate(), spec, options)
+    }
+
+    /// As [`Self::new`], for a raw `MPI_Comm` handed over by a foreign caller (C, Fortran
+    /// through `MPI_Comm_f2c`, mpi4py): borrowed, duplicated, never freed.
+    ///
+    /// # Errors
+    /// As [`Self::new`]; [`Error::InvalidInput`] for `MPI_COMM_NULL`.
+    ///
+    /// # Safety
+    /// 1. `comm` is a valid intra-communicator of the running MPI library, alive during this
+    ///    call (haloport keeps only its own duplicate afterwards).
+    /// 2. Every rank of `comm` makes this call (it is collective).
+    pub unsafe fn with_raw_comm(
+        backend: &'b B,
+        comm: mpi::ffi::MPI_Comm,
+        spec: &DomainSpec,
+        options: HaloOptions,
+    ) -> Result<Self> {
+        // SAFETY: forwarded from this function's contract.
+        let dup = unsafe { duplicate_raw(comm)? };
+        Self::on_duplicate(backend, &dup, spec, options)
+    }
+
+    fn on_duplicate(
+        backend: &'b B,
+        comm: &SimpleCommunicator,
+        spec: &DomainSpec,
+        options: HaloOptions,
+    ) -> Result<Self> {
+        let (rank, size) = (comm.rank(), comm.size());
+        agree_on_declaration(comm, spec, &options)?;
+        // Local, then agreed: a topology that contradicts the declaration fails every rank.
+        let spec = &agree(
+            comm,
+            "following the communicator's topology",
+            follow_topology(spec, comm),
+        )?;
         // Every rank compiles every plan: peers' layouts give the addresses we store into.
         let plans: Vec<HaloPlan> = (0..size)
             .map(|r| HaloPlan::compile(spec, size, r))
             .collect::<Result<_>>()?;
         let entries: Vec<Vec<Entry>> = plans.iter().map(Entry::of_plan).collect();
         let plan = plans[rank as usize].clone();
-        let dropped = options.fault.and_then(|HaloFault::DropSend { direction }| {
-            plan.neighbours
+        let dropped = match options.fault {
+            Some(HaloFault::DropSend { direction }) => plan
+                .neighbours
                 .iter()
-                .position(|n| n.direction == direction)
-        });
+                .position(|n| n.direction == direction),
+            _ => None,
+        };
         let messages = Messages {
             entries,
             elem: spec.elem,
             fields: spec.fields,
             payload: Payload::Fields,
         };
-        let engine = MessageExchange::new(backend, world, &messages, options, dropped)?;
+        let engine = MessageExchange::new(backend, comm, &messages, options, dropped)?;
         Ok(HaloExchange { engine, plan })
     }
 
@@ -212,17 +301,18 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     pub fn exchange(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
         self.start(fields, stream)?;
         self.finish(stream)?;
-        self.wait(stream)
+        self.wait()
     }
 
     /// Starts an exchange of `fields` on `stream`: queues the pack (after everything queued
-    /// before on `stream`), and sends the host-staged messages once packed. Work queued on
-    /// `stream` between `start` and [`Self::finish`] must not write the cells the exchange
-    /// sends nor touch halo cells.
+    /// before on `stream`, and after the previous exchange's unpack wherever it ran), and
+    /// sends the host-staged messages once packed. Work queued on `stream` between `start` and
+    /// [`Self::finish`] must not write the cells the exchange sends nor touch halo cells.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] when the fields do not fit the plan; [`Error::Internal`] when
-    /// an exchange is already started; MPI, backend and time-out errors.
+    /// [`Error::InvalidInput`] when the fields do not fit the plan; [`Error::Usage`] when an
+    /// exchange is already started; an earlier exchange's failure on the device
+    /// ([`Error::Timeout`]); MPI, backend and time-out errors.
     pub fn start(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
         self.check_fields(fields)?;
         let key = fields.iter().map(|f| f.device_addr()).collect();
@@ -231,25 +321,49 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     }
 
     /// Finishes the started exchange: waits for host-staged messages and queues the unpack on
-    /// `stream`. Work queued on `stream` afterwards sees the halos filled. Device-direct
-    /// messages are waited for on the GPU: their errors (a peer that never sent) surface at
-    /// the next [`Self::wait`] or exchange.
+    /// `stream` (after the pack, whichever stream `start` used). Work queued on `stream`
+    /// afterwards sees the halos filled. Device-direct messages are waited for on the GPU:
+    /// their failures surface at the next call (see the type's docs), or here in checked mode.
     ///
     /// # Errors
-    /// [`Error::Internal`] without a started exchange; MPI, backend and time-out errors.
+    /// [`Error::Usage`] without a started exchange; an earlier exchange's failure on the
+    /// device; MPI, backend and time-out errors.
     pub fn finish(&mut self, stream: &B::Stream) -> Result<()> {
         self.engine.finish(stream)
     }
 
-    /// Waits until the last exchange's kernels completed on `stream` and reports what their
-    /// GPU-side waits ended in.
+    /// Waits until the kernels of the last exchange completed, on whichever streams they ran,
+    /// and reports what their GPU-side waits ended in. Afterwards the fields it used may be
+    /// freed (the contract of [`Field::adopt`]).
     ///
     /// # Errors
     /// [`Error::Timeout`] naming the messages a GPU-side wait gave up on (the peer, the
     /// direction); backend and time-out errors.
-    pub fn wait(&mut self, stream: &B::Stream) -> Result<()> {
-        self.engine.wait(stream)
+    pub fn wait(&mut self) -> Result<()> {
+        self.engine.wait()
     }
+
+    /// Ends the exchange, returning what dropping it can only log: waits (bounded) for its
+    /// last kernels, then, when it was set up with `ipc`, meets every rank at a barrier (every
+    /// rank of an `ipc` exchange does, whatever links it got), and frees its memory. What
+    /// cannot be shown unused is leaked rather than freed. Collective over the exchange's
+    /// ranks with `ipc`.
+    ///
+    /// # Errors
+    /// Time-out and backend errors of the waits, MPI errors of the barrier.
+    pub fn close(mut self) -> Result<()> {
+        self.engine.close()
+    }
+
+    /// Sets of fields whose region tables are cached, and tables waiting to be freed once no
+    /// queued kernel can read them: at most [`Self::TABLE_SETS`] and a few, however many
+    /// different fields are exchanged.
+    pub fn table_sets(&self) -> (usize, usize) {
+        self.engine.table_sets()
+    }
+
+    /// How many sets of fields keep their region tables cached.
+    pub const TABLE_SETS: usize = super::engine::TABLE_SETS;
 
     fn check_fields(&self, fields: &[&Field<B>]) -> Result<()> {
         let spec = &self.plan.spec;
@@ -288,19 +402,103 @@ pub fn resolve_procs(spec: &DomainSpec, comm: &SimpleCommunicator) -> Result<Dom
     Ok(spec)
 }
 
-/// Every rank must declare the same domain: compared collectively, so all fail alike.
-fn agree_on_spec(world: &SimpleCommunicator, spec: &DomainSpec) -> Result<()> {
-    let all = all_gather(world, Ok(spec.clone()), |r, msg| {
+/// What every rank must declare alike: the domain, and the options whose difference would
+/// send ranks into different collectives or different message protocols (the time-out may
+/// differ).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Declaration {
+    spec: DomainSpec,
+    transport: String,
+    strategy: String,
+    threads: u32,
+    elems_per_thread: u32,
+    signalled_blocks: u32,
+    checked: bool,
+}
+
+/// Every rank must declare the same domain and options: compared collectively, so all fail
+/// alike, before any rank takes a step the others would not.
+fn agree_on_declaration(
+    comm: &SimpleCommunicator,
+    spec: &DomainSpec,
+    options: &HaloOptions,
+) -> Result<()> {
+    let mine = Declaration {
+        spec: spec.clone(),
+        transport: options.transport.name().to_owned(),
+        strategy: options.strategy.name().to_owned(),
+        threads: options.threads,
+        elems_per_thread: options.elems_per_thread,
+        signalled_blocks: options.signalled_blocks,
+        checked: options.checked,
+    };
+    let all = all_gather(comm, Ok(mine), |r, msg| {
         Error::InvalidInput(format!("rank {r}: {msg}"))
     })?;
-    if let Some((r, other)) = all.iter().enumerate().find(|(_, s)| *s != &all[0]) {
+    let Some((r, other)) = all.iter().enumerate().find(|(_, d)| *d != &all[0]) else {
+        return Ok(());
+    };
+    let first = &all[0];
+    if other.spec != first.spec {
         return Err(Error::InvalidInput(format!(
             "the ranks declared different domains: rank 0 has {}, rank {r} has {}",
-            describe(&all[0]),
-            describe(other)
+            describe(&first.spec),
+            describe(&other.spec)
         )));
     }
-    Ok(())
+    let options = |d: &Declaration| {
+        format!(
+            "--transport {} --variant {} (threads {}, {} elements per thread, {} signalled blocks, checked {})",
+            d.transport, d.strategy, d.threads, d.elems_per_thread, d.signalled_blocks, d.checked
+        )
+    };
+    Err(Error::InvalidInput(format!(
+        "the ranks chose different exchange options: rank 0 has {}, rank {r} has {}; every rank must choose the same",
+        options(first),
+        options(other)
+    )))
+}
+
+/// `spec` as it runs on `comm`: with a Cartesian communicator, its topology's process grid
+/// (checked against the declaration's) and periodicity (which must equal the declaration's);
+/// otherwise the declaration's process grid, or the MPI library's choice.
+fn follow_topology(spec: &DomainSpec, comm: &SimpleCommunicator) -> Result<DomainSpec> {
+    let Some(cart) = cartesian_topology(comm)? else {
+        return resolve_procs(spec, comm);
+    };
+    if cart.dims.len() != 3 {
+        return Err(Error::InvalidInput(format!(
+            "the Cartesian communicator has {} dimensions; haloport's domains have 3 (give 1 process in a dimension that is not split)",
+            cart.dims.len()
+        )));
+    }
+    let dims = [0, 1, 2].map(|k| cart.dims[k].max(0) as u32);
+    let periods = [0, 1, 2].map(|k| cart.periods[k]);
+    if let Some(p) = spec.procs.filter(|&p| p != dims) {
+        return Err(Error::InvalidInput(format!(
+            "the declaration's process grid {}x{}x{} differs from the Cartesian communicator's {}x{}x{}",
+            p[0], p[1], p[2], dims[0], dims[1], dims[2]
+        )));
+    }
+    if periods != spec.periodic {
+        return Err(Error::InvalidInput(format!(
+            "the declaration's periodicity {:?} differs from the Cartesian communicator's {periods:?}",
+            spec.periodic
+        )));
+    }
+    // MPI numbers Cartesian ranks row-major (MPI 4.0 section 8.5.1), as haloport's plans do:
+    // this rank's coordinates must be the ones its plan gives it.
+    let coords = Decomposition::coords_of(dims, comm.rank());
+    if coords.map(|c| c as i32).as_slice() != cart.coords.as_slice() {
+        return Err(Error::Internal(format!(
+            "rank {} has Cartesian coordinates {:?}, its plan {coords:?}",
+            comm.rank(),
+            cart.coords
+        )));
+    }
+    let mut spec = spec.clone();
+    spec.procs = Some(dims);
+    Ok(spec)
 }
 
 fn describe(spec: &DomainSpec) -> String {

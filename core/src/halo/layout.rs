@@ -113,27 +113,52 @@ pub(crate) struct Mailbox {
 
 impl Mailbox {
     /// The layout of the messages of `entries`, `fields` regions of `elem` elements each.
-    pub fn of(entries: &[Entry], fields: u32, elem: crate::domain::ElemType) -> Mailbox {
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) when the sizes overflow 64 bits
+    /// (checked, never wrapped).
+    pub fn of(
+        entries: &[Entry],
+        fields: u32,
+        elem: crate::domain::ElemType,
+    ) -> crate::Result<Mailbox> {
+        let overflow = || {
+            crate::Error::InvalidInput(format!(
+                "the halo messages of {fields} fields of {elem} overflow 64-bit byte sizes"
+            ))
+        };
         let elem_bytes = u64::from(fields) * u64::from(elem.bytes());
+        let round = |bytes: u64, to: u64| bytes.checked_next_multiple_of(to);
         let message_bytes: Vec<u64> = entries
             .iter()
             .map(|n| {
                 let elems = n.elems(Side::Send).max(n.elems(Side::Recv));
-                (elems * elem_bytes).div_ceil(8) * 8
+                elems
+                    .checked_mul(elem_bytes)
+                    .and_then(|b| round(b, 8))
+                    .ok_or_else(overflow)
             })
-            .collect();
+            .collect::<crate::Result<_>>()?;
         let mut offsets = Vec::with_capacity(message_bytes.len());
-        let mut at = 0;
+        let mut at: u64 = 0;
         for &bytes in &message_bytes {
             offsets.push(at);
-            at += bytes.div_ceil(ALIGN) * ALIGN;
+            at = round(bytes, ALIGN)
+                .and_then(|b| at.checked_add(b))
+                .ok_or_else(overflow)?;
         }
-        Mailbox {
+        let slot_bytes = at.max(ALIGN);
+        // The whole mailbox (two slots and the flags) must be addressable too.
+        slot_bytes
+            .checked_mul(2)
+            .and_then(|b| b.checked_add(2 * (offsets.len() as u64 + 1) * FLAG_STRIDE))
+            .ok_or_else(overflow)?;
+        Ok(Mailbox {
             message_bytes,
             elem_bytes,
             offsets,
-            slot_bytes: at.max(ALIGN),
-        }
+            slot_bytes,
+        })
     }
 
     /// Bytes of `entry`'s message on `side`, rounded up to 8 (what MPI carries).
@@ -218,7 +243,8 @@ mod tests {
             let plans: Vec<Vec<Entry>> = (0..ranks)
                 .map(|r| Entry::of_plan(&HaloPlan::compile(&spec, ranks, r).expect("plan")))
                 .collect();
-            let layout = |entries: &[Entry]| Mailbox::of(entries, spec.fields, spec.elem);
+            let layout =
+                |entries: &[Entry]| Mailbox::of(entries, spec.fields, spec.elem).expect("layout");
             for (me, plan) in plans.iter().enumerate() {
                 let mine = layout(plan);
                 assert_eq!(mine.offsets.len(), plan.len());

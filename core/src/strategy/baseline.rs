@@ -73,7 +73,7 @@ impl<'b, B: Backend, T: HostTransport> Baseline<'b, B, T> {
     }
 
     fn deadline(&self) -> Instant {
-        Instant::now() + self.exchange.timeout
+        crate::backend::deadline_in(self.exchange.timeout)
     }
 
     fn pending_blocks(received: &[bool]) -> Vec<usize> {

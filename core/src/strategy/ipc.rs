@@ -383,7 +383,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
                 .abort()
                 .store(epoch, Ordering::Release);
         }
-        let deadline = Instant::now() + self.exchange.timeout;
+        let deadline = crate::backend::deadline_in(self.exchange.timeout);
         let drained = self
             .streams
             .iter()
@@ -508,13 +508,13 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
         if self.transport.has_remote() {
             self.transport
-                .finish_remote(Instant::now() + self.exchange.timeout)?;
+                .finish_remote(crate::backend::deadline_in(self.exchange.timeout))?;
             self.events
                 .push(CpuEvent::now(CpuEventKind::SendsDone, None));
         }
         if self.exchange.barrier {
             self.transport
-                .barrier(Instant::now() + self.exchange.timeout)?;
+                .barrier(crate::backend::deadline_in(self.exchange.timeout))?;
             self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
         }
         Ok(())

@@ -10,8 +10,6 @@
 //! two, one to the destination and one from the source, each tagged with the block's id.
 //! Iterations keep the thesis protocol: each ends with an MPI barrier.
 
-use std::time::Instant;
-
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::backend::{Backend, Coherence};
@@ -146,10 +144,11 @@ impl<B: Backend> Strategy for LibraryExchange<'_, B> {
         self.exchange.set_iteration(iteration);
         self.exchange.start(Vec::new(), Vec::new(), &self.stream)?;
         self.exchange.finish(&self.stream)?;
-        self.exchange.wait(&self.stream)?;
+        self.exchange.wait()?;
         self.events
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
-        self.exchange.barrier(Instant::now() + self.timeout)?;
+        self.exchange
+            .barrier(crate::backend::deadline_in(self.timeout))?;
         self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
         Ok(())
     }

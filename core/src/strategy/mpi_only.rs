@@ -10,8 +10,6 @@
 
 #![allow(unsafe_code)]
 
-use std::time::Instant;
-
 use crate::backend::{Backend, Coherence};
 use crate::error::Result;
 use crate::exchange::ExchangeBuffers;
@@ -87,12 +85,15 @@ impl<B: Backend, T: HostTransport> Strategy for MpiOnly<B, T> {
             let dest = self.buffers.pattern().blocks[b].dest;
             self.transport.isend(b, self.buffers.send_region(b), dest)?;
         }
-        self.transport.wait_recvs(Instant::now() + timeout)?;
+        self.transport
+            .wait_recvs(crate::backend::deadline_in(timeout))?;
         self.events.push(CpuEvent::now(CpuEventKind::Recv, None));
-        self.transport.wait_sends(Instant::now() + timeout)?;
+        self.transport
+            .wait_sends(crate::backend::deadline_in(timeout))?;
         self.events
             .push(CpuEvent::now(CpuEventKind::SendsDone, None));
-        self.transport.barrier(Instant::now() + timeout)?;
+        self.transport
+            .barrier(crate::backend::deadline_in(timeout))?;
         self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
         self.iteration = prepared;
         Ok(())

@@ -160,7 +160,7 @@ impl<'b, B: Backend, T: HostTransport> Taskqueue<'b, B, T> {
         let region = self.buffers.send_region(block);
         match self.options.send {
             SendMode::Blocking => {
-                let deadline = Instant::now() + self.exchange.timeout;
+                let deadline = crate::backend::deadline_in(self.exchange.timeout);
                 self.transport.send(block, region, dest, deadline)?;
             }
             SendMode::NonBlocking => self.transport.isend(block, region, dest)?,
@@ -353,7 +353,7 @@ impl<B: Backend, T: HostTransport> Taskqueue<'_, B, T> {
         }
         self.profile = profile;
         self.backend
-            .stream_synchronize(&self.stream, Instant::now() + timeout)
+            .stream_synchronize(&self.stream, crate::backend::deadline_in(timeout))
             .map_err(|e| e.on_rank(rank))
     }
 
@@ -362,7 +362,7 @@ impl<B: Backend, T: HostTransport> Taskqueue<'_, B, T> {
     /// error when they did not; then the buffers stay marked busy.
     fn abort_launched_kernel(&mut self, epoch: u32, error: Error) -> Error {
         self.control.raise_abort(epoch);
-        let deadline = Instant::now() + self.exchange.timeout;
+        let deadline = crate::backend::deadline_in(self.exchange.timeout);
         let drained = self
             .backend
             .stream_synchronize(&self.stream, deadline)
@@ -437,11 +437,13 @@ impl<B: Backend, T: HostTransport> Strategy for Taskqueue<'_, B, T> {
         self.events
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
         if self.options.send == SendMode::NonBlocking {
-            self.transport.wait_sends(Instant::now() + timeout)?;
+            self.transport
+                .wait_sends(crate::backend::deadline_in(timeout))?;
             self.events
                 .push(CpuEvent::now(CpuEventKind::SendsDone, None));
         }
-        self.transport.barrier(Instant::now() + timeout)?;
+        self.transport
+            .barrier(crate::backend::deadline_in(timeout))?;
         self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
         Ok(())
     }

@@ -514,7 +514,7 @@ impl<B: Backend> Drop for IpcTransport<B> {
     /// for every rank at a barrier before freeing. If the barrier does not complete (a failed
     /// rank), leak our memory rather than free what a peer may still write.
     fn drop(&mut self) {
-        let deadline = Instant::now() + self.drain_timeout;
+        let deadline = crate::backend::deadline_in(self.drain_timeout);
         match self.mpi.barrier(deadline) {
             Ok(()) => {
                 // SAFETY: each is dropped once, here, and never used again.

@@ -20,10 +20,11 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};
+use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 use mpi::ffi;
-use mpi::raw::AsRaw;
+use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::{Capabilities, HostRegion, HostTransport, Transport};
@@ -99,7 +100,11 @@ fn null_request() -> ffi::MPI_Request {
 
 /// Host-staged MPI point-to-point transport.
 pub struct MpiTransport {
-    comm: SimpleCommunicator,
+    /// Freed on drop, unless a collective on it timed out and is still pending (then leaked:
+    /// MPI would progress the pending request on a freed communicator).
+    comm: ManuallyDrop<SimpleCommunicator>,
+    /// A barrier timed out and its request is still pending.
+    collective_pending: bool,
     rank: i32,
     size: i32,
     recvs: Requests,
@@ -124,7 +129,8 @@ impl MpiTransport {
         Ok(MpiTransport {
             rank: comm.rank(),
             size: comm.size(),
-            comm,
+            comm: ManuallyDrop::new(comm),
+            collective_pending: false,
             recvs: Requests::new(Vec::new()),
             sends: Requests::new(Vec::new()),
             drain_timeout,
@@ -320,6 +326,102 @@ pub fn mpi_dims_create(ranks: c_int) -> Result<[u32; 3]> {
     Ok(dims.map(|d| d.max(0) as u32))
 }
 
+/// A communicator of the caller's, duplicated (`MPI_Comm_dup`, collective over it): haloport's
+/// messages then never match the caller's, and the caller's handle is never freed by
+/// haloport. The duplicate keeps the original's topology.
+///
+/// # Errors
+/// [`Error::Mpi`] with the call's code; [`Error::InvalidInput`] for `MPI_COMM_NULL`.
+///
+/// # Safety
+/// 1. `raw` is a valid intra-communicator handle (`MPI_COMM_NULL` is refused), alive for the
+///    duration of this call.
+/// 2. Every rank of `raw` makes this call (it is collective).
+///
+/// MPI standard 4.0 section 7.4.2 (`MPI_Comm_dup`).
+pub unsafe fn duplicate_raw(raw: ffi::MPI_Comm) -> Result<SimpleCommunicator> {
+    // SAFETY: reading a predefined handle.
+    if raw == unsafe { ffi::RSMPI_COMM_NULL } {
+        return Err(Error::InvalidInput(
+            "the communicator is MPI_COMM_NULL; pass a communicator this rank belongs to".into(),
+        ));
+    }
+    let mut dup = std::mem::MaybeUninit::<ffi::MPI_Comm>::uninit();
+    // SAFETY: raw is valid and every rank calls (contract); dup is an out-parameter.
+    let code = unsafe { ffi::MPI_Comm_dup(raw, dup.as_mut_ptr()) };
+    check("MPI_Comm_dup", code, || {
+        "duplicating the caller's communicator".into()
+    })?;
+    // SAFETY: MPI_Comm_dup succeeded, so dup holds a new intra-communicator that we own (not
+    // the world or self handle), freed when the SimpleCommunicator drops.
+    Ok(unsafe { SimpleCommunicator::from_raw(dup.assume_init()) })
+}
+
+/// A communicator's Cartesian topology: its dimensions, periodicity and this rank's
+/// coordinates, as `MPI_Cart_get` reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CartesianTopology {
+    /// Processes per dimension.
+    pub dims: Vec<i32>,
+    /// Periodicity per dimension.
+    pub periods: Vec<bool>,
+    /// This rank's coordinates.
+    pub coords: Vec<i32>,
+}
+
+/// The Cartesian topology of `comm`, or `None` for a communicator without one.
+///
+/// # Errors
+/// [`Error::InvalidInput`] for a graph topology (haloport follows Cartesian ones only);
+/// [`Error::Mpi`] with the call's code.
+///
+/// MPI standard 4.0 sections 8.5.5 (`MPI_Topo_test`) and 8.5.6 (`MPI_Cartdim_get`,
+/// `MPI_Cart_get`).
+pub fn cartesian_topology(comm: &SimpleCommunicator) -> Result<Option<CartesianTopology>> {
+    let mut kind: c_int = 0;
+    // SAFETY: comm is a live communicator; kind is an out-parameter.
+    let code = unsafe { ffi::MPI_Topo_test(comm.as_raw(), &mut kind) };
+    check("MPI_Topo_test", code, || {
+        "reading the communicator's topology".into()
+    })?;
+    // SAFETY: reading predefined constants.
+    let (cart, undefined) = unsafe { (ffi::RSMPI_CART, ffi::RSMPI_UNDEFINED) };
+    if kind == undefined {
+        return Ok(None);
+    }
+    if kind != cart {
+        return Err(Error::InvalidInput(
+            "the communicator has a graph topology; haloport follows Cartesian topologies (MPI_Cart_create) or none".into(),
+        ));
+    }
+    let mut ndims: c_int = 0;
+    // SAFETY: as above.
+    let code = unsafe { ffi::MPI_Cartdim_get(comm.as_raw(), &mut ndims) };
+    check("MPI_Cartdim_get", code, || {
+        "reading the Cartesian communicator's dimensions".into()
+    })?;
+    let n = usize::try_from(ndims).unwrap_or(0);
+    let (mut dims, mut periods, mut coords) = (vec![0; n], vec![0; n], vec![0; n]);
+    // SAFETY: each array holds ndims ints, as MPI_Cart_get writes.
+    let code = unsafe {
+        ffi::MPI_Cart_get(
+            comm.as_raw(),
+            ndims,
+            dims.as_mut_ptr(),
+            periods.as_mut_ptr(),
+            coords.as_mut_ptr(),
+        )
+    };
+    check("MPI_Cart_get", code, || {
+        "reading the Cartesian communicator's topology".into()
+    })?;
+    Ok(Some(CartesianTopology {
+        dims,
+        periods: periods.into_iter().map(|p| p != 0).collect(),
+        coords,
+    }))
+}
+
 fn too_many(n: usize) -> Error {
     Error::InvalidInput(format!("{n} blocks are more than MPI can count"))
 }
@@ -362,7 +464,9 @@ impl Transport for MpiTransport {
             }
             if Instant::now() >= deadline {
                 // The request stays pending: MPI 3.1 section 5.12 makes freeing or cancelling
-                // a nonblocking collective erroneous, and it holds no buffer of ours.
+                // a nonblocking collective erroneous, and it holds no buffer of ours; its
+                // communicator must then outlive it (see `drop`).
+                self.collective_pending = true;
                 return Err(Error::Timeout {
                     rank: Some(rank),
                     what: "in MPI_Barrier (polled) at the end of an iteration: another rank did not arrive".into(),
@@ -502,11 +606,27 @@ impl Drop for MpiTransport {
     /// completed within the drain time-out; what fails is reported (a transport cannot return
     /// an error from `drop`), and buffers of requests that cannot be completed are leaked.
     fn drop(&mut self) {
+        self.drain();
+        if self.collective_pending {
+            tracing::error!(
+                "rank {}: a barrier that timed out is still pending: its communicator is leaked, not freed under it",
+                self.rank
+            );
+        } else {
+            // SAFETY: dropped once, here; no request on it is pending any more.
+            unsafe { ManuallyDrop::drop(&mut self.comm) };
+        }
+    }
+}
+
+impl MpiTransport {
+    /// Cancels and completes the point-to-point requests still pending.
+    fn drain(&mut self) {
         let pending = self.recvs.pending().len() + self.sends.pending().len();
         if pending == 0 {
             return;
         }
-        let problems = self.cancel_and_complete(Instant::now() + self.drain_timeout);
+        let problems = self.cancel_and_complete(crate::backend::deadline_in(self.drain_timeout));
         if problems.is_empty() {
             tracing::warn!(
                 "rank {}: {pending} MPI requests were still pending when the transport was dropped; cancelled and completed",

@@ -1,0 +1,287 @@
+//! The library on several ranks, used directly (no CLI), on the host backend. Run by
+//! `cargo test`, this program starts itself under `mpirun -np 2` (and 3) and checks each
+//! rank's verdict; each rank then runs the scenarios below:
+//!
+//! - a Cartesian communicator made with `reorder = true`, and a raw `MPI_Comm` (a split of the
+//!   world), both exchange correctly, and a Cartesian periodicity that contradicts the
+//!   declaration fails every rank with the same error;
+//! - a device-side failure (a dropped device-direct message) is reported by the next `start`
+//!   at the latest, as a time-out, and every later call returns a time-out again;
+//! - `close` returns Ok on every rank of an `ipc` exchange whose ranks span two "nodes".
+
+#![allow(unsafe_code)] // a raw MPI_Comm, as a C or Fortran caller hands it over
+
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use haloport::core::backend::{download_bytes, upload_bytes};
+use haloport::core::domain::{DomainSpec, ElemType};
+use haloport::core::halo::{Field, HaloExchange, HaloFault, HaloOptions};
+use haloport::core::variant::TransportKind;
+use haloport::core::{Backend, Error};
+use haloport::host::HostBackend;
+use mpi::raw::AsRaw;
+use mpi::topology::{Color, Communicator, SimpleCommunicator};
+use mpi::traits::CommunicatorCollectives;
+
+/// One scenario, run by every rank.
+type Scenario = fn(&HostBackend, &SimpleCommunicator) -> Result<(), String>;
+
+const CHILD: &str = "HALOPORT_LIBRARY_MPI_CHILD";
+
+fn main() -> ExitCode {
+    if std::env::var_os(CHILD).is_some() {
+        return child();
+    }
+    // The parent: this very program under mpirun, with a bound on the whole job.
+    let me = std::env::current_exe().expect("the test's own path");
+    let mut failed = false;
+    for np in ["2", "3"] {
+        let output = Command::new("timeout")
+            .args(["120", "mpirun", "--oversubscribe", "-np", np, "-x", CHILD])
+            .arg(&me)
+            .env(CHILD, "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("HALOPORT_IPC_RANKS_PER_NODE", "2")
+            .output()
+            .expect("mpirun runs (see README: ci/setup.sh)");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        print!("{stdout}");
+        eprint!("{stderr}");
+        let n: usize = np.parse().expect("a number");
+        let passed = stdout.matches("rank passed").count();
+        if !output.status.success() || passed != n {
+            eprintln!(
+                "library_mpi -np {np}: {passed} of {n} ranks passed ({})",
+                output.status
+            );
+            failed = true;
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        println!("library_mpi: every scenario passed on 2 and 3 ranks");
+        ExitCode::SUCCESS
+    }
+}
+
+fn child() -> ExitCode {
+    let universe = mpi::initialize().expect("MPI initializes");
+    let world = universe.world();
+    let rank = world.rank();
+    let backend = HostBackend::new(0).expect("host backend");
+    let scenarios: [(&str, Scenario); 3] = [
+        ("communicators", communicators),
+        ("device failure", device_failure),
+        ("symmetric close", symmetric_close),
+    ];
+    let only = std::env::var("HALOPORT_LIBRARY_MPI_ONLY").ok();
+    for (name, scenario) in scenarios {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        if let Err(e) = scenario(&backend, &world) {
+            println!("rank {rank}: {name}: FAILED: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    println!("rank {rank}: rank passed");
+    ExitCode::SUCCESS
+}
+
+fn spec(grid: [u64; 3], periodic: [bool; 3]) -> DomainSpec {
+    DomainSpec {
+        grid,
+        procs: None,
+        periodic,
+        halo: [1, 1, 1],
+        elem: ElemType::F64,
+        fields: 1,
+    }
+}
+
+fn deadline() -> Instant {
+    Instant::now() + Duration::from_secs(30)
+}
+
+/// One exchange of a field whose interior cells hold their global linear index; true when
+/// every halo cell that has a neighbour holds the global index of the cell it mirrors.
+fn exchange_is_right(
+    backend: &HostBackend,
+    exchange: &mut HaloExchange<'_, HostBackend>,
+) -> Result<bool, String> {
+    let plan = exchange.plan().clone();
+    let d = &plan.decomposition;
+    let g = plan.spec.grid;
+    let linear = |c: [i64; 3]| -> Option<f64> {
+        let w: Vec<i64> = (0..3)
+            .map(|k| {
+                if plan.spec.periodic[k] {
+                    c[k].rem_euclid(g[k] as i64)
+                } else {
+                    c[k]
+                }
+            })
+            .collect();
+        if (0..3).any(|k| w[k] < 0 || w[k] >= g[k] as i64) {
+            return None; // outside a non-periodic boundary: never written
+        }
+        Some((w[0] + g[0] as i64 * (w[1] + g[1] as i64 * w[2])) as f64)
+    };
+    let n = d.alloc_elems() as usize;
+    let mut values = vec![-1.0_f64; n];
+    for z in 0..d.alloc[2] {
+        for y in 0..d.alloc[1] {
+            for x in 0..d.alloc[0] {
+                let at = [x, y, z];
+                if (0..3).all(|k| at[k] >= d.halo[k] && at[k] < d.halo[k] + d.local[k]) {
+                    values[d.index(at) as usize] = linear(d.global_of(at)).unwrap_or(-2.0);
+                }
+            }
+        }
+    }
+    let field = Field::alloc(backend, &plan).map_err(|e| e.to_string())?;
+    let memory = field.device_memory().ok_or("an allocated field")?;
+    let stream = backend.create_stream().map_err(|e| e.to_string())?;
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    upload_bytes(backend, memory, &bytes, &stream, deadline()).map_err(|e| e.to_string())?;
+    exchange
+        .exchange(&[&field], &stream)
+        .map_err(|e| e.to_string())?;
+    let got =
+        download_bytes(backend, memory, n * 8, &stream, deadline()).map_err(|e| e.to_string())?;
+    let got: Vec<f64> = got
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    for z in 0..d.alloc[2] {
+        for y in 0..d.alloc[1] {
+            for x in 0..d.alloc[0] {
+                let at = [x, y, z];
+                let want = linear(d.global_of(at)).unwrap_or(-1.0);
+                let have = got[d.index(at) as usize];
+                let halo = (0..3).any(|k| at[k] < d.halo[k] || at[k] >= d.halo[k] + d.local[k]);
+                if halo && have != want && want >= 0.0 {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
+fn communicators(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    let size = world.size();
+    let periodic = [true, false, true];
+    // Cartesian, reordered: the decomposition follows its topology.
+    let cart = world
+        .create_cartesian_communicator(&[size, 1, 1], &periodic, true)
+        .ok_or("not in the Cartesian communicator")?;
+    let s = spec([4 * size as u64, 5, 3], periodic);
+    let mut exchange =
+        HaloExchange::new(backend, &cart, &s, HaloOptions::default()).map_err(|e| e.to_string())?;
+    let coords = cart.rank_to_coordinates(cart.rank());
+    if exchange.plan().decomposition.coords[0] as i32 != coords[0] {
+        return Err(format!(
+            "the plan's coordinates {:?} are not the communicator's {coords:?}",
+            exchange.plan().decomposition.coords
+        ));
+    }
+    if !exchange_is_right(backend, &mut exchange)? {
+        return Err("wrong halos over the Cartesian communicator".into());
+    }
+    exchange.close().map_err(|e| e.to_string())?;
+    // A declaration that contradicts the topology: the same error on every rank.
+    let wrong = spec([4 * size as u64, 5, 3], [false, false, true]);
+    match HaloExchange::new(backend, &cart, &wrong, HaloOptions::default()) {
+        Err(Error::InvalidInput(m)) if m.contains("differs from the Cartesian communicator") => {}
+        Err(e) => return Err(format!("the wrong periodicity gave another error: {e}")),
+        Ok(_) => return Err("the wrong periodicity was accepted".into()),
+    }
+    // A raw MPI_Comm (a split of the world, reversed), borrowed: haloport works on its own
+    // duplicate and never frees it, so the split is still usable afterwards.
+    let split = world
+        .split_by_color_with_key(Color::with_value(0), size - world.rank())
+        .ok_or("not in the split")?;
+    let s = spec([3 * size as u64, 4, 4], [true, true, true]);
+    // SAFETY: a valid intra-communicator, alive during the call; every rank calls.
+    let mut exchange =
+        unsafe { HaloExchange::with_raw_comm(backend, split.as_raw(), &s, HaloOptions::default()) }
+            .map_err(|e| e.to_string())?;
+    if !exchange_is_right(backend, &mut exchange)? {
+        return Err("wrong halos over a raw MPI_Comm".into());
+    }
+    exchange.close().map_err(|e| e.to_string())?;
+    split.barrier(); // still a live communicator
+    Ok(())
+}
+
+fn device_failure(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    // Device-direct between the ranks of one "node" (ranks 0 and 1); every rank drops its +x
+    // message, so every rank's -x unpack waits on the device and gives up after 0.5 s.
+    let options = HaloOptions {
+        transport: TransportKind::Ipc,
+        timeout: Duration::from_millis(500),
+        fault: Some(HaloFault::DropSend {
+            direction: [1, 0, 0],
+        }),
+        ..HaloOptions::default()
+    };
+    let s = spec([4 * world.size() as u64, 4, 4], [true, true, true]);
+    let mut exchange = HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+    let plan = exchange.plan().clone();
+    let field = Field::alloc(backend, &plan).map_err(|e| e.to_string())?;
+    let stream = backend.create_stream().map_err(|e| e.to_string())?;
+    // A host-staged message (between "nodes") times out on the CPU, in finish; a
+    // device-direct one only on the device, after start and finish returned: the next start
+    // must report it.
+    let mut report = exchange
+        .start(&[&field], &stream)
+        .and_then(|()| exchange.finish(&stream));
+    if report.is_ok() {
+        std::thread::sleep(Duration::from_millis(1500));
+        report = exchange.start(&[&field], &stream);
+    }
+    match report {
+        Err(Error::Timeout { .. }) => {}
+        other => {
+            return Err(format!(
+                "the failure was not reported as a time-out: {other:?}"
+            ))
+        }
+    }
+    // Every later call returns a time-out again (the kind kept).
+    match exchange.start(&[&field], &stream) {
+        Err(Error::Timeout { what, .. }) if what.contains("failed earlier") => {}
+        other => return Err(format!("a later call returned {other:?}")),
+    }
+    match exchange.wait() {
+        Err(Error::Timeout { .. }) => {}
+        other => return Err(format!("wait after the failure returned {other:?}")),
+    }
+    drop(exchange);
+    world.barrier();
+    Ok(())
+}
+
+fn symmetric_close(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    // Two "nodes" of 2 ranks (HALOPORT_IPC_RANKS_PER_NODE=2): with 3 ranks, rank 2 has no
+    // device-direct link, yet every rank enters the closing barrier and none times out.
+    let options = HaloOptions {
+        transport: TransportKind::Ipc,
+        timeout: Duration::from_secs(3),
+        ..HaloOptions::default()
+    };
+    let s = spec([4 * world.size() as u64, 4, 4], [true, false, false]);
+    let mut exchange = HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+    if !exchange_is_right(backend, &mut exchange)? {
+        return Err("wrong halos over mixed links".into());
+    }
+    let started = Instant::now();
+    exchange
+        .close()
+        .map_err(|e| format!("close after {:?}: {e}", started.elapsed()))
+}
