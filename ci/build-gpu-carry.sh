@@ -9,6 +9,9 @@ mkdir -p carry
 rm -f carry/*
 cargo build --release --features cuda
 cp "${CARGO_TARGET_DIR:-target}/release/haloport" carry/haloport
+# The example whose update is the application's own kernel on its own stream (NVRTC + cudarc).
+cargo build --release --features cuda --example app_kernel
+cp "${CARGO_TARGET_DIR:-target}/release/examples/app_kernel" carry/app_kernel
 # Test binaries: cargo prints where each one is.
 cargo test --release --workspace --features cuda --no-run --message-format=json 2>/dev/null |
     python3 -c '
