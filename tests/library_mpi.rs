@@ -7,6 +7,7 @@
 //!   declaration fails every rank with the same error;
 //! - a device-side failure (a dropped device-direct message) is reported by the next `start`
 //!   at the latest, as a time-out, and every later call returns a time-out again;
+//! - in checked mode, `finish` itself reports it;
 //! - `close` returns Ok on every rank of an `ipc` exchange whose ranks span two "nodes".
 
 #![allow(unsafe_code)] // a raw MPI_Comm, as a C or Fortran caller hands it over
@@ -73,9 +74,10 @@ fn child() -> ExitCode {
     let world = universe.world();
     let rank = world.rank();
     let backend = HostBackend::new(0).expect("host backend");
-    let scenarios: [(&str, Scenario); 3] = [
+    let scenarios: [(&str, Scenario); 4] = [
         ("communicators", communicators),
         ("device failure", device_failure),
+        ("checked finish", checked_finish),
         ("symmetric close", symmetric_close),
     ];
     let only = std::env::var("HALOPORT_LIBRARY_MPI_ONLY").ok();
@@ -261,6 +263,33 @@ fn device_failure(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(
     match exchange.wait() {
         Err(Error::Timeout { .. }) => {}
         other => return Err(format!("wait after the failure returned {other:?}")),
+    }
+    drop(exchange);
+    world.barrier();
+    Ok(())
+}
+
+fn checked_finish(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    // As `device_failure`, in checked mode: `finish` itself waits for its unpack and reports.
+    let options = HaloOptions {
+        transport: TransportKind::Ipc,
+        timeout: Duration::from_millis(500),
+        fault: Some(HaloFault::DropSend {
+            direction: [1, 0, 0],
+        }),
+        checked: true,
+        ..HaloOptions::default()
+    };
+    let s = spec([4 * world.size() as u64, 4, 4], [true, true, true]);
+    let mut exchange = HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+    let field = Field::alloc(backend, exchange.plan()).map_err(|e| e.to_string())?;
+    let stream = backend.create_stream().map_err(|e| e.to_string())?;
+    exchange
+        .start(&[&field], &stream)
+        .map_err(|e| format!("start: {e}"))?;
+    match exchange.finish(&stream) {
+        Err(Error::Timeout { .. }) => {}
+        other => return Err(format!("a checked finish returned {other:?}")),
     }
     drop(exchange);
     world.barrier();

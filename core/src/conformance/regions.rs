@@ -9,7 +9,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory};
+use crate::backend::{
+    upload_bytes, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
+};
 use crate::regions::{self, Copy3d};
 use crate::shared::{
     hp_block_check, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
@@ -634,9 +636,11 @@ const CREDIT: usize = 3;
 
 /// A message's signalling across two epochs: unpack (on its own stream, launched first) waits
 /// for the pack's arrival flag in device memory; pack waits for the credit of the previous
-/// epoch. After each epoch the flags hold the epoch, the counters epoch * blocks, the statuses
-/// OK, and the destination the epoch's values; a region without a message in the same pack
-/// launch moves its elements too.
+/// epoch. After each epoch the flags hold the epoch, the counters epoch * blocks (modulo
+/// 2^32), the statuses OK, and the destination the epoch's values; a region without a message
+/// in the same pack launch moves its elements too. Epochs are 64-bit: after epochs 1 and 2, the
+/// flags and counters are set as epoch 2^32 - 2 left them, and epochs 2^32 - 1 to 2^32 + 1
+/// must signal alike (a 32-bit epoch would wrap to 0 there).
 pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
     let eb = 8_u32;
     let dims = Dims([8, 7, 6]);
@@ -675,9 +679,22 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
         backend.create_stream().map_err(e)?,
     );
 
-    for epoch in 1..=2_u64 {
+    const WRAP: u64 = 1 << 32;
+    for epoch in [1, 2, WRAP - 1, WRAP, WRAP + 1] {
+        if epoch == WRAP - 1 {
+            // As epoch WRAP - 2 leaves them: flags at it, counters at it times the blocks.
+            let before = epoch - 1;
+            let count = (before * u64::from(message_blocks)) & 0xffff_ffff;
+            let mut words = [0_u64; 8];
+            words[PACK_COUNTER] = count;
+            words[UNPACK_COUNTER] = count;
+            words[ARRIVAL] = before;
+            words[CREDIT] = before;
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            upload_bytes(backend, &ctl, &bytes, &pack_stream, deadline()).map_err(e)?;
+        }
         let field: Vec<u64> = (0..n)
-            .map(|i| ((epoch * 1000) as f64 + i as f64).to_bits())
+            .map(|i| ((epoch % 1_000_000 * 1000) as f64 + i as f64).to_bits())
             .collect();
         let staging = pinned_with(backend, &encode(&field, 8))?;
         let pack_message = [hp_message_signal {
@@ -756,7 +773,7 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
         }
         let words = control_words(backend, &pack_stream, &ctl)?;
         let statuses = decode(&pinned_bytes(&status, 0, 8), 4);
-        let want_count = epoch * u64::from(message_blocks);
+        let want_count = (epoch * u64::from(message_blocks)) & 0xffff_ffff;
         ensure(
             words[ARRIVAL] == epoch
                 && words[CREDIT] == epoch
