@@ -49,21 +49,8 @@ fn the_application_kernel_example_verifies_on_1_2_and_4_ranks() {
 #[test]
 fn ranks_that_chose_different_transports_fail_alike_without_hanging() {
     let bin = binary();
-    let args = |transport: &'static str| {
-        [
-            "stencil",
-            "--backend",
-            "host",
-            "--grid",
-            "16x8x8",
-            "--steps",
-            "2",
-            "--timeout",
-            "3",
-            "--transport",
-            transport,
-        ]
-    };
+    let args =
+        |transport: &'static str| stencil_args(&["--grid", "16x8x8", "--transport", transport]);
     let started = Instant::now();
     let out = Command::new("timeout")
         .args(["60", "mpirun", "--oversubscribe", "-np", "1", &bin])
@@ -89,24 +76,27 @@ fn ranks_that_chose_different_transports_fail_alike_without_hanging() {
     );
 }
 
+/// `haloport stencil` on the host backend with a small grid, short time-out and `extra`.
+fn stencil_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "stencil",
+        "--backend",
+        "host",
+        "--steps",
+        "3",
+        "--timeout",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 #[test]
 fn a_set_up_step_that_fails_on_one_rank_stops_every_rank() {
     for np in [2, 4] {
         let job = mpirun(
             np,
-            &[
-                "stencil",
-                "--backend",
-                "host",
-                "--grid",
-                "16x8x8",
-                "--steps",
-                "2",
-                "--timeout",
-                "3",
-                "--inject",
-                "setup-fails=1",
-            ],
+            &stencil_args(&["--grid", "16x8x8", "--inject", "setup-fails=1"]),
         );
         assert_ne!(job.code, Some(0), "{}", job.explain());
         assert!(
@@ -124,23 +114,16 @@ fn every_rank_of_an_ipc_exchange_over_two_nodes_closes_cleanly() {
     let job = mpirun_with_env(
         3,
         &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
-        &[
-            "stencil",
-            "--backend",
-            "host",
+        &stencil_args(&[
             "--grid",
             "24x8x8",
             "--procs",
             "3x1x1",
             "--periodic",
             "x",
-            "--steps",
-            "3",
             "--transport",
             "ipc",
-            "--timeout",
-            "3",
-        ],
+        ]),
     );
     assert_eq!(job.code, Some(0), "{}", job.explain());
     assert!(job.stdout.contains("verified: true"), "{}", job.explain());

@@ -221,19 +221,29 @@ fn communicators(backend: &HostBackend, world: &SimpleCommunicator) -> Result<()
     Ok(())
 }
 
-fn device_failure(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
-    // Device-direct between the ranks of one "node" (ranks 0 and 1); every rank drops its +x
-    // message, so every rank's -x unpack waits on the device and gives up after 0.5 s.
+/// An `ipc` exchange over every rank in which every rank drops its +x message, so every
+/// rank's -x unpack waits on the device (or, from another "node", on the CPU) and gives up
+/// after 0.5 s; `checked` as given.
+fn failing_exchange<'b>(
+    backend: &'b HostBackend,
+    world: &SimpleCommunicator,
+    checked: bool,
+) -> Result<HaloExchange<'b, HostBackend>, String> {
     let options = HaloOptions {
         transport: TransportKind::Ipc,
         timeout: Duration::from_millis(500),
         fault: Some(HaloFault::DropSend {
             direction: [1, 0, 0],
         }),
+        checked,
         ..HaloOptions::default()
     };
     let s = spec([4 * world.size() as u64, 4, 4], [true, true, true]);
-    let mut exchange = HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+    HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())
+}
+
+fn device_failure(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    let mut exchange = failing_exchange(backend, world, false)?;
     let plan = exchange.plan().clone();
     let field = Field::alloc(backend, &plan).map_err(|e| e.to_string())?;
     let stream = backend.create_stream().map_err(|e| e.to_string())?;
@@ -271,17 +281,7 @@ fn device_failure(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(
 
 fn checked_finish(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
     // As `device_failure`, in checked mode: `finish` itself waits for its unpack and reports.
-    let options = HaloOptions {
-        transport: TransportKind::Ipc,
-        timeout: Duration::from_millis(500),
-        fault: Some(HaloFault::DropSend {
-            direction: [1, 0, 0],
-        }),
-        checked: true,
-        ..HaloOptions::default()
-    };
-    let s = spec([4 * world.size() as u64, 4, 4], [true, true, true]);
-    let mut exchange = HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+    let mut exchange = failing_exchange(backend, world, true)?;
     let field = Field::alloc(backend, exchange.plan()).map_err(|e| e.to_string())?;
     let stream = backend.create_stream().map_err(|e| e.to_string())?;
     exchange
