@@ -160,6 +160,7 @@ fn solve<A: App, C: Communicator>(
         halo: [1, 1, 1],
         elem: ElemType::F64,
         fields: 1,
+        layout: Default::default(),
     };
     let options = HaloOptions {
         transport,

@@ -49,6 +49,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
             halo: [1, 1, 1],
             elem: ElemType::F32,
             fields: 2,
+            layout: Default::default(),
         },
         steps: 20,
         options: HaloOptions::default(), // host-staged MPI; `ipc` goes device-direct

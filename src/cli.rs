@@ -36,6 +36,49 @@ pub enum Command {
     /// local domain, strided ones included) beside the copy engine moving the same regions and
     /// the device's copy bandwidth; and the compiled exchange against the same kernels by hand.
     PackBench(PackBenchArgs),
+    /// Compile one rank's halo-exchange plan of a job of any size, without MPI or a GPU:
+    /// set-up time and memory, the neighbours, and each message's size.
+    Plan(PlanArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Ranks in the job.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
+    pub ranks: i32,
+    /// The rank whose plan to compile.
+    #[arg(long, default_value_t = 0)]
+    pub rank: i32,
+    /// Global grid, NXxNYxNZ (x innermost).
+    #[arg(long, value_parser = parse_grid)]
+    pub grid: [u64; 3],
+    /// Process grid PXxPYxPZ; by default chosen as MPI_Dims_create would.
+    #[arg(long, value_parser = parse_procs)]
+    pub procs: Option<[u32; 3]>,
+    /// Halo width (every dimension).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub halo: u32,
+    /// Periodic dimensions: any of x, y, z (e.g. `xz`), or `none`.
+    #[arg(long, value_parser = parse_periodic, default_value = "xyz")]
+    pub periodic: [bool; 3],
+    /// Element type: f32 or f64.
+    #[arg(long = "type", value_parser = parse_elem, default_value = "f64")]
+    pub elem: haloport::core::domain::ElemType,
+    /// Fields exchanged together.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub fields: u32,
+    /// Extra allocated cells after the high halo of each dimension, X,Y,Z.
+    #[arg(long, value_parser = parse_pad, default_value = "0,0,0")]
+    pub pad: [u32; 3],
+    /// Which neighbours fill the halos: faces (6), faces-edges (18) or all (26).
+    #[arg(long, value_parser = parse_neighbourhood, default_value = "all")]
+    pub neighbourhood: haloport::core::domain::Neighbourhood,
+    /// Compile it this many times and report the median (the set-up time is microseconds).
+    #[arg(long, default_value_t = 101, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Write the result as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -373,6 +416,21 @@ fn parse_procs(s: &str) -> Result<[u32; 3], String> {
     parse_triple(s, "process grid")
 }
 
+/// `X,Y,Z`: cells of padding per dimension, each 0 or more.
+fn parse_pad(s: &str) -> Result<[u32; 3], String> {
+    let bad =
+        || format!("'{s}' is not a padding: give three numbers of cells as X,Y,Z, e.g. 3,0,0");
+    let parts: Vec<u32> = s
+        .split(',')
+        .map(|p| p.trim().parse::<u32>().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    <[u32; 3]>::try_from(parts).map_err(|_| bad())
+}
+
+fn parse_neighbourhood(s: &str) -> Result<haloport::core::domain::Neighbourhood, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
 /// `x`, `xz`, `xyz`, ... or `none`.
 fn parse_periodic(s: &str) -> Result<[bool; 3], String> {
     let mut periodic = [false; 3];
@@ -420,6 +478,10 @@ pub struct StencilArgs {
     /// Jacobi steps.
     #[arg(long, default_value_t = 10)]
     pub steps: u32,
+    /// Extra allocated cells after the high halo of each dimension, X,Y,Z (an application's
+    /// aligned or pitched allocation); haloport neither reads nor writes them.
+    #[arg(long, value_parser = parse_pad, default_value = "0,0,0")]
+    pub pad: [u32; 3],
     /// Element type: f32 or f64.
     #[arg(long = "type", value_parser = parse_elem, default_value = "f64")]
     pub elem: haloport::core::domain::ElemType,

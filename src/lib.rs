@@ -35,6 +35,7 @@
 //!         halo: [1, 1, 1],
 //!         elem: ElemType::F64,
 //!         fields: 2,
+//!         layout: Default::default(), // no padding, all 26 neighbours
 //!     };
 //!     let options = HaloOptions {
 //!         transport: TransportKind::Ipc, // device-direct to peers on this node, MPI beyond
@@ -73,7 +74,7 @@
 //! # let universe = mpi::initialize().expect("MPI");
 //! # let world = universe.world();
 //! # let spec = DomainSpec { grid: [64; 3], procs: None, periodic: [true; 3], halo: [1; 3],
-//! #     elem: ElemType::F64, fields: 1 };
+//! #     elem: ElemType::F64, fields: 1, layout: Default::default() };
 //! # let app_stream_raw: haloport::cuda::CUstream = std::ptr::null_mut();
 //! # let (app_u, bytes) = (0_u64, 0_usize);
 //! let backend = haloport::cuda::CudaBackend::new(0)?;

@@ -70,6 +70,7 @@ fn main() -> ExitCode {
     let offline = match &cli.command {
         Command::Report(args) => Some(commands::report::report(args)),
         Command::Compare(args) => Some(commands::report::compare(args)),
+        Command::Plan(args) => Some(commands::plan::run(args)),
         _ => None,
     };
     if let Some(result) = offline {
@@ -94,7 +95,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => commands::sweep::run(&world, &args),
         Command::Stencil(args) => commands::stencil::run(&world, &args),
         Command::PackBench(args) => commands::packbench::run(&world, &args),
-        Command::Report(_) | Command::Compare(_) => Ok(()),
+        Command::Report(_) | Command::Compare(_) | Command::Plan(_) => Ok(()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

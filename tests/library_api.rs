@@ -26,6 +26,7 @@ fn the_exchange_refuses_misuse_and_fills_every_halo() {
         halo: [1, 2, 1],
         elem: ElemType::F64,
         fields: 2,
+        layout: Default::default(),
     };
     let mut exchange =
         HaloExchange::new(&backend, &world, &spec, HaloOptions::default()).expect("exchange");

@@ -87,6 +87,7 @@ fn the_exchange_owns_its_ordering_and_never_touches_freed_memory() {
         halo: [1, 1, 1],
         elem: ElemType::F64,
         fields: 1,
+        layout: Default::default(),
     };
     let mut exchange =
         HaloExchange::new(&backend, &world, &spec, HaloOptions::default()).expect("exchange");

@@ -2,6 +2,8 @@
 //! `cargo test`, this program starts itself under `mpirun -np 2` (and 3) and checks each
 //! rank's verdict; each rank then runs the scenarios below:
 //!
+//! - every neighbourhood (faces, faces and edges, all), with and without padding, fills exactly
+//!   the halo cells it promises and touches neither the others nor the padding;
 //! - a Cartesian communicator made with `reorder = true`, and a raw `MPI_Comm` (a split of the
 //!   world), both exchange correctly, and a Cartesian periodicity that contradicts the
 //!   declaration fails every rank with the same error;
@@ -74,8 +76,9 @@ fn child() -> ExitCode {
     let world = universe.world();
     let rank = world.rank();
     let backend = HostBackend::new(0).expect("host backend");
-    let scenarios: [(&str, Scenario); 4] = [
+    let scenarios: [(&str, Scenario); 5] = [
         ("communicators", communicators),
+        ("layouts", layouts),
         ("device failure", device_failure),
         ("checked finish", checked_finish),
         ("symmetric close", symmetric_close),
@@ -102,6 +105,7 @@ fn spec(grid: [u64; 3], periodic: [bool; 3]) -> DomainSpec {
         halo: [1, 1, 1],
         elem: ElemType::F64,
         fields: 1,
+        layout: Default::default(),
     }
 }
 
@@ -133,18 +137,32 @@ fn exchange_is_right(
         }
         Some((w[0] + g[0] as i64 * (w[1] + g[1] as i64 * w[2])) as f64)
     };
+    // Per cell: how many dimensions it lies outside the interior in, and whether it is
+    // padding (past the high halo), which no exchange may touch.
+    let outside = |at: [u64; 3]| {
+        (0..3)
+            .filter(|&k| at[k] < d.halo[k] || at[k] >= d.halo[k] + d.local[k])
+            .count()
+    };
+    let padding = |at: [u64; 3]| (0..3).any(|k| at[k] >= 2 * d.halo[k] + d.local[k]);
+    const UNFILLED: f64 = -1.0;
+    const PADDING: f64 = -3.0;
     let n = d.alloc_elems() as usize;
-    let mut values = vec![-1.0_f64; n];
+    let mut values = vec![UNFILLED; n];
     for z in 0..d.alloc[2] {
         for y in 0..d.alloc[1] {
             for x in 0..d.alloc[0] {
                 let at = [x, y, z];
-                if (0..3).all(|k| at[k] >= d.halo[k] && at[k] < d.halo[k] + d.local[k]) {
-                    values[d.index(at) as usize] = linear(d.global_of(at)).unwrap_or(-2.0);
+                let i = d.index(at) as usize;
+                if padding(at) {
+                    values[i] = PADDING;
+                } else if outside(at) == 0 {
+                    values[i] = linear(d.global_of(at)).unwrap_or(-2.0);
                 }
             }
         }
     }
+    let reach = plan.spec.layout.neighbourhood.reach();
     let field = Field::alloc(backend, &plan).map_err(|e| e.to_string())?;
     let memory = field.device_memory().ok_or("an allocated field")?;
     let stream = backend.create_stream().map_err(|e| e.to_string())?;
@@ -163,16 +181,66 @@ fn exchange_is_right(
         for y in 0..d.alloc[1] {
             for x in 0..d.alloc[0] {
                 let at = [x, y, z];
-                let want = linear(d.global_of(at)).unwrap_or(-1.0);
                 let have = got[d.index(at) as usize];
-                let halo = (0..3).any(|k| at[k] < d.halo[k] || at[k] >= d.halo[k] + d.local[k]);
-                if halo && have != want && want >= 0.0 {
+                let want = if padding(at) {
+                    PADDING
+                } else if outside(at) > reach {
+                    // A halo cell the neighbourhood leaves unfilled (an edge or a corner).
+                    UNFILLED
+                } else {
+                    // Filled, except past a non-periodic boundary.
+                    linear(d.global_of(at)).unwrap_or(UNFILLED)
+                };
+                if outside(at) > 0 && have != want {
                     return Ok(false);
                 }
             }
         }
     }
     Ok(true)
+}
+
+fn layouts(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    use haloport::core::domain::{Layout, Neighbourhood};
+    // Every neighbourhood, with and without padding, over both transports: the halo cells each
+    // fills hold their neighbours' values, those it leaves (edges, corners) and the padding
+    // are untouched.
+    for neighbourhood in [
+        Neighbourhood::Faces,
+        Neighbourhood::FacesEdges,
+        Neighbourhood::All,
+    ] {
+        for pad in [[0, 0, 0], [3, 1, 2]] {
+            for transport in [TransportKind::Mpi, TransportKind::Ipc] {
+                let mut s = spec([4 * world.size() as u64, 5, 3], [true, true, false]);
+                s.layout = Layout { pad, neighbourhood };
+                let options = HaloOptions {
+                    transport,
+                    ..HaloOptions::default()
+                };
+                let mut exchange =
+                    HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+                let want = match neighbourhood {
+                    Neighbourhood::Faces => 4, // x and y both ways; z is not periodic, one part
+                    Neighbourhood::FacesEdges => 8,
+                    Neighbourhood::All => 8,
+                };
+                if exchange.plan().neighbours.len() != want {
+                    return Err(format!(
+                        "{neighbourhood:?}: {} neighbours, expected {want}",
+                        exchange.plan().neighbours.len()
+                    ));
+                }
+                if !exchange_is_right(backend, &mut exchange)? {
+                    return Err(format!(
+                        "wrong halos with {neighbourhood:?}, padding {pad:?}, {transport:?}"
+                    ));
+                }
+                exchange.close().map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn communicators(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {

@@ -290,6 +290,7 @@ fn adopted_memory_is_checked_against_the_plan() {
         halo: [1; 3],
         elem: ElemType::F64,
         fields: 1,
+        layout: Default::default(),
     };
     let plan = HaloPlan::compile(&spec, 1, 0).expect("plan");
     let needed = 10 * 8 * 6 * 8;
@@ -309,4 +310,20 @@ fn adopted_memory_is_checked_against_the_plan() {
         )),
         "{short}"
     );
+}
+
+#[test]
+fn padded_allocations_verify_on_1_2_4_and_8_ranks_with_the_same_checksum() {
+    // Padding after the high halo in every dimension (as a pitched or aligned allocation has):
+    // the same problem, the same checksum, whatever the padding and the decomposition.
+    let plain = verified_run(1, &PROBLEM);
+    for (np, transport) in [(1, "mpi"), (2, "ipc"), (4, "mpi"), (8, "ipc")] {
+        let mut args = PROBLEM.to_vec();
+        args.extend(["--pad", "3,1,2", "--transport", transport]);
+        let padded = verified_run(np, &args);
+        assert_eq!(
+            padded["checksum"], plain["checksum"],
+            "-np {np} {transport}"
+        );
+    }
 }

@@ -5,9 +5,10 @@
 //! its error instead of a value; every rank then sees the same failures and fails alike, so no
 //! rank is left waiting in a collective.
 
+use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
-use mpi::traits::CommunicatorCollectives;
+use mpi::traits::{CommunicatorCollectives, Root};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -92,29 +93,65 @@ pub fn agree_on_pattern(
 /// After a step that can fail on some ranks only (an allocation, opening a peer's memory): every
 /// rank learns whether all succeeded before any of them enters another collective. A rank that
 /// failed gets its own error back (its kind kept); the others get [`Error::OtherRank`] naming
-/// the lowest failed rank and its message. Collective over `comm`.
+/// the lowest failed rank and its message. Collective over `comm`; each rank sends and keeps
+/// O(1) data (a reduction, then one broadcast only when some rank failed), however many ranks
+/// the job has.
 ///
 /// # Errors
 /// As described; MPI errors.
 pub fn agree<T>(comm: &SimpleCommunicator, step: &str, mine: Result<T>) -> Result<T> {
-    let verdict = match &mine {
-        Ok(_) => Ok(()),
-        Err(e) => Err(format!("{step}: {e}")),
-    };
-    let verdicts = all_gather(comm, Ok(verdict), |r, msg| Error::OtherRank {
-        rank: r,
-        message: msg,
-    })?;
-    let value = mine?;
-    match verdicts
-        .into_iter()
-        .enumerate()
-        .find_map(|(r, v)| v.err().map(|m| (r, m)))
-    {
-        Some((rank, message)) => Err(Error::OtherRank {
-            rank: rank as i32,
-            message,
-        }),
-        None => Ok(value),
+    let message = mine.as_ref().err().map(|e| format!("{step}: {e}"));
+    match first_with(comm, message)? {
+        None => mine,
+        Some((rank, message)) => match mine {
+            Err(e) => Err(e),
+            Ok(_) => Err(Error::OtherRank { rank, message }),
+        },
     }
+}
+
+/// The lowest rank that has `Some` message, and that message, the same on every rank; `None`
+/// when no rank has one. Collective over `comm`, O(1) data per rank.
+///
+/// # Errors
+/// MPI errors (reported by the MPI library's handler).
+pub fn first_with(
+    comm: &SimpleCommunicator,
+    mine: Option<String>,
+) -> Result<Option<(i32, String)>> {
+    let candidate = if mine.is_some() {
+        comm.rank()
+    } else {
+        i32::MAX
+    };
+    let mut first = i32::MAX;
+    comm.all_reduce_into(&candidate, &mut first, SystemOperation::min());
+    if first == i32::MAX {
+        return Ok(None);
+    }
+    let text = if comm.rank() == first {
+        mine.unwrap_or_default()
+    } else {
+        String::new()
+    };
+    Ok(Some((first, broadcast_string(comm, first, text)?)))
+}
+
+/// `text` of rank `root`, on every rank of `comm`. Collective over `comm`.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the text is over 2 GiB or not UTF-8.
+pub fn broadcast_string(comm: &SimpleCommunicator, root: i32, text: String) -> Result<String> {
+    let mut len = i32::try_from(text.len())
+        .map_err(|_| Error::InvalidInput("a set-up message over 2 GiB".into()))?;
+    let sender = comm.process_at_rank(root);
+    sender.broadcast_into(&mut len);
+    let mut bytes = if comm.rank() == root {
+        text.into_bytes()
+    } else {
+        vec![0_u8; len.max(0) as usize]
+    };
+    sender.broadcast_into(&mut bytes[..]);
+    String::from_utf8(bytes)
+        .map_err(|e| Error::InvalidInput(format!("a set-up message is not UTF-8: {e}")))
 }

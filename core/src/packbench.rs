@@ -285,6 +285,7 @@ pub fn run_pack_bench<B: Backend>(
         halo: [config.halo; 3],
         elem: config.elem,
         fields: 1,
+        layout: Default::default(),
     };
     let plan = HaloPlan::compile(&spec, 1, 0)?;
     let eb = u64::from(config.elem.bytes());

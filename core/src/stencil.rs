@@ -222,10 +222,10 @@ pub fn run_jacobi<B: Backend>(
         for (a, b) in cur.iter().zip(next) {
             sweep(backend, d, config.spec.elem, a, b, &shell, &stream)?;
         }
-        // The step ends when the stream ran the shell sweep too (the exchange's own wait
-        // covers only its kernels), then the exchange reports what its waits ended in.
-        backend.stream_synchronize(&stream, deadline())?;
+        // The exchange's kernels first (a wait that gave up on the device is reported here,
+        // naming the halo), then the shell sweep queued after them.
         exchange.wait()?;
+        backend.stream_synchronize(&stream, deadline())?;
         step_seconds.push(t0.elapsed().as_secs_f64());
     }
     let last = if config.steps % 2 == 0 { &u } else { &v };
@@ -469,6 +469,7 @@ mod tests {
                 halo,
                 elem: ElemType::F64,
                 fields: 1,
+                layout: Default::default(),
             };
             let d = Decomposition::new(&spec, (procs[0] * procs[1] * procs[2]) as i32, 0)
                 .expect("decomposition");

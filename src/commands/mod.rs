@@ -3,6 +3,7 @@
 pub mod exchange;
 pub mod info;
 pub mod packbench;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod stencil;

@@ -78,6 +78,11 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
         halo: [args.halo; 3],
         elem: args.elem,
         fields: args.fields,
+        // The 27-point stencil reads all 26 neighbours' halos.
+        layout: haloport::core::domain::Layout {
+            pad: args.pad,
+            ..Default::default()
+        },
     };
     if std::env::var(EXTRA_FIELD_HOOK)
         .ok()

@@ -108,9 +108,10 @@ pub struct Decomposition {
     pub local: [u64; 3],
     /// Global index of this rank's first interior cell.
     pub origin: [u64; 3],
-    /// Halo width per dimension.
+    /// Halo width per dimension: where the interior starts in the allocation.
     pub halo: [u64; 3],
-    /// Allocated extents: `local + 2 * halo` per dimension.
+    /// Allocated extents: `local + 2 * halo + pad` per dimension (the padding lies after the
+    /// high halo, [`Layout`](super::Layout)).
     pub alloc: [u64; 3],
     /// Whether each dimension wraps around.
     pub periodic: [bool; 3],
@@ -167,7 +168,7 @@ impl Decomposition {
         let mut alloc = [0; 3];
         for k in 0..3 {
             (origin[k], local[k]) = split_extent(spec.grid[k], procs[k], coords[k]);
-            alloc[k] = local[k] + 2 * halo[k];
+            alloc[k] = local[k] + 2 * halo[k] + u64::from(spec.layout.pad[k]);
         }
         Ok(Decomposition {
             procs,
@@ -325,7 +326,9 @@ fn check(spec: &DomainSpec, procs: [u32; 3], ranks: i32, rank: i32) -> Result<()
     // The largest rank's array (first parts are the largest) must index with i64 and u64.
     let largest = (0..3).try_fold(1u64, |acc, k| {
         let local = spec.grid[k].div_ceil(u64::from(procs[k]));
-        let alloc = local.checked_add(2 * u64::from(spec.halo[k]))?;
+        let alloc = local
+            .checked_add(2 * u64::from(spec.halo[k]))?
+            .checked_add(u64::from(spec.layout.pad[k]))?;
         let global_end = spec.grid[k].checked_add(2 * u64::from(spec.halo[k]))?;
         i64::try_from(global_end).ok()?;
         acc.checked_mul(alloc).filter(|&a| i64::try_from(a).is_ok())
@@ -369,6 +372,7 @@ mod tests {
             halo,
             elem: ElemType::F64,
             fields: 1,
+            layout: Default::default(),
         }
     }
 

@@ -127,6 +127,89 @@ pub struct DomainSpec {
     pub elem: ElemType,
     /// Number of fields exchanged with this layout, each in its own buffer; at least 1.
     pub fields: u32,
+    /// Padding of the allocation and which neighbours fill the halos (SPEC 15); by default
+    /// none and all 26.
+    #[serde(default)]
+    pub layout: Layout,
+}
+
+/// How a field lies in its allocation beyond its halos, and which neighbours fill them.
+///
+/// ```text
+///   allocated x extent = halo + local + halo + pad
+///   |<- halo ->|<------ local (interior) ------>|<- halo ->|<- pad ->|
+///   ^ index 0  ^ interior starts here (Decomposition::halo)            ^ unused by haloport
+/// ```
+/// The same along y (rows of `alloc[0]` cells) and z (planes of `alloc[0] * alloc[1]`): a
+/// pitched allocation (`cudaMallocPitch`, `cudaMalloc3D`) is a padding of
+/// `pitch / element size - (local + 2 * halo)` in x.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Layout {
+    /// Extra allocated cells after the high halo of each dimension; never read or written.
+    pub pad: [u32; 3],
+    /// Which neighbours exchange halos.
+    pub neighbourhood: Neighbourhood,
+}
+
+/// Which neighbours an exchange fills the halos from. Fewer neighbours, fewer messages: a
+/// 7-point stencil reads faces only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Neighbourhood {
+    /// The 6 face neighbours. Halo cells outside the interior in two or three dimensions (the
+    /// edges and corners of the halo) are left as they were.
+    Faces,
+    /// Faces and the 12 edge neighbours (18). Halo cells outside the interior in all three
+    /// dimensions (the 8 corners of the halo) are left as they were.
+    FacesEdges,
+    /// All 26 neighbours: every halo cell that has a neighbour is filled.
+    #[default]
+    All,
+}
+
+impl Neighbourhood {
+    /// How many dimensions a direction may cross: 1, 2 or 3.
+    pub fn reach(self) -> usize {
+        match self {
+            Neighbourhood::Faces => 1,
+            Neighbourhood::FacesEdges => 2,
+            Neighbourhood::All => 3,
+        }
+    }
+
+    /// Name on the command line: `faces`, `faces-edges`, `all`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Neighbourhood::Faces => "faces",
+            Neighbourhood::FacesEdges => "faces-edges",
+            Neighbourhood::All => "all",
+        }
+    }
+}
+
+impl std::str::FromStr for Neighbourhood {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        [
+            Neighbourhood::Faces,
+            Neighbourhood::FacesEdges,
+            Neighbourhood::All,
+        ]
+        .into_iter()
+        .find(|n| {
+            n.name() == s
+                || (s == "6" && n.reach() == 1)
+                || (s == "18" && n.reach() == 2)
+                || (s == "26" && n.reach() == 3)
+        })
+        .ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "unknown neighbourhood '{s}'; known: faces (6), faces-edges (18), all (26)"
+            ))
+        })
+    }
 }
 
 impl DomainSpec {
@@ -235,6 +318,7 @@ mod tests {
             halo: [1; 3],
             elem: ElemType::F64,
             fields: 1,
+            layout: Default::default(),
         };
         assert_eq!(
             spec.process_grid(12).expect("positive rank count"),

@@ -122,6 +122,7 @@ impl HaloPlan {
         let neighbours = directions()
             .into_iter()
             .filter(|d| (0..3).all(|k| d[k] == 0 || h[k] > 0))
+            .filter(|d| d.iter().filter(|&&c| c != 0).count() <= spec.layout.neighbourhood.reach())
             .filter_map(|d| {
                 let peer = decomposition.neighbour(d)?;
                 let (send, recv) = decomposition.halo_boxes(d);
@@ -173,6 +174,7 @@ mod tests {
             halo,
             elem: ElemType::F64,
             fields: 1,
+            layout: Default::default(),
         }
     }
 
@@ -301,6 +303,45 @@ mod tests {
             }
         }
         assert!(mailbox.is_empty(), "messages never received: {mailbox:?}");
+    }
+
+    #[test]
+    fn each_neighbourhood_keeps_the_directions_it_reaches_and_padding_widens_only_the_allocation() {
+        use super::super::{Layout, Neighbourhood};
+        let mut s = spec([9, 9, 9], [3, 3, 3], [true; 3], [1, 1, 1]);
+        for (neighbourhood, count) in [
+            (Neighbourhood::Faces, 6),
+            (Neighbourhood::FacesEdges, 18),
+            (Neighbourhood::All, 26),
+        ] {
+            s.layout = Layout {
+                pad: [2, 0, 5],
+                neighbourhood,
+            };
+            let plan = HaloPlan::compile(&s, 27, 13).expect("plan");
+            assert_eq!(plan.neighbours.len(), count, "{neighbourhood:?}");
+            assert!(plan.neighbours.iter().all(|n| n
+                .direction
+                .iter()
+                .filter(|&&c| c != 0)
+                .count()
+                <= neighbourhood.reach()));
+            let d = &plan.decomposition;
+            assert_eq!(d.alloc, [3 + 2 + 2, 3 + 2, 3 + 2 + 5]);
+            // Regions stay where they were in the (now wider) allocation: the -x face sends
+            // the cells at x = 1 (right after the halo).
+            let minus_x = plan
+                .neighbours
+                .iter()
+                .find(|n| n.direction == [-1, 0, 0])
+                .expect("-x face");
+            assert_eq!(minus_x.send.offset, d.index([1, 1, 1]));
+        }
+        assert_eq!(
+            "18".parse::<Neighbourhood>().ok(),
+            Some(Neighbourhood::FacesEdges)
+        );
+        assert!("7".parse::<Neighbourhood>().is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@
 // memory are read through atomics.
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,7 +41,7 @@ use crate::shared::{
     HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_PLAIN,
 };
 use crate::transport::mpi::MpiTransport;
-use crate::transport::node::{share_with_node, NodeShare};
+use crate::transport::node::{share_within_node, NodeShare};
 use crate::transport::{HostRegion, HostTransport, Transport};
 use crate::variant::TransportKind;
 use crate::verify::{merge_checks, Verify};
@@ -217,9 +217,9 @@ unsafe impl<B: Backend> Send for Staging<B> {}
 
 /// What every rank of an exchange sends and receives.
 pub(crate) struct Messages {
-    /// Rank r's entries at index r (every rank's: peers' layouts give the addresses we store
-    /// into).
-    pub entries: Vec<Vec<Entry>>,
+    /// The entries of this rank and of each of its peers, by rank (peers' layouts give the
+    /// addresses we store into); no other rank's are needed.
+    pub entries: BTreeMap<i32, Vec<Entry>>,
     /// The elements' type; one synthetic block is f64.
     pub elem: ElemType,
     /// Regions per message, one per field (1 for [`Payload::Synthetic`]).
@@ -257,18 +257,23 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 "elements per thread must be at least 1".into(),
             ));
         }
-        let layouts: Vec<Mailbox> = entries
+        let layouts: BTreeMap<i32, Mailbox> = entries
             .iter()
-            .map(|e| Mailbox::of(e, fields, elem))
+            .map(|(&r, e)| Ok((r, Mailbox::of(e, fields, elem)?)))
             .collect::<Result<_>>()?;
-        let ours = entries[rank as usize].clone();
-        let mine = layouts[rank as usize].clone();
+        let known = |r: i32| {
+            Error::Internal(format!(
+                "rank {rank} set up without the entries of rank {r}"
+            ))
+        };
+        let ours = entries.get(&rank).ok_or_else(|| known(rank))?.clone();
+        let mine = layouts.get(&rank).ok_or_else(|| known(rank))?.clone();
         let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
         let mailbox_bytes = to_usize(mine.bytes(), "the exchange's receive slots")?;
         let slot_bytes = to_usize(mine.slot_bytes, "the exchange's staging")?;
         let (mailbox, share) = if options.transport == TransportKind::Ipc {
             // Allocates, exports and opens, agreeing on the outcome.
-            let (mut memories, share) = share_with_node(
+            let (mut memories, share) = share_within_node(
                 backend,
                 world,
                 || Ok(vec![backend.alloc_device(mailbox_bytes)?]),
@@ -328,7 +333,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             } else {
                 Link::Staged
             };
-            let theirs = &layouts[peer as usize];
+            let theirs = layouts.get(&peer).ok_or_else(|| known(peer))?;
+            let their_entries = entries.get(&peer).ok_or_else(|| known(peer))?;
             let missing = |what: &str| {
                 Error::Internal(format!(
                     "rank {peer} has no {what} entry for rank {rank}'s {} message",
@@ -338,12 +344,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             // Which of the peer's entries receives what we send, and sends what we receive
             // (0 where we send or receive nothing: such an address is never used).
             let j = match entry.send {
-                Some(_) => receiving_entry(&entries[peer as usize], rank, entry.send_tag)
+                Some(_) => receiving_entry(their_entries, rank, entry.send_tag)
                     .ok_or_else(|| missing("receiving"))?,
                 None => 0,
             };
             let k = match entry.recv {
-                Some(_) => sending_entry(&entries[peer as usize], rank, entry.recv_tag)
+                Some(_) => sending_entry(their_entries, rank, entry.recv_tag)
                     .ok_or_else(|| missing("sending"))?,
                 None => 0,
             };

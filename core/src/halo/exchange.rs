@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::engine::{MessageExchange, Messages, Payload};
 use super::field::Field;
-use super::layout::{Entry, Link};
+use super::layout::Link;
+use super::setup::RankSetup;
 use crate::backend::Backend;
-use crate::collective::{agree, all_gather};
+use crate::collective::{agree, broadcast_string, first_with};
 use crate::domain::{Decomposition, DomainSpec, HaloPlan};
 use crate::error::{Error, Result};
 use crate::transport::mpi::{cartesian_topology, duplicate_raw, mpi_dims_create};
@@ -260,12 +261,9 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             "following the communicator's topology",
             follow_topology(spec, comm),
         )?;
-        // Every rank compiles every plan: peers' layouts give the addresses we store into.
-        let plans: Vec<HaloPlan> = (0..size)
-            .map(|r| HaloPlan::compile(spec, size, r))
-            .collect::<Result<_>>()?;
-        let entries: Vec<Vec<Entry>> = plans.iter().map(Entry::of_plan).collect();
-        let plan = plans[rank as usize].clone();
+        // This rank's plan and its neighbours' (whose layouts give the addresses we store
+        // into); never every rank's.
+        let RankSetup { plan, entries, .. } = RankSetup::compile(spec, size, rank)?;
         let dropped = match options.fault {
             Some(HaloFault::DropSend { direction }) => plan
                 .neighbours
@@ -432,13 +430,27 @@ fn agree_on_declaration(
         signalled_blocks: options.signalled_blocks,
         checked: options.checked,
     };
-    let all = all_gather(comm, Ok(mine), |r, msg| {
-        Error::InvalidInput(format!("rank {r}: {msg}"))
-    })?;
-    let Some((r, other)) = all.iter().enumerate().find(|(_, d)| *d != &all[0]) else {
+    // Rank 0's declaration to every rank; the lowest rank that differs sends its own.
+    let encode = |d: &Declaration| {
+        serde_json::to_string(d)
+            .map_err(|e| Error::Internal(format!("encoding the declaration: {e}")))
+    };
+    let decode = |text: &str| {
+        serde_json::from_str::<Declaration>(text)
+            .map_err(|e| Error::Internal(format!("decoding a declaration: {e}")))
+    };
+    let text = encode(&mine)?;
+    let root_text = if comm.rank() == 0 {
+        text.clone()
+    } else {
+        String::new()
+    };
+    let first = decode(&broadcast_string(comm, 0, root_text)?)?;
+    let differs = (first != mine).then_some(text);
+    let Some((r, other)) = first_with(comm, differs)? else {
         return Ok(());
     };
-    let first = &all[0];
+    let (first, other) = (&first, &decode(&other)?);
     if other.spec != first.spec {
         return Err(Error::InvalidInput(format!(
             "the ranks declared different domains: rank 0 has {}, rank {r} has {}",
@@ -507,7 +519,15 @@ fn describe(spec: &DomainSpec) -> String {
         |p| format!("{}x{}x{}", p[0], p[1], p[2]),
     );
     format!(
-        "grid {}x{}x{}, procs {procs}, halo {:?}, periodic {:?}, {} fields of {}",
-        spec.grid[0], spec.grid[1], spec.grid[2], spec.halo, spec.periodic, spec.fields, spec.elem
+        "grid {}x{}x{}, procs {procs}, halo {:?}, periodic {:?}, {} fields of {}, padding {:?}, neighbourhood {}",
+        spec.grid[0],
+        spec.grid[1],
+        spec.grid[2],
+        spec.halo,
+        spec.periodic,
+        spec.fields,
+        spec.elem,
+        spec.layout.pad,
+        spec.layout.neighbourhood.name()
     )
 }

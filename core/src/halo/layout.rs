@@ -227,6 +227,7 @@ mod tests {
             halo: [1, 2, 1],
             elem: ElemType::F32,
             fields: 3,
+            layout: Default::default(),
         }
     }
 

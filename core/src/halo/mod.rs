@@ -20,7 +20,9 @@ pub(crate) mod engine;
 mod exchange;
 mod field;
 pub(crate) mod layout;
+mod setup;
 
 pub use exchange::{resolve_procs, HaloExchange, HaloFault, HaloOptions, HaloStrategy};
 pub use field::Field;
 pub use layout::{direction_name, Link};
+pub use setup::RankSetup;

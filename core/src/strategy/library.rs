@@ -11,6 +11,7 @@
 //! Iterations keep the thesis protocol: each ends with an MPI barrier.
 
 use mpi::topology::{Communicator, SimpleCommunicator};
+use std::collections::BTreeMap;
 
 use crate::backend::{Backend, Coherence};
 use crate::domain::{ElemType, Subarray};
@@ -86,8 +87,14 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
         exchange: ExchangeOptions,
     ) -> Result<Self> {
         let rank = world.rank();
-        let entries: Vec<Vec<Entry>> = patterns.iter().map(entries_of).collect();
-        let ours = &entries[rank as usize];
+        let entries: BTreeMap<i32, Vec<Entry>> = patterns
+            .iter()
+            .enumerate()
+            .map(|(r, p)| (r as i32, entries_of(p)))
+            .collect();
+        let ours = entries
+            .get(&rank)
+            .ok_or_else(|| Error::Internal(format!("no pattern for rank {rank}")))?;
         let dropped = match exchange.fault {
             None => None,
             Some(Fault::DropSend { block }) => ours

@@ -1,32 +1,51 @@
 //! Memory shared between the ranks of a node (SPEC 12): the collective set-up every
 //! device-direct path shares.
 //!
-//! Each rank allocates what its peers will store into, exports it, and tells every rank its
-//! node, its device and its handles (over MPI, once). Each rank then opens the memory of the
-//! peers it wants that are on its node, after checking that its device can reach theirs. Every
-//! verdict is shared, so all ranks fail alike, with the same message, before any exchange.
-//! Peers on other nodes are left to host-staged MPI; [`NodeShare::same_node`] says which.
+//! Each rank allocates what its peers will store into, exports it, and tells the others its
+//! node, its device and its handles (over MPI, once): every rank of the job
+//! ([`share_with_node`], for the thesis's transports, whose patterns are global), or only the
+//! ranks of its own node ([`share_within_node`], for the halo exchange: what a rank sends and
+//! keeps then depends on its node, not on the job's size). Each rank then opens the memory of
+//! the peers it wants that are on its node, after checking that its device can reach theirs.
+//! Every verdict is agreed over the whole job (a reduction, [`crate::collective::agree`]), so
+//! all ranks fail alike before any exchange. Peers on other nodes are left to host-staged MPI;
+//! [`NodeShare::same_node`] says which.
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, DeviceIdentity, DeviceMemory, IpcHandle};
-use crate::collective::all_gather;
+use crate::collective::{agree, all_gather};
 use crate::error::{Error, Result};
 
 /// What one rank tells the others at set-up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Exported {
+    /// Its rank in the job's communicator.
+    rank: i32,
     /// The lowest world rank on this rank's node: equal for ranks of one node.
     node: i32,
     identity: DeviceIdentity,
     handles: Vec<IpcHandle>,
 }
 
-/// The outcome of [`share_with_node`]: which node every rank is on, and the memory of the
-/// wanted same-node peers, opened.
+/// Which ranks tell each other their memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Every rank of the job (the thesis's transports, whose patterns are global anyway):
+    /// [`NodeShare::nodes`] then knows every rank's node.
+    World,
+    /// Only the ranks of each node, among themselves: set-up independent of the job's size.
+    Node,
+}
+
+/// The outcome of [`share_with_node`] or [`share_within_node`]: which ranks are on this
+/// rank's node, and the memory of the wanted same-node peers, opened.
 pub struct NodeShare<B: Backend> {
+    /// The node (lowest world rank) of every rank; empty when shared within the node only.
     nodes: Vec<i32>,
+    /// The ranks on this rank's node, ascending.
+    members: Vec<i32>,
     rank: i32,
     /// Per opened peer: its rank and its allocations, in the order it exported them.
     peers: Vec<(i32, Vec<B::PeerMemory>)>,
@@ -35,10 +54,11 @@ pub struct NodeShare<B: Backend> {
 impl<B: Backend> NodeShare<B> {
     /// True when rank `peer` is on this rank's node.
     pub fn same_node(&self, peer: i32) -> bool {
-        self.nodes.get(peer as usize) == self.nodes.get(self.rank as usize)
+        self.members.binary_search(&peer).is_ok()
     }
 
-    /// The node (its lowest world rank) of every rank.
+    /// The node (its lowest world rank) of every rank, when shared over the whole job
+    /// ([`share_with_node`]); empty after [`share_within_node`].
     pub fn nodes(&self) -> &[i32] {
         &self.nodes
     }
@@ -63,9 +83,11 @@ impl<B: Backend> NodeShare<B> {
     }
 }
 
-/// Allocates this rank's shared memory with `allocate`, exports it, and opens the memory of
-/// every rank in `wanted` that is on this node. Collective over `world`; `what` names the path
-/// in errors ("the ipc transport").
+/// Allocates this rank's shared memory with `allocate`, exports it, tells every rank of the
+/// job, and opens the memory of every rank in `wanted` that is on this node. Collective over
+/// `world`; `what` names the path in errors ("the ipc transport"). Each rank receives every
+/// rank's handles: for the thesis's transports; the halo exchange uses
+/// [`share_within_node`].
 ///
 /// # Errors
 /// [`Error::InvalidInput`], the same on every rank, when a rank cannot allocate or export (a
@@ -78,13 +100,43 @@ pub fn share_with_node<B: Backend>(
     wanted: &[i32],
     what: &str,
 ) -> Result<(Vec<B::DeviceMemory>, NodeShare<B>)> {
+    share(backend, world, Scope::World, allocate, wanted, what)
+}
+
+/// As [`share_with_node`], but handles travel only between the ranks of one node (an
+/// `MPI_Comm_split_type(SHARED)` communicator): what each rank sends, keeps and opens depends
+/// on its node, never on the number of ranks in the job. Every failure is still agreed over
+/// `world`, so all ranks fail alike. Collective over `world`.
+///
+/// # Errors
+/// As [`share_with_node`]: [`Error::OtherRank`] on the ranks that did not fail themselves.
+pub fn share_within_node<B: Backend>(
+    backend: &B,
+    world: &SimpleCommunicator,
+    allocate: impl FnOnce() -> Result<Vec<B::DeviceMemory>>,
+    wanted: &[i32],
+    what: &str,
+) -> Result<(Vec<B::DeviceMemory>, NodeShare<B>)> {
+    share(backend, world, Scope::Node, allocate, wanted, what)
+}
+
+fn share<B: Backend>(
+    backend: &B,
+    world: &SimpleCommunicator,
+    scope: Scope,
+    allocate: impl FnOnce() -> Result<Vec<B::DeviceMemory>>,
+    wanted: &[i32],
+    what: &str,
+) -> Result<(Vec<B::DeviceMemory>, NodeShare<B>)> {
     let rank = world.rank();
-    let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
+    let node = node_communicator(world);
+    let leader = node_leader(world, &node)?;
     // Allocate and export; a backend without IPC fails here on every rank alike.
     let allocated = (|| {
         let memories = allocate()?;
         let exported = Exported {
-            node: node_leader(world),
+            rank,
+            node: leader,
             identity: backend.device_identity()?,
             handles: memories
                 .iter()
@@ -93,21 +145,27 @@ pub fn share_with_node<B: Backend>(
         };
         Ok::<_, Error>((memories, exported))
     })();
-    let (mine, memories) = match allocated {
-        Ok((memories, exported)) => (Ok(exported), Some(memories)),
-        Err(e) => (Err(format!("setting up {what}: {e}")), None),
+    let (memories, mine) = agree(world, &format!("setting up {what}"), allocated)?;
+    let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
+    let all = match scope {
+        Scope::World => all_gather(world, Ok(mine), collective)?,
+        Scope::Node => all_gather(&node, Ok(mine), collective)?,
     };
-    let all = all_gather(world, mine, collective)?;
-    let memories =
-        memories.ok_or_else(|| Error::Internal(format!("{what}: allocation vanished")))?;
     let opened = open_peers(backend, rank, wanted, &all);
-    let (verdict, peers) = match opened {
-        Ok(peers) => (Ok(()), peers),
-        Err(e) => (Err(e.to_string()), Vec::new()),
+    let peers = agree(world, &format!("setting up {what}"), opened)?;
+    let mut members: Vec<i32> = all
+        .iter()
+        .filter(|e| e.node == leader)
+        .map(|e| e.rank)
+        .collect();
+    members.sort_unstable();
+    let nodes = match scope {
+        Scope::World => all.iter().map(|e| e.node).collect(),
+        Scope::Node => Vec::new(),
     };
-    all_gather(world, verdict, collective)?;
     let share = NodeShare {
-        nodes: all.iter().map(|e| e.node).collect(),
+        nodes,
+        members,
         rank,
         peers,
     };
@@ -121,15 +179,19 @@ fn open_peers<B: Backend>(
     wanted: &[i32],
     all: &[Exported],
 ) -> Result<Vec<(i32, Vec<B::PeerMemory>)>> {
-    let me = &all[rank as usize];
+    let me = all
+        .iter()
+        .find(|e| e.rank == rank)
+        .ok_or_else(|| Error::Internal(format!("rank {rank} is missing from its own node")))?;
     let mut wanted: Vec<i32> = wanted.iter().copied().filter(|&p| p != rank).collect();
     wanted.sort_unstable();
     wanted.dedup();
     let mut peers = Vec::with_capacity(wanted.len());
     for p in wanted {
-        let them = all.get(p as usize).ok_or_else(|| {
-            Error::Internal(format!("rank {p} is not in a job of {} ranks", all.len()))
-        })?;
+        // A rank not among those that shared with us is on another node.
+        let Some(them) = all.iter().find(|e| e.rank == p) else {
+            continue;
+        };
         if them.node != me.node {
             continue;
         }
@@ -155,7 +217,8 @@ fn open_peers<B: Backend>(
 /// # Errors
 /// MPI errors.
 pub fn nodes_of_every_rank(world: &SimpleCommunicator) -> Result<Vec<i32>> {
-    all_gather(world, Ok(node_leader(world)), |r, msg| {
+    let leader = node_leader(world, &node_communicator(world))?;
+    all_gather(world, Ok(leader), |r, msg| {
         Error::InvalidInput(format!("rank {r} could not tell its node: {msg}"))
     })
 }
@@ -210,20 +273,35 @@ pub fn block_links(
         .collect()
 }
 
-/// The lowest world rank among the ranks of this node (`MPI_Comm_split_type(SHARED)`). For
-/// tests on one machine, `HALOPORT_IPC_RANKS_PER_NODE=N` makes ranks count as nodes of N
-/// consecutive ranks.
-pub(crate) fn node_leader(world: &SimpleCommunicator) -> i32 {
-    use mpi::collective::CommunicatorCollectives;
-    if let Some(n) = std::env::var("HALOPORT_IPC_RANKS_PER_NODE")
+/// The ranks of this rank's node (`MPI_Comm_split_type(SHARED)`). For tests on one machine,
+/// `HALOPORT_IPC_RANKS_PER_NODE=N` makes ranks count as nodes of N consecutive ranks.
+/// Collective over `world`.
+fn node_communicator(world: &SimpleCommunicator) -> SimpleCommunicator {
+    use mpi::topology::Color;
+    match ranks_per_node() {
+        Some(n) => world
+            .split_by_color(Color::with_value(world.rank() / n))
+            .unwrap_or_else(|| world.split_shared(0)),
+        None => world.split_shared(0),
+    }
+}
+
+fn ranks_per_node() -> Option<i32> {
+    std::env::var("HALOPORT_IPC_RANKS_PER_NODE")
         .ok()
         .and_then(|v| v.parse::<i32>().ok())
         .filter(|&n| n > 0)
-    {
-        return world.rank() - world.rank() % n;
+}
+
+/// The lowest world rank among the ranks of `node` (this rank's node). Collective over
+/// `node`.
+fn node_leader(world: &SimpleCommunicator, node: &SimpleCommunicator) -> Result<i32> {
+    use mpi::collective::SystemOperation;
+    use mpi::traits::CommunicatorCollectives;
+    if let Some(n) = ranks_per_node() {
+        return Ok(world.rank() - world.rank() % n);
     }
-    let node = world.split_shared(0);
-    let mut ranks = vec![0_i32; node.size() as usize];
-    node.all_gather_into(&world.rank(), &mut ranks[..]);
-    ranks.into_iter().min().unwrap_or(0)
+    let mut lowest = 0_i32;
+    node.all_reduce_into(&world.rank(), &mut lowest, SystemOperation::min());
+    Ok(lowest)
 }
