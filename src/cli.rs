@@ -67,6 +67,12 @@ pub struct PlanArgs {
     /// Fields exchanged together.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub fields: u32,
+    /// Halo widths on the low side of each dimension, X,Y,Z (0 allowed), in place of --halo.
+    #[arg(long, value_parser = parse_pad)]
+    pub halo_lo: Option<[u32; 3]>,
+    /// Halo widths on the high side of each dimension, X,Y,Z (0 allowed), in place of --halo.
+    #[arg(long, value_parser = parse_pad)]
+    pub halo_hi: Option<[u32; 3]>,
     /// Extra allocated cells after the high halo of each dimension, X,Y,Z.
     #[arg(long, value_parser = parse_pad, default_value = "0,0,0")]
     pub pad: [u32; 3],
@@ -416,10 +422,9 @@ fn parse_procs(s: &str) -> Result<[u32; 3], String> {
     parse_triple(s, "process grid")
 }
 
-/// `X,Y,Z`: cells of padding per dimension, each 0 or more.
+/// `X,Y,Z`: cells per dimension (a padding, halo widths), each 0 or more.
 fn parse_pad(s: &str) -> Result<[u32; 3], String> {
-    let bad =
-        || format!("'{s}' is not a padding: give three numbers of cells as X,Y,Z, e.g. 3,0,0");
+    let bad = || format!("'{s}': give three numbers of cells as X,Y,Z, e.g. 3,0,0");
     let parts: Vec<u32> = s
         .split(',')
         .map(|p| p.trim().parse::<u32>().map_err(|_| bad()))

@@ -144,7 +144,7 @@ fn exchange_is_right(
             .filter(|&k| at[k] < d.halo[k] || at[k] >= d.halo[k] + d.local[k])
             .count()
     };
-    let padding = |at: [u64; 3]| (0..3).any(|k| at[k] >= 2 * d.halo[k] + d.local[k]);
+    let padding = |at: [u64; 3]| (0..3).any(|k| at[k] >= d.halo[k] + d.local[k] + d.halo_hi[k]);
     const UNFILLED: f64 = -1.0;
     const PADDING: f64 = -3.0;
     let n = d.alloc_elems() as usize;
@@ -210,20 +210,31 @@ fn layouts(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), Stri
         Neighbourhood::FacesEdges,
         Neighbourhood::All,
     ] {
-        for pad in [[0, 0, 0], [3, 1, 2]] {
+        // Symmetric halos of 1, no padding; padding; halo widths that differ by side, a zero
+        // side among them.
+        for (pad, halo_lo, halo_hi) in [
+            ([0, 0, 0], None, None),
+            ([3, 1, 2], None, None),
+            ([1, 0, 2], Some([2, 0, 1]), Some([1, 2, 1])),
+        ] {
             for transport in [TransportKind::Mpi, TransportKind::Ipc] {
                 let mut s = spec([4 * world.size() as u64, 5, 3], [true, true, false]);
-                s.layout = Layout { pad, neighbourhood };
+                s.layout = Layout {
+                    halo_lo,
+                    halo_hi,
+                    pad,
+                    neighbourhood,
+                };
                 let options = HaloOptions {
                     transport,
                     ..HaloOptions::default()
                 };
                 let mut exchange =
                     HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+                // x and y both ways (z is not periodic, one part), and the xy edges.
                 let want = match neighbourhood {
-                    Neighbourhood::Faces => 4, // x and y both ways; z is not periodic, one part
-                    Neighbourhood::FacesEdges => 8,
-                    Neighbourhood::All => 8,
+                    Neighbourhood::Faces => 4,
+                    Neighbourhood::FacesEdges | Neighbourhood::All => 8,
                 };
                 if exchange.plan().neighbours.len() != want {
                     return Err(format!(
@@ -233,7 +244,7 @@ fn layouts(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), Stri
                 }
                 if !exchange_is_right(backend, &mut exchange)? {
                     return Err(format!(
-                        "wrong halos with {neighbourhood:?}, padding {pad:?}, {transport:?}"
+                        "wrong halos with {neighbourhood:?}, padding {pad:?}, halos {halo_lo:?} / {halo_hi:?}, {transport:?}"
                     ));
                 }
                 exchange.close().map_err(|e| e.to_string())?;

@@ -20,7 +20,8 @@ struct NeighbourRow {
     tag: i32,
     rank: i32,
     kind: String,
-    cells: u64,
+    cells_sent: u64,
+    cells_received: u64,
     message_bytes: u64,
 }
 
@@ -55,6 +56,8 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
         elem: args.elem,
         fields: args.fields,
         layout: Layout {
+            halo_lo: args.halo_lo,
+            halo_hi: args.halo_hi,
             pad: args.pad,
             neighbourhood: args.neighbourhood,
         },
@@ -69,7 +72,6 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
     }
     let setup = setup.context("no compilation ran")?;
     let d = &setup.plan.decomposition;
-    let cell_bytes = spec.cell_bytes();
     let neighbours: Vec<NeighbourRow> = setup
         .plan
         .neighbours
@@ -80,8 +82,9 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
             tag: direction_tag(n.direction),
             rank: n.rank,
             kind: format!("{:?}", n.kind()).to_lowercase(),
-            cells: n.send.elems(),
-            message_bytes: bytes.max(n.send.elems() * cell_bytes),
+            cells_sent: n.send.map_or(0, |s| s.elems()),
+            cells_received: n.recv.map_or(0, |s| s.elems()),
+            message_bytes: bytes,
         })
         .collect();
     let result = PlanResult {
@@ -137,13 +140,13 @@ fn print(r: &PlanResult) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "  direction  tag  rank      kind    cells  message bytes"
+        "  direction  tag    rank     kind  cells out  cells in  message bytes"
     )?;
     for n in &r.neighbours {
         writeln!(
             out,
-            "  {:<9} {:>4} {:>5} {:>9} {:>8} {:>14}",
-            n.direction, n.tag, n.rank, n.kind, n.cells, n.message_bytes
+            "  {:<9} {:>4} {:>7} {:>8} {:>10} {:>9} {:>14}",
+            n.direction, n.tag, n.rank, n.kind, n.cells_sent, n.cells_received, n.message_bytes
         )?;
     }
     Ok(())

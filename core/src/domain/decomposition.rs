@@ -108,10 +108,13 @@ pub struct Decomposition {
     pub local: [u64; 3],
     /// Global index of this rank's first interior cell.
     pub origin: [u64; 3],
-    /// Halo width per dimension: where the interior starts in the allocation.
+    /// Halo width on the low side of each dimension: where the interior starts in the
+    /// allocation.
     pub halo: [u64; 3],
-    /// Allocated extents: `local + 2 * halo + pad` per dimension (the padding lies after the
-    /// high halo, [`Layout`](super::Layout)).
+    /// Halo width on the high side of each dimension.
+    pub halo_hi: [u64; 3],
+    /// Allocated extents: `halo + local + halo_hi + pad` per dimension (the padding lies after
+    /// the high halo, [`Layout`](super::Layout)).
     pub alloc: [u64; 3],
     /// Whether each dimension wraps around.
     pub periodic: [bool; 3],
@@ -121,25 +124,27 @@ pub struct Decomposition {
 
 impl Decomposition {
     /// The send and receive boxes of direction `d` in allocated coordinates, unmerged (strides
-    /// `[1, ax, ax * ay]`). Per dimension `k`, with `n` the local extent and `h` the halo width,
-    /// `d[k]` selects: -1: send `[h, 2h)`, receive `[0, h)`; +1: send `[n, n + h)`, receive
-    /// `[n + h, n + 2h)`; 0: both `[h, h + n)`.
-    pub fn halo_boxes(&self, d: [i8; 3]) -> (Subarray, Subarray) {
-        let (n, h) = (self.local, self.halo);
+    /// `[1, ax, ax * ay]`); `None` where one is empty (a halo of width 0 on that side). Per
+    /// dimension `k`, with `n` the local extent and `lo`, `hi` the halo widths, `d[k]` selects:
+    /// -1: send `[lo, lo + hi)` (what fills the low neighbour's high halo), receive `[0, lo)`;
+    /// +1: send `[n, n + lo)`, receive `[lo + n, lo + n + hi)`; 0: both `[lo, lo + n)`.
+    pub fn halo_boxes(&self, d: [i8; 3]) -> (Option<Subarray>, Option<Subarray>) {
+        let (n, lo, hi) = (self.local, self.halo, self.halo_hi);
         let mut send_start = [0; 3];
         let mut recv_start = [0; 3];
-        let mut count = [0; 3];
+        let mut send_count = [0; 3];
+        let mut recv_count = [0; 3];
         for k in 0..3 {
-            (send_start[k], recv_start[k], count[k]) = match d[k] {
-                -1 => (h[k], 0, h[k]),
-                0 => (h[k], h[k], n[k]),
-                _ => (n[k], n[k] + h[k], h[k]),
+            (send_start[k], send_count[k], recv_start[k], recv_count[k]) = match d[k] {
+                -1 => (lo[k], hi[k], 0, lo[k]),
+                0 => (lo[k], n[k], lo[k], n[k]),
+                _ => (n[k], lo[k], lo[k] + n[k], hi[k]),
             };
         }
-        (
-            Subarray::of_box(self.alloc, send_start, count),
-            Subarray::of_box(self.alloc, recv_start, count),
-        )
+        let boxed = |start, count: [u64; 3]| {
+            (count.iter().all(|&c| c > 0)).then(|| Subarray::of_box(self.alloc, start, count))
+        };
+        (boxed(send_start, send_count), boxed(recv_start, recv_count))
     }
 
     /// The part of `spec`'s grid that `rank` of a job of `ranks` ranks owns.
@@ -162,13 +167,14 @@ impl Decomposition {
         check(spec, procs, ranks, rank)?;
 
         let coords = Decomposition::coords_of(procs, rank);
-        let halo = spec.halo.map(u64::from);
+        let halo = spec.halo_lo().map(u64::from);
+        let halo_hi = spec.halo_hi().map(u64::from);
         let mut local = [0; 3];
         let mut origin = [0; 3];
         let mut alloc = [0; 3];
         for k in 0..3 {
             (origin[k], local[k]) = split_extent(spec.grid[k], procs[k], coords[k]);
-            alloc[k] = local[k] + 2 * halo[k] + u64::from(spec.layout.pad[k]);
+            alloc[k] = local[k] + halo[k] + halo_hi[k] + u64::from(spec.layout.pad[k]);
         }
         Ok(Decomposition {
             procs,
@@ -177,6 +183,7 @@ impl Decomposition {
             local,
             origin,
             halo,
+            halo_hi,
             alloc,
             periodic: spec.periodic,
             grid: spec.grid,
@@ -308,7 +315,8 @@ fn check(spec: &DomainSpec, procs: [u32; 3], ranks: i32, rank: i32) -> Result<()
         }
     }
     for k in 0..3 {
-        let (n, p, h) = (spec.grid[k], procs[k], u64::from(spec.halo[k]));
+        let (lo, hi) = (spec.halo_lo()[k], spec.halo_hi()[k]);
+        let (n, p, h) = (spec.grid[k], procs[k], u64::from(lo.max(hi)));
         // The parts from n % p on are the smallest (n / p cells); name the first rank that
         // owns one, so that every rank reports the same.
         let smallest = n / u64::from(p);
@@ -326,10 +334,11 @@ fn check(spec: &DomainSpec, procs: [u32; 3], ranks: i32, rank: i32) -> Result<()
     // The largest rank's array (first parts are the largest) must index with i64 and u64.
     let largest = (0..3).try_fold(1u64, |acc, k| {
         let local = spec.grid[k].div_ceil(u64::from(procs[k]));
+        let widths = u64::from(spec.halo_lo()[k]) + u64::from(spec.halo_hi()[k]);
         let alloc = local
-            .checked_add(2 * u64::from(spec.halo[k]))?
+            .checked_add(widths)?
             .checked_add(u64::from(spec.layout.pad[k]))?;
-        let global_end = spec.grid[k].checked_add(2 * u64::from(spec.halo[k]))?;
+        let global_end = spec.grid[k].checked_add(widths)?;
         i64::try_from(global_end).ok()?;
         acc.checked_mul(alloc).filter(|&a| i64::try_from(a).is_ok())
     });
@@ -344,7 +353,7 @@ fn check(spec: &DomainSpec, procs: [u32; 3], ranks: i32, rank: i32) -> Result<()
     // Its bytes, over all fields, must be addressable: checked, never wrapped.
     let bytes = largest
         .checked_mul(spec.cell_bytes())
-        .filter(|&b| usize::try_from(b).is_ok() && i64::try_from(b).is_ok());
+        .filter(|&b| usize::try_from(b).is_ok());
     if bytes.is_none() {
         return invalid(format!(
             "grid {} with halo {} over process grid {}: a local array of {largest} cells of {} bytes ({} fields of {}) does not fit in 64-bit byte sizes",

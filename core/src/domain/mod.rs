@@ -136,16 +136,24 @@ pub struct DomainSpec {
 /// How a field lies in its allocation beyond its halos, and which neighbours fill them.
 ///
 /// ```text
-///   allocated x extent = halo + local + halo + pad
-///   |<- halo ->|<------ local (interior) ------>|<- halo ->|<- pad ->|
-///   ^ index 0  ^ interior starts here (Decomposition::halo)            ^ unused by haloport
+///   allocated x extent = lo + local + hi + pad
+///   |<- lo ->|<------ local (interior) ------>|<- hi ->|<- pad ->|
+///   ^ index 0 ^ interior starts here (Decomposition::halo)        ^ unused by haloport
 /// ```
+/// `lo` and `hi` are [`DomainSpec::halo`] unless [`Layout::halo_lo`] / [`Layout::halo_hi`]
+/// say otherwise. The `hi` cells of a rank's low-side neighbour travel into its `lo` halo, and
+/// the other way round: every rank declares the same widths.
 /// The same along y (rows of `alloc[0]` cells) and z (planes of `alloc[0] * alloc[1]`): a
 /// pitched allocation (`cudaMallocPitch`, `cudaMalloc3D`) is a padding of
 /// `pitch / element size - (local + 2 * halo)` in x.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Layout {
+    /// Halo widths on the low side of each dimension, where they differ from
+    /// [`DomainSpec::halo`]; 0 allowed (nothing arrives on that side).
+    pub halo_lo: Option<[u32; 3]>,
+    /// Halo widths on the high side of each dimension, likewise.
+    pub halo_hi: Option<[u32; 3]>,
     /// Extra allocated cells after the high halo of each dimension; never read or written.
     pub pad: [u32; 3],
     /// Which neighbours exchange halos.
@@ -213,6 +221,16 @@ impl std::str::FromStr for Neighbourhood {
 }
 
 impl DomainSpec {
+    /// Halo widths on the low side of each dimension.
+    pub fn halo_lo(&self) -> [u32; 3] {
+        self.layout.halo_lo.unwrap_or(self.halo)
+    }
+
+    /// Halo widths on the high side of each dimension.
+    pub fn halo_hi(&self) -> [u32; 3] {
+        self.layout.halo_hi.unwrap_or(self.halo)
+    }
+
     /// The process grid for a job of `ranks` ranks: [`DomainSpec::procs`] where given, else
     /// [`dims_create`]`(ranks)`. Does not check it; [`Decomposition::new`] does.
     ///

@@ -71,11 +71,12 @@ pub struct Neighbour {
     /// The neighbour in that direction (may be this rank, and may appear in several
     /// directions).
     pub rank: i32,
-    /// Interior cells next to side `direction`, as wide as the halo (merged).
-    pub send: Subarray,
-    /// Halo cells on side `direction` (merged). Same number of elements as the peer's `send`
-    /// in the opposite direction, in the same order.
-    pub recv: Subarray,
+    /// Interior cells next to side `direction`, as wide as the neighbour's halo on the
+    /// opposite side (merged); `None` when that halo has width 0.
+    pub send: Option<Subarray>,
+    /// Halo cells on side `direction` (merged); `None` when this side's halo has width 0. Same
+    /// number of elements as the peer's `send` in the opposite direction, in the same order.
+    pub recv: Option<Subarray>,
     /// Tag of the data sent: `direction_tag(direction)`.
     pub send_tag: i32,
     /// Tag of the data received: it travels in `-direction`, so
@@ -118,19 +119,21 @@ impl HaloPlan {
     /// rank.
     pub fn compile(spec: &DomainSpec, ranks: i32, rank: i32) -> Result<HaloPlan> {
         let decomposition = Decomposition::new(spec, ranks, rank)?;
-        let h = decomposition.halo;
+        let reach = spec.layout.neighbourhood.reach();
         let neighbours = directions()
             .into_iter()
-            .filter(|d| (0..3).all(|k| d[k] == 0 || h[k] > 0))
-            .filter(|d| d.iter().filter(|&&c| c != 0).count() <= spec.layout.neighbourhood.reach())
+            .filter(|d| d.iter().filter(|&&c| c != 0).count() <= reach)
             .filter_map(|d| {
                 let peer = decomposition.neighbour(d)?;
                 let (send, recv) = decomposition.halo_boxes(d);
+                if send.is_none() && recv.is_none() {
+                    return None;
+                }
                 Some(Neighbour {
                     direction: d,
                     rank: peer,
-                    send: send.merged(),
-                    recv: recv.merged(),
+                    send: send.map(Subarray::merged),
+                    recv: recv.map(Subarray::merged),
                     send_tag: direction_tag(d),
                     recv_tag: direction_tag(d.map(|c| -c)),
                 })
@@ -155,7 +158,10 @@ impl HaloPlan {
 
     /// Elements this rank sends per field in one exchange (and receives: the same).
     pub fn send_elems(&self) -> u64 {
-        self.neighbours.iter().map(|n| n.send.elems()).sum()
+        self.neighbours
+            .iter()
+            .map(|n| n.send.map_or(0, |s| s.elems()))
+            .sum()
     }
 }
 
@@ -244,9 +250,10 @@ mod tests {
         for p in &plans {
             let d = &p.decomposition;
             for n in &p.neighbours {
-                let packed: Vec<u64> = (0..n.send.elems())
+                let Some(send) = n.send else { continue };
+                let packed: Vec<u64> = (0..send.elems())
                     .map(|e| {
-                        let i = n.send.index_of(e);
+                        let i = send.index_of(e);
                         assert!(i < d.alloc_elems(), "rank {}: {n:?}", d.rank);
                         let at = [
                             i % d.alloc[0],
@@ -269,13 +276,14 @@ mod tests {
             let d = &p.decomposition;
             let mut written = vec![0u32; d.alloc_elems() as usize];
             for n in &p.neighbours {
+                let Some(recv) = n.recv else { continue };
                 let key = (n.rank, d.rank, n.recv_tag);
                 let message = mailbox
                     .remove(&key)
                     .unwrap_or_else(|| panic!("no message {key:?} for {n:?} in {spec:?}"));
-                assert_eq!(message.len() as u64, n.recv.elems(), "{key:?} in {spec:?}");
+                assert_eq!(message.len() as u64, recv.elems(), "{key:?} in {spec:?}");
                 for (e, v) in message.into_iter().enumerate() {
-                    let i = n.recv.index_of(e as u64) as usize;
+                    let i = recv.index_of(e as u64) as usize;
                     arrays[d.rank as usize][i] = v;
                     written[i] += 1;
                 }
@@ -294,7 +302,13 @@ mod tests {
                     "rank {}: halo {at:?} received twice",
                     d.rank
                 );
-                let want = mirrored(d, at).map_or(0, |g| value_of(d.grid, g));
+                // Padding (past the high halo) is never written.
+                let padding = (0..3).any(|k| at[k] >= d.halo[k] + d.local[k] + d.halo_hi[k]);
+                let want = if padding {
+                    0
+                } else {
+                    mirrored(d, at).map_or(0, |g| value_of(d.grid, g))
+                };
                 assert_eq!(
                     got, want,
                     "rank {} (coords {:?}) halo cell {at:?} in {spec:?}",
@@ -317,6 +331,7 @@ mod tests {
             s.layout = Layout {
                 pad: [2, 0, 5],
                 neighbourhood,
+                ..Layout::default()
             };
             let plan = HaloPlan::compile(&s, 27, 13).expect("plan");
             assert_eq!(plan.neighbours.len(), count, "{neighbourhood:?}");
@@ -335,7 +350,7 @@ mod tests {
                 .iter()
                 .find(|n| n.direction == [-1, 0, 0])
                 .expect("-x face");
-            assert_eq!(minus_x.send.offset, d.index([1, 1, 1]));
+            assert_eq!(minus_x.send.expect("a send").offset, d.index([1, 1, 1]));
         }
         assert_eq!(
             "18".parse::<Neighbourhood>().ok(),
@@ -375,6 +390,63 @@ mod tests {
     }
 
     #[test]
+    fn exchange_with_halo_widths_that_differ_by_side_and_padding() {
+        use super::super::Layout;
+        let with = |mut s: DomainSpec, lo: [u32; 3], hi: [u32; 3], pad: [u32; 3]| {
+            s.layout = Layout {
+                halo_lo: Some(lo),
+                halo_hi: Some(hi),
+                pad,
+                ..Layout::default()
+            };
+            s
+        };
+        // An upwind scheme: halos on the low sides only; the reverse; a 2-D code with z
+        // unsplit; mixed widths with padding; over periodic and bounded grids.
+        for (procs, periodic, lo, hi, pad) in [
+            ([2, 2, 2], [true; 3], [1, 1, 1], [0, 0, 0], [0, 0, 0]),
+            ([2, 2, 2], [true; 3], [0, 0, 0], [2, 1, 1], [1, 0, 0]),
+            (
+                [3, 2, 1],
+                [true, false, true],
+                [1, 2, 0],
+                [1, 1, 0],
+                [0, 0, 0],
+            ),
+            (
+                [3, 1, 2],
+                [false, true, true],
+                [2, 0, 1],
+                [1, 2, 0],
+                [3, 1, 2],
+            ),
+            ([1, 1, 1], [true; 3], [0, 1, 2], [2, 0, 1], [1, 1, 1]),
+        ] {
+            let base = spec([12, 9, 8], procs, periodic, [1; 3]);
+            simulate_exchange(&with(base, lo, hi, pad));
+        }
+    }
+
+    #[test]
+    fn a_side_without_halo_sends_and_receives_nothing_that_way() {
+        use super::super::Layout;
+        let mut s = spec([12, 9, 8], [3, 1, 1], [true, false, false], [1; 3]);
+        s.layout = Layout {
+            halo_lo: Some([1, 0, 0]),
+            halo_hi: Some([0, 0, 0]),
+            ..Layout::default()
+        };
+        let plan = HaloPlan::compile(&s, 3, 1).expect("plan");
+        // x only: -x receives (its low halo) but sends nothing (the neighbour has no high
+        // halo); +x sends (into the neighbour's low halo) and receives nothing.
+        let dirs: Vec<[i8; 3]> = plan.neighbours.iter().map(|n| n.direction).collect();
+        assert_eq!(dirs, vec![[-1, 0, 0], [1, 0, 0]]);
+        assert!(plan.neighbours[0].send.is_none() && plan.neighbours[0].recv.is_some());
+        assert!(plan.neighbours[1].send.is_some() && plan.neighbours[1].recv.is_none());
+        assert_eq!(plan.decomposition.alloc, [4 + 1, 9, 8]);
+    }
+
+    #[test]
     fn exchange_with_no_halo_in_one_dimension() {
         simulate_exchange(&spec([9, 8, 7], [2, 2, 2], [true; 3], [1, 0, 2]));
         simulate_exchange(&spec([9, 8, 7], [1, 1, 1], [true; 3], [0, 1, 1]));
@@ -406,7 +478,7 @@ mod tests {
             assert_eq!(n.direction, d);
             assert_eq!(n.send_tag, direction_tag(d));
             assert_eq!(n.recv_tag, 26 - n.send_tag);
-            assert_eq!(n.send.elems(), n.recv.elems());
+            assert_eq!(n.send.map(|s| s.elems()), n.recv.map(|s| s.elems()));
         }
     }
 
@@ -445,11 +517,11 @@ mod tests {
             .find(|n| n.direction == [1, 0, 0])
             .expect("+x neighbour");
         assert_eq!(face.rank, 2);
-        assert_eq!(face.send.offset, d.index([4, 1, 1]));
-        assert_eq!(face.recv.offset, d.index([5, 1, 1]));
-        assert_eq!(face.send.count, [4, 5, 1]);
-        assert_eq!(face.send.stride, [6, 36, 180]);
-        assert_eq!(face.send.contiguous_run(), 1);
+        assert_eq!(face.send.expect("send").offset, d.index([4, 1, 1]));
+        assert_eq!(face.recv.expect("recv").offset, d.index([5, 1, 1]));
+        assert_eq!(face.send.expect("send").count, [4, 5, 1]);
+        assert_eq!(face.send.expect("send").stride, [6, 36, 180]);
+        assert_eq!(face.send.expect("send").contiguous_run(), 1);
         // +y face: rows of x, contiguous.
         let face = plan
             .neighbours
@@ -457,10 +529,10 @@ mod tests {
             .find(|n| n.direction == [0, 1, 0])
             .expect("+y neighbour");
         assert_eq!(face.rank, 1);
-        assert_eq!(face.send.offset, d.index([1, 4, 1]));
-        assert_eq!(face.recv.offset, d.index([1, 5, 1]));
-        assert_eq!(face.send.count, [4, 5, 1]);
-        assert_eq!(face.send.contiguous_run(), 4);
+        assert_eq!(face.send.expect("send").offset, d.index([1, 4, 1]));
+        assert_eq!(face.recv.expect("recv").offset, d.index([1, 5, 1]));
+        assert_eq!(face.send.expect("send").count, [4, 5, 1]);
+        assert_eq!(face.send.expect("send").contiguous_run(), 4);
         // +x+y edge: one column along z.
         let edge = plan
             .neighbours
@@ -468,10 +540,10 @@ mod tests {
             .find(|n| n.direction == [1, 1, 0])
             .expect("+x+y neighbour");
         assert_eq!(edge.rank, 3);
-        assert_eq!(edge.send.offset, d.index([4, 4, 1]));
-        assert_eq!(edge.recv.offset, d.index([5, 5, 1]));
-        assert_eq!(edge.send.count, [5, 1, 1]);
-        assert_eq!(edge.send.stride, [36, 180, 180]);
+        assert_eq!(edge.send.expect("send").offset, d.index([4, 4, 1]));
+        assert_eq!(edge.recv.expect("recv").offset, d.index([5, 5, 1]));
+        assert_eq!(edge.send.expect("send").count, [5, 1, 1]);
+        assert_eq!(edge.send.expect("send").stride, [36, 180, 180]);
         assert_eq!(plan.kind_counts(), (2, 1, 0));
     }
 

@@ -44,8 +44,8 @@ impl Entry {
                 peer: n.rank,
                 send_tag: n.send_tag,
                 recv_tag: n.recv_tag,
-                send: Some(n.send),
-                recv: Some(n.recv),
+                send: n.send,
+                recv: n.recv,
                 name: format!("{} halo", direction_name(n.direction)),
             })
             .collect()
