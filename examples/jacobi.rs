@@ -42,6 +42,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
     // One device per rank of a node; the host backend's "device" is this process's memory.
     let backend = HostBackend::new(world.split_shared(0).rank() as usize)?;
     let config = JacobiConfig {
+        stencil: Default::default(), // 27-point; Stencil::Point7 reads faces only
         spec: DomainSpec {
             grid: [48, 40, 32],
             procs: None, // chosen by MPI_Dims_create

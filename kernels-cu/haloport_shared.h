@@ -414,7 +414,18 @@ typedef struct hp_stencil_args {
     uint64_t end[3];
     /* 4 (f32) or 8 (f64). */
     uint32_t elem_bytes;
-    uint32_t reserved;
+    /* Which neighbours the update reads (HP_STENCIL_*); 0: all 26 (HP_STENCIL_FULL). */
+    uint32_t shape;
 } hp_stencil_args;
+
+/* hp_stencil_args.shape: bit HP_STENCIL_LO << k reads offset -1 in dimension k (x, y, z = 0, 1,
+ * 2), bit HP_STENCIL_HI << k offset +1; HP_STENCIL_FACES reads only points that differ from the
+ * centre in one dimension (the 7-point stencil). The update is the mean of the points read,
+ * summed in the order of the full stencil (dz, then dy, then dx, each from -1), so a point
+ * whose halo side has width 0 takes a one-sided mean. */
+#define HP_STENCIL_LO 1u
+#define HP_STENCIL_HI 8u
+#define HP_STENCIL_FACES 64u
+#define HP_STENCIL_FULL 63u
 
 #endif /* HALOPORT_SHARED_H */

@@ -472,17 +472,35 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS, HP_PLAIN_MI
     hp_plain_regions_launch<uint64_t, false>(a);
 }
 
-/* out[p] = (sum of the 27 in[p + d], dz outermost, dx innermost, from 0) * (T(1) / T(27)): the
- * same IEEE operations in the same order as the host twin, so both give the same bits. I is
- * the type of the point numbering (uint32_t when the box and the grid fit, as for regions). */
-template <typename T, typename I>
+/* Whether a stencil of `shape` reads offset d (-1, 0, 1) in dimension k. */
+HP_DEVICE bool hp_stencil_reads(uint32_t shape, int k, int d) {
+    return d == 0 || (shape & ((d < 0 ? HP_STENCIL_LO : HP_STENCIL_HI) << k)) != 0u;
+}
+
+/* How many points a stencil of `shape` reads. */
+HP_DEVICE uint32_t hp_stencil_count(uint32_t shape) {
+    uint32_t reach[3];
+    for (int k = 0; k < 3; ++k) {
+        reach[k] = (uint32_t)hp_stencil_reads(shape, k, -1) + (uint32_t)hp_stencil_reads(shape, k, 1);
+    }
+    if (shape & HP_STENCIL_FACES) return 1u + reach[0] + reach[1] + reach[2];
+    return (1u + reach[0]) * (1u + reach[1]) * (1u + reach[2]);
+}
+
+/* out[p] = (sum of the points in[p + d] the shape reads, dz outermost, dx innermost, from 0) *
+ * (T(1) / T(count)): the same IEEE operations in the same order as the host twin, so both give
+ * the same bits. I is the type of the point numbering (uint32_t when the box and the grid fit,
+ * as for regions). FULL: all 27 points, with no test per point (the common case). */
+template <typename T, typename I, bool FULL>
 __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
     const uint64_t ax = a.alloc[0], ay = a.alloc[1];
     const I bx = (I)(a.end[0] - a.begin[0]);
     const I by = (I)(a.end[1] - a.begin[1]);
-    const T scale = T(1) / T(27);
+    const uint32_t shape = FULL ? HP_STENCIL_FULL : a.shape;
+    const bool faces = (shape & HP_STENCIL_FACES) != 0u;
+    const T scale = T(1) / T(FULL ? 27u : hp_stencil_count(shape));
     const I step = (I)gridDim.x * (I)blockDim.x;
     for (I p = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; p < n; p += step) {
         const I rest = p / bx;
@@ -493,11 +511,15 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
         T sum = T(0);
 #pragma unroll
         for (int dz = -1; dz <= 1; ++dz) {
+            if (!FULL && !hp_stencil_reads(shape, 2, dz)) continue;
 #pragma unroll
             for (int dy = -1; dy <= 1; ++dy) {
+                if (!FULL && !hp_stencil_reads(shape, 1, dy)) continue;
                 const T* row = in + (centre + (int64_t)ax * (dy + (int64_t)ay * dz));
 #pragma unroll
                 for (int dx = -1; dx <= 1; ++dx) {
+                    if (!FULL && !hp_stencil_reads(shape, 0, dx)) continue;
+                    if (!FULL && faces && (dx != 0) + (dy != 0) + (dz != 0) > 1) continue;
                     sum += row[dx];
                 }
             }
@@ -506,24 +528,33 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
     }
 }
 
-template <typename T>
+template <typename T, bool FULL>
 __device__ __forceinline__ void hp_stencil27_points(const hp_stencil_args& a) {
     const uint64_t n =
         (a.end[0] - a.begin[0]) * (a.end[1] - a.begin[1]) * (a.end[2] - a.begin[2]);
     const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
     if (n + step <= 0xffffffffull) {
-        hp_stencil27_as<T, uint32_t>(a, (uint32_t)n);
+        hp_stencil27_as<T, uint32_t, FULL>(a, (uint32_t)n);
     } else {
-        hp_stencil27_as<T, uint64_t>(a, n);
+        hp_stencil27_as<T, uint64_t, FULL>(a, n);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void hp_stencil_shaped(const hp_stencil_args& a) {
+    if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
+        hp_stencil27_points<T, true>(a);
+    } else {
+        hp_stencil27_points<T, false>(a);
     }
 }
 
 extern "C" __global__ void hp_stencil27(hp_stencil_args a) {
     if (a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2]) return;
     if (a.elem_bytes == 8) {
-        hp_stencil27_points<double>(a);
+        hp_stencil_shaped<double>(a);
     } else if (a.elem_bytes == 4) {
-        hp_stencil27_points<float>(a);
+        hp_stencil_shaped<float>(a);
     }
 }
 

@@ -432,6 +432,14 @@ fn parse_pad(s: &str) -> Result<[u32; 3], String> {
     <[u32; 3]>::try_from(parts).map_err(|_| bad())
 }
 
+fn parse_stencil(s: &str) -> Result<haloport::core::stencil::Stencil, String> {
+    match s {
+        "7" => Ok(haloport::core::stencil::Stencil::Point7),
+        "27" => Ok(haloport::core::stencil::Stencil::Point27),
+        _ => Err(format!("'{s}' is not a stencil: 7 or 27")),
+    }
+}
+
 fn parse_neighbourhood(s: &str) -> Result<haloport::core::domain::Neighbourhood, String> {
     s.parse().map_err(|e: haloport::Error| e.to_string())
 }
@@ -487,6 +495,16 @@ pub struct StencilArgs {
     /// aligned or pitched allocation); haloport neither reads nor writes them.
     #[arg(long, value_parser = parse_pad, default_value = "0,0,0")]
     pub pad: [u32; 3],
+    /// 7 (the cell and its faces; the exchange then moves faces only) or 27 (all neighbours).
+    #[arg(long, value_parser = parse_stencil, default_value = "27")]
+    pub stencil: haloport::core::stencil::Stencil,
+    /// Halo widths on the low side of each dimension, X,Y,Z (0 allowed: the stencil then takes
+    /// a one-sided mean there), in place of --halo on that side.
+    #[arg(long, value_parser = parse_pad)]
+    pub halo_lo: Option<[u32; 3]>,
+    /// Halo widths on the high side of each dimension, X,Y,Z, likewise.
+    #[arg(long, value_parser = parse_pad)]
+    pub halo_hi: Option<[u32; 3]>,
     /// Element type: f32 or f64.
     #[arg(long = "type", value_parser = parse_elem, default_value = "f64")]
     pub elem: haloport::core::domain::ElemType,

@@ -327,3 +327,96 @@ fn padded_allocations_verify_on_1_2_4_and_8_ranks_with_the_same_checksum() {
         );
     }
 }
+
+#[test]
+fn the_7_point_stencil_moves_6_messages_and_verifies_on_1_2_4_and_8_ranks() {
+    // PROBLEM, periodic everywhere, so that every rank has all its neighbours.
+    let problem = [
+        "--grid",
+        "20x12x10",
+        "--halo",
+        "2",
+        "--periodic",
+        "xyz",
+        "--type",
+        "f32",
+        "--fields",
+        "2",
+        "--steps",
+        "6",
+    ];
+    let mut checksum = None;
+    for (np, transport) in [(1, "mpi"), (2, "ipc"), (4, "mpi"), (8, "ipc")] {
+        let mut args = problem.to_vec();
+        args.extend(["--stencil", "7", "--transport", transport]);
+        let result = verified_run(np, &args);
+        assert_eq!(result["stencil"], 7);
+        // Faces only: 6 messages, where the 27-point stencil needs 26.
+        assert_eq!(result["messages"], 6, "-np {np}");
+        let sum = result["checksum"].clone();
+        assert_eq!(*checksum.get_or_insert(sum.clone()), sum, "-np {np}");
+    }
+    let full = verified_run(2, &problem);
+    assert_eq!(full["messages"], 26);
+    assert_ne!(
+        Some(full["checksum"].clone()),
+        checksum,
+        "7 and 27 points differ"
+    );
+}
+
+#[test]
+fn halo_widths_that_differ_by_side_verify_on_1_2_4_and_8_ranks() {
+    // An upwind-like declaration: no halo on the high x side (a one-sided mean there), widths
+    // of 2 in z, none on the low y side; the 27-point and the 7-point stencil.
+    for stencil in ["27", "7"] {
+        let mut checksum = None;
+        for (np, transport) in [(1, "mpi"), (2, "ipc"), (4, "mpi"), (8, "ipc")] {
+            let args = [
+                "--grid",
+                "20x12x10",
+                "--periodic",
+                "xz",
+                "--type",
+                "f32",
+                "--steps",
+                "3",
+                "--halo-lo",
+                "1,0,2",
+                "--halo-hi",
+                "0,1,2",
+                "--stencil",
+                stencil,
+                "--transport",
+                transport,
+            ];
+            let result = verified_run(np, &args);
+            assert_eq!(result["halo_lo"], serde_json::json!([1, 0, 2]));
+            let sum = result["checksum"].clone();
+            assert_eq!(
+                *checksum.get_or_insert(sum.clone()),
+                sum,
+                "-np {np} {stencil}"
+            );
+        }
+    }
+}
+
+#[test]
+fn stencils_and_halos_the_domain_cannot_serve_are_refused_before_any_exchange() {
+    mpirun(2, &["stencil", "--stencil", "9"]).assert_fails_with(2, "'9' is not a stencil: 7 or 27");
+    mpirun(2, &["stencil", "--halo-lo", "1,1"]).assert_fails_with(2, "give three numbers");
+    mpirun(
+        4,
+        &[
+            "stencil",
+            "--grid",
+            "8x8x8",
+            "--procs",
+            "4x1x1",
+            "--halo-hi",
+            "3,1,1",
+        ],
+    )
+    .assert_fails_with(2, "smaller than the halo width 3");
+}

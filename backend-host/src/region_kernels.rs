@@ -361,18 +361,22 @@ unsafe fn move_words<W: Copy>(
 /// The element types of the stencil, with `1 / 27` rounded to each.
 trait Element: Copy + Add<Output = Self> + Mul<Output = Self> + Send + Sync {
     const ZERO: Self;
-    /// `T(1) / T(27)`, the kernel's scale.
-    const SCALE: Self;
+    /// `T(1) / T(count)`, the kernel's scale for a stencil reading `count` points.
+    fn reciprocal(count: u32) -> Self;
 }
 
 impl Element for f32 {
     const ZERO: f32 = 0.0;
-    const SCALE: f32 = 1.0 / 27.0;
+    fn reciprocal(count: u32) -> f32 {
+        1.0 / count as f32
+    }
 }
 
 impl Element for f64 {
     const ZERO: f64 = 0.0;
-    const SCALE: f64 = 1.0 / 27.0;
+    fn reciprocal(count: u32) -> f64 {
+        1.0 / f64::from(count)
+    }
 }
 
 /// Runs [`Kernel::Stencil27`].
@@ -419,23 +423,25 @@ unsafe fn stencil_range<T: Element>(a: &hp_stencil_args, lo: u64, hi: u64) {
     let (ax, ay) = (a.alloc[0], a.alloc[1]);
     let bx = a.end[0] - a.begin[0];
     let by = a.end[1] - a.begin[1];
+    let scale = T::reciprocal(regions::stencil_count(a.shape));
+    // The offsets the shape reads, in the kernel's order (dz, dy, dx, each from -1).
+    let offsets: Vec<[i64; 3]> = (-1_i64..=1)
+        .flat_map(|dz| (-1_i64..=1).flat_map(move |dy| (-1_i64..=1).map(move |dx| [dx, dy, dz])))
+        .filter(|&d| regions::stencil_reads_point(a.shape, d))
+        .collect();
     for p in lo..hi {
         let x = a.begin[0] + p % bx;
         let y = a.begin[1] + (p / bx) % by;
         let z = a.begin[2] + p / (bx * by);
         let centre = x + ax * (y + ay * z);
         let mut sum = T::ZERO;
-        for dz in -1_i64..=1 {
-            for dy in -1_i64..=1 {
-                let row = centre.wrapping_add((ax as i64 * (dy + ay as i64 * dz)) as u64);
-                for dx in -1_i64..=1 {
-                    // SAFETY: the neighbour lies inside the allocation (contract); nothing
-                    // writes `in` while the kernel runs.
-                    sum = sum + unsafe { input.add(row.wrapping_add(dx as u64) as usize).read() };
-                }
-            }
+        for &[dx, dy, dz] in &offsets {
+            let at = centre.wrapping_add((dx + ax as i64 * (dy + ay as i64 * dz)) as u64);
+            // SAFETY: the neighbour lies inside the allocation (contract); nothing writes
+            // `in` while the kernel runs.
+            sum = sum + unsafe { input.add(at as usize).read() };
         }
         // SAFETY: the point lies inside the allocation; only this part writes it.
-        unsafe { out.add(centre as usize).write(sum * T::SCALE) };
+        unsafe { out.add(centre as usize).write(sum * scale) };
     }
 }

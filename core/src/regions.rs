@@ -24,7 +24,7 @@
 //! (`results/2026-11-22-h200-pack-probe`).
 
 use crate::error::{Error, Result};
-use crate::shared::{hp_region, hp_regions_args, hp_stencil_args};
+use crate::shared::{self, hp_region, hp_regions_args, hp_stencil_args};
 
 /// Suggested elements per thread for [`assign_blocks`] (see the module docs).
 pub const ELEMS_PER_THREAD: u64 = 4;
@@ -355,16 +355,66 @@ pub fn stencil_blocks(args: &hp_stencil_args, threads: u32) -> u32 {
     blocks_for(stencil_points(args), threads, 1)
 }
 
-/// Checks a stencil launch's argument: the element size, and that every point of the box has
-/// its 26 neighbours inside the allocation.
+/// A stencil's shape (`hp_stencil_args.shape`) with 0 read as the full 27-point stencil.
+pub fn stencil_shape(shape: u32) -> u32 {
+    if shape == 0 {
+        shared::HP_STENCIL_FULL
+    } else {
+        shape
+    }
+}
+
+/// Whether a stencil of `shape` reads offset `d` (-1, 0, 1) in dimension `k`: the kernels'
+/// `hp_stencil_reads`.
+pub fn stencil_reads(shape: u32, k: usize, d: i64) -> bool {
+    let shape = stencil_shape(shape);
+    let bit = if d < 0 {
+        shared::HP_STENCIL_LO
+    } else {
+        shared::HP_STENCIL_HI
+    };
+    d == 0 || shape & (bit << k) != 0
+}
+
+/// Whether a stencil of `shape` reads the point at offset `d`.
+pub fn stencil_reads_point(shape: u32, d: [i64; 3]) -> bool {
+    let faces = stencil_shape(shape) & shared::HP_STENCIL_FACES != 0;
+    (0..3).all(|k| stencil_reads(shape, k, d[k]))
+        && (!faces || d.iter().filter(|&&c| c != 0).count() <= 1)
+}
+
+/// How many points a stencil of `shape` reads (the mean's divisor): the kernels'
+/// `hp_stencil_count`.
+pub fn stencil_count(shape: u32) -> u32 {
+    let mut count = 0;
+    for dz in -1..=1 {
+        for dy in -1..=1 {
+            for dx in -1..=1 {
+                count += u32::from(stencil_reads_point(shape, [dx, dy, dz]));
+            }
+        }
+    }
+    count
+}
+
+/// Checks a stencil launch's argument: the element size, the shape, and that every point of
+/// the box has the neighbours the shape reads inside the allocation.
 ///
 /// # Errors
 /// [`Error::InvalidInput`] naming the dimension.
 pub fn check_stencil(args: &hp_stencil_args) -> Result<()> {
     check_elem_bytes(args.elem_bytes, "stencil")?;
+    if args.shape > (shared::HP_STENCIL_FULL | shared::HP_STENCIL_FACES) {
+        return Err(Error::InvalidInput(format!(
+            "stencil: shape {:#x} has bits no kernel knows",
+            args.shape
+        )));
+    }
     for k in 0..3 {
         let (b, e, a) = (args.begin[k], args.end[k], args.alloc[k]);
-        if b < e && (b < 1 || e.saturating_add(1) > a) {
+        let low = usize::from(stencil_reads(args.shape, k, -1)) as u64;
+        let high = usize::from(stencil_reads(args.shape, k, 1)) as u64;
+        if b < e && (b < low || e.saturating_add(high) > a) {
             return Err(Error::InvalidInput(format!(
                 "stencil: box [{b}, {e}) in dimension {k} needs neighbours outside the \
                  allocated [0, {a})"

@@ -18,20 +18,64 @@ use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory, Launch, LaunchDims};
+use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, Field, HaloExchange, HaloOptions, Link};
-use crate::regions::stencil_blocks;
+use crate::regions::{stencil_blocks, stencil_reads};
 use crate::shared::hp_stencil_args;
 
 /// Threads per block of the stencil kernel.
 const STENCIL_THREADS: u32 = 256;
+
+/// Which neighbours the Jacobi update averages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stencil {
+    /// The cell and its 6 face neighbours: needs faces only
+    /// ([`Neighbourhood::Faces`](crate::domain::Neighbourhood::Faces) suffices).
+    Point7,
+    /// The cell and all 26 neighbours: needs every neighbour
+    /// ([`Neighbourhood::All`](crate::domain::Neighbourhood::All)).
+    #[default]
+    Point27,
+}
+
+impl Stencil {
+    /// The kernels' shape (`HP_STENCIL_*`) for a domain whose halo widths are `lo` and `hi`:
+    /// a side with no halo is not read (a one-sided mean there).
+    pub fn shape(self, lo: [u32; 3], hi: [u32; 3]) -> u32 {
+        let mut shape = 0;
+        for k in 0..3 {
+            if lo[k] > 0 {
+                shape |= crate::shared::HP_STENCIL_LO << k;
+            }
+            if hi[k] > 0 {
+                shape |= crate::shared::HP_STENCIL_HI << k;
+            }
+        }
+        match self {
+            Stencil::Point7 => shape | crate::shared::HP_STENCIL_FACES,
+            Stencil::Point27 => shape,
+        }
+    }
+
+    /// `7` or `27`.
+    pub fn points(self) -> u32 {
+        match self {
+            Stencil::Point7 => 7,
+            Stencil::Point27 => 27,
+        }
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct JacobiConfig {
     /// The domain: grid, process grid, halo, periodicity, element type, fields.
     pub spec: DomainSpec,
+    /// Which neighbours the update averages.
+    pub stencil: Stencil,
     /// Jacobi steps.
     pub steps: u32,
     /// The exchange's transport and limits.
@@ -160,6 +204,13 @@ pub fn run_jacobi<B: Backend>(
     // The same plan the exchange compiles (a declaration that does not fit fails alike on
     // every rank, here or in the exchange's collective check).
     let spec = resolve_procs(&config.spec, comm)?;
+    if config.stencil == Stencil::Point27 && spec.layout.neighbourhood != Neighbourhood::All {
+        return Err(Error::InvalidInput(format!(
+            "the 27-point stencil reads edge and corner neighbours; the neighbourhood '{}' leaves their halos unfilled (use --stencil 7, or neighbourhood all)",
+            spec.layout.neighbourhood.name()
+        )));
+    }
+    let shape = config.stencil.shape(spec.halo_lo(), spec.halo_hi());
     let plan = HaloPlan::compile(&spec, comm.size(), comm.rank())?;
     let d = &plan.decomposition;
     let k = config.spec.fields as usize;
@@ -208,7 +259,13 @@ pub fn run_jacobi<B: Backend>(
             deadline(),
         )?;
     }
-    let (inner, shell) = boxes(d);
+    let (inner, shell) = boxes(d, shape);
+    let kind = hp_stencil_args {
+        alloc: d.alloc,
+        elem_bytes: config.spec.elem.bytes(),
+        shape,
+        ..hp_stencil_args::default()
+    };
     let mut step_seconds = Vec::with_capacity(config.steps as usize);
     for step in 0..config.steps {
         let (cur, next) = if step % 2 == 0 { (&u, &v) } else { (&v, &u) };
@@ -216,11 +273,11 @@ pub fn run_jacobi<B: Backend>(
         let t0 = Instant::now();
         exchange.start(&cur_refs, &stream)?;
         for (a, b) in cur.iter().zip(next) {
-            sweep(backend, d, config.spec.elem, a, b, &[inner], &stream)?;
+            sweep(backend, &kind, a, b, &[inner], &stream)?;
         }
         exchange.finish(&stream)?;
         for (a, b) in cur.iter().zip(next) {
-            sweep(backend, d, config.spec.elem, a, b, &shell, &stream)?;
+            sweep(backend, &kind, a, b, &shell, &stream)?;
         }
         // The exchange's kernels first (a wait that gave up on the device is reported here,
         // naming the halo), then the shell sweep queued after them.
@@ -301,13 +358,16 @@ fn local_initial(d: &Decomposition, elem: ElemType, field: u32) -> Vec<u8> {
     bytes
 }
 
-/// The inner box (cells whose 26 neighbours are all interior) and the shell around it, in
-/// allocated coordinates, as [begin, end) per dimension; empty boxes left out.
-fn boxes(d: &Decomposition) -> ([[u64; 2]; 3], Vec<[[u64; 2]; 3]>) {
+/// The inner box (cells whose neighbours the stencil of `shape` reads are all interior) and
+/// the shell around it, in allocated coordinates, as [begin, end) per dimension; empty boxes
+/// left out.
+fn boxes(d: &Decomposition, shape: u32) -> ([[u64; 2]; 3], Vec<[[u64; 2]; 3]>) {
     let interior: [[u64; 2]; 3] = std::array::from_fn(|k| [d.halo[k], d.halo[k] + d.local[k]]);
     let inner: [[u64; 2]; 3] = std::array::from_fn(|k| {
         let [b, e] = interior[k];
-        [b + 1, (e - 1).max(b + 1)]
+        let low = u64::from(stencil_reads(shape, k, -1));
+        let high = u64::from(stencil_reads(shape, k, 1));
+        [b + low, e.saturating_sub(high).max(b + low)]
     });
     let mut shell = Vec::with_capacity(6);
     // Slabs: both ends of z over the whole interior, of y within inner z, of x within inner z, y.
@@ -328,11 +388,11 @@ fn boxes(d: &Decomposition) -> ([[u64; 2]; 3], Vec<[[u64; 2]; 3]>) {
     (if inner_empty { [[0, 0]; 3] } else { inner }, shell)
 }
 
-/// Queues one Jacobi sweep from `from` into `to` over each non-empty box.
+/// Queues one Jacobi sweep from `from` into `to` over each non-empty box, with the layout,
+/// element size and shape of `kind` (its addresses and box are set here).
 fn sweep<B: Backend>(
     backend: &B,
-    d: &Decomposition,
-    elem: ElemType,
+    kind: &hp_stencil_args,
     from: &Field<B>,
     to: &Field<B>,
     boxes: &[[[u64; 2]; 3]],
@@ -346,11 +406,9 @@ fn sweep<B: Backend>(
         let args = hp_stencil_args {
             in_: from.device_addr(),
             out: to.device_addr(),
-            alloc: d.alloc,
             begin: [b[0][0], b[1][0], b[2][0]],
             end: [b[0][1], b[1][1], b[2][1]],
-            elem_bytes: elem.bytes(),
-            reserved: 0,
+            ..*kind
         };
         let dims = LaunchDims {
             blocks: stencil_blocks(&args, STENCIL_THREADS),
@@ -473,7 +531,7 @@ mod tests {
             };
             let d = Decomposition::new(&spec, (procs[0] * procs[1] * procs[2]) as i32, 0)
                 .expect("decomposition");
-            let (inner, shell) = boxes(&d);
+            let (inner, shell) = boxes(&d, 0);
             let mut hits = vec![0_u32; d.alloc_elems() as usize];
             for b in std::iter::once(&inner).chain(&shell) {
                 for z in b[2][0]..b[2][1] {

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use haloport::core::collective::all_gather;
-use haloport::core::domain::{DomainSpec, HaloPlan};
+use haloport::core::domain::{DomainSpec, HaloPlan, Neighbourhood};
 use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy};
 use haloport::core::stats::median;
-use haloport::core::stencil::{run_jacobi, run_reference, JacobiConfig};
+use haloport::core::stencil::{run_jacobi, run_reference, JacobiConfig, Stencil as JacobiStencil};
 use haloport::core::{Backend, Error};
 use haloport::provenance::{provenance, Provenance};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -37,6 +37,15 @@ struct StencilResult {
     grid: [u64; 3],
     procs: [u32; 3],
     halo: u32,
+    /// Halo widths per side, low then high, per dimension.
+    halo_lo: [u32; 3],
+    halo_hi: [u32; 3],
+    /// Allocated cells after the high halo, per dimension.
+    pad: [u32; 3],
+    /// 7 or 27: the points the update averages.
+    stencil: u32,
+    /// Messages rank 0 sends per exchange (its neighbours that receive something).
+    messages: usize,
     periodic: [bool; 3],
     #[serde(rename = "type")]
     elem: String,
@@ -78,10 +87,15 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
         halo: [args.halo; 3],
         elem: args.elem,
         fields: args.fields,
-        // The 27-point stencil reads all 26 neighbours' halos.
+        // The 7-point stencil reads the faces only; the 27-point one all 26 neighbours.
         layout: haloport::core::domain::Layout {
+            halo_lo: args.halo_lo,
+            halo_hi: args.halo_hi,
             pad: args.pad,
-            ..Default::default()
+            neighbourhood: match args.stencil {
+                JacobiStencil::Point7 => Neighbourhood::Faces,
+                JacobiStencil::Point27 => Neighbourhood::All,
+            },
         },
     };
     if std::env::var(EXTRA_FIELD_HOOK)
@@ -123,6 +137,7 @@ impl OnBackend for Stencil<'_> {
         } = self;
         let config = JacobiConfig {
             spec,
+            stencil: args.stencil,
             steps: args.steps,
             options: HaloOptions {
                 transport: args.transport,
@@ -198,6 +213,16 @@ impl OnBackend for Stencil<'_> {
             grid: config.spec.grid,
             procs: run.plan.decomposition.procs,
             halo: args.halo,
+            halo_lo: config.spec.halo_lo(),
+            halo_hi: config.spec.halo_hi(),
+            pad: config.spec.layout.pad,
+            stencil: config.stencil.points(),
+            messages: run
+                .plan
+                .neighbours
+                .iter()
+                .filter(|n| n.send.is_some())
+                .count(),
             periodic: config.spec.periodic,
             elem: config.spec.elem.to_string(),
             fields: config.spec.fields,
@@ -232,8 +257,18 @@ fn print_summary(r: &StencilResult) {
     let [px, py, pz] = r.procs;
     let [nx, ny, nz] = r.grid;
     println!(
-        "stencil {nx}x{ny}x{nz} on {px}x{py}x{pz} ranks ({} backend, {}), halo {}, {} x {}, {} steps, {} over {}",
-        r.backend, r.device, r.halo, r.fields, r.elem, r.steps, r.variant, r.transport
+        "stencil {nx}x{ny}x{nz} on {px}x{py}x{pz} ranks ({} backend, {}), {}-point, halo {:?} / {:?}, {} x {}, {} steps, {} over {}, {} messages per exchange",
+        r.backend,
+        r.device,
+        r.stencil,
+        r.halo_lo,
+        r.halo_hi,
+        r.fields,
+        r.elem,
+        r.steps,
+        r.variant,
+        r.transport,
+        r.messages
     );
     println!(
         "  step median {:.1} us, exchange median {:.1} us ({:.1} % of a step)",

@@ -921,19 +921,26 @@ fn stencil_input(n: u64) -> Vec<f64> {
         .collect()
 }
 
-/// The CPU reference of one stencil point, generic over the element type by closures.
+/// The CPU reference of one stencil point of `shape`, generic over the element type by
+/// closures: the points the shape reads, summed dz outermost, dx innermost.
 fn reference_stencil<T: Copy>(
     input: &[T],
     dims: Dims,
     (x, y, z): (u64, u64, u64),
+    shape: u32,
     zero: T,
     add: impl Fn(T, T) -> T,
-    scale: impl Fn(T) -> T,
 ) -> T {
     let mut sum = zero;
     for dz in 0..3 {
         for dy in 0..3 {
             for dx in 0..3 {
+                if !regions::stencil_reads_point(
+                    shape,
+                    [dx as i64 - 1, dy as i64 - 1, dz as i64 - 1],
+                ) {
+                    continue;
+                }
                 sum = add(
                     sum,
                     input[dims.at(x + dx - 1, y + dy - 1, z + dz - 1) as usize],
@@ -941,12 +948,13 @@ fn reference_stencil<T: Copy>(
             }
         }
     }
-    scale(sum)
+    sum
 }
 
 fn stencil_case<B: Backend>(
     backend: &B,
     eb: u32,
+    shape: u32,
     begin: [u64; 3],
     end: [u64; 3],
     blocks: Option<u32>,
@@ -967,7 +975,7 @@ fn stencil_case<B: Backend>(
         begin,
         end,
         elem_bytes: eb,
-        reserved: 0,
+        shape,
     };
     let launch = LaunchDims {
         blocks: blocks.unwrap_or_else(|| regions::stencil_blocks(&args, 64)),
@@ -981,6 +989,7 @@ fn stencil_case<B: Backend>(
         ebu,
     );
     let input_f32: Vec<f32> = input.iter().map(|&v| v as f32).collect();
+    let count = regions::stencil_count(shape);
     for z in 0..dims.0[2] {
         for y in 0..dims.0[1] {
             for x in 0..dims.0[0] {
@@ -988,31 +997,29 @@ fn stencil_case<B: Backend>(
                 let want = match (inside, eb) {
                     (false, _) => sentinel,
                     (true, 4) => {
-                        let v = reference_stencil(
+                        let sum = reference_stencil(
                             &input_f32,
                             dims,
                             (x, y, z),
+                            shape,
                             0.0_f32,
                             |a, b| a + b,
-                            |s| s * (1.0_f32 / 27.0_f32),
                         );
-                        u64::from(v.to_bits())
+                        u64::from((sum * (1.0_f32 / count as f32)).to_bits())
                     }
-                    (true, _) => reference_stencil(
-                        &input,
-                        dims,
-                        (x, y, z),
-                        0.0_f64,
-                        |a, b| a + b,
-                        |s| s * (1.0_f64 / 27.0_f64),
-                    )
-                    .to_bits(),
+                    (true, _) => {
+                        let sum =
+                            reference_stencil(&input, dims, (x, y, z), shape, 0.0_f64, |a, b| {
+                                a + b
+                            });
+                        (sum * (1.0_f64 / f64::from(count))).to_bits()
+                    }
                 };
                 let got = have[dims.at(x, y, z) as usize];
                 ensure(got == want, || {
                     format!(
-                        "f{}: box {begin:?}..{end:?}: point ({x}, {y}, {z}) holds {got:#x}, \
-                         expected {want:#x}{}",
+                        "f{}, shape {shape:#x}: box {begin:?}..{end:?}: point ({x}, {y}, {z}) \
+                         holds {got:#x}, expected {want:#x}{}",
                         8 * eb,
                         if inside {
                             ""
@@ -1029,11 +1036,26 @@ fn stencil_case<B: Backend>(
 
 /// The 27-point stencil over the whole interior and over a sub-box (with a grid smaller than
 /// the box, so threads stride) gives, bit for bit, the CPU's sum in the kernel's order times
-/// 1/27, in f64 and f32, and leaves points outside the box untouched.
+/// 1/27, in f64 and f32, and leaves points outside the box untouched; so do the 7-point
+/// stencil and one-sided means (1/count of the points read).
 pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
+    use crate::shared::{HP_STENCIL_FACES, HP_STENCIL_FULL, HP_STENCIL_HI, HP_STENCIL_LO};
     for eb in [8, 4] {
-        stencil_case(backend, eb, [1, 1, 1], [12, 10, 8], None)?;
-        stencil_case(backend, eb, [2, 3, 1], [7, 9, 4], Some(2))?;
+        stencil_case(backend, eb, 0, [1, 1, 1], [12, 10, 8], None)?;
+        stencil_case(backend, eb, 0, [2, 3, 1], [7, 9, 4], Some(2))?;
+        // The 7-point stencil; one-sided means (x reads its low side only, z its high side
+        // only), as a zero-width halo side asks; both at once.
+        let one_sided = HP_STENCIL_FULL & !(HP_STENCIL_HI | (HP_STENCIL_LO << 2));
+        for shape in [
+            HP_STENCIL_FACES | HP_STENCIL_FULL,
+            one_sided,
+            HP_STENCIL_FACES | one_sided,
+        ] {
+            stencil_case(backend, eb, shape, [1, 1, 1], [12, 10, 8], None)?;
+            stencil_case(backend, eb, shape, [2, 3, 1], [7, 9, 4], Some(2))?;
+        }
+        // A side the shape does not read may reach the allocation's edge.
+        stencil_case(backend, eb, one_sided, [1, 1, 0], [13, 10, 8], None)?;
     }
     Ok(())
 }
@@ -1192,7 +1214,7 @@ pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B
         begin: [1, 1, 1],
         end: [7, 7, 7],
         elem_bytes: 8,
-        reserved: 0,
+        shape: 0,
     };
     let cases = [
         ("elements of 3 bytes", Launch::PackRegions(&regions)),
@@ -1256,6 +1278,13 @@ pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B
             "f16 elements",
             Launch::Stencil27(&hp_stencil_args {
                 elem_bytes: 2,
+                ..stencil
+            }),
+        ),
+        (
+            "a shape with unknown bits",
+            Launch::Stencil27(&hp_stencil_args {
+                shape: 128,
                 ..stencil
             }),
         ),
