@@ -33,10 +33,10 @@ const STENCIL_THREADS: u32 = 256;
 #[serde(rename_all = "kebab-case")]
 pub enum Stencil {
     /// The cell and its 6 face neighbours: needs faces only
-    /// ([`Neighbourhood::Faces`](crate::domain::Neighbourhood::Faces) suffices).
+    /// ([`Neighbourhood::Faces`] suffices).
     Point7,
     /// The cell and all 26 neighbours: needs every neighbour
-    /// ([`Neighbourhood::All`](crate::domain::Neighbourhood::All)).
+    /// ([`Neighbourhood::All`]).
     #[default]
     Point27,
 }
