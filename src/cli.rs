@@ -76,6 +76,9 @@ pub struct PlanArgs {
     /// Extra allocated cells after the high halo of each dimension, X,Y,Z.
     #[arg(long, value_parser = parse_pad, default_value = "0,0,0")]
     pub pad: [u32; 3],
+    /// The application's decomposition file (see `haloport stencil --help`).
+    #[arg(long)]
+    pub decomposition: Option<PathBuf>,
     /// Which neighbours fill the halos: faces (6), faces-edges (18) or all (26).
     #[arg(long, value_parser = parse_neighbourhood, default_value = "all")]
     pub neighbourhood: haloport::core::domain::Neighbourhood,
@@ -498,6 +501,11 @@ pub struct StencilArgs {
     /// 7 (the cell and its faces; the exchange then moves faces only) or 27 (all neighbours).
     #[arg(long, value_parser = parse_stencil, default_value = "27")]
     pub stencil: haloport::core::stencil::Stencil,
+    /// The application's decomposition: a TOML (or .json) file giving where the parts start
+    /// along each dimension, e.g. `x = [0, 7]`, `y = [0]`, `z = [0, 3, 6]` for a 2x1x3 process
+    /// grid (6 ranks) whose parts the application chose.
+    #[arg(long)]
+    pub decomposition: Option<PathBuf>,
     /// Halo widths on the low side of each dimension, X,Y,Z (0 allowed: the stencil then takes
     /// a one-sided mean there), in place of --halo on that side.
     #[arg(long, value_parser = parse_pad)]

@@ -224,6 +224,7 @@ fn layouts(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), Stri
                     halo_hi,
                     pad,
                     neighbourhood,
+                    splits: None,
                 };
                 let options = HaloOptions {
                     transport,

@@ -420,3 +420,83 @@ fn stencils_and_halos_the_domain_cannot_serve_are_refused_before_any_exchange() 
     )
     .assert_fails_with(2, "smaller than the halo width 3");
 }
+
+#[test]
+fn an_uneven_decomposition_of_the_application_verifies_on_1_2_4_and_8_ranks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Where the parts start per dimension: deliberately uneven, one file per job size (TOML,
+    // and JSON for 8 ranks).
+    let files = [
+        (1, "one.toml", "x = [0]\ny = [0]\nz = [0]\n"),
+        (2, "two.toml", "x = [0, 3]\ny = [0]\nz = [0]\n"),
+        (4, "four.toml", "x = [0, 13]\ny = [0, 2]\nz = [0]\n"),
+        (
+            8,
+            "eight.json",
+            r#"{"x": [0, 5], "y": [0, 9], "z": [0, 1]}"#,
+        ),
+    ];
+    let even = verified_run(2, &["--grid", "20x12x10", "--steps", "3"]);
+    for (np, name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write the decomposition");
+        let path = path.to_str().expect("utf-8 path");
+        let args = [
+            "--grid",
+            "20x12x10",
+            "--steps",
+            "3",
+            "--decomposition",
+            path,
+            "--transport",
+            if np % 4 == 0 { "ipc" } else { "mpi" },
+        ];
+        let result = verified_run(np, &args);
+        // The same problem whatever the partition: the same bits.
+        assert_eq!(result["checksum"], even["checksum"], "-np {np} {name}");
+    }
+    // Parts that overlap, leave a gap, or do not fit the job are refused before any exchange.
+    for (np, text, expected) in [
+        (
+            2,
+            "x = [0, 3, 3]\ny = [0]\nz = [0]\n",
+            "overlap or leave an empty part",
+        ),
+        (
+            1,
+            "x = [2]\ny = [0]\nz = [0]\n",
+            "leave a gap: the first must be 0",
+        ),
+        (
+            2,
+            "x = [0, 25]\ny = [0]\nz = [0]\n",
+            "the last must lie inside the grid",
+        ),
+        (
+            4,
+            "x = [0, 3]\ny = [0]\nz = [0]\n",
+            "has 2 ranks; the job has 4",
+        ),
+        (
+            2,
+            "x = [0, 19]\ny = [0]\nz = [0]\n",
+            "smaller than the halo width 2",
+        ),
+    ] {
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, text).expect("write the decomposition");
+        mpirun(
+            np,
+            &[
+                "stencil",
+                "--grid",
+                "20x12x10",
+                "--halo",
+                "2",
+                "--decomposition",
+                path.to_str().expect("utf-8 path"),
+            ],
+        )
+        .assert_fails_with(2, expected);
+    }
+}

@@ -329,6 +329,7 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
     let alone = SimpleCommunicator::self_comm();
     let mut config = config.clone();
     config.spec.procs = Some([1, 1, 1]);
+    config.spec.layout.splits = None;
     config.exchange_reps = 0;
     config.options.transport = crate::variant::TransportKind::Mpi;
     config.options.fault = None;

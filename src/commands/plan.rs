@@ -60,6 +60,11 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
             halo_hi: args.halo_hi,
             pad: args.pad,
             neighbourhood: args.neighbourhood,
+            splits: args
+                .decomposition
+                .as_deref()
+                .map(haloport::core::domain::Splits::load)
+                .transpose()?,
         },
     };
     let mut times = Vec::with_capacity(args.repeat as usize);

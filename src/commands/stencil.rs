@@ -96,6 +96,11 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
                 JacobiStencil::Point7 => Neighbourhood::Faces,
                 JacobiStencil::Point27 => Neighbourhood::All,
             },
+            splits: args
+                .decomposition
+                .as_deref()
+                .map(haloport::core::domain::Splits::load)
+                .transpose()?,
         },
     };
     if std::env::var(EXTRA_FIELD_HOOK)

@@ -173,7 +173,10 @@ impl Decomposition {
         let mut origin = [0; 3];
         let mut alloc = [0; 3];
         for k in 0..3 {
-            (origin[k], local[k]) = split_extent(spec.grid[k], procs[k], coords[k]);
+            (origin[k], local[k]) = match &spec.layout.splits {
+                Some(splits) => splits.part(k, coords[k], spec.grid[k]),
+                None => split_extent(spec.grid[k], procs[k], coords[k]),
+            };
             alloc[k] = local[k] + halo[k] + halo_hi[k] + u64::from(spec.layout.pad[k]);
         }
         Ok(Decomposition {
@@ -295,6 +298,16 @@ fn check(spec: &DomainSpec, procs: [u32; 3], ranks: i32, rank: i32) -> Result<()
             DIM_NAMES[k]
         ));
     }
+    if let Some(splits) = &spec.layout.splits {
+        splits.check(spec.grid)?;
+        if let Some(p) = spec.procs.filter(|&p| p != procs) {
+            return invalid(format!(
+                "the process grid {} differs from the decomposition's {}",
+                extents(&p),
+                extents(&procs)
+            ));
+        }
+    }
     let product: u64 = procs.iter().map(|&p| u64::from(p)).product();
     if product != u64::from(ranks.unsigned_abs()) {
         return invalid(format!(
@@ -317,13 +330,19 @@ fn check(spec: &DomainSpec, procs: [u32; 3], ranks: i32, rank: i32) -> Result<()
     for k in 0..3 {
         let (lo, hi) = (spec.halo_lo()[k], spec.halo_hi()[k]);
         let (n, p, h) = (spec.grid[k], procs[k], u64::from(lo.max(hi)));
-        // The parts from n % p on are the smallest (n / p cells); name the first rank that
-        // owns one, so that every rank reports the same.
-        let smallest = n / u64::from(p);
+        // Name the first rank owning a smallest part, so that every rank reports the same:
+        // with an even split the parts from n % p on are the smallest (n / p cells).
+        let (first, smallest) = match &spec.layout.splits {
+            Some(splits) => (0..p)
+                .map(|i| (i, splits.part(k, i, n).1))
+                .min_by_key(|&(_, len)| len)
+                .unwrap_or((0, n)),
+            // n % p < p, a u32.
+            None => ((n % u64::from(p)) as u32, n / u64::from(p)),
+        };
         if h > 0 && smallest < h {
             let mut coords = [0; 3];
-            // n % p < p, a u32.
-            coords[k] = (n % u64::from(p)) as u32;
+            coords[k] = first;
             return invalid(format!(
                 "rank {}: local extent {smallest} in {} is smaller than the halo width {h}",
                 cart_rank(procs, coords),
@@ -582,6 +601,32 @@ mod tests {
         s.fields = 1 << 14;
         let m = message(Decomposition::new(&s, 1, 0));
         assert!(m.contains("16384 fields"), "{m}");
+    }
+
+    #[test]
+    fn an_application_decomposition_places_each_rank_and_names_the_smallest_part() {
+        use super::super::{Layout, Splits};
+        let mut s = spec([20, 12, 10], None, [1, 1, 1]);
+        s.layout = Layout {
+            splits: Some(Splits {
+                x: vec![0, 3, 11],
+                y: vec![0, 7],
+                z: vec![0],
+            }),
+            ..Layout::default()
+        };
+        // Rank 4 of the 3x2x1 grid sits at (2, 0, 0): x [11, 20), y [0, 7).
+        let d = Decomposition::new(&s, 6, 4).expect("decomposition");
+        assert_eq!((d.procs, d.coords), ([3, 2, 1], [2, 0, 0]));
+        assert_eq!((d.origin, d.local), ([11, 0, 0], [9, 7, 10]));
+        let cells: u64 = (0..6)
+            .map(|r| Decomposition::new(&s, 6, r).expect("part").interior_elems())
+            .sum();
+        assert_eq!(cells, 20 * 12 * 10, "the parts tile the grid once");
+        // A halo of 4 is wider than x's part [0, 3), owned by rank 0.
+        s.halo = [4, 1, 1];
+        let m = message(Decomposition::new(&s, 6, 5));
+        assert!(m.contains("rank 0: local extent 3 in x"), "{m}");
     }
 
     #[test]

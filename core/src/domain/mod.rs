@@ -146,7 +146,7 @@ pub struct DomainSpec {
 /// The same along y (rows of `alloc[0]` cells) and z (planes of `alloc[0] * alloc[1]`): a
 /// pitched allocation (`cudaMallocPitch`, `cudaMalloc3D`) is a padding of
 /// `pitch / element size - (local + 2 * halo)` in x.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Layout {
     /// Halo widths on the low side of each dimension, where they differ from
@@ -158,6 +158,104 @@ pub struct Layout {
     pub pad: [u32; 3],
     /// Which neighbours exchange halos.
     pub neighbourhood: Neighbourhood,
+    /// The application's own decomposition, where it does not split the grid evenly.
+    pub splits: Option<Splits>,
+}
+
+/// A decomposition given by the application: where the parts start along each dimension (a
+/// rectilinear partition, as a Cartesian process grid has). With starts `x = [0, 7, 12]` the
+/// ranks at process coordinate 0, 1, 2 in x own cells `[0, 7)`, `[7, 12)` and `[12, nx)`; the
+/// process grid is the number of starts per dimension, and rank `r` owns the part at its
+/// Cartesian coordinates. Every rank derives every part from these few numbers, so the
+/// set-up stays independent of the job's size; parts tile the grid exactly once by
+/// construction, which [`Splits::check`] verifies.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Splits {
+    /// Starts of the parts along x, ascending, the first 0.
+    pub x: Vec<u64>,
+    /// Starts along y.
+    pub y: Vec<u64>,
+    /// Starts along z.
+    pub z: Vec<u64>,
+}
+
+impl Splits {
+    /// Reads a decomposition file: TOML (`x = [0, 7]`, `y = [0]`, `z = [0, 3, 6]`), or the
+    /// same keys in JSON for a name ending in `.json`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the file and what the parser said.
+    pub fn load(path: &std::path::Path) -> crate::Result<Splits> {
+        let fail = |why: String| {
+            Error::InvalidInput(format!("decomposition file {}: {why}", path.display()))
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        {
+            serde_json::from_str(&text).map_err(|e| fail(format!("not valid JSON: {e}")))
+        } else {
+            toml::from_str(&text).map_err(|e| fail(format!("not valid TOML: {e}")))
+        }
+    }
+
+    /// The starts along dimension `k`.
+    pub fn starts(&self, k: usize) -> &[u64] {
+        match k {
+            0 => &self.x,
+            1 => &self.y,
+            _ => &self.z,
+        }
+    }
+
+    /// The process grid: how many parts each dimension has.
+    pub fn procs(&self) -> [u32; 3] {
+        [0, 1, 2].map(|k| u32::try_from(self.starts(k).len()).unwrap_or(u32::MAX))
+    }
+
+    /// Origin and extent of part `i` along dimension `k` of a grid `n` cells long.
+    pub fn part(&self, k: usize, i: u32, n: u64) -> (u64, u64) {
+        let starts = self.starts(k);
+        let i = i as usize;
+        let begin = starts.get(i).copied().unwrap_or(n);
+        let end = starts.get(i + 1).copied().unwrap_or(n);
+        (begin, end.saturating_sub(begin))
+    }
+
+    /// Checks that the parts tile `grid` exactly once: per dimension at least one start, the
+    /// first 0, each greater than the one before (no empty or overlapping part), the last
+    /// inside the grid.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the dimension and the starts.
+    pub fn check(&self, grid: [u64; 3]) -> crate::Result<()> {
+        for k in 0..3 {
+            let starts = self.starts(k);
+            let name = ["x", "y", "z"][k];
+            let bad = |why: &str| {
+                Err(Error::InvalidInput(format!(
+                    "the decomposition's starts in {name} {starts:?} {why} (grid extent {})",
+                    grid[k]
+                )))
+            };
+            match starts.first() {
+                None => return bad("are empty: give at least [0]"),
+                Some(&first) if first != 0 => return bad("leave a gap: the first must be 0"),
+                _ => {}
+            }
+            if starts.windows(2).any(|w| w[1] <= w[0]) {
+                return bad(
+                    "overlap or leave an empty part: each must be greater than the one before",
+                );
+            }
+            if starts.last().is_some_and(|&last| last >= grid[k]) {
+                return bad("leave an empty part: the last must lie inside the grid");
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Which neighbours an exchange fills the halos from. Fewer neighbours, fewer messages: a
@@ -237,6 +335,9 @@ impl DomainSpec {
     /// # Errors
     /// [`Error::InvalidInput`] when `ranks` is not positive.
     pub fn process_grid(&self, ranks: i32) -> crate::Result<[u32; 3]> {
+        if let Some(splits) = &self.layout.splits {
+            return Ok(splits.procs());
+        }
         match self.procs {
             Some(p) => Ok(p),
             None => match u32::try_from(ranks) {

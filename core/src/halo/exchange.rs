@@ -388,14 +388,18 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
 }
 
 /// `spec` with its process grid chosen by the MPI library (`MPI_Dims_create`) over `comm`'s
-/// ranks when it names none: what every plan of an exchange over `comm` is compiled from.
+/// ranks when it names none (or the application's decomposition's, when it gives one): what
+/// every plan of an exchange over `comm` is compiled from.
 ///
 /// # Errors
 /// MPI errors.
 pub fn resolve_procs(spec: &DomainSpec, comm: &SimpleCommunicator) -> Result<DomainSpec> {
     let mut spec = spec.clone();
     if spec.procs.is_none() && comm.size() > 0 {
-        spec.procs = Some(mpi_dims_create(comm.size())?);
+        spec.procs = Some(match &spec.layout.splits {
+            Some(splits) => splits.procs(),
+            None => mpi_dims_create(comm.size())?,
+        });
     }
     Ok(spec)
 }
