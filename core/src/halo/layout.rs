@@ -25,7 +25,26 @@ pub(crate) struct Entry {
     pub send: Option<Subarray>,
     pub recv: Option<Subarray>,
     /// How errors name the entry, e.g. `+x halo`.
-    pub name: String,
+    pub name: EntryName,
+}
+
+/// How errors name an entry, formatted only when one is reported (a rank sets up its
+/// neighbours' entries too, and names them never).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryName {
+    /// A halo exchange's neighbour in this direction: `+x halo`.
+    Halo([i8; 3]),
+    /// A pattern's block: `block 3`.
+    Block(usize),
+}
+
+impl std::fmt::Display for EntryName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EntryName::Halo(d) => write!(f, "{} halo", direction_name(*d)),
+            EntryName::Block(b) => write!(f, "block {b}"),
+        }
+    }
 }
 
 /// One direction of an entry.
@@ -46,7 +65,7 @@ impl Entry {
                 recv_tag: n.recv_tag,
                 send: n.send,
                 recv: n.recv,
-                name: format!("{} halo", direction_name(n.direction)),
+                name: EntryName::Halo(n.direction),
             })
             .collect()
     }

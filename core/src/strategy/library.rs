@@ -17,7 +17,7 @@ use crate::backend::{Backend, Coherence};
 use crate::domain::{ElemType, Subarray};
 use crate::error::{Error, Result};
 use crate::halo::engine::{MessageExchange, Messages, Payload};
-use crate::halo::layout::Entry;
+use crate::halo::layout::{Entry, EntryName};
 use crate::halo::HaloOptions;
 use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
@@ -58,7 +58,7 @@ fn entries_of(pattern: &RankPattern) -> Vec<Entry> {
             recv_tag: tag,
             send: region.filter(|_| send),
             recv: region.filter(|_| recv),
-            name: format!("block {b}"),
+            name: EntryName::Block(b),
         };
         if block.dest == block.source {
             entries.push(entry(block.dest, true, true));
@@ -215,6 +215,6 @@ mod tests {
         assert_eq!((entries[2].peer, entries[2].recv_tag), (0, 1));
         assert!(entries[2].send.is_none() && entries[2].recv.is_some());
         assert_eq!(entries[2].recv.map(|s| s.elems()), Some(20));
-        assert_eq!(entries[1].name, "block 1");
+        assert_eq!(entries[1].name.to_string(), "block 1");
     }
 }
