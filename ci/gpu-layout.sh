@@ -33,9 +33,13 @@ two="--grid 512x256x256 --procs 2x1x1 --type f64 --steps 20 --exchange-reps 20 -
 log stencil27-2ranks.txt mpirun -np 2 $mps "$hp" stencil --backend cuda $two --json "$work/stencil27-2ranks.json"
 log stencil7-2ranks.txt mpirun -np 2 $mps "$hp" stencil --backend cuda $two --stencil 7 --json "$work/stencil7-2ranks.json"
 log stencil-sides-pad-2ranks.txt mpirun -np 2 $mps "$hp" stencil --backend cuda $two \
-    --halo-lo 1,0,2 --halo-hi 0,1,2 --pad 5,1,0 --type f32 --json "$work/stencil-sides-pad-2ranks.json"
+    --halo-lo 1,0,2 --halo-hi 0,1,2 --pad 5,1,0 --json "$work/stencil-sides-pad-2ranks.json"
 log stencil-sides-pad-1rank.txt "$hp" stencil --backend cuda --grid 256x128x128 --steps 10 \
     --halo-lo 1,0,2 --halo-hi 0,1,2 --pad 5,1,0 --stencil 7
+printf 'x = [0, 100]\ny = [0]\nz = [0]\n' > "$work/uneven.toml"
+log stencil-uneven-2ranks.txt mpirun -np 2 $mps "$hp" stencil --backend cuda --grid 256x128x128 \
+    --steps 10 --decomposition "$work/uneven.toml" --transport ipc --type f32
+log plan-1m.txt "$hp" plan --ranks 1000000 --rank 500501 --grid 10000x10000x10000
 
 for round in 1 2; do
     for which in before after; do
