@@ -41,23 +41,25 @@ pub enum Command {
     Plan(PlanArgs),
 }
 
+/// The declaration of a domain, as `haloport stencil` and `haloport plan` take it.
 #[derive(Debug, Args)]
-pub struct PlanArgs {
-    /// Ranks in the job.
-    #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
-    pub ranks: i32,
-    /// The rank whose plan to compile.
-    #[arg(long, default_value_t = 0)]
-    pub rank: i32,
+pub struct DeclarationArgs {
     /// Global grid, NXxNYxNZ (x innermost).
-    #[arg(long, value_parser = parse_grid)]
+    #[arg(long, value_parser = parse_grid, default_value = "64x64x64")]
     pub grid: [u64; 3],
-    /// Process grid PXxPYxPZ; by default chosen as MPI_Dims_create would.
+    /// Process grid PXxPYxPZ; by default chosen as MPI_Dims_create does.
     #[arg(long, value_parser = parse_procs)]
     pub procs: Option<[u32; 3]>,
-    /// Halo width (every dimension).
+    /// Halo width (every dimension, both sides).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=64))]
     pub halo: u32,
+    /// Halo widths on the low side of each dimension, X,Y,Z (0 allowed: the stencil then takes
+    /// a one-sided mean there), in place of --halo on that side.
+    #[arg(long, value_parser = parse_pad)]
+    pub halo_lo: Option<[u32; 3]>,
+    /// Halo widths on the high side of each dimension, X,Y,Z, likewise.
+    #[arg(long, value_parser = parse_pad)]
+    pub halo_hi: Option<[u32; 3]>,
     /// Periodic dimensions: any of x, y, z (e.g. `xz`), or `none`.
     #[arg(long, value_parser = parse_periodic, default_value = "xyz")]
     pub periodic: [bool; 3],
@@ -67,18 +69,58 @@ pub struct PlanArgs {
     /// Fields exchanged together.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub fields: u32,
-    /// Halo widths on the low side of each dimension, X,Y,Z (0 allowed), in place of --halo.
-    #[arg(long, value_parser = parse_pad)]
-    pub halo_lo: Option<[u32; 3]>,
-    /// Halo widths on the high side of each dimension, X,Y,Z (0 allowed), in place of --halo.
-    #[arg(long, value_parser = parse_pad)]
-    pub halo_hi: Option<[u32; 3]>,
-    /// Extra allocated cells after the high halo of each dimension, X,Y,Z.
+    /// Extra allocated cells after the high halo of each dimension, X,Y,Z (an application's
+    /// aligned or pitched allocation); haloport neither reads nor writes them.
     #[arg(long, value_parser = parse_pad, default_value = "0,0,0")]
     pub pad: [u32; 3],
-    /// The application's decomposition file (see `haloport stencil --help`).
+    /// The application's decomposition: a TOML (or .json) file giving where the parts start
+    /// along each dimension, e.g. `x = [0, 7]`, `y = [0]`, `z = [0, 3, 6]` for a 2x1x3 process
+    /// grid (6 ranks) whose parts the application chose.
     #[arg(long)]
     pub decomposition: Option<PathBuf>,
+}
+
+impl DeclarationArgs {
+    /// The declaration, with `neighbourhood`.
+    ///
+    /// # Errors
+    /// A decomposition file that cannot be read or parsed.
+    pub fn spec(
+        &self,
+        neighbourhood: haloport::core::domain::Neighbourhood,
+    ) -> haloport::Result<haloport::core::domain::DomainSpec> {
+        Ok(haloport::core::domain::DomainSpec {
+            grid: self.grid,
+            procs: self.procs,
+            periodic: self.periodic,
+            halo: [self.halo; 3],
+            elem: self.elem,
+            fields: self.fields,
+            layout: haloport::core::domain::Layout {
+                halo_lo: self.halo_lo,
+                halo_hi: self.halo_hi,
+                pad: self.pad,
+                neighbourhood,
+                splits: self
+                    .decomposition
+                    .as_deref()
+                    .map(haloport::core::domain::Splits::load)
+                    .transpose()?,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Ranks in the job.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
+    pub ranks: i32,
+    /// The rank whose plan to compile.
+    #[arg(long, default_value_t = 0)]
+    pub rank: i32,
+    #[command(flatten)]
+    pub declaration: DeclarationArgs,
     /// Which neighbours fill the halos: faces (6), faces-edges (18) or all (26).
     #[arg(long, value_parser = parse_neighbourhood, default_value = "all")]
     pub neighbourhood: haloport::core::domain::Neighbourhood,
@@ -479,46 +521,14 @@ fn parse_elem(s: &str) -> Result<haloport::core::domain::ElemType, String> {
 
 #[derive(Debug, Args)]
 pub struct StencilArgs {
-    /// Global grid, NXxNYxNZ (x innermost).
-    #[arg(long, value_parser = parse_grid, default_value = "64x64x64")]
-    pub grid: [u64; 3],
-    /// Process grid PXxPYxPZ; by default chosen by MPI_Dims_create.
-    #[arg(long, value_parser = parse_procs)]
-    pub procs: Option<[u32; 3]>,
-    /// Halo width (every dimension).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub halo: u32,
-    /// Periodic dimensions: any of x, y, z (e.g. `xz`), or `none`.
-    #[arg(long, value_parser = parse_periodic, default_value = "xyz")]
-    pub periodic: [bool; 3],
+    #[command(flatten)]
+    pub declaration: DeclarationArgs,
     /// Jacobi steps.
     #[arg(long, default_value_t = 10)]
     pub steps: u32,
-    /// Extra allocated cells after the high halo of each dimension, X,Y,Z (an application's
-    /// aligned or pitched allocation); haloport neither reads nor writes them.
-    #[arg(long, value_parser = parse_pad, default_value = "0,0,0")]
-    pub pad: [u32; 3],
     /// 7 (the cell and its faces; the exchange then moves faces only) or 27 (all neighbours).
     #[arg(long, value_parser = parse_stencil, default_value = "27")]
     pub stencil: haloport::core::stencil::Stencil,
-    /// The application's decomposition: a TOML (or .json) file giving where the parts start
-    /// along each dimension, e.g. `x = [0, 7]`, `y = [0]`, `z = [0, 3, 6]` for a 2x1x3 process
-    /// grid (6 ranks) whose parts the application chose.
-    #[arg(long)]
-    pub decomposition: Option<PathBuf>,
-    /// Halo widths on the low side of each dimension, X,Y,Z (0 allowed: the stencil then takes
-    /// a one-sided mean there), in place of --halo on that side.
-    #[arg(long, value_parser = parse_pad)]
-    pub halo_lo: Option<[u32; 3]>,
-    /// Halo widths on the high side of each dimension, X,Y,Z, likewise.
-    #[arg(long, value_parser = parse_pad)]
-    pub halo_hi: Option<[u32; 3]>,
-    /// Element type: f32 or f64.
-    #[arg(long = "type", value_parser = parse_elem, default_value = "f64")]
-    pub elem: haloport::core::domain::ElemType,
-    /// Fields exchanged together each step.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub fields: u32,
     /// Backend that runs the kernels and owns the memory.
     #[arg(long, value_enum, default_value = "host")]
     pub backend: BackendKind,

@@ -55,7 +55,9 @@ impl Stencil {
             }
         }
         match self {
+            // With no halo anywhere both read the cell alone; 0 would mean "all 27".
             Stencil::Point7 => shape | crate::shared::HP_STENCIL_FACES,
+            Stencil::Point27 if shape == 0 => crate::shared::HP_STENCIL_FACES,
             Stencil::Point27 => shape,
         }
     }

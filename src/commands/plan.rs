@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::Context;
-use haloport::core::domain::{direction_tag, DomainSpec, Layout};
+use haloport::core::domain::{direction_tag, DomainSpec};
 use haloport::core::halo::{direction_name, RankSetup};
 use haloport::core::stats::median;
 use serde::Serialize;
@@ -48,25 +48,7 @@ struct PlanResult {
 /// A declaration that does not fit the job ([`haloport::Error::InvalidInput`]), or a JSON
 /// file that cannot be written.
 pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
-    let spec = DomainSpec {
-        grid: args.grid,
-        procs: args.procs,
-        periodic: args.periodic,
-        halo: [args.halo; 3],
-        elem: args.elem,
-        fields: args.fields,
-        layout: Layout {
-            halo_lo: args.halo_lo,
-            halo_hi: args.halo_hi,
-            pad: args.pad,
-            neighbourhood: args.neighbourhood,
-            splits: args
-                .decomposition
-                .as_deref()
-                .map(haloport::core::domain::Splits::load)
-                .transpose()?,
-        },
-    };
+    let spec = args.declaration.spec(args.neighbourhood)?;
     let mut times = Vec::with_capacity(args.repeat as usize);
     let mut setup = None;
     for _ in 0..args.repeat {

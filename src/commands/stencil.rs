@@ -80,29 +80,11 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
     if args.steps == 0 {
         return Err(Error::InvalidInput("--steps must be at least 1".into()).into());
     }
-    let mut spec = DomainSpec {
-        grid: args.grid,
-        procs: args.procs,
-        periodic: args.periodic,
-        halo: [args.halo; 3],
-        elem: args.elem,
-        fields: args.fields,
-        // The 7-point stencil reads the faces only; the 27-point one all 26 neighbours.
-        layout: haloport::core::domain::Layout {
-            halo_lo: args.halo_lo,
-            halo_hi: args.halo_hi,
-            pad: args.pad,
-            neighbourhood: match args.stencil {
-                JacobiStencil::Point7 => Neighbourhood::Faces,
-                JacobiStencil::Point27 => Neighbourhood::All,
-            },
-            splits: args
-                .decomposition
-                .as_deref()
-                .map(haloport::core::domain::Splits::load)
-                .transpose()?,
-        },
-    };
+    // The 7-point stencil reads the faces only; the 27-point one all 26 neighbours.
+    let mut spec = args.declaration.spec(match args.stencil {
+        JacobiStencil::Point7 => Neighbourhood::Faces,
+        JacobiStencil::Point27 => Neighbourhood::All,
+    })?;
     if std::env::var(EXTRA_FIELD_HOOK)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -217,7 +199,7 @@ impl OnBackend for Stencil<'_> {
             ranks: world.size(),
             grid: config.spec.grid,
             procs: run.plan.decomposition.procs,
-            halo: args.halo,
+            halo: args.declaration.halo,
             halo_lo: config.spec.halo_lo(),
             halo_hi: config.spec.halo_hi(),
             pad: config.spec.layout.pad,
