@@ -106,6 +106,8 @@ impl DeclarationArgs {
                     .as_deref()
                     .map(haloport::core::domain::Splits::load)
                     .transpose()?,
+                // One `--type` element per cell: the stencil computes on those.
+                fields: None,
             },
         })
     }

@@ -4,6 +4,8 @@
 //!
 //! - every neighbourhood (faces, faces and edges, all), with and without padding, fills exactly
 //!   the halo cells it promises and touches neither the others nor the padding;
+//! - fields of different shapes (f64, a 3-component f32 vector, 4 bytes, complex f64) travel
+//!   together, every byte of every halo cell right; a cell of 3 bytes is refused;
 //! - a Cartesian communicator made with `reorder = true`, and a raw `MPI_Comm` (a split of the
 //!   world), both exchange correctly, and a Cartesian periodicity that contradicts the
 //!   declaration fails every rank with the same error;
@@ -76,9 +78,10 @@ fn child() -> ExitCode {
     let world = universe.world();
     let rank = world.rank();
     let backend = HostBackend::new(0).expect("host backend");
-    let scenarios: [(&str, Scenario); 5] = [
+    let scenarios: [(&str, Scenario); 6] = [
         ("communicators", communicators),
         ("layouts", layouts),
+        ("field shapes", field_shapes),
         ("device failure", device_failure),
         ("checked finish", checked_finish),
         ("symmetric close", symmetric_close),
@@ -225,6 +228,7 @@ fn layouts(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), Stri
                     pad,
                     neighbourhood,
                     splits: None,
+                    fields: None,
                 };
                 let options = HaloOptions {
                     transport,
@@ -253,6 +257,130 @@ fn layouts(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), Stri
         }
     }
     Ok(())
+}
+
+fn field_shapes(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    use haloport::core::domain::{FieldShape, Layout};
+    let shape = |elem_bytes, components| FieldShape {
+        elem_bytes,
+        components,
+    };
+    // f64, a 3-component f32 vector, 4 bytes, a complex f64: one message per neighbour,
+    // moved in 4-byte words; every byte of every halo cell must be its mirror's.
+    let shapes = vec![shape(8, 1), shape(4, 3), shape(1, 4), shape(16, 1)];
+    for transport in [TransportKind::Mpi, TransportKind::Ipc] {
+        let mut s = spec([4 * world.size() as u64, 5, 3], [true, true, false]);
+        s.fields = shapes.len() as u32;
+        s.layout = Layout {
+            fields: Some(shapes.clone()),
+            pad: [1, 0, 1],
+            ..Layout::default()
+        };
+        let options = HaloOptions {
+            transport,
+            ..HaloOptions::default()
+        };
+        let mut exchange =
+            HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+        let plan = exchange.plan().clone();
+        let d = &plan.decomposition;
+        let g = s.grid;
+        // A byte of cell `c` (global, wrapped where periodic) of field `f`.
+        let byte = |c: [i64; 3], f: usize, b: usize| -> Option<u8> {
+            let mut w = [0_i64; 3];
+            for k in 0..3 {
+                w[k] = if s.periodic[k] {
+                    c[k].rem_euclid(g[k] as i64)
+                } else {
+                    c[k]
+                };
+                if !(0..g[k] as i64).contains(&w[k]) {
+                    return None;
+                }
+            }
+            let i = w[0] + g[0] as i64 * (w[1] + g[1] as i64 * w[2]);
+            Some((i as usize * 31 + f * 7 + b * 3 + 1) as u8)
+        };
+        let interior =
+            |at: [u64; 3]| (0..3).all(|k| at[k] >= d.halo[k] && at[k] < d.halo[k] + d.local[k]);
+        let stream = backend.create_stream().map_err(|e| e.to_string())?;
+        let mut cell_bytes = Vec::new();
+        let mut fields = Vec::new();
+        for (f, sh) in shapes.iter().enumerate() {
+            let cb = sh.cell_bytes() as usize;
+            let field = Field::alloc_field(backend, &plan, f).map_err(|e| e.to_string())?;
+            let mut bytes = vec![0xEE_u8; d.alloc_elems() as usize * cb];
+            for z in 0..d.alloc[2] {
+                for y in 0..d.alloc[1] {
+                    for x in 0..d.alloc[0] {
+                        let at = [x, y, z];
+                        if interior(at) {
+                            let i = d.index(at) as usize * cb;
+                            for b in 0..cb {
+                                bytes[i + b] = byte(d.global_of(at), f, b).unwrap_or(0);
+                            }
+                        }
+                    }
+                }
+            }
+            let memory = field.device_memory().ok_or("an allocated field")?;
+            upload_bytes(backend, memory, &bytes, &stream, deadline())
+                .map_err(|e| e.to_string())?;
+            fields.push(field);
+            cell_bytes.push(cb);
+        }
+        let refs: Vec<&Field<HostBackend>> = fields.iter().collect();
+        exchange
+            .exchange(&refs, &stream)
+            .map_err(|e| e.to_string())?;
+        for (f, field) in fields.iter().enumerate() {
+            let cb = cell_bytes[f];
+            let memory = field.device_memory().ok_or("an allocated field")?;
+            let got = download_bytes(
+                backend,
+                memory,
+                d.alloc_elems() as usize * cb,
+                &stream,
+                deadline(),
+            )
+            .map_err(|e| e.to_string())?;
+            for z in 0..d.alloc[2] {
+                for y in 0..d.alloc[1] {
+                    for x in 0..d.alloc[0] {
+                        let at = [x, y, z];
+                        if interior(at) {
+                            continue;
+                        }
+                        let padding =
+                            (0..3).any(|k| at[k] >= d.halo[k] + d.local[k] + d.halo_hi[k]);
+                        let i = d.index(at) as usize * cb;
+                        for b in 0..cb {
+                            let want = if padding {
+                                0xEE
+                            } else {
+                                byte(d.global_of(at), f, b).unwrap_or(0xEE)
+                            };
+                            if got[i + b] != want {
+                                return Err(format!(
+                                    "{transport:?}: field {f} cell {at:?} byte {b}: {} (expected {want})",
+                                    got[i + b]
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        exchange.close().map_err(|e| e.to_string())?;
+    }
+    // A cell the kernels cannot move in 4-byte words is refused, alike on every rank.
+    let mut s = spec([4 * world.size() as u64, 5, 3], [true, true, false]);
+    s.layout.fields = Some(vec![shape(1, 3)]);
+    match HaloExchange::new(backend, world, &s, HaloOptions::default()) {
+        Err(Error::InvalidInput(m)) if m.contains("multiple of 4 bytes") => Ok(()),
+        Err(e) => Err(format!("a 3-byte cell gave another error: {e}")),
+        Ok(_) => Err("a 3-byte cell was accepted".into()),
+    }
 }
 
 fn communicators(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {

@@ -291,6 +291,24 @@ fn check(spec: &DomainSpec, procs: [u32; 3], ranks: i32, rank: i32) -> Result<()
     if spec.fields == 0 {
         return invalid("the declaration has 0 fields; it needs at least 1".to_string());
     }
+    if let Some(shapes) = &spec.layout.fields {
+        if shapes.len() != spec.fields as usize {
+            return invalid(format!(
+                "the declaration has {} fields and {} field shapes; give one shape per field",
+                spec.fields,
+                shapes.len()
+            ));
+        }
+        for (k, f) in shapes.iter().enumerate() {
+            if ![1, 2, 4, 8, 16].contains(&f.elem_bytes) || f.components == 0 {
+                return invalid(format!(
+                    "field {k}: elements of {} bytes, {} per cell; elements are 1, 2, 4, 8 or 16 bytes, at least 1 per cell",
+                    f.elem_bytes, f.components
+                ));
+            }
+        }
+    }
+    spec.word_bytes()?;
     if let Some(k) = procs.iter().position(|&p| p == 0) {
         return invalid(format!(
             "process grid {} has 0 processes in {}; every dimension needs at least 1",

@@ -160,6 +160,28 @@ pub struct Layout {
     pub neighbourhood: Neighbourhood,
     /// The application's own decomposition, where it does not split the grid evenly.
     pub splits: Option<Splits>,
+    /// Each field's cells, where they are not one [`DomainSpec::elem`] each: as many as
+    /// [`DomainSpec::fields`], in order. Fields of different shapes travel together, one
+    /// message per neighbour.
+    pub fields: Option<Vec<FieldShape>>,
+}
+
+/// What one cell of a field holds: `components` interleaved elements of `elem_bytes` bytes (a
+/// velocity `[x][y][z][3]` of f64 is 8 bytes x 3). Halos move whole cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldShape {
+    /// Bytes of one element: 1, 2, 4, 8 or 16 (integers, f16, f32, f64, complex f64).
+    pub elem_bytes: u32,
+    /// Elements per cell, interleaved; at least 1.
+    pub components: u32,
+}
+
+impl FieldShape {
+    /// Bytes of one cell.
+    pub fn cell_bytes(self) -> u64 {
+        u64::from(self.elem_bytes) * u64::from(self.components)
+    }
 }
 
 /// A decomposition given by the application: where the parts start along each dimension (a
@@ -349,9 +371,49 @@ impl DomainSpec {
         }
     }
 
-    /// Bytes of one cell over all fields: `fields * elem.bytes()`.
+    /// Each field's cell shape: [`Layout::fields`], or one [`DomainSpec::elem`] per cell.
+    pub fn field_shapes(&self) -> Vec<FieldShape> {
+        self.layout.fields.clone().unwrap_or_else(|| {
+            vec![
+                FieldShape {
+                    elem_bytes: self.elem.bytes(),
+                    components: 1,
+                };
+                self.fields as usize
+            ]
+        })
+    }
+
+    /// Bytes of one cell over all fields.
     pub fn cell_bytes(&self) -> u64 {
-        u64::from(self.fields) * u64::from(self.elem.bytes())
+        self.field_shapes().iter().map(|f| f.cell_bytes()).sum()
+    }
+
+    /// The word the exchange's kernels move every field's cells in: the largest of 8 and 4
+    /// bytes that divides every field's cell.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the first field whose cells no 4-byte word divides
+    /// (the kernels move 4- and 8-byte words).
+    pub fn word_bytes(&self) -> crate::Result<u32> {
+        let shapes = self.field_shapes();
+        if let Some((k, f)) = shapes
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.cell_bytes() % 4 != 0)
+        {
+            return Err(Error::InvalidInput(format!(
+                "field {k}'s cells are {} bytes ({} x {} bytes): the exchange's kernels move 4- and 8-byte words, so a cell must be a multiple of 4 bytes (e.g. 4 components of 1 byte, 2 of 2)",
+                f.cell_bytes(),
+                f.components,
+                f.elem_bytes
+            )));
+        }
+        Ok(if shapes.iter().all(|f| f.cell_bytes() % 8 == 0) {
+            8
+        } else {
+            4
+        })
     }
 }
 

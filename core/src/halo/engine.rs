@@ -33,7 +33,7 @@ use crate::backend::{
     deadline_in, upload_table, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
 };
 use crate::collective::agree;
-use crate::domain::ElemType;
+use crate::domain::Subarray;
 use crate::error::{Error, Result};
 use crate::regions::{blocks_for, kernel_form, pair_regions};
 use crate::shared::{
@@ -173,7 +173,9 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     backend: &'b B,
     rank: i32,
     entries: Vec<Entry>,
-    elem: ElemType,
+    /// Bytes of one cell of each field, and the word they are moved in.
+    cells: Vec<u64>,
+    word: u32,
     /// The entry whose outgoing message an injected fault drops (never a local one).
     dropped: Option<usize>,
     payload: Payload,
@@ -220,10 +222,11 @@ pub(crate) struct Messages {
     /// The entries of this rank and of each of its peers, by rank (peers' layouts give the
     /// addresses we store into); no other rank's are needed.
     pub entries: BTreeMap<i32, Vec<Entry>>,
-    /// The elements' type; one synthetic block is f64.
-    pub elem: ElemType,
-    /// Regions per message, one per field (1 for [`Payload::Synthetic`]).
-    pub fields: u32,
+    /// Bytes of one cell of each field (one region per field in every message); a synthetic
+    /// block is one field of 8-byte cells.
+    pub cells: Vec<u64>,
+    /// The word every field's cells are moved in (4 or 8 bytes; it divides every cell).
+    pub word: u32,
     pub payload: Payload,
 }
 
@@ -245,11 +248,16 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     ) -> Result<Self> {
         let Messages {
             entries,
-            elem,
-            fields,
+            cells,
+            word,
             payload,
         } = messages;
-        let (elem, fields, payload) = (*elem, *fields, *payload);
+        let (word, payload) = (*word, *payload);
+        if word != 4 && word != 8 || cells.iter().any(|&c| c == 0 || c % u64::from(word) != 0) {
+            return Err(Error::InvalidInput(format!(
+                "cells of {cells:?} bytes cannot be moved in words of {word} bytes"
+            )));
+        }
         let rank = world.rank();
         crate::strategy::check_threads(backend, options.threads)?;
         if options.elems_per_thread == 0 {
@@ -259,7 +267,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }
         let layouts: BTreeMap<i32, Mailbox> = entries
             .iter()
-            .map(|(&r, e)| Ok((r, Mailbox::of(e, fields, elem)?)))
+            .map(|(&r, e)| Ok((r, Mailbox::of(e, cells)?)))
             .collect::<Result<_>>()?;
         let known = |r: i32| {
             Error::Internal(format!(
@@ -410,7 +418,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             backend,
             rank,
             entries: ours,
-            elem,
+            cells: cells.clone(),
+            word,
             dropped,
             payload,
             iteration: 0,
@@ -867,7 +876,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     /// Region tables for fields at `addrs`, for both slot parities.
     fn build_tables(&self, addrs: &[u64]) -> Result<Tables<B>> {
-        let elem = u64::from(self.elem.bytes());
+        let word = u64::from(self.word);
         let counters = self.memory.counters.device_addr();
         let n = self.routes.len();
         let synthetic = self.payload == Payload::Synthetic;
@@ -896,25 +905,29 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 let signalled = direct
                     || (route.link == Link::Staged
                         && self.options.strategy == HaloStrategy::Taskqueue);
-                let blocks = blocks_for(
-                    elems,
-                    self.options.threads,
-                    u64::from(self.options.elems_per_thread),
-                );
-                let blocks = if signalled {
-                    blocks.min(self.options.signalled_blocks.max(1))
-                } else {
-                    blocks
-                };
                 let mut message_blocks = 0;
                 let message_first = first_block;
+                // Each field's region, in words, after the previous fields' in the message.
+                let mut at = base;
                 for (k, &field) in fields.iter().enumerate() {
+                    let cell = self.cells.get(k).copied().unwrap_or(word);
+                    let words = in_words(sub, cell / word)?;
+                    let blocks = blocks_for(
+                        words.elems(),
+                        self.options.threads,
+                        u64::from(self.options.elems_per_thread),
+                    );
+                    let blocks = if signalled {
+                        blocks.min(self.options.signalled_blocks.max(1))
+                    } else {
+                        blocks
+                    };
                     let region = hp_region {
                         field,
-                        buffer: base + k as u64 * elems * elem,
-                        offset: sub.offset,
-                        count: sub.count,
-                        stride: sub.stride,
+                        buffer: at,
+                        offset: words.offset,
+                        count: words.count,
+                        stride: words.stride,
                         first_block,
                         blocks,
                         message: if signalled { i as u32 } else { HP_NO_MESSAGE },
@@ -938,6 +951,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     } else {
                         region
                     });
+                    at += elems * cell;
                     first_block = first_block.checked_add(blocks).ok_or_else(|| {
                         Error::InvalidInput(
                             "the exchange needs more GPU blocks than a launch has".into(),
@@ -999,7 +1013,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             } else {
                 pair_regions(
                     &mut regions,
-                    self.elem.bytes(),
+                    self.word,
                     self.options.threads,
                     u64::from(self.options.elems_per_thread),
                 )?
@@ -1064,7 +1078,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 * self.backend.device_info().timer_hz as f64) as u64,
             checks,
             num_regions: table.regions.len() as u32,
-            elem_bytes: self.elem.bytes(),
+            elem_bytes: self.word,
             epoch: self.epoch,
             iteration: self.iteration,
             verify: self.verify.code(),
@@ -1090,6 +1104,41 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // kernels (see `staged_region`) and flags only atomically.
         unsafe { self.backend.launch(launch, dims, stream) }
     }
+}
+
+/// `sub`, a subarray of cells (merged), as a subarray of words, `per_cell` words a cell: each
+/// cell's words lie contiguous, so a dimension of contiguous cells scales, and a subarray whose
+/// innermost cells are apart gains an innermost dimension of the cell's words (a merged box
+/// whose cells are apart in x uses at most two dimensions, so it fits).
+///
+/// # Errors
+/// [`Error::Internal`] for a subarray with three strided dimensions (no box merges to one).
+fn in_words(sub: Subarray, per_cell: u64) -> Result<Subarray> {
+    if per_cell == 1 {
+        return Ok(sub);
+    }
+    let [c0, c1, c2] = sub.count;
+    let [s0, s1, s2] = sub.stride.map(|s| s * per_cell);
+    let offset = sub.offset * per_cell;
+    if sub.stride[0] == 1 {
+        return Ok(Subarray {
+            offset,
+            count: [c0 * per_cell, c1, c2],
+            stride: [1, s1, s2],
+        });
+    }
+    if c2 != 1 {
+        return Err(Error::Internal(format!(
+            "a region of {:?} cells strided {:?} has no room for its cells' words",
+            sub.count, sub.stride
+        )));
+    }
+    Ok(Subarray {
+        offset,
+        count: [per_cell, c0, c1],
+        stride: [1, s0, s1],
+    }
+    .merged())
 }
 
 /// A synthetic region's key (`hp_region.offset` under `HP_PAYLOAD_SYNTHETIC`): the packing

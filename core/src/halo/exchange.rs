@@ -273,8 +273,8 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         };
         let messages = Messages {
             entries,
-            elem: spec.elem,
-            fields: spec.fields,
+            cells: spec.field_shapes().iter().map(|f| f.cell_bytes()).collect(),
+            word: spec.word_bytes()?,
             payload: Payload::Fields,
         };
         let engine = MessageExchange::new(backend, comm, &messages, options, dropped)?;
@@ -372,14 +372,18 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                 fields.len()
             )));
         }
-        let needed = self.plan.decomposition.alloc_elems() * u64::from(spec.elem.bytes());
-        for (k, field) in fields.iter().enumerate() {
-            if field.elem() != spec.elem || (field.len_bytes() as u64) < needed {
+        // Fields of one element type are checked for it; fields of declared shapes by size.
+        let shapes = spec.field_shapes();
+        let typed = spec.layout.fields.is_none();
+        for (k, (field, shape)) in fields.iter().zip(&shapes).enumerate() {
+            let needed = self.plan.decomposition.alloc_elems() * shape.cell_bytes();
+            if (typed && field.elem() != spec.elem) || (field.len_bytes() as u64) < needed {
                 return Err(Error::InvalidInput(format!(
-                    "field {k} ({}, {} bytes) does not fit the plan ({}, {needed} bytes)",
+                    "field {k} ({}, {} bytes) does not fit the plan ({} cells of {} bytes, {needed} bytes)",
                     field.elem(),
                     field.len_bytes(),
-                    spec.elem
+                    self.plan.decomposition.alloc_elems(),
+                    shape.cell_bytes()
                 )));
             }
         }

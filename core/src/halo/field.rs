@@ -37,12 +37,30 @@ pub struct Field<B: Backend> {
 }
 
 impl<B: Backend> Field<B> {
-    /// Allocates a zeroed field for `plan` through the backend.
+    /// Allocates a zeroed field for `plan` through the backend (field 0's shape where the
+    /// declaration gives fields of several shapes: [`Field::alloc_field`]).
     ///
     /// # Errors
     /// The backend's allocation error.
     pub fn alloc(backend: &B, plan: &HaloPlan) -> Result<Field<B>> {
-        let bytes = field_bytes(plan)?;
+        Self::alloc_field(backend, plan, 0)
+    }
+
+    /// Allocates a zeroed field for field `k` of `plan` (its cells' shape,
+    /// [`Layout::fields`](crate::domain::Layout::fields)).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a field the declaration does not have; the backend's
+    /// allocation error.
+    pub fn alloc_field(backend: &B, plan: &HaloPlan, k: usize) -> Result<Field<B>> {
+        let shapes = plan.spec.field_shapes();
+        let shape = shapes.get(k).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "field {k}: the declaration has {} fields",
+                shapes.len()
+            ))
+        })?;
+        let bytes = field_bytes(plan, shape.cell_bytes())?;
         Ok(Field {
             memory: Arc::new(FieldMemory::Owned(backend.alloc_device(bytes)?)),
             bytes,
@@ -66,8 +84,22 @@ impl<B: Backend> Field<B> {
     /// 3. While an exchange runs, nothing else writes the field's halo cells or reads them
     ///    before the exchange's unpack (ordered on the same stream) completed.
     pub unsafe fn adopt(addr: u64, bytes: usize, plan: &HaloPlan) -> Result<Field<B>> {
-        let needed = field_bytes(plan)?;
-        let align = plan.spec.elem.bytes() as u64;
+        // The smallest field's size here; the exchange checks each field against its own.
+        let smallest = plan
+            .spec
+            .field_shapes()
+            .iter()
+            .map(|f| f.cell_bytes())
+            .min()
+            .unwrap_or(u64::from(plan.spec.elem.bytes()));
+        let needed = field_bytes(plan, smallest)?;
+        let align = plan
+            .spec
+            .field_shapes()
+            .iter()
+            .map(|f| u64::from(f.elem_bytes))
+            .min()
+            .unwrap_or(u64::from(plan.spec.elem.bytes()));
         if addr == 0 || addr % align != 0 {
             return Err(Error::InvalidInput(format!(
                 "adopting a field at {addr:#x}: the address must be non-null and aligned to {align} bytes ({})",
@@ -115,11 +147,11 @@ impl<B: Backend> Field<B> {
     }
 }
 
-/// Bytes of one field of `plan`.
-fn field_bytes(plan: &HaloPlan) -> Result<usize> {
+/// Bytes of one field of `plan` whose cells are `cell_bytes` bytes.
+fn field_bytes(plan: &HaloPlan, cell_bytes: u64) -> Result<usize> {
     let elems = plan.decomposition.alloc_elems();
     elems
-        .checked_mul(u64::from(plan.spec.elem.bytes()))
+        .checked_mul(cell_bytes)
         .and_then(|b| usize::try_from(b).ok())
         .ok_or_else(|| {
             Error::InvalidInput(format!(

@@ -122,7 +122,7 @@ pub(crate) struct Mailbox {
     /// Bytes reserved for message i, outgoing and incoming (the larger): every field's region,
     /// rounded up to 8 bytes (MPI carries whole f64 words).
     pub message_bytes: Vec<u64>,
-    /// Bytes of one element times fields: what one element of a region takes in a message.
+    /// Bytes of one cell over all fields: what one element of a region takes in a message.
     pub elem_bytes: u64,
     /// Start of message i inside a receive slot, and inside the send staging.
     pub offsets: Vec<u64>,
@@ -131,22 +131,23 @@ pub(crate) struct Mailbox {
 }
 
 impl Mailbox {
-    /// The layout of the messages of `entries`, `fields` regions of `elem` elements each.
+    /// The layout of the messages of `entries`, one region per field, of cells of `cells`
+    /// bytes each (per field).
     ///
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) when the sizes overflow 64 bits
     /// (checked, never wrapped).
-    pub fn of(
-        entries: &[Entry],
-        fields: u32,
-        elem: crate::domain::ElemType,
-    ) -> crate::Result<Mailbox> {
+    pub fn of(entries: &[Entry], cells: &[u64]) -> crate::Result<Mailbox> {
         let overflow = || {
             crate::Error::InvalidInput(format!(
-                "the halo messages of {fields} fields of {elem} overflow 64-bit byte sizes"
+                "the halo messages of {} fields of cells of {cells:?} bytes overflow 64-bit byte sizes",
+                cells.len()
             ))
         };
-        let elem_bytes = u64::from(fields) * u64::from(elem.bytes());
+        let elem_bytes = cells
+            .iter()
+            .try_fold(0_u64, |sum, &c| sum.checked_add(c))
+            .ok_or_else(overflow)?;
         let round = |bytes: u64, to: u64| bytes.checked_next_multiple_of(to);
         let message_bytes: Vec<u64> = entries
             .iter()
@@ -263,8 +264,8 @@ mod tests {
             let plans: Vec<Vec<Entry>> = (0..ranks)
                 .map(|r| Entry::of_plan(&HaloPlan::compile(&spec, ranks, r).expect("plan")))
                 .collect();
-            let layout =
-                |entries: &[Entry]| Mailbox::of(entries, spec.fields, spec.elem).expect("layout");
+            let cells: Vec<u64> = spec.field_shapes().iter().map(|f| f.cell_bytes()).collect();
+            let layout = |entries: &[Entry]| Mailbox::of(entries, &cells).expect("layout");
             for (me, plan) in plans.iter().enumerate() {
                 let mine = layout(plan);
                 assert_eq!(mine.offsets.len(), plan.len());

@@ -42,7 +42,8 @@ impl RankSetup {
             }
         }
         let ours = &entries[&rank];
-        let layout = Mailbox::of(ours, spec.fields, spec.elem)?;
+        let cells: Vec<u64> = spec.field_shapes().iter().map(|f| f.cell_bytes()).collect();
+        let layout = Mailbox::of(ours, &cells)?;
         let message_bytes = ours
             .iter()
             .map(|e| {

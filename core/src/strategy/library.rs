@@ -14,7 +14,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use std::collections::BTreeMap;
 
 use crate::backend::{Backend, Coherence};
-use crate::domain::{ElemType, Subarray};
+use crate::domain::Subarray;
 use crate::error::{Error, Result};
 use crate::halo::engine::{MessageExchange, Messages, Payload};
 use crate::halo::layout::{Entry, EntryName};
@@ -123,10 +123,11 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
             fault: None,
             ..HaloOptions::default()
         };
+        // One field of f64 cells: the thesis's blocks.
         let messages = Messages {
             entries,
-            elem: ElemType::F64,
-            fields: 1,
+            cells: vec![8],
+            word: 8,
             payload: Payload::Synthetic,
         };
         let mut engine = MessageExchange::new(backend, world, &messages, halo, dropped)?;
