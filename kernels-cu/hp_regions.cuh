@@ -271,6 +271,10 @@ __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const h
             hp_move_pair_words<uint64_t, PACK>(r, p, local_block);
         } else if (a.elem_bytes == 4) {
             hp_move_pair_words<uint32_t, PACK>(r, p, local_block);
+        } else if (a.elem_bytes == 2) {
+            hp_move_pair_words<uint16_t, PACK>(r, p, local_block);
+        } else if (a.elem_bytes == 1) {
+            hp_move_pair_words<uint8_t, PACK>(r, p, local_block);
         }
         return;
     }
@@ -278,8 +282,12 @@ __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const h
         hp_move_region_words<uint64_t, PACK>(r, local_block);
     } else if (a.elem_bytes == 4) {
         hp_move_region_words<uint32_t, PACK>(r, local_block);
+    } else if (a.elem_bytes == 2) {
+        hp_move_region_words<uint16_t, PACK>(r, local_block);
+    } else if (a.elem_bytes == 1) {
+        hp_move_region_words<uint8_t, PACK>(r, local_block);
     }
-    /* Any other element size moves nothing (the backends refuse such launches up front). */
+    /* Any other word size moves nothing (the backends refuse such launches up front). */
 }
 
 /* This block's elements of a synthetic region (HP_PAYLOAD_SYNTHETIC in haloport_shared.h), the

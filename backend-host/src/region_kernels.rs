@@ -305,7 +305,7 @@ fn block_units(
 /// words of `elem_bytes`.
 ///
 /// # Safety
-/// As for [`run_regions`]; `elem_bytes` is 4 or 8 (others move nothing, as on the GPU).
+/// As for [`run_regions`]; `elem_bytes` is 1, 2, 4 or 8 (others move nothing, as on the GPU).
 unsafe fn move_block(
     elem_bytes: u32,
     region: &hp_region,
@@ -319,6 +319,10 @@ unsafe fn move_block(
         8 => unsafe { move_words::<u64>(region, partner, local_block, threads, pack) },
         // SAFETY: forwarded from this function's contract.
         4 => unsafe { move_words::<u32>(region, partner, local_block, threads, pack) },
+        // SAFETY: forwarded from this function's contract.
+        2 => unsafe { move_words::<u16>(region, partner, local_block, threads, pack) },
+        // SAFETY: forwarded from this function's contract.
+        1 => unsafe { move_words::<u8>(region, partner, local_block, threads, pack) },
         _ => {}
     }
 }

@@ -251,7 +251,7 @@ impl Launch<'_> {
         let invalid = |what: String| Err(crate::Error::InvalidInput(format!("{backend}: {what}")));
         match self {
             Launch::PackRegions(a) | Launch::UnpackRegions(a) => {
-                crate::regions::check_elem_bytes(a.elem_bytes, &format!("{:?}", self.kernel()))
+                crate::regions::check_word_bytes(a.elem_bytes, &format!("{:?}", self.kernel()))
                     .or_else(|e| invalid(e.to_string()))?;
                 match a.table_inline {
                     0 if a.num_regions > 0 && a.regions == 0 => {

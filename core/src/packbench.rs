@@ -227,7 +227,7 @@ fn table<B: Backend>(
         form: if config.full_form {
             HP_REGIONS_FULL
         } else {
-            kernel_form(&regions, threads)
+            kernel_form(&regions, threads, elem.bytes())
         },
         regions,
     })

@@ -296,16 +296,18 @@ pub fn region_of(regions: &[hp_region], block: u32) -> Option<usize> {
 /// The form of the region kernels a launch over `regions` with `threads` per block may run
 /// (`HP_REGIONS_*` in `kernels-cu/haloport_shared.h`): plain when no region has a message or a
 /// synthetic payload and every region fits the kernels' 32-bit index rule, else full.
-pub fn kernel_form(regions: &[hp_region], threads: u32) -> u32 {
+pub fn kernel_form(regions: &[hp_region], threads: u32, elem_bytes: u32) -> u32 {
     use crate::shared::{HP_PAYLOAD_FIELD, HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_UNROLL};
     let fits = |r: &hp_region| {
         let units = if r.partner != 0 { 2 } else { 1 } * elems(r);
         let steps = u64::from(HP_UNROLL) * u64::from(r.blocks) * u64::from(threads);
         units.saturating_add(steps) < 1 << 31 && r.stride.iter().all(|&s| s >> 32 == 0)
     };
-    let plain = regions.iter().all(|r| {
-        r.message == crate::shared::HP_NO_MESSAGE && r.payload == HP_PAYLOAD_FIELD && fits(r)
-    });
+    // The plain forms move 4- and 8-byte words only.
+    let plain = elem_bytes >= 4
+        && regions.iter().all(|r| {
+            r.message == crate::shared::HP_NO_MESSAGE && r.payload == HP_PAYLOAD_FIELD && fits(r)
+        });
     if plain {
         HP_REGIONS_PLAIN
     } else {
@@ -326,6 +328,19 @@ impl hp_regions_args {
             self.table_inline = 1;
         }
         self
+    }
+}
+
+/// Checks the word a region launch moves: 1, 2, 4 or 8 bytes.
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming `what` for any other size.
+pub fn check_word_bytes(word_bytes: u32, what: &str) -> Result<()> {
+    match word_bytes {
+        1 | 2 | 4 | 8 => Ok(()),
+        other => Err(Error::InvalidInput(format!(
+            "{what}: words of {other} bytes (the region kernels move 1, 2, 4 or 8)"
+        ))),
     }
 }
 
@@ -667,24 +682,24 @@ mod tests {
             ..region(0, count, stride)
         };
         let face = plain([512, 512, 1], [1, 514, 514 * 514], 256);
-        assert_eq!(kernel_form(&[face], 256), HP_REGIONS_PLAIN);
-        assert_eq!(kernel_form(&[], 256), HP_REGIONS_PLAIN);
+        assert_eq!(kernel_form(&[face], 256, 8), HP_REGIONS_PLAIN);
+        assert_eq!(kernel_form(&[], 256, 8), HP_REGIONS_PLAIN);
         // A message, or the thesis's synthetic blocks: the full form.
         let signalled = hp_region { message: 0, ..face };
-        assert_eq!(kernel_form(&[face, signalled], 256), HP_REGIONS_FULL);
+        assert_eq!(kernel_form(&[face, signalled], 256, 8), HP_REGIONS_FULL);
         let synthetic = hp_region {
             payload: HP_PAYLOAD_SYNTHETIC,
             ..face
         };
-        assert_eq!(kernel_form(&[synthetic], 256), HP_REGIONS_FULL);
+        assert_eq!(kernel_form(&[synthetic], 256, 8), HP_REGIONS_FULL);
         // 2^31 units with the threads' last steps: the kernels' 32-bit rule ends there.
         let edge = (1_u64 << 31) - 4 * 256;
         assert_eq!(
-            kernel_form(&[plain([edge - 1, 1, 1], [1, 1, 1], 1)], 256),
+            kernel_form(&[plain([edge - 1, 1, 1], [1, 1, 1], 1)], 256, 8),
             HP_REGIONS_PLAIN
         );
         assert_eq!(
-            kernel_form(&[plain([edge, 1, 1], [1, 1, 1], 1)], 256),
+            kernel_form(&[plain([edge, 1, 1], [1, 1, 1], 1)], 256, 8),
             HP_REGIONS_FULL
         );
         // A partner doubles the units; a stride of 2^32 elements needs 64 bits.
@@ -692,9 +707,9 @@ mod tests {
             partner: 2,
             ..plain([edge / 2, 1, 1], [1, 1, 1], 1)
         };
-        assert_eq!(kernel_form(&[half], 256), HP_REGIONS_FULL);
+        assert_eq!(kernel_form(&[half], 256, 8), HP_REGIONS_FULL);
         let far = plain([2, 1, 1], [1 << 32, 1, 1], 1);
-        assert_eq!(kernel_form(&[far], 256), HP_REGIONS_FULL);
+        assert_eq!(kernel_form(&[far], 256, 8), HP_REGIONS_FULL);
     }
 
     #[test]

@@ -253,7 +253,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             payload,
         } = messages;
         let (word, payload) = (*word, *payload);
-        if word != 4 && word != 8 || cells.iter().any(|&c| c == 0 || c % u64::from(word) != 0) {
+        if ![1, 2, 4, 8].contains(&word)
+            || cells.iter().any(|&c| c == 0 || c % u64::from(word) != 0)
+        {
             return Err(Error::InvalidInput(format!(
                 "cells of {cells:?} bytes cannot be moved in words of {word} bytes"
             )));
@@ -1018,7 +1020,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     u64::from(self.options.elems_per_thread),
                 )?
             };
-            let form = kernel_form(&regions, self.options.threads);
+            let form = kernel_form(&regions, self.options.threads, self.word);
             let memory = upload_table(self.backend, &regions, &signals)?;
             let table = SideTable {
                 memory,
