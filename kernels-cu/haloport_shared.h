@@ -416,6 +416,10 @@ typedef struct hp_stencil_args {
     uint32_t elem_bytes;
     /* Which neighbours the update reads (HP_STENCIL_*); 0: all 26 (HP_STENCIL_FULL). */
     uint32_t shape;
+    /* Interleaved components per cell (0 or 1: one): component c of the cell at index i is
+     * element i * components + c, updated from the same component of the neighbours. */
+    uint32_t components;
+    uint32_t reserved;
 } hp_stencil_args;
 
 /* hp_stencil_args.shape: bit HP_STENCIL_LO << k reads offset -1 in dimension k (x, y, z = 0, 1,

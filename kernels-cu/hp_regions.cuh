@@ -509,13 +509,18 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
     const uint32_t shape = FULL ? HP_STENCIL_FULL : a.shape;
     const bool faces = (shape & HP_STENCIL_FACES) != 0u;
     const T scale = T(1) / T(FULL ? 27u : hp_stencil_count(shape));
+    /* Components per cell: a thread per (cell, component); one in the full path. */
+    const I comps = FULL ? (I)1 : (I)(a.components > 1u ? a.components : 1u);
+    const int64_t c64 = (int64_t)comps;
     const I step = (I)gridDim.x * (I)blockDim.x;
     for (I p = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; p < n; p += step) {
-        const I rest = p / bx;
-        const uint64_t x = a.begin[0] + (uint64_t)(p % bx);
+        const I cell = FULL ? p : p / comps;
+        const uint64_t comp = FULL ? 0u : (uint64_t)(p % comps);
+        const I rest = cell / bx;
+        const uint64_t x = a.begin[0] + (uint64_t)(cell % bx);
         const uint64_t y = a.begin[1] + (uint64_t)(rest % by);
         const uint64_t z = a.begin[2] + (uint64_t)(rest / by);
-        const uint64_t centre = x + ax * (y + ay * z);
+        const uint64_t centre = (x + ax * (y + ay * z)) * (uint64_t)comps + comp;
         T sum = T(0);
 #pragma unroll
         for (int dz = -1; dz <= 1; ++dz) {
@@ -523,12 +528,12 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
 #pragma unroll
             for (int dy = -1; dy <= 1; ++dy) {
                 if (!FULL && !hp_stencil_reads(shape, 1, dy)) continue;
-                const T* row = in + (centre + (int64_t)ax * (dy + (int64_t)ay * dz));
+                const T* row = in + (centre + (int64_t)ax * (dy + (int64_t)ay * dz) * c64);
 #pragma unroll
                 for (int dx = -1; dx <= 1; ++dx) {
                     if (!FULL && !hp_stencil_reads(shape, 0, dx)) continue;
                     if (!FULL && faces && (dx != 0) + (dy != 0) + (dz != 0) > 1) continue;
-                    sum += row[dx];
+                    sum += row[dx * c64];
                 }
             }
         }
@@ -538,8 +543,9 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
 
 template <typename T, bool FULL>
 __device__ __forceinline__ void hp_stencil27_points(const hp_stencil_args& a) {
+    const uint64_t comps = FULL || a.components <= 1u ? 1u : a.components;
     const uint64_t n =
-        (a.end[0] - a.begin[0]) * (a.end[1] - a.begin[1]) * (a.end[2] - a.begin[2]);
+        (a.end[0] - a.begin[0]) * (a.end[1] - a.begin[1]) * (a.end[2] - a.begin[2]) * comps;
     const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
     if (n + step <= 0xffffffffull) {
         hp_stencil27_as<T, uint32_t, FULL>(a, (uint32_t)n);
@@ -550,7 +556,7 @@ __device__ __forceinline__ void hp_stencil27_points(const hp_stencil_args& a) {
 
 template <typename T>
 __device__ __forceinline__ void hp_stencil_shaped(const hp_stencil_args& a) {
-    if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
+    if ((a.shape == 0u || a.shape == HP_STENCIL_FULL) && a.components <= 1u) {
         hp_stencil27_points<T, true>(a);
     } else {
         hp_stencil27_points<T, false>(a);

@@ -69,6 +69,14 @@ pub struct DeclarationArgs {
     /// Fields exchanged together.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub fields: u32,
+    /// One element type per field, e.g. `f32,f64` (in place of --type and --fields): fields of
+    /// different types travel together, one message per neighbour.
+    #[arg(long, value_parser = parse_elem_list)]
+    pub types: Option<ElemTypes>,
+    /// Interleaved components per cell of every field (a velocity `[x][y][z][3]`: 3); halos
+    /// move whole cells.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub components: u32,
     /// Extra allocated cells after the high halo of each dimension, X,Y,Z (an application's
     /// aligned or pitched allocation); haloport neither reads nor writes them.
     #[arg(long, value_parser = parse_pad, default_value = "0,0,0")]
@@ -80,6 +88,21 @@ pub struct DeclarationArgs {
     pub decomposition: Option<PathBuf>,
 }
 
+/// `--types`: one element type per field.
+#[derive(Debug, Clone)]
+pub struct ElemTypes(pub Vec<haloport::core::domain::ElemType>);
+
+fn parse_elem_list(s: &str) -> Result<ElemTypes, String> {
+    let types = s
+        .split(',')
+        .map(|t| parse_elem(t.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if types.is_empty() || types.len() > 64 {
+        return Err(format!("'{s}': give 1 to 64 element types, e.g. f32,f64"));
+    }
+    Ok(ElemTypes(types))
+}
+
 impl DeclarationArgs {
     /// The declaration, with `neighbourhood`.
     ///
@@ -89,13 +112,19 @@ impl DeclarationArgs {
         &self,
         neighbourhood: haloport::core::domain::Neighbourhood,
     ) -> haloport::Result<haloport::core::domain::DomainSpec> {
+        use haloport::core::domain::FieldShape;
+        let types = self
+            .types
+            .as_ref()
+            .map_or_else(|| vec![self.elem; self.fields as usize], |t| t.0.clone());
+        let plain = self.types.is_none() && self.components == 1;
         Ok(haloport::core::domain::DomainSpec {
             grid: self.grid,
             procs: self.procs,
             periodic: self.periodic,
             halo: [self.halo; 3],
-            elem: self.elem,
-            fields: self.fields,
+            elem: types[0],
+            fields: types.len() as u32,
             layout: haloport::core::domain::Layout {
                 halo_lo: self.halo_lo,
                 halo_hi: self.halo_hi,
@@ -106,8 +135,16 @@ impl DeclarationArgs {
                     .as_deref()
                     .map(haloport::core::domain::Splits::load)
                     .transpose()?,
-                // One `--type` element per cell: the stencil computes on those.
-                fields: None,
+                // One `--type` element per cell unless --types or --components say otherwise.
+                fields: (!plain).then(|| {
+                    types
+                        .iter()
+                        .map(|t| FieldShape {
+                            elem_bytes: t.bytes(),
+                            components: self.components,
+                        })
+                        .collect()
+                }),
             },
         })
     }

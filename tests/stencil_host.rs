@@ -500,3 +500,35 @@ fn an_uneven_decomposition_of_the_application_verifies_on_1_2_4_and_8_ranks() {
         .assert_fails_with(2, expected);
     }
 }
+
+#[test]
+fn fields_of_different_types_and_components_verify_on_1_2_4_and_8_ranks() {
+    // An f32 and an f64 field of 3 interleaved components each (a velocity), exchanged in one
+    // message per neighbour; and a single 3-component field.
+    for extra in [
+        &["--types", "f32,f64", "--components", "3"][..],
+        &["--components", "3", "--stencil", "7"][..],
+    ] {
+        let mut checksum = None;
+        for (np, transport) in [(1, "mpi"), (2, "ipc"), (4, "mpi"), (8, "ipc")] {
+            let mut args = vec![
+                "--grid",
+                "20x12x10",
+                "--steps",
+                "3",
+                "--transport",
+                transport,
+            ];
+            args.extend_from_slice(extra);
+            let result = verified_run(np, &args);
+            let sum = result["checksum"].clone();
+            assert_eq!(
+                *checksum.get_or_insert(sum.clone()),
+                sum,
+                "-np {np} {extra:?}"
+            );
+        }
+    }
+    mpirun(1, &["stencil", "--types", "f32,f16"])
+        .assert_fails_with(2, "unknown element type 'f16'");
+}

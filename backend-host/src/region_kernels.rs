@@ -433,14 +433,18 @@ unsafe fn stencil_range<T: Element>(a: &hp_stencil_args, lo: u64, hi: u64) {
         .flat_map(|dz| (-1_i64..=1).flat_map(move |dy| (-1_i64..=1).map(move |dx| [dx, dy, dz])))
         .filter(|&d| regions::stencil_reads_point(a.shape, d))
         .collect();
+    // Component c of cell i is element i * comps + c; neighbours are whole cells away.
+    let comps = u64::from(regions::stencil_components(a));
     for p in lo..hi {
-        let x = a.begin[0] + p % bx;
-        let y = a.begin[1] + (p / bx) % by;
-        let z = a.begin[2] + p / (bx * by);
-        let centre = x + ax * (y + ay * z);
+        let (cell, comp) = (p / comps, p % comps);
+        let x = a.begin[0] + cell % bx;
+        let y = a.begin[1] + (cell / bx) % by;
+        let z = a.begin[2] + cell / (bx * by);
+        let centre = (x + ax * (y + ay * z)) * comps + comp;
         let mut sum = T::ZERO;
         for &[dx, dy, dz] in &offsets {
-            let at = centre.wrapping_add((dx + ax as i64 * (dy + ay as i64 * dz)) as u64);
+            let cells = dx + ax as i64 * (dy + ay as i64 * dz);
+            let at = centre.wrapping_add((cells * comps as i64) as u64);
             // SAFETY: the neighbour lies inside the allocation (contract); nothing writes
             // `in` while the kernel runs.
             sum = sum + unsafe { input.add(at as usize).read() };

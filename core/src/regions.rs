@@ -357,11 +357,17 @@ pub fn check_elem_bytes(elem_bytes: u32, what: &str) -> Result<()> {
     }
 }
 
-/// Points in the stencil's box (0 when it is empty).
+/// Threads a stencil launch runs: the points of its box (0 when it is empty) times the
+/// components of a cell.
 pub fn stencil_points(args: &hp_stencil_args) -> u64 {
     (0..3)
         .map(|k| args.end[k].saturating_sub(args.begin[k]))
-        .fold(1_u64, u64::saturating_mul)
+        .fold(u64::from(stencil_components(args)), u64::saturating_mul)
+}
+
+/// Components per cell of a stencil launch (0 counts as 1).
+pub fn stencil_components(args: &hp_stencil_args) -> u32 {
+    args.components.max(1)
 }
 
 /// A grid for [`Kernel::Stencil27`](crate::Kernel::Stencil27): one thread per point with

@@ -103,14 +103,58 @@ pub struct JacobiRun {
     pub gathered: Option<GlobalFields>,
 }
 
-/// Every field's interior over the whole grid, x fastest, as raw element bytes (compared
-/// bit-for-bit).
+/// What the stencil computes on in one field: its element type and the components of a cell,
+/// each updated from the same component of the neighbours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldKind {
+    /// f32 or f64.
+    pub elem: ElemType,
+    /// Interleaved components per cell.
+    pub components: u32,
+}
+
+impl FieldKind {
+    /// Every field of `spec`: its [`DomainSpec::field_shapes`], whose elements must be f32 or
+    /// f64 (what the stencil computes on).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming a field of another element size.
+    pub fn of(spec: &DomainSpec) -> Result<Vec<FieldKind>> {
+        spec.field_shapes()
+            .iter()
+            .enumerate()
+            .map(|(k, shape)| {
+                let elem = match shape.elem_bytes {
+                    4 => ElemType::F32,
+                    8 => ElemType::F64,
+                    other => {
+                        return Err(Error::InvalidInput(format!(
+                            "field {k}: the stencil computes on f32 and f64 elements, not on elements of {other} bytes"
+                        )))
+                    }
+                };
+                Ok(FieldKind {
+                    elem,
+                    components: shape.components,
+                })
+            })
+            .collect()
+    }
+
+    /// Bytes of one cell.
+    pub fn cell_bytes(self) -> usize {
+        self.elem.bytes() as usize * self.components as usize
+    }
+}
+
+/// Every field's interior over the whole grid, x fastest (components interleaved), as raw
+/// element bytes (compared bit-for-bit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GlobalFields {
     /// Global extents.
     pub grid: [u64; 3],
-    /// Element type.
-    pub elem: ElemType,
+    /// Each field's element type and components.
+    pub kinds: Vec<FieldKind>,
     /// One byte array per field.
     pub fields: Vec<Vec<u8>>,
 }
@@ -120,10 +164,11 @@ impl GlobalFields {
     /// hash of (field, global index, bits). Equal fields give equal checksums whatever the
     /// decomposition that computed them.
     pub fn checksum(&self) -> u64 {
-        let eb = self.elem.bytes() as usize;
         let cells = self.grid.iter().product::<u64>();
         let mut sum = 0_u64;
-        for (k, field) in self.fields.iter().enumerate() {
+        for (k, (field, kind)) in self.fields.iter().zip(&self.kinds).enumerate() {
+            let eb = kind.elem.bytes() as usize;
+            // Element g of field k (for one component per cell, cell g).
             for (g, bytes) in field.chunks_exact(eb).enumerate() {
                 let mut word = [0_u8; 8];
                 word[..eb].copy_from_slice(bytes);
@@ -136,18 +181,26 @@ impl GlobalFields {
 
     /// The first cell where `other` differs, described; `None` when every bit agrees.
     pub fn first_difference(&self, other: &GlobalFields) -> Option<String> {
-        if self.grid != other.grid || self.elem != other.elem {
-            return Some("the grids differ".into());
+        if self.grid != other.grid || self.kinds != other.kinds {
+            return Some("the grids or the fields' kinds differ".into());
         }
-        let eb = self.elem.bytes() as usize;
-        for (k, (a, b)) in self.fields.iter().zip(&other.fields).enumerate() {
+        for (k, ((a, b), kind)) in self
+            .fields
+            .iter()
+            .zip(&other.fields)
+            .zip(&self.kinds)
+            .enumerate()
+        {
+            let eb = kind.elem.bytes() as usize;
             if let Some(g) =
                 (0..a.len() / eb).find(|&g| a[g * eb..(g + 1) * eb] != b[g * eb..(g + 1) * eb])
             {
                 let [nx, ny, _] = self.grid;
-                let (x, y, z) = (g as u64 % nx, (g as u64 / nx) % ny, g as u64 / (nx * ny));
+                let comps = kind.components.max(1) as u64;
+                let (cell, c) = (g as u64 / comps, g as u64 % comps);
+                let (x, y, z) = (cell % nx, (cell / nx) % ny, cell / (nx * ny));
                 return Some(format!(
-                    "field {k} cell ({x}, {y}, {z}): {} here, {} in the reference",
+                    "field {k} cell ({x}, {y}, {z}) component {c}: {} here, {} in the reference",
                     self.value(k, g),
                     other.value(k, g)
                 ));
@@ -156,10 +209,10 @@ impl GlobalFields {
         (self.fields.len() != other.fields.len()).then(|| "the field counts differ".into())
     }
 
-    /// Cell `g` of field `k` as f64.
+    /// Element `g` of field `k` as f64.
     pub fn value(&self, k: usize, g: usize) -> f64 {
         let field = &self.fields[k];
-        match self.elem {
+        match self.kinds[k].elem {
             ElemType::F32 => {
                 let mut b = [0_u8; 4];
                 b.copy_from_slice(&field[4 * g..4 * g + 4]);
@@ -220,12 +273,13 @@ pub fn run_jacobi<B: Backend>(
     // exchange and the stream, so they are freed after both (the exchange waits for its
     // kernels, the stream drains), as `Field::adopt`'s contract asks.
     let mut own = Vec::new();
-    let mut field = || -> Result<Field<B>> {
+    let kinds = FieldKind::of(&spec)?;
+    let mut field = |f: usize| -> Result<Field<B>> {
         if !config.adopt {
-            return Field::alloc(backend, &plan);
+            return Field::alloc_field(backend, &plan, f);
         }
-        let elems = d.alloc_elems() * u64::from(config.spec.elem.bytes());
-        let memory = backend.alloc_device(elems as usize)?;
+        let bytes = d.alloc_elems() as usize * kinds[f].cell_bytes();
+        let memory = backend.alloc_device(bytes)?;
         // SAFETY: (1) a device address of this backend, valid for len_bytes(); (2) `own`
         // keeps the memory until after the exchange and the stream are dropped; (3) only the
         // exchange touches halo cells, and the sweeps are ordered with it on one stream.
@@ -235,9 +289,9 @@ pub fn run_jacobi<B: Backend>(
     };
     let mut u = Vec::with_capacity(k);
     let mut v = Vec::with_capacity(k);
-    for _ in 0..k {
-        u.push(field()?);
-        v.push(field()?);
+    for f in 0..k {
+        u.push(field(f)?);
+        v.push(field(f)?);
     }
     let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
     let deadline = || crate::backend::deadline_in(config.options.timeout);
@@ -245,7 +299,7 @@ pub fn run_jacobi<B: Backend>(
     // sweeps queued on it) before they are freed.
     let stream = backend.create_stream()?;
     for f in 0..k {
-        let initial = local_initial(d, config.spec.elem, f as u32);
+        let initial = local_initial(d, kinds[f], f as u32);
         upload_bytes(
             backend,
             storage(&u[f], &own)?,
@@ -262,24 +316,29 @@ pub fn run_jacobi<B: Backend>(
         )?;
     }
     let (inner, shell) = boxes(d, shape);
-    let kind = hp_stencil_args {
-        alloc: d.alloc,
-        elem_bytes: config.spec.elem.bytes(),
-        shape,
-        ..hp_stencil_args::default()
-    };
+    // Each field's launch: its element type and components.
+    let launches: Vec<hp_stencil_args> = kinds
+        .iter()
+        .map(|kind| hp_stencil_args {
+            alloc: d.alloc,
+            elem_bytes: kind.elem.bytes(),
+            shape,
+            components: kind.components,
+            ..hp_stencil_args::default()
+        })
+        .collect();
     let mut step_seconds = Vec::with_capacity(config.steps as usize);
     for step in 0..config.steps {
         let (cur, next) = if step % 2 == 0 { (&u, &v) } else { (&v, &u) };
         let cur_refs: Vec<&Field<B>> = cur.iter().collect();
         let t0 = Instant::now();
         exchange.start(&cur_refs, &stream)?;
-        for (a, b) in cur.iter().zip(next) {
-            sweep(backend, &kind, a, b, &[inner], &stream)?;
+        for ((a, b), kind) in cur.iter().zip(next).zip(&launches) {
+            sweep(backend, kind, a, b, &[inner], &stream)?;
         }
         exchange.finish(&stream)?;
-        for (a, b) in cur.iter().zip(next) {
-            sweep(backend, &kind, a, b, &shell, &stream)?;
+        for ((a, b), kind) in cur.iter().zip(next).zip(&launches) {
+            sweep(backend, kind, a, b, &shell, &stream)?;
         }
         // The exchange's kernels first (a wait that gave up on the device is reported here,
         // naming the halo), then the shell sweep queued after them.
@@ -340,20 +399,26 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
         .ok_or_else(|| Error::Internal("the reference run gathered nothing".into()))
 }
 
-/// The allocated local array of field `field` at its initial values, as element bytes.
-fn local_initial(d: &Decomposition, elem: ElemType, field: u32) -> Vec<u8> {
-    let eb = elem.bytes() as usize;
-    let mut bytes = vec![0_u8; d.alloc_elems() as usize * eb];
+/// The allocated local array of field `field` at its initial values, as element bytes;
+/// component `c` of a cell starts from the value of field `field + 65536 * c` (component 0
+/// from the field's own).
+fn local_initial(d: &Decomposition, kind: FieldKind, field: u32) -> Vec<u8> {
+    let eb = kind.elem.bytes() as usize;
+    let comps = kind.components.max(1) as usize;
+    let mut bytes = vec![0_u8; d.alloc_elems() as usize * eb * comps];
     for z in 0..d.alloc[2] {
         for y in 0..d.alloc[1] {
             for x in 0..d.alloc[0] {
-                let value = initial_value(d.global_of([x, y, z]), field);
-                let at = d.index([x, y, z]) as usize * eb;
-                match elem {
-                    ElemType::F32 => {
-                        bytes[at..at + 4].copy_from_slice(&(value as f32).to_le_bytes());
+                for c in 0..comps {
+                    let key = field.wrapping_add(65536 * c as u32);
+                    let value = initial_value(d.global_of([x, y, z]), key);
+                    let at = (d.index([x, y, z]) as usize * comps + c) * eb;
+                    match kind.elem {
+                        ElemType::F32 => {
+                            bytes[at..at + 4].copy_from_slice(&(value as f32).to_le_bytes());
+                        }
+                        ElemType::F64 => bytes[at..at + 8].copy_from_slice(&value.to_le_bytes()),
                     }
-                    ElemType::F64 => bytes[at..at + 8].copy_from_slice(&value.to_le_bytes()),
                 }
             }
         }
@@ -440,11 +505,13 @@ fn gather<B: Backend>(
     stream: &B::Stream,
     deadline: Instant,
 ) -> Result<Option<GlobalFields>> {
-    let eb = spec.elem.bytes() as usize;
+    let kinds = FieldKind::of(spec)?;
     let size = comm.size();
     let root = comm.process_at_rank(0);
     let mut gathered = Vec::with_capacity(fields.len());
-    for field in fields {
+    for (field, kind) in fields.iter().zip(&kinds) {
+        // Whole cells, components and all.
+        let eb = kind.cell_bytes();
         let local = download_interior(backend, d, eb, field, stream, deadline)?;
         if comm.rank() != 0 {
             for chunk in local.chunks(GATHER_CHUNK) {
@@ -466,7 +533,7 @@ fn gather<B: Backend>(
     }
     Ok((comm.rank() == 0).then_some(GlobalFields {
         grid: spec.grid,
-        elem: spec.elem,
+        kinds,
         fields: gathered,
     }))
 }
@@ -573,7 +640,10 @@ mod tests {
     fn checksum_depends_on_values_and_positions() {
         let a = GlobalFields {
             grid: [2, 1, 1],
-            elem: ElemType::F64,
+            kinds: vec![FieldKind {
+                elem: ElemType::F64,
+                components: 1,
+            }],
             fields: vec![[1.0_f64.to_le_bytes(), 2.0_f64.to_le_bytes()].concat()],
         };
         let mut swapped = a.clone();
@@ -582,7 +652,7 @@ mod tests {
         assert_eq!(a.checksum(), a.clone().checksum());
         let found = a.first_difference(&swapped).unwrap_or_default();
         assert!(
-            found.contains("field 0 cell (0, 0, 0): 1 here, 2 in the reference"),
+            found.contains("field 0 cell (0, 0, 0) component 0: 1 here, 2 in the reference"),
             "{found}"
         );
         assert!(a.first_difference(&a.clone()).is_none());

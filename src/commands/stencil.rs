@@ -211,7 +211,20 @@ impl OnBackend for Stencil<'_> {
                 .filter(|n| n.send.is_some())
                 .count(),
             periodic: config.spec.periodic,
-            elem: config.spec.elem.to_string(),
+            elem: config
+                .spec
+                .field_shapes()
+                .iter()
+                .map(|f| {
+                    let name = if f.elem_bytes == 4 { "f32" } else { "f64" };
+                    if f.components > 1 {
+                        format!("{name}x{}", f.components)
+                    } else {
+                        name.to_owned()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(","),
             fields: config.spec.fields,
             steps: args.steps,
             variant: strategy.name().to_owned(),
@@ -244,7 +257,7 @@ fn print_summary(r: &StencilResult) {
     let [px, py, pz] = r.procs;
     let [nx, ny, nz] = r.grid;
     println!(
-        "stencil {nx}x{ny}x{nz} on {px}x{py}x{pz} ranks ({} backend, {}), {}-point, halo {:?} / {:?}, {} x {}, {} steps, {} over {}, {} messages per exchange",
+        "stencil {nx}x{ny}x{nz} on {px}x{py}x{pz} ranks ({} backend, {}), {}-point, halo {:?} / {:?}, {} fields ({}), {} steps, {} over {}, {} messages per exchange",
         r.backend,
         r.device,
         r.stencil,

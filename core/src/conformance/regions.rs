@@ -957,17 +957,21 @@ fn reference_stencil<T: Copy>(
     sum
 }
 
+/// One stencil launch (of `shape`, over cells of `comps` components) against the CPU.
+#[allow(clippy::too_many_arguments)] // the launch's every parameter, each a case's variable
 fn stencil_case<B: Backend>(
     backend: &B,
     eb: u32,
     shape: u32,
+    comps: u32,
     begin: [u64; 3],
     end: [u64; 3],
     blocks: Option<u32>,
 ) -> Check {
     let ebu = eb as usize;
     let dims = Dims([13, 11, 9]);
-    let n = dims.len();
+    let c = u64::from(comps.max(1));
+    let n = dims.len() * c;
     let input = stencil_input(n);
     let in_words: Vec<u64> = input.iter().map(|&v| bits(v, ebu)).collect();
     let sentinel = bits(-1234.5, ebu);
@@ -982,6 +986,8 @@ fn stencil_case<B: Backend>(
         end,
         elem_bytes: eb,
         shape,
+        components: comps,
+        reserved: 0,
     };
     let launch = LaunchDims {
         blocks: blocks.unwrap_or_else(|| regions::stencil_blocks(&args, 64)),
@@ -994,38 +1000,47 @@ fn stencil_case<B: Backend>(
         &device_bytes(backend, &stream, &dout, n as usize * ebu)?,
         ebu,
     );
-    let input_f32: Vec<f32> = input.iter().map(|&v| v as f32).collect();
     let count = regions::stencil_count(shape);
-    for z in 0..dims.0[2] {
-        for y in 0..dims.0[1] {
-            for x in 0..dims.0[0] {
-                let inside = (0..3).all(|k| (begin[k]..end[k]).contains(&[x, y, z][k]));
-                let want = match (inside, eb) {
-                    (false, _) => sentinel,
-                    (true, 4) => {
-                        let sum = reference_stencil(
-                            &input_f32,
-                            dims,
-                            (x, y, z),
-                            shape,
-                            0.0_f32,
-                            |a, b| a + b,
-                        );
-                        u64::from((sum * (1.0_f32 / count as f32)).to_bits())
-                    }
-                    (true, _) => {
-                        let sum =
-                            reference_stencil(&input, dims, (x, y, z), shape, 0.0_f64, |a, b| {
-                                a + b
-                            });
-                        (sum * (1.0_f64 / f64::from(count))).to_bits()
-                    }
-                };
-                let got = have[dims.at(x, y, z) as usize];
-                ensure(got == want, || {
-                    format!(
-                        "f{}, shape {shape:#x}: box {begin:?}..{end:?}: point ({x}, {y}, {z}) \
-                         holds {got:#x}, expected {want:#x}{}",
+    for comp in 0..c {
+        // This component of every cell: the CPU's stencil runs on it alone.
+        let input: Vec<f64> = (0..dims.len())
+            .map(|i| input[(i * c + comp) as usize])
+            .collect();
+        let input_f32: Vec<f32> = input.iter().map(|&v| v as f32).collect();
+        for z in 0..dims.0[2] {
+            for y in 0..dims.0[1] {
+                for x in 0..dims.0[0] {
+                    let inside = (0..3).all(|k| (begin[k]..end[k]).contains(&[x, y, z][k]));
+                    let want = match (inside, eb) {
+                        (false, _) => sentinel,
+                        (true, 4) => {
+                            let sum = reference_stencil(
+                                &input_f32,
+                                dims,
+                                (x, y, z),
+                                shape,
+                                0.0_f32,
+                                |a, b| a + b,
+                            );
+                            u64::from((sum * (1.0_f32 / count as f32)).to_bits())
+                        }
+                        (true, _) => {
+                            let sum = reference_stencil(
+                                &input,
+                                dims,
+                                (x, y, z),
+                                shape,
+                                0.0_f64,
+                                |a, b| a + b,
+                            );
+                            (sum * (1.0_f64 / f64::from(count))).to_bits()
+                        }
+                    };
+                    let got = have[(dims.at(x, y, z) * c + comp) as usize];
+                    ensure(got == want, || {
+                        format!(
+                        "f{}, shape {shape:#x}, component {comp} of {c}: box {begin:?}..{end:?}: \
+                         point ({x}, {y}, {z}) holds {got:#x}, expected {want:#x}{}",
                         8 * eb,
                         if inside {
                             ""
@@ -1033,7 +1048,8 @@ fn stencil_case<B: Backend>(
                             " (outside the box: untouched)"
                         }
                     )
-                })?;
+                    })?;
+                }
             }
         }
     }
@@ -1043,12 +1059,14 @@ fn stencil_case<B: Backend>(
 /// The 27-point stencil over the whole interior and over a sub-box (with a grid smaller than
 /// the box, so threads stride) gives, bit for bit, the CPU's sum in the kernel's order times
 /// 1/27, in f64 and f32, and leaves points outside the box untouched; so do the 7-point
-/// stencil and one-sided means (1/count of the points read).
+/// stencil, one-sided means (1/count of the points read) and cells of several components.
 pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
     use crate::shared::{HP_STENCIL_FACES, HP_STENCIL_FULL, HP_STENCIL_HI, HP_STENCIL_LO};
     for eb in [8, 4] {
-        stencil_case(backend, eb, 0, [1, 1, 1], [12, 10, 8], None)?;
-        stencil_case(backend, eb, 0, [2, 3, 1], [7, 9, 4], Some(2))?;
+        stencil_case(backend, eb, 0, 1, [1, 1, 1], [12, 10, 8], None)?;
+        stencil_case(backend, eb, 0, 1, [2, 3, 1], [7, 9, 4], Some(2))?;
+        // Cells of 3 interleaved components, each updated from its own neighbours.
+        stencil_case(backend, eb, 0, 3, [1, 1, 1], [12, 10, 8], None)?;
         // The 7-point stencil; one-sided means (x reads its low side only, z its high side
         // only), as a zero-width halo side asks; both at once.
         let one_sided = HP_STENCIL_FULL & !(HP_STENCIL_HI | (HP_STENCIL_LO << 2));
@@ -1057,11 +1075,11 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
             one_sided,
             HP_STENCIL_FACES | one_sided,
         ] {
-            stencil_case(backend, eb, shape, [1, 1, 1], [12, 10, 8], None)?;
-            stencil_case(backend, eb, shape, [2, 3, 1], [7, 9, 4], Some(2))?;
+            stencil_case(backend, eb, shape, 1, [1, 1, 1], [12, 10, 8], None)?;
+            stencil_case(backend, eb, shape, 2, [2, 3, 1], [7, 9, 4], Some(2))?;
         }
         // A side the shape does not read may reach the allocation's edge.
-        stencil_case(backend, eb, one_sided, [1, 1, 0], [13, 10, 8], None)?;
+        stencil_case(backend, eb, one_sided, 1, [1, 1, 0], [13, 10, 8], None)?;
     }
     Ok(())
 }
@@ -1221,6 +1239,8 @@ pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B
         end: [7, 7, 7],
         elem_bytes: 8,
         shape: 0,
+        components: 1,
+        reserved: 0,
     };
     let cases = [
         ("elements of 3 bytes", Launch::PackRegions(&regions)),
