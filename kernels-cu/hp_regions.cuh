@@ -509,18 +509,13 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
     const uint32_t shape = FULL ? HP_STENCIL_FULL : a.shape;
     const bool faces = (shape & HP_STENCIL_FACES) != 0u;
     const T scale = T(1) / T(FULL ? 27u : hp_stencil_count(shape));
-    /* Components per cell: a thread per (cell, component); one in the full path. */
-    const I comps = FULL ? (I)1 : (I)(a.components > 1u ? a.components : 1u);
-    const int64_t c64 = (int64_t)comps;
     const I step = (I)gridDim.x * (I)blockDim.x;
     for (I p = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; p < n; p += step) {
-        const I cell = FULL ? p : p / comps;
-        const uint64_t comp = FULL ? 0u : (uint64_t)(p % comps);
-        const I rest = cell / bx;
-        const uint64_t x = a.begin[0] + (uint64_t)(cell % bx);
+        const I rest = p / bx;
+        const uint64_t x = a.begin[0] + (uint64_t)(p % bx);
         const uint64_t y = a.begin[1] + (uint64_t)(rest % by);
         const uint64_t z = a.begin[2] + (uint64_t)(rest / by);
-        const uint64_t centre = (x + ax * (y + ay * z)) * (uint64_t)comps + comp;
+        const uint64_t centre = x + ax * (y + ay * z);
         T sum = T(0);
 #pragma unroll
         for (int dz = -1; dz <= 1; ++dz) {
@@ -528,12 +523,12 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
 #pragma unroll
             for (int dy = -1; dy <= 1; ++dy) {
                 if (!FULL && !hp_stencil_reads(shape, 1, dy)) continue;
-                const T* row = in + (centre + (int64_t)ax * (dy + (int64_t)ay * dz) * c64);
+                const T* row = in + (centre + (int64_t)ax * (dy + (int64_t)ay * dz));
 #pragma unroll
                 for (int dx = -1; dx <= 1; ++dx) {
                     if (!FULL && !hp_stencil_reads(shape, 0, dx)) continue;
                     if (!FULL && faces && (dx != 0) + (dy != 0) + (dz != 0) > 1) continue;
-                    sum += row[dx * c64];
+                    sum += row[dx];
                 }
             }
         }
@@ -543,9 +538,8 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
 
 template <typename T, bool FULL>
 __device__ __forceinline__ void hp_stencil27_points(const hp_stencil_args& a) {
-    const uint64_t comps = FULL || a.components <= 1u ? 1u : a.components;
     const uint64_t n =
-        (a.end[0] - a.begin[0]) * (a.end[1] - a.begin[1]) * (a.end[2] - a.begin[2]) * comps;
+        (a.end[0] - a.begin[0]) * (a.end[1] - a.begin[1]) * (a.end[2] - a.begin[2]);
     const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
     if (n + step <= 0xffffffffull) {
         hp_stencil27_as<T, uint32_t, FULL>(a, (uint32_t)n);
@@ -556,10 +550,52 @@ __device__ __forceinline__ void hp_stencil27_points(const hp_stencil_args& a) {
 
 template <typename T>
 __device__ __forceinline__ void hp_stencil_shaped(const hp_stencil_args& a) {
-    if ((a.shape == 0u || a.shape == HP_STENCIL_FULL) && a.components <= 1u) {
+    if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
         hp_stencil27_points<T, true>(a);
     } else {
         hp_stencil27_points<T, false>(a);
+    }
+}
+
+/* Cells of `components` interleaved elements (components > 1): a thread per (cell,
+ * component); component c of the cell at index i is element i * components + c, averaged over
+ * the same component of the neighbours the shape reads, summed in the order above. Kept apart
+ * from hp_stencil27_as so that the one-component paths compile exactly as before. */
+template <typename T>
+__device__ __forceinline__ void hp_stencil_components(const hp_stencil_args& a) {
+    const T* __restrict__ in = (const T*)a.in;
+    T* __restrict__ out = (T*)a.out;
+    const uint64_t ax = a.alloc[0], ay = a.alloc[1];
+    const uint64_t bx = a.end[0] - a.begin[0];
+    const uint64_t by = a.end[1] - a.begin[1];
+    const uint64_t comps = a.components;
+    const int64_t c64 = (int64_t)comps;
+    const uint32_t shape = a.shape == 0u ? HP_STENCIL_FULL : a.shape;
+    const bool faces = (shape & HP_STENCIL_FACES) != 0u;
+    const T scale = T(1) / T(hp_stencil_count(shape));
+    const uint64_t n = bx * by * (a.end[2] - a.begin[2]) * comps;
+    const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t p = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; p < n; p += step) {
+        const uint64_t cell = p / comps, comp = p % comps;
+        const uint64_t rest = cell / bx;
+        const uint64_t x = a.begin[0] + cell % bx;
+        const uint64_t y = a.begin[1] + rest % by;
+        const uint64_t z = a.begin[2] + rest / by;
+        const uint64_t centre = (x + ax * (y + ay * z)) * comps + comp;
+        T sum = T(0);
+        for (int dz = -1; dz <= 1; ++dz) {
+            if (!hp_stencil_reads(shape, 2, dz)) continue;
+            for (int dy = -1; dy <= 1; ++dy) {
+                if (!hp_stencil_reads(shape, 1, dy)) continue;
+                const T* row = in + (centre + (int64_t)ax * (dy + (int64_t)ay * dz) * c64);
+                for (int dx = -1; dx <= 1; ++dx) {
+                    if (!hp_stencil_reads(shape, 0, dx)) continue;
+                    if (faces && (dx != 0) + (dy != 0) + (dz != 0) > 1) continue;
+                    sum += row[dx * c64];
+                }
+            }
+        }
+        out[centre] = sum * scale;
     }
 }
 
@@ -569,6 +605,17 @@ extern "C" __global__ void hp_stencil27(hp_stencil_args a) {
         hp_stencil_shaped<double>(a);
     } else if (a.elem_bytes == 4) {
         hp_stencil_shaped<float>(a);
+    }
+}
+
+/* hp_stencil27 over cells of a.components > 1 components: a kernel of its own, so that the
+ * one-component kernel keeps its registers. */
+extern "C" __global__ void hp_stencil_cells(hp_stencil_args a) {
+    if (a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2]) return;
+    if (a.elem_bytes == 8) {
+        hp_stencil_components<double>(a);
+    } else if (a.elem_bytes == 4) {
+        hp_stencil_components<float>(a);
     }
 }
 
