@@ -2,7 +2,8 @@
 # The region kernels' 1- and 2-byte words and the stencil's components on one GPU: the CUDA
 # conformance suite (regions in words of 8, 4, 2 and 1 bytes; stencils of 1 to 3 components),
 # pack-bench 512^3 f64 before (BEFORE_BIN) and after, interleaved, the 1-rank stencil before and
-# after, and the stencil over f32 and f64 fields of 3 components on 1 and 2 ranks.
+# after, and the stencil over f32 and f64 fields of 3 components on 1 rank and 2 ranks sharing
+# the GPU under MPS.
 # Outputs into OUT/words.tgz.
 # usage: ci/gpu-words.sh DIR OUT [BEFORE_BIN]
 set -uo pipefail
@@ -27,8 +28,13 @@ log stencil-after.txt "$dir/haloport" stencil --backend cuda --grid 512x512x512 
 # Fields of their own types and components (SPEC 15), 1 rank and 2 ranks sharing the GPU.
 log stencil-types-components-1rank.txt "$dir/haloport" stencil --backend cuda --grid 256x256x256 \
     --steps 10 --types f32,f64 --components 3
-log stencil-types-components-2ranks.txt mpirun --allow-run-as-root -np 2 "$dir/haloport" stencil \
-    --backend cuda --grid 256x128x128 --steps 10 --types f32,f64 --components 3 --transport ipc
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+nvidia-cuda-mps-control -d && echo "MPS started"
+log stencil-types-components-2ranks.txt mpirun -np 2 -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY \
+    "$dir/haloport" stencil --backend cuda --grid 256x128x128 --steps 10 --types f32,f64 \
+    --components 3 --transport ipc
+echo quit | nvidia-cuda-mps-control
 tar czf "$out/words.tgz" -C "$work" .
 if [ $status -eq 0 ]; then echo "gpu-words: all passed"; else echo "gpu-words: FAILURES above"; fi
 exit $status
