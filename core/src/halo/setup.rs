@@ -1,8 +1,9 @@
 //! What one rank computes, without communication, to set its halo exchange up: its own plan,
 //! the plans of its neighbours (each distinct neighbour once, at most 26), and the layout of
 //! its messages. Nothing here depends on the number of ranks beyond the arithmetic of a
-//! rank's place in the process grid, so set-up costs the same for 8 ranks as for a million
-//! (`haloport plan` shows it for any rank of any job, without MPI).
+//! rank's place in the process grid: set-up never compiles more than 27 plans, however large
+//! the job (fewer where the 26 directions reach fewer distinct ranks, as in small periodic
+//! jobs). `haloport plan` shows it for any rank of any job, without MPI.
 
 use std::collections::btree_map::Entry as Slot;
 use std::collections::BTreeMap;
