@@ -18,6 +18,7 @@ use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory, Launch, LaunchDims};
+use crate::collective::agree;
 use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
@@ -287,12 +288,17 @@ pub fn run_jacobi<B: Backend>(
         own.push(memory);
         Ok(adopted)
     };
-    let mut u = Vec::with_capacity(k);
-    let mut v = Vec::with_capacity(k);
-    for f in 0..k {
-        u.push(field(f)?);
-        v.push(field(f)?);
-    }
+    // A rank whose allocation fails must not leave the others in the exchange's set-up.
+    let allocated = (|| {
+        let mut u = Vec::with_capacity(k);
+        let mut v = Vec::with_capacity(k);
+        for f in 0..k {
+            u.push(field(f)?);
+            v.push(field(f)?);
+        }
+        Ok((u, v))
+    })();
+    let (u, v) = agree(comm, "allocating the stencil's fields", allocated)?;
     let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
     let deadline = || crate::backend::deadline_in(config.options.timeout);
     // Declared after the fields, so that on any early return it is dropped (and drained of the

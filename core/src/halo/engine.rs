@@ -253,34 +253,41 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             payload,
         } = messages;
         let (word, payload) = (*word, *payload);
-        if ![1, 2, 4, 8].contains(&word)
-            || cells.iter().any(|&c| c == 0 || c % u64::from(word) != 0)
-        {
-            return Err(Error::InvalidInput(format!(
-                "cells of {cells:?} bytes cannot be moved in words of {word} bytes"
-            )));
-        }
         let rank = world.rank();
-        crate::strategy::check_threads(backend, options.threads)?;
-        if options.elems_per_thread == 0 {
-            return Err(Error::InvalidInput(
-                "elements per thread must be at least 1".into(),
-            ));
-        }
-        let layouts: BTreeMap<i32, Mailbox> = entries
-            .iter()
-            .map(|(&r, e)| Ok((r, Mailbox::of(e, cells)?)))
-            .collect::<Result<_>>()?;
         let known = |r: i32| {
             Error::Internal(format!(
                 "rank {rank} set up without the entries of rank {r}"
             ))
         };
-        let ours = entries.get(&rank).ok_or_else(|| known(rank))?.clone();
-        let mine = layouts.get(&rank).ok_or_else(|| known(rank))?.clone();
+        // Everything checked and computed locally (a device may allow fewer threads than its
+        // peers' do), then agreed before the first collective.
+        let local = (|| {
+            if ![1, 2, 4, 8].contains(&word)
+                || cells.iter().any(|&c| c == 0 || c % u64::from(word) != 0)
+            {
+                return Err(Error::InvalidInput(format!(
+                    "cells of {cells:?} bytes cannot be moved in words of {word} bytes"
+                )));
+            }
+            crate::strategy::check_threads(backend, options.threads)?;
+            if options.elems_per_thread == 0 {
+                return Err(Error::InvalidInput(
+                    "elements per thread must be at least 1".into(),
+                ));
+            }
+            let layouts: BTreeMap<i32, Mailbox> = entries
+                .iter()
+                .map(|(&r, e)| Ok((r, Mailbox::of(e, cells)?)))
+                .collect::<Result<_>>()?;
+            let ours = entries.get(&rank).ok_or_else(|| known(rank))?.clone();
+            let mine = layouts.get(&rank).ok_or_else(|| known(rank))?.clone();
+            let mailbox_bytes = to_usize(mine.bytes(), "the exchange's receive slots")?;
+            let slot_bytes = to_usize(mine.slot_bytes, "the exchange's staging")?;
+            Ok((layouts, ours, mine, mailbox_bytes, slot_bytes))
+        })();
+        let (layouts, ours, mine, mailbox_bytes, slot_bytes) =
+            agree(world, "checking the halo exchange", local)?;
         let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
-        let mailbox_bytes = to_usize(mine.bytes(), "the exchange's receive slots")?;
-        let slot_bytes = to_usize(mine.slot_bytes, "the exchange's staging")?;
         let (mailbox, share) = if options.transport == TransportKind::Ipc {
             // Allocates, exports and opens, agreeing on the outcome.
             let (mut memories, share) = share_within_node(

@@ -263,7 +263,11 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         )?;
         // This rank's plan and its neighbours' (whose layouts give the addresses we store
         // into); never every rank's.
-        let RankSetup { plan, entries, .. } = RankSetup::compile(spec, size, rank)?;
+        let RankSetup { plan, entries, .. } = agree(
+            comm,
+            "compiling the halo plan",
+            RankSetup::compile(spec, size, rank),
+        )?;
         let dropped = match options.fault {
             Some(HaloFault::DropSend { direction }) => plan
                 .neighbours
