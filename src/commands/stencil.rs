@@ -11,7 +11,9 @@ use haloport::core::collective::all_gather;
 use haloport::core::domain::{DomainSpec, HaloPlan, Neighbourhood};
 use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy};
 use haloport::core::stats::median;
-use haloport::core::stencil::{run_jacobi, run_reference, JacobiConfig, Stencil as JacobiStencil};
+use haloport::core::stencil::{
+    run_jacobi, run_reference, FieldKind, JacobiConfig, Stencil as JacobiStencil,
+};
 use haloport::core::{Backend, Error};
 use haloport::provenance::{provenance, Provenance};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -211,17 +213,11 @@ impl OnBackend for Stencil<'_> {
                 .filter(|n| n.send.is_some())
                 .count(),
             periodic: config.spec.periodic,
-            elem: config
-                .spec
-                .field_shapes()
+            elem: FieldKind::of(&config.spec)?
                 .iter()
-                .map(|f| {
-                    let name = if f.elem_bytes == 4 { "f32" } else { "f64" };
-                    if f.components > 1 {
-                        format!("{name}x{}", f.components)
-                    } else {
-                        name.to_owned()
-                    }
+                .map(|k| match k.components {
+                    1 => k.elem.to_string(),
+                    c => format!("{}x{c}", k.elem),
                 })
                 .collect::<Vec<_>>()
                 .join(","),

@@ -386,7 +386,12 @@ impl DomainSpec {
 
     /// Bytes of one cell over all fields.
     pub fn cell_bytes(&self) -> u64 {
-        self.field_shapes().iter().map(|f| f.cell_bytes()).sum()
+        self.cell_sizes().iter().sum()
+    }
+
+    /// Bytes of one cell of each field, in order.
+    pub fn cell_sizes(&self) -> Vec<u64> {
+        self.field_shapes().iter().map(|f| f.cell_bytes()).collect()
     }
 
     /// The word the exchange's kernels move every field's cells in: the largest of 8, 4, 2

@@ -277,7 +277,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         };
         let messages = Messages {
             entries,
-            cells: spec.field_shapes().iter().map(|f| f.cell_bytes()).collect(),
+            cells: spec.cell_sizes(),
             word: spec.word_bytes()?,
             payload: Payload::Fields,
         };

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::backend::{Backend, DeviceMemory};
-use crate::domain::{ElemType, HaloPlan};
+use crate::domain::{ElemType, FieldShape, HaloPlan};
 use crate::error::{Error, Result};
 
 /// The memory behind a field: allocated through the backend, or the user's own.
@@ -84,22 +84,18 @@ impl<B: Backend> Field<B> {
     /// 3. While an exchange runs, nothing else writes the field's halo cells or reads them
     ///    before the exchange's unpack (ordered on the same stream) completed.
     pub unsafe fn adopt(addr: u64, bytes: usize, plan: &HaloPlan) -> Result<Field<B>> {
-        // The smallest field's size here; the exchange checks each field against its own.
-        let smallest = plan
-            .spec
-            .field_shapes()
-            .iter()
-            .map(|f| f.cell_bytes())
-            .min()
-            .unwrap_or(u64::from(plan.spec.elem.bytes()));
-        let needed = field_bytes(plan, smallest)?;
-        let align = plan
-            .spec
-            .field_shapes()
-            .iter()
-            .map(|f| u64::from(f.elem_bytes))
-            .min()
-            .unwrap_or(u64::from(plan.spec.elem.bytes()));
+        // The smallest field's size and alignment here; the exchange checks each field against
+        // its own shape.
+        let shapes = plan.spec.field_shapes();
+        let least = |of: fn(&FieldShape) -> u64| {
+            shapes
+                .iter()
+                .map(of)
+                .min()
+                .unwrap_or(u64::from(plan.spec.elem.bytes()))
+        };
+        let needed = field_bytes(plan, least(|f| f.cell_bytes()))?;
+        let align = least(|f| u64::from(f.elem_bytes));
         if addr == 0 || addr % align != 0 {
             return Err(Error::InvalidInput(format!(
                 "adopting a field at {addr:#x}: the address must be non-null and aligned to {align} bytes ({})",

@@ -264,7 +264,7 @@ mod tests {
             let plans: Vec<Vec<Entry>> = (0..ranks)
                 .map(|r| Entry::of_plan(&HaloPlan::compile(&spec, ranks, r).expect("plan")))
                 .collect();
-            let cells: Vec<u64> = spec.field_shapes().iter().map(|f| f.cell_bytes()).collect();
+            let cells = spec.cell_sizes();
             let layout = |entries: &[Entry]| Mailbox::of(entries, &cells).expect("layout");
             for (me, plan) in plans.iter().enumerate() {
                 let mine = layout(plan);

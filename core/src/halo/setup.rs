@@ -43,8 +43,7 @@ impl RankSetup {
             }
         }
         let ours = &entries[&rank];
-        let cells: Vec<u64> = spec.field_shapes().iter().map(|f| f.cell_bytes()).collect();
-        let layout = Mailbox::of(ours, &cells)?;
+        let layout = Mailbox::of(ours, &spec.cell_sizes())?;
         let message_bytes = ours
             .iter()
             .map(|e| {
