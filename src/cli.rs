@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use haloport::core::measure::Protocol;
 use haloport::core::strategy::ExchangeOptions;
 use haloport::core::variant::TransportKind;
@@ -194,26 +194,7 @@ pub struct CompareArgs {
     pub force: bool,
 }
 
-/// Which backend runs the exchange.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BackendKind {
-    /// CPU reference backend: host memory and threads.
-    Host,
-    /// NVIDIA GPUs through CUDA.
-    Cuda,
-    /// AMD GPUs through HIP/ROCm.
-    Hip,
-}
-
-impl BackendKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Host => "host",
-            BackendKind::Cuda => "cuda",
-            BackendKind::Hip => "hip",
-        }
-    }
-}
+pub use haloport::foreign::BackendKind;
 
 #[derive(Debug, Args)]
 pub struct InfoArgs {

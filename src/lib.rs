@@ -120,6 +120,7 @@
 //! Jacobi solver this way, verified bit-for-bit against one rank computing the whole grid
 //! ([`haloport_core::stencil`]).
 
+pub mod foreign;
 pub mod provenance;
 pub mod report;
 pub mod results;

@@ -46,11 +46,7 @@ pub fn dispatch(kind: BackendKind, local_rank: usize, task: impl OnBackend) -> a
 
 /// The error for a backend this binary cannot run.
 pub fn not_built(kind: BackendKind) -> Error {
-    let built = env!("HALOPORT_BACKENDS");
-    Error::InvalidInput(format!(
-        "the {} backend is not available in this binary (built with: {built}); the host backend runs everywhere",
-        kind.name()
-    ))
+    kind.not_built()
 }
 
 /// A strategy for `variant` on `backend`, over a fresh MPI transport.
