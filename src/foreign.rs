@@ -324,6 +324,7 @@ impl ForeignExchange {
             .with_dependent_mut(|owner, exchange| match (&**owner, exchange) {
                 #[cfg(feature = "host")]
                 (ForeignBackend::Host(b), Some(Exchange::Host(e, own))) => {
+                    let _ignored_on_the_host = stream;
                     // SAFETY: the fields' contract is this function's.
                     let fields = unsafe { adopt_all(fields, plan)? };
                     e.start(&fields.iter().collect::<Vec<_>>(), own)?;
@@ -364,6 +365,7 @@ impl ForeignExchange {
             .with_dependent_mut(|owner, exchange| match (&**owner, exchange) {
                 #[cfg(feature = "host")]
                 (ForeignBackend::Host(b), Some(Exchange::Host(e, own))) => {
+                    let _ignored_on_the_host = stream;
                     e.finish(own)?;
                     b.stream_synchronize(own, deadline)
                 }

@@ -1,0 +1,376 @@
+//! The exchange handle: a declaration compiled for this rank of the caller's communicator,
+//! run on the caller's fields and streams.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use haloport::core::halo::{HaloOptions, Link};
+use haloport::foreign::{ForeignExchange, RawField, RawStream};
+
+use crate::backend::BACKEND;
+use crate::domain::DOMAIN;
+use crate::handles::{null, read_array, write3, write_out, Kind, Table};
+use crate::options::OPTIONS_KIND;
+use crate::status::{entry, Failure, HaloportStatus, Outcome};
+use crate::{MPI_Comm, MPI_Fint};
+
+/// A halo exchange: made (collectively) with `haloport_exchange_new`, run with
+/// `haloport_exchange_run` or `_start` / `_finish` / `_wait`, ended with `haloport_exchange_free`.
+pub struct HaloportExchange {
+    _opaque: [u8; 0],
+}
+
+/// One field of an exchange: the caller's allocation (halos and padding included).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HaloportField {
+    /// The allocation's first cell: device memory of the backend's device (`cudaMalloc`,
+    /// `hipMalloc`), host memory on the host backend.
+    pub data: *mut c_void,
+    /// Bytes allocated at `data`: at least `haloport_exchange_field_bytes`.
+    pub bytes: usize,
+}
+
+/// How one neighbour's messages travel.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaloportLink {
+    /// The neighbour is this rank (a periodic dimension of one process).
+    Local = 0,
+    /// Host-staged through MPI.
+    Staged = 1,
+    /// Device-direct into the neighbour's memory (IPC).
+    Direct = 2,
+}
+
+thread_local! {
+    static EXCHANGES: Table<ForeignExchange> = Default::default();
+}
+
+const EXCHANGE: Kind<ForeignExchange> = Kind {
+    table: &EXCHANGES,
+    name: "exchange",
+};
+
+/// Compiles `domain` for this rank of `comm` and sets the exchange up (buffers, and with
+/// `ipc` the same-node peers' memory). Collective over `comm`: every rank calls it with the
+/// same declaration and options. `comm` is borrowed (haloport works on its own duplicate and
+/// never frees it); a Cartesian communicator's dimensions become the process grid. `options`
+/// may be NULL for the defaults.
+///
+/// Errors, the same on every rank: `HALOPORT_STATUS_INVALID_INPUT` for a declaration that
+/// does not fit the job or differs between ranks, MPI not initialized, `MPI_COMM_NULL`; a rank
+/// whose own set-up step failed returns its error, the others `HALOPORT_STATUS_OTHER_RANK`.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_new(
+    backend: *mut crate::HaloportBackend,
+    comm: MPI_Comm,
+    domain: *const crate::HaloportDomain,
+    options: *const crate::HaloportOptions,
+    out: *mut *mut HaloportExchange,
+) -> HaloportStatus {
+    entry("haloport_exchange_new", || {
+        new_exchange(backend, comm, domain, options, out)
+    })
+}
+
+/// `haloport_exchange_new` for Fortran: `comm` is the communicator's Fortran handle (an
+/// `INTEGER`, or `comm%MPI_VAL` of `TYPE(MPI_Comm)`), converted with `MPI_Comm_f2c`.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_new_f(
+    backend: *mut crate::HaloportBackend,
+    comm: MPI_Fint,
+    domain: *const crate::HaloportDomain,
+    options: *const crate::HaloportOptions,
+    out: *mut *mut HaloportExchange,
+) -> HaloportStatus {
+    entry("haloport_exchange_new_f", || {
+        mpi_ready()?;
+        // SAFETY: MPI is initialized; MPI_Comm_f2c accepts any integer (an invalid one gives
+        // MPI_COMM_NULL or an invalid handle, which MPI_Comm_dup then reports).
+        let comm = unsafe { mpi::ffi::RSMPI_Comm_f2c(comm) };
+        new_exchange(backend, comm, domain, options, out)
+    })
+}
+
+fn new_exchange(
+    backend: *mut crate::HaloportBackend,
+    comm: MPI_Comm,
+    domain: *const crate::HaloportDomain,
+    options: *const crate::HaloportOptions,
+    out: *mut *mut HaloportExchange,
+) -> Outcome {
+    if out.is_null() {
+        return Err(null("the exchange out-parameter"));
+    }
+    let backend = BACKEND.with(backend, |b| Ok(Arc::clone(b)))?;
+    let spec = DOMAIN.with(domain, |d| d.spec())?;
+    let options = if options.is_null() {
+        HaloOptions::default()
+    } else {
+        OPTIONS_KIND.with(options, |o| Ok(*o))?
+    };
+    mpi_ready()?;
+    // SAFETY: MPI is initialized; the header asks for a valid communicator that every rank
+    // passes; haloport keeps only its own duplicate.
+    let exchange = unsafe { ForeignExchange::new(backend, comm, &spec, options)? };
+    EXCHANGE.insert(exchange, out)
+}
+
+/// Refuses calls before `MPI_Init` or after `MPI_Finalize`, which MPI itself would abort on.
+fn mpi_ready() -> Outcome {
+    let (mut initialized, mut finalized) = (0, 0);
+    // SAFETY: both may be called at any time, before MPI_Init and after MPI_Finalize.
+    unsafe {
+        mpi::ffi::MPI_Initialized(&mut initialized);
+        mpi::ffi::MPI_Finalized(&mut finalized);
+    }
+    if initialized == 0 || finalized != 0 {
+        return Err(Failure::invalid(
+            "MPI is not running: call MPI_Init (or MPI_Init_thread) first, and MPI_Finalize only after haloport_exchange_free",
+        ));
+    }
+    Ok(())
+}
+
+/// Ends the exchange: waits (bounded) for its last kernels, meets the other ranks with `ipc`
+/// (collective then), frees its memory; the handle is dead afterwards, whatever the status.
+/// NULL is allowed and does nothing.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_free(exchange: *mut HaloportExchange) -> HaloportStatus {
+    entry("haloport_exchange_free", || {
+        if exchange.is_null() {
+            return Ok(());
+        }
+        Ok(EXCHANGE.remove(exchange)?.close()?)
+    })
+}
+
+/// Reads the caller's field array.
+///
+/// # Safety
+/// `fields` is NULL or points to `count` readable values.
+unsafe fn raw_fields(fields: *const HaloportField, count: usize) -> Outcome<Vec<RawField>> {
+    // SAFETY: forwarded.
+    let fields = unsafe { read_array(fields, count, "fields")? };
+    Ok(fields
+        .iter()
+        .map(|f| RawField {
+            addr: f.data as u64,
+            bytes: f.bytes,
+        })
+        .collect())
+}
+
+/// Starts an exchange of the `count` fields (in the domain's order) on `stream` (a
+/// `cudaStream_t` / `hipStream_t`; NULL: the default stream; ignored on the host backend):
+/// queues the pack after the work queued on `stream` before, and sends. Work queued on
+/// `stream` before `haloport_exchange_finish` must not write the cells sent nor touch halo
+/// cells. On the host backend it returns once the pack is done.
+///
+/// The fields and the stream stay alive until `haloport_exchange_wait` (or `_run`) returned.
+///
+/// Errors: `HALOPORT_STATUS_INVALID_INPUT` for a field count, NULL or misaligned field or
+/// size that does not fit the declaration; `HALOPORT_STATUS_USAGE` when already started; an
+/// earlier exchange's failure on the device (`HALOPORT_STATUS_TIMEOUT`).
+#[no_mangle]
+pub extern "C" fn haloport_exchange_start(
+    exchange: *mut HaloportExchange,
+    fields: *const HaloportField,
+    count: usize,
+    stream: *mut c_void,
+) -> HaloportStatus {
+    entry("haloport_exchange_start", || {
+        // SAFETY: the header asks for `count` fields.
+        let fields = unsafe { raw_fields(fields, count)? };
+        EXCHANGE.with(exchange, |e| {
+            // SAFETY: the fields' and stream's contract is this function's (the header).
+            Ok(unsafe { e.start(&fields, RawStream(stream as usize))? })
+        })
+    })
+}
+
+/// Finishes the started exchange: receives and queues the unpack on `stream` (NULL: the
+/// default stream); work queued on `stream` afterwards sees the halos filled. On the host
+/// backend it returns once the halos are filled.
+///
+/// Errors: `HALOPORT_STATUS_USAGE` without a started exchange; time-outs and MPI errors.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_finish(
+    exchange: *mut HaloportExchange,
+    stream: *mut c_void,
+) -> HaloportStatus {
+    entry("haloport_exchange_finish", || {
+        EXCHANGE.with(exchange, |e| {
+            // SAFETY: the stream's contract is this function's (the header).
+            Ok(unsafe { e.finish(RawStream(stream as usize))? })
+        })
+    })
+}
+
+/// Waits until the last exchange's kernels completed and reports what their waits on the
+/// device ended in; afterwards its fields may be freed.
+///
+/// Errors: `HALOPORT_STATUS_TIMEOUT` naming the messages a wait gave up on.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_wait(exchange: *mut HaloportExchange) -> HaloportStatus {
+    entry("haloport_exchange_wait", || {
+        EXCHANGE.with(exchange, |e| Ok(e.wait()?))
+    })
+}
+
+/// One whole exchange: start, finish and wait. When it returns `HALOPORT_STATUS_OK`, every
+/// field's halo cells hold their neighbours' values.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_run(
+    exchange: *mut HaloportExchange,
+    fields: *const HaloportField,
+    count: usize,
+    stream: *mut c_void,
+) -> HaloportStatus {
+    entry("haloport_exchange_run", || {
+        // SAFETY: the header asks for `count` fields.
+        let fields = unsafe { raw_fields(fields, count)? };
+        EXCHANGE.with(exchange, |e| {
+            // SAFETY: the fields' and stream's contract is this function's (the header).
+            Ok(unsafe { e.exchange(&fields, RawStream(stream as usize))? })
+        })
+    })
+}
+
+/// This rank's part of the grid: its interior extents `extent[3]` and the global index of its
+/// first interior cell `offset[3]`. Either may be NULL.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_local(
+    exchange: *const HaloportExchange,
+    extent: *mut u64,
+    offset: *mut u64,
+) -> HaloportStatus {
+    entry("haloport_exchange_local", || {
+        EXCHANGE.with(exchange, |e| {
+            let d = &e.plan().decomposition;
+            // SAFETY: the header asks for 3 writable values each, or NULL.
+            unsafe {
+                write3(extent, d.local);
+                write3(offset, d.origin);
+            }
+            Ok(())
+        })
+    })
+}
+
+/// How this rank's fields lie in memory: the allocated extents `alloc[3]` (low halo + interior
+/// + high halo + padding; x fastest) and where the interior starts in them, `interior[3]`
+/// (the low halo widths). Cell (i, j, k) of the interior is element
+/// `((interior[2] + k) * alloc[1] + interior[1] + j) * alloc[0] + interior[0] + i`, times the
+/// field's components. Either may be NULL.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_allocation(
+    exchange: *const HaloportExchange,
+    alloc: *mut u64,
+    interior: *mut u64,
+) -> HaloportStatus {
+    entry("haloport_exchange_allocation", || {
+        EXCHANGE.with(exchange, |e| {
+            let d = &e.plan().decomposition;
+            // SAFETY: the header asks for 3 writable values each, or NULL.
+            unsafe {
+                write3(alloc, d.alloc);
+                write3(interior, d.halo);
+            }
+            Ok(())
+        })
+    })
+}
+
+/// The process grid `procs[3]` and this rank's coordinates in it `coords[3]`. Either may be
+/// NULL.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_process_grid(
+    exchange: *const HaloportExchange,
+    procs: *mut u32,
+    coords: *mut u32,
+) -> HaloportStatus {
+    entry("haloport_exchange_process_grid", || {
+        EXCHANGE.with(exchange, |e| {
+            let d = &e.plan().decomposition;
+            // SAFETY: the header asks for 3 writable values each, or NULL.
+            unsafe {
+                write3(procs, d.procs);
+                write3(coords, d.coords);
+            }
+            Ok(())
+        })
+    })
+}
+
+/// Bytes field `field` (0-based, in the domain's order) must have allocated.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_field_bytes(
+    exchange: *const HaloportExchange,
+    field: usize,
+    bytes: *mut usize,
+) -> HaloportStatus {
+    entry("haloport_exchange_field_bytes", || {
+        EXCHANGE.with(exchange, |e| {
+            let needed = usize::try_from(e.field_bytes(field)?)
+                .map_err(|_| Failure::invalid("the field's size does not fit a size_t"))?;
+            // SAFETY: the header asks for a writable value.
+            unsafe { write_out(bytes, needed, "bytes") }
+        })
+    })
+}
+
+/// How many neighbours this rank exchanges with (at most 26).
+#[no_mangle]
+pub extern "C" fn haloport_exchange_neighbour_count(
+    exchange: *const HaloportExchange,
+    count: *mut usize,
+) -> HaloportStatus {
+    entry("haloport_exchange_neighbour_count", || {
+        EXCHANGE.with(exchange, |e| {
+            // SAFETY: the header asks for a writable value.
+            unsafe { write_out(count, e.plan().neighbours.len(), "count") }
+        })
+    })
+}
+
+/// Neighbour `index` (below `haloport_exchange_neighbour_count`): its direction `direction[3]`
+/// (each -1, 0 or 1), its rank in the communicator, and how its messages travel (`link`). Any
+/// out-parameter may be NULL.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_neighbour(
+    exchange: *const HaloportExchange,
+    index: usize,
+    direction: *mut i32,
+    rank: *mut i32,
+    link: *mut HaloportLink,
+) -> HaloportStatus {
+    entry("haloport_exchange_neighbour", || {
+        EXCHANGE.with(exchange, |e| {
+            let neighbours = &e.plan().neighbours;
+            let n = neighbours.get(index).ok_or_else(|| {
+                Failure::invalid(format!(
+                    "neighbour {index}: this rank has {} neighbours",
+                    neighbours.len()
+                ))
+            })?;
+            let travels = match e.links().get(index) {
+                Some(Link::Local) => HaloportLink::Local,
+                Some(Link::Direct) => HaloportLink::Direct,
+                _ => HaloportLink::Staged,
+            };
+            // SAFETY: the header asks for writable values, or NULL.
+            unsafe {
+                write3(direction, n.direction.map(i32::from));
+                if !rank.is_null() {
+                    rank.write(n.rank);
+                }
+                if !link.is_null() {
+                    link.write(travels);
+                }
+            }
+            Ok(())
+        })
+    })
+}

@@ -1,0 +1,145 @@
+//! The options handle: how an exchange runs.
+
+use std::time::Duration;
+
+use haloport::core::halo::{HaloOptions, HaloStrategy};
+use haloport::core::variant::TransportKind;
+
+use crate::handles::{Kind, Table};
+use crate::status::{entry, Failure, HaloportStatus, Outcome};
+
+/// How an exchange runs: transport, strategy, time-out, checked mode. Made with
+/// `haloport_options_new` (defaults: `mpi`, `base`, 10 s, unchecked), freed with
+/// `haloport_options_free`; an exchange copies it. Every rank gives the same options (the
+/// time-out may differ).
+pub struct HaloportOptions {
+    _opaque: [u8; 0],
+}
+
+/// How messages travel.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaloportTransport {
+    /// Every neighbour host-staged through MPI (works with any MPI, CUDA-aware or not).
+    Mpi = 0,
+    /// Neighbours on the same node device-direct (CUDA/HIP IPC), others through MPI.
+    Ipc = 1,
+}
+
+/// When host-staged messages move, relative to the pack and unpack kernels.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaloportStrategy {
+    /// Pack everything, then send; receive everything, then unpack.
+    Base = 0,
+    /// Send each neighbour's message as soon as it is packed; unpack each as it arrives.
+    Taskqueue = 1,
+}
+
+thread_local! {
+    static OPTIONS: Table<HaloOptions> = Default::default();
+}
+
+pub(crate) const OPTIONS_KIND: Kind<HaloOptions> = Kind {
+    table: &OPTIONS,
+    name: "options",
+};
+
+/// Makes options with the defaults: `mpi`, `base`, a time-out of 10 s, unchecked.
+#[no_mangle]
+pub extern "C" fn haloport_options_new(out: *mut *mut HaloportOptions) -> HaloportStatus {
+    entry("haloport_options_new", || {
+        OPTIONS_KIND.insert(HaloOptions::default(), out)
+    })
+}
+
+/// Frees an options handle. NULL is allowed and does nothing.
+#[no_mangle]
+pub extern "C" fn haloport_options_free(options: *mut HaloportOptions) -> HaloportStatus {
+    entry("haloport_options_free", || {
+        if !options.is_null() {
+            OPTIONS_KIND.remove(options)?;
+        }
+        Ok(())
+    })
+}
+
+fn change(
+    function: &str,
+    options: *mut HaloportOptions,
+    f: impl FnOnce(&mut HaloOptions) -> Outcome,
+) -> HaloportStatus {
+    entry(function, || OPTIONS_KIND.with(options, f))
+}
+
+/// Sets the transport: a `haloport_transport`.
+#[no_mangle]
+pub extern "C" fn haloport_options_set_transport(
+    options: *mut HaloportOptions,
+    transport: i32,
+) -> HaloportStatus {
+    change("haloport_options_set_transport", options, |o| {
+        o.transport = match transport {
+            0 => TransportKind::Mpi,
+            1 => TransportKind::Ipc,
+            other => {
+                return Err(Failure::invalid(format!(
+                    "unknown transport {other}; known: HALOPORT_TRANSPORT_MPI (0), _IPC (1)"
+                )))
+            }
+        };
+        Ok(())
+    })
+}
+
+/// Sets the strategy: a `haloport_strategy`.
+#[no_mangle]
+pub extern "C" fn haloport_options_set_strategy(
+    options: *mut HaloportOptions,
+    strategy: i32,
+) -> HaloportStatus {
+    change("haloport_options_set_strategy", options, |o| {
+        o.strategy = match strategy {
+            0 => HaloStrategy::Base,
+            1 => HaloStrategy::Taskqueue,
+            other => {
+                return Err(Failure::invalid(format!(
+                    "unknown strategy {other}; known: HALOPORT_STRATEGY_BASE (0), _TASKQUEUE (1)"
+                )))
+            }
+        };
+        Ok(())
+    })
+}
+
+/// Sets how long any single wait (MPI, a stream, a peer's signal) may take, in seconds.
+#[no_mangle]
+pub extern "C" fn haloport_options_set_timeout(
+    options: *mut HaloportOptions,
+    seconds: f64,
+) -> HaloportStatus {
+    change("haloport_options_set_timeout", options, |o| {
+        o.timeout = Duration::try_from_secs_f64(seconds)
+            .ok()
+            .filter(|t| !t.is_zero() && t.as_secs() < 86_400)
+            .ok_or_else(|| {
+                Failure::invalid(format!(
+                    "time-out {seconds} s: give more than 0 and less than a day"
+                ))
+            })?;
+        Ok(())
+    })
+}
+
+/// Sets checked mode (non-zero: on): `finish` waits for its unpack and reports any failure on
+/// the device itself, at the cost of overlapping the unpack with later work.
+#[no_mangle]
+pub extern "C" fn haloport_options_set_checked(
+    options: *mut HaloportOptions,
+    checked: i32,
+) -> HaloportStatus {
+    change("haloport_options_set_checked", options, |o| {
+        o.checked = checked != 0;
+        Ok(())
+    })
+}
