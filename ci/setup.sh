@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what haloport needs to build and test on Debian/Ubuntu: OpenMPI (runtime and headers),
-# libclang for bindgen, a C compiler, the Rust toolchain with rustfmt and clippy, the CUDA
-# compiler (pip wheels, pinned to CUDA 13.0, in .venv) that the cuda feature's kernels need, and
-# Debian's hipcc and HIP runtime for the hip feature.
+# libclang for bindgen, a C compiler, CMake and gfortran (the C ABI's install and examples), the
+# Rust toolchain with rustfmt and clippy, the CUDA compiler (pip wheels, pinned to CUDA 13.0, in
+# .venv) that the cuda feature's kernels need, and Debian's hipcc and HIP runtime for the hip
+# feature.
 # No GPU is needed for any of it. Idempotent: installs only what is missing. Run as root or with
 # sudo available.
 set -euo pipefail
@@ -22,6 +23,9 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 command -v hipcc >/dev/null 2>&1 || need_apt+=(hipcc)
 [ -e /usr/include/hip/hip_runtime_api.h ] || [ -e /opt/rocm/include/hip/hip_runtime_api.h ] || need_apt+=(libamdhip64-dev)
 python3 -m venv --help >/dev/null 2>&1 || need_apt+=(python3-venv)
+# The C ABI: its CMake install, the Fortran module and examples (mpif90 drives gfortran).
+command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+command -v gfortran >/dev/null 2>&1 || need_apt+=(gfortran)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
     sudo=""

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test suite: formatting, clippy and rustdoc (-D warnings), unit tests, the host backend under
-# mpirun -np 2/3/4, bad-input and fault tests, with the cuda and hip features built (kernels compiled by nvcc and by hipcc, and the
-# embedded fatbin and code objects checked); GPU tests print "SKIPPED: no CUDA device" or
-# "SKIPPED: no AMD GPU" where there is none. Needs what ci/setup.sh installs.
+# mpirun -np 2/3/4, bad-input and fault tests, with the cuda and hip features built (kernels
+# compiled by nvcc and by hipcc, and the embedded fatbin and code objects checked), and the C ABI
+# installed with its C and Fortran programs run (ci/capi-test.sh); GPU tests print "SKIPPED: no
+# CUDA device" or "SKIPPED: no AMD GPU" where there is none. Needs what ci/setup.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
@@ -15,6 +16,10 @@ cargo clippy --workspace --all-targets --features cuda,hip -- -D warnings
 # broken or private links.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 cargo test --workspace --features cuda,hip -- --show-output
+# The C ABI installed as the README says, its C and Fortran examples and its error paths
+# under mpirun (the library built from the test build above, with every backend).
+HALOPORT_CMAKE_ARGS="-DHALOPORT_FEATURES=host,cuda,hip -DHALOPORT_CARGO_PROFILE=dev -DHALOPORT_CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}" \
+    bash ci/capi-test.sh build/prefix
 # The main build has every backend; refusing one that is not built in needs a build without
 # the GPU backends, so that test runs once more in a host-only build.
 cargo test --test bad_input a_backend_not_built_in_is_refused -- --show-output
