@@ -25,6 +25,13 @@ for line in sys.stdin:
         shutil.copy(exe, "carry/" + wanted[name])
         print("carry/" + wanted[name])
 '
-strip carry/* 2>/dev/null || true
+# The C ABI with the CUDA backend, installed as the README says (the static library stays
+# behind: the examples link the shared one).
+cmake -S capi -B build/capi-gpu -DHALOPORT_FEATURES=host,cuda \
+    -DHALOPORT_CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" > /dev/null
+cmake --build build/capi-gpu
+cmake --install build/capi-gpu --prefix carry/capi > /dev/null
+rm -f carry/capi/lib/libhaloport.a
+strip carry/* carry/capi/lib/libhaloport.so.* 2>/dev/null || true
 cp ci/gpu-*.sh carry/
 ls -la carry
