@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 mkdir -p carry
-rm -f carry/*
+rm -rf carry/*
 cargo build --release --features cuda
 cp "${CARGO_TARGET_DIR:-target}/release/haloport" carry/haloport
 # The example whose update is the application's own kernel on its own stream (NVRTC + cudarc).
