@@ -30,24 +30,105 @@ pub struct Dtype {
 
 /// The element types haloport moves (every size the region kernels have words for).
 const DTYPES: [(&str, Dtype); 13] = [
-    ("float16", Dtype { kind: b'f', bytes: 2 }),
-    ("float32", Dtype { kind: b'f', bytes: 4 }),
-    ("float64", Dtype { kind: b'f', bytes: 8 }),
-    ("complex64", Dtype { kind: b'c', bytes: 8 }),
-    ("complex128", Dtype { kind: b'c', bytes: 16 }),
-    ("int8", Dtype { kind: b'i', bytes: 1 }),
-    ("int16", Dtype { kind: b'i', bytes: 2 }),
-    ("int32", Dtype { kind: b'i', bytes: 4 }),
-    ("int64", Dtype { kind: b'i', bytes: 8 }),
-    ("uint8", Dtype { kind: b'u', bytes: 1 }),
-    ("uint16", Dtype { kind: b'u', bytes: 2 }),
-    ("uint32", Dtype { kind: b'u', bytes: 4 }),
-    ("uint64", Dtype { kind: b'u', bytes: 8 }),
+    (
+        "float16",
+        Dtype {
+            kind: b'f',
+            bytes: 2,
+        },
+    ),
+    (
+        "float32",
+        Dtype {
+            kind: b'f',
+            bytes: 4,
+        },
+    ),
+    (
+        "float64",
+        Dtype {
+            kind: b'f',
+            bytes: 8,
+        },
+    ),
+    (
+        "complex64",
+        Dtype {
+            kind: b'c',
+            bytes: 8,
+        },
+    ),
+    (
+        "complex128",
+        Dtype {
+            kind: b'c',
+            bytes: 16,
+        },
+    ),
+    (
+        "int8",
+        Dtype {
+            kind: b'i',
+            bytes: 1,
+        },
+    ),
+    (
+        "int16",
+        Dtype {
+            kind: b'i',
+            bytes: 2,
+        },
+    ),
+    (
+        "int32",
+        Dtype {
+            kind: b'i',
+            bytes: 4,
+        },
+    ),
+    (
+        "int64",
+        Dtype {
+            kind: b'i',
+            bytes: 8,
+        },
+    ),
+    (
+        "uint8",
+        Dtype {
+            kind: b'u',
+            bytes: 1,
+        },
+    ),
+    (
+        "uint16",
+        Dtype {
+            kind: b'u',
+            bytes: 2,
+        },
+    ),
+    (
+        "uint32",
+        Dtype {
+            kind: b'u',
+            bytes: 4,
+        },
+    ),
+    (
+        "uint64",
+        Dtype {
+            kind: b'u',
+            bytes: 8,
+        },
+    ),
 ];
 
 impl Dtype {
     /// `float64`, the default.
-    pub const F64: Dtype = Dtype { kind: b'f', bytes: 8 };
+    pub const F64: Dtype = Dtype {
+        kind: b'f',
+        bytes: 8,
+    };
 
     /// Bytes of one element.
     pub fn bytes(self) -> u32 {
@@ -75,7 +156,12 @@ impl Dtype {
             "half" => "float16",
             "single" => "float32",
             "double" => "float64",
-            "bool" | "bool_" | "b1" => return Some(Dtype { kind: b'b', bytes: 1 }),
+            "bool" | "bool_" | "b1" => {
+                return Some(Dtype {
+                    kind: b'b',
+                    bytes: 1,
+                })
+            }
             other => other,
         };
         if let Some((_, d)) = DTYPES.iter().find(|(n, _)| *n == alias) {
@@ -189,7 +275,7 @@ pub fn raw_field(
         let ours = e
             .get_type(array.py())
             .name()
-            .is_ok_and(|n| n.to_string() == "InvalidInputError");
+            .is_ok_and(|n| n == "InvalidInputError");
         let why = e.value(array.py()).to_string();
         fail(match ours {
             true => why,
@@ -198,8 +284,12 @@ pub fn raw_field(
     })?;
     let Some(described) = described else {
         let wanted = match target.backend {
-            BackendKind::Host => "a host array (NumPy, or any with __array_interface__ or __dlpack__)",
-            BackendKind::Cuda => "a CUDA array (CuPy, PyTorch, Numba, JAX: __cuda_array_interface__ or __dlpack__)",
+            BackendKind::Host => {
+                "a host array (NumPy, or any with __array_interface__ or __dlpack__)"
+            }
+            BackendKind::Cuda => {
+                "a CUDA array (CuPy, PyTorch, Numba, JAX: __cuda_array_interface__ or __dlpack__)"
+            }
             BackendKind::Hip => "a ROCm array with __dlpack__",
         };
         return Err(fail(format!(
@@ -347,9 +437,9 @@ fn from_interface(dict: &Bound<'_, PyDict>) -> PyResult<Described> {
         return Err(invalid("masked arrays are not exchanged"));
     }
     let data = item("data")?;
-    let (addr, readonly): (u64, bool) = data.extract().map_err(|_| {
-        invalid("the array interface's data is not an (address, read-only) pair")
-    })?;
+    let (addr, readonly): (u64, bool) = data
+        .extract()
+        .map_err(|_| invalid("the array interface's data is not an (address, read-only) pair"))?;
     let offset: u64 = match dict.get_item("offset")? {
         Some(o) if !o.is_none() => o.extract()?,
         _ => 0,
@@ -486,8 +576,12 @@ fn from_dlpack(array: &Bound<'_, PyAny>, target: Target) -> PyResult<Described> 
         )),
     };
     let itemsize = i64::from(bytes.max(1));
-    let strides = (!tensor.strides.is_null())
-        .then(|| read(tensor.strides).into_iter().map(|s| s * itemsize).collect());
+    let strides = (!tensor.strides.is_null()).then(|| {
+        read(tensor.strides)
+            .into_iter()
+            .map(|s| s * itemsize)
+            .collect()
+    });
     Ok(Described {
         addr: tensor.data as u64 + tensor.byte_offset,
         shape,

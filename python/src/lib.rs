@@ -80,7 +80,9 @@ fn per_field<'py, T: Clone>(
     what: &str,
     one: impl Fn(&Bound<'py, PyAny>) -> PyResult<T>,
 ) -> PyResult<Vec<T>> {
-    let list = value.downcast::<PyList>().map(|l| l.iter().collect::<Vec<_>>());
+    let list = value
+        .downcast::<PyList>()
+        .map(|l| l.iter().collect::<Vec<_>>());
     let list = list.or_else(|_| value.downcast::<PyTuple>().map(|t| t.iter().collect()));
     match list {
         Ok(items) if items.len() == fields => items.iter().map(one).collect(),
@@ -136,9 +138,7 @@ impl Domain {
         };
         let fields = fields.or(listed(dtype)).or(listed(components)).unwrap_or(1);
         if fields == 0 || fields > 64 {
-            return Err(invalid(format!(
-                "fields: {fields}; give 1 to 64 fields"
-            )));
+            return Err(invalid(format!("fields: {fields}; give 1 to 64 fields")));
         }
         let dtypes = match dtype {
             Some(d) => per_field(d, fields, "dtype", Dtype::from_py)?,
@@ -153,8 +153,12 @@ impl Domain {
             })?,
             None => vec![1; fields],
         };
-        let halo = halo.map(|h| triple::<u32>(h, "halo")).transpose()?.unwrap_or([1; 3]);
-        let opt3 = |v: Option<&Bound<'_, PyAny>>, what| v.map(|v| triple::<u32>(v, what)).transpose();
+        let halo = halo
+            .map(|h| triple::<u32>(h, "halo"))
+            .transpose()?
+            .unwrap_or([1; 3]);
+        let opt3 =
+            |v: Option<&Bound<'_, PyAny>>, what| v.map(|v| triple::<u32>(v, what)).transpose();
         let periodic = periodic
             .map(|p| triple::<bool>(p, "periodic"))
             .transpose()?
@@ -164,7 +168,11 @@ impl Domain {
         let plain = components.iter().all(|&c| c == 1)
             && dtypes.iter().all(|d| *d == dtypes[0])
             && matches!(dtypes[0].name().as_str(), "float32" | "float64");
-        let elem = if dtypes[0].bytes() == 4 { ElemType::F32 } else { ElemType::F64 };
+        let elem = if dtypes[0].bytes() == 4 {
+            ElemType::F32
+        } else {
+            ElemType::F64
+        };
         let spec = DomainSpec {
             grid,
             procs,
@@ -447,7 +455,9 @@ impl Exchange {
             .map_err(|_| {
                 invalid(format!(
                     "comm: a {} is not an mpi4py communicator",
-                    comm.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string())
+                    comm.get_type()
+                        .name()
+                        .map_or_else(|_| "?".into(), |n| n.to_string())
                 ))
             })?;
         // SAFETY: MPI_Comm_f2c converts any Fortran handle (MPI 4.0 section 19.3.4); an
@@ -466,7 +476,11 @@ impl Exchange {
         let all: Vec<Option<String>> = comm.call_method1("allgather", (mine,))?.extract()?;
         let (backend, options) = match opened {
             Err(e) => return Err(e),
-            Ok(opened) => match all.iter().enumerate().find_map(|(r, m)| Some((r, m.as_ref()?))) {
+            Ok(opened) => match all
+                .iter()
+                .enumerate()
+                .find_map(|(r, m)| Some((r, m.as_ref()?)))
+            {
                 Some((rank, message)) => {
                     return Err(raise(
                         ErrorKind::OtherRank,

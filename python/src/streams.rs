@@ -42,9 +42,9 @@ fn handle_of(stream: &Bound<'_, PyAny>) -> PyResult<usize> {
         stream.clone()
     } else if let Ok(protocol) = stream.getattr("__cuda_stream__") {
         let pair = protocol.call0()?;
-        let (_version, handle): (i64, Bound<'_, PyAny>) = pair.extract().map_err(|_| {
-            invalid("__cuda_stream__() did not return a (version, handle) pair")
-        })?;
+        let (_version, handle): (i64, Bound<'_, PyAny>) = pair
+            .extract()
+            .map_err(|_| invalid("__cuda_stream__() did not return a (version, handle) pair"))?;
         handle
     } else if let Ok(handle) = stream.getattr("cuda_stream") {
         handle
@@ -69,7 +69,10 @@ fn current_stream(array: &Bound<'_, PyAny>) -> PyResult<usize> {
     let module = array.get_type().module()?.to_string();
     if module.starts_with("cupy") {
         let cuda = py.import("cupy.cuda")?;
-        return cuda.call_method0("get_current_stream")?.getattr("ptr")?.extract();
+        return cuda
+            .call_method0("get_current_stream")?
+            .getattr("ptr")?
+            .extract();
     }
     if module.starts_with("torch") {
         let device = array.getattr("device")?;

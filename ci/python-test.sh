@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Checks the Python package: rustfmt and clippy (-D warnings) on its extension crate, which the
+# root workspace leaves out, then the pytest suite on the host backend with NumPy arrays under
+# `mpirun -np 2` and `-np 4`. Run ci/python-setup.sh first (it installs the package the way
+# python/README.md says). Rank 0's pytest output is printed; the other ranks' only on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TARGET_DIR="$PWD/python/target"
+cargo fmt --manifest-path python/Cargo.toml -- --check
+cargo clippy --manifest-path python/Cargo.toml --all-targets --quiet -- -D warnings
+
+if [ "$(id -u)" -eq 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+status=0
+for np in 2 4; do
+    echo "python-test: mpirun -np $np pytest python/tests"
+    # Each test has its own time-out (pyproject.toml); this one bounds the whole run.
+    timeout 300 mpirun --oversubscribe -np "$np" bash -c '
+        rank=${OMPI_COMM_WORLD_RANK:-0}
+        if [ "$rank" = 0 ]; then
+            exec .venv/bin/python -m pytest -q -ra --color=no python/tests
+        else
+            exec .venv/bin/python -m pytest -q -ra --color=no python/tests >"$0/rank-$rank.log" 2>&1
+        fi' "$logs" || {
+        status=$?
+        echo "python-test: FAILED under mpirun -np $np (exit $status); the other ranks said:"
+        for f in "$logs"/rank-*.log; do
+            [ -e "$f" ] && { echo "--- $(basename "$f")"; tail -n 40 "$f"; }
+        done
+    }
+done
+exit "$status"
