@@ -1,0 +1,275 @@
+"""Type stubs of the extension module ``haloport._native`` (re-exported by ``haloport``)."""
+
+from types import TracebackType
+from typing import Any, Literal, Optional, Sequence, Tuple, Type, Union
+
+__version__: str
+
+Triple = Tuple[int, int, int]
+"""Three values, x first."""
+
+IntOrTriple = Union[int, Sequence[int]]
+BoolOrTriple = Union[bool, Sequence[bool]]
+DtypeLike = Any
+"""A dtype name (``"float64"``, ``"f8"``), a NumPy or CuPy dtype, a NumPy scalar type
+(``numpy.float32``) or a PyTorch dtype (``torch.float16``)."""
+
+ArrayLike = Any
+"""An array offering ``__array_interface__`` (NumPy) or DLPack on the host backend,
+``__cuda_array_interface__`` or DLPack (CuPy, PyTorch, Numba, JAX) on CUDA."""
+
+StreamLike = Any
+"""``None`` (the array library's current stream), an object with ``__cuda_stream__``, a CuPy or
+PyTorch stream, or a raw ``cudaStream_t`` as an int (0: the default stream)."""
+
+def backends() -> str:
+    """The backends this build has, comma-separated: ``"host"``, or ``"host,cuda"`` for a
+    build with the ``cuda`` feature."""
+
+class Domain:
+    """A halo-exchange declaration: the global grid, how it is split over the ranks, its
+    periodicity and halos, and the fields exchanged together. Give the same declaration on
+    every rank.
+
+    Extents, halos and padding are given x first (x varies fastest in memory), as in the Rust
+    API, the C ABI and the command line; every field's array is shaped ``(az, ay, ax)``, or
+    ``(az, ay, ax, C)`` for ``C`` components per cell, in C order (see :meth:`Exchange.shape`).
+
+    Args:
+        grid: global extents ``(nx, ny, nz)`` in cells (one int: a cube).
+        dtype: the fields' element type, or a list of one per field (which sets ``fields``).
+            Float16/32/64, complex64/128, (u)int8/16/32/64 and bool.
+        fields: how many fields travel together, each its own array (default 1, or the length
+            of a ``dtype`` or ``components`` list).
+        components: interleaved elements per cell (a velocity: 3), one for all fields or one
+            per field.
+        halo: halo width per dimension (one int: all), default 1.
+        halo_lo: halo widths on the low side of x, y, z where they differ from ``halo``
+            (0 allowed: nothing arrives there).
+        halo_hi: halo widths on the high side, likewise.
+        periodic: whether x, y, z wrap around (one bool: all), default ``True``.
+        pad: extra allocated cells after the high halo of x, y, z (a pitched or aligned
+            allocation); never read or written.
+        procs: the process grid ``(px, py, pz)``; by default chosen like ``MPI_Dims_create``.
+        neighbourhood: which neighbours fill the halos: ``"faces"`` (6), ``"faces-edges"``
+            (18) or ``"all"`` (26, default).
+        splits: the application's own decomposition: where the parts start along x, y and z,
+            e.g. ``([0], [0], [0, 3, 6])``; the process grid is the number of starts.
+
+    Raises:
+        InvalidInputError: a value of the wrong kind or out of range (the rest is checked
+            when an :class:`Exchange` is built, the same on every rank).
+    """
+
+    def __init__(
+        self,
+        grid: IntOrTriple,
+        *,
+        dtype: Union[DtypeLike, Sequence[DtypeLike], None] = None,
+        fields: Optional[int] = None,
+        components: Union[int, Sequence[int], None] = None,
+        halo: Optional[IntOrTriple] = None,
+        halo_lo: Optional[IntOrTriple] = None,
+        halo_hi: Optional[IntOrTriple] = None,
+        periodic: Optional[BoolOrTriple] = None,
+        pad: Optional[IntOrTriple] = None,
+        procs: Optional[IntOrTriple] = None,
+        neighbourhood: Literal["faces", "faces-edges", "all", "6", "18", "26"] = "all",
+        splits: Optional[Tuple[Sequence[int], Sequence[int], Sequence[int]]] = None,
+    ) -> None: ...
+    @property
+    def grid(self) -> Triple:
+        """Global extents ``(nx, ny, nz)`` in cells."""
+    @property
+    def procs(self) -> Optional[Triple]:
+        """The process grid ``(px, py, pz)`` given, or ``None``: chosen like
+        ``MPI_Dims_create``."""
+    @property
+    def periodic(self) -> Tuple[bool, bool, bool]:
+        """Whether x, y and z wrap around."""
+    @property
+    def halo_lo(self) -> Triple:
+        """Halo widths on the low side of x, y, z."""
+    @property
+    def halo_hi(self) -> Triple:
+        """Halo widths on the high side of x, y, z."""
+    @property
+    def pad(self) -> Triple:
+        """Extra allocated cells after the high halo of x, y, z; never read or written."""
+    @property
+    def fields(self) -> int:
+        """Number of fields exchanged together."""
+    @property
+    def dtypes(self) -> list[str]:
+        """Each field's dtype, as NumPy names it."""
+    @property
+    def components(self) -> list[int]:
+        """Each field's components per cell."""
+    @property
+    def neighbourhood(self) -> str:
+        """``"faces"``, ``"faces-edges"`` or ``"all"``."""
+
+class Neighbour:
+    """How the messages to and from one neighbour travel."""
+
+    @property
+    def direction(self) -> Tuple[int, int, int]:
+        """``(dx, dy, dz)``, each -1, 0 or 1: the side of this rank's part the neighbour is
+        on."""
+    @property
+    def rank(self) -> int:
+        """The neighbour's rank in the exchange's communicator (this rank itself along a
+        periodic dimension it alone spans)."""
+    @property
+    def transport(self) -> Literal["mpi", "ipc", "local"]:
+        """``"mpi"`` (host-staged), ``"ipc"`` (device-direct) or ``"local"`` (this rank's own
+        memory)."""
+
+class Exchange:
+    """The halo exchange of one domain's fields over an mpi4py communicator.
+
+    Building it is collective: every rank of ``comm`` builds it with the same declaration and
+    options; a rank that fails (a bad option, no device) raises its error and the others
+    :class:`OtherRankError`, and declarations that differ raise the same
+    :class:`InvalidInputError` on every rank. ``comm`` is borrowed (duplicated, never freed).
+    Use it from the thread that built it; every call that waits releases the GIL.
+
+    Args:
+        comm: any mpi4py intra-communicator (``MPI.COMM_WORLD``, a split, a Cartesian one;
+            for a Cartesian one the declaration's process grid and periodicity must match).
+        domain: the declaration.
+        backend: ``"host"`` (NumPy arrays) or ``"cuda"`` (a build with CUDA: CuPy, PyTorch,
+            ... arrays), see :func:`backends`.
+        device: the GPU this rank uses; by default its index among the ranks of its node
+            (modulo the devices visible).
+        transport: ``"mpi"`` (host-staged through MPI) or ``"ipc"`` (device-direct to the
+            ranks of the same node, host-staged to others).
+        strategy: ``"base"`` (pack everything, send; receive everything, unpack) or ``"tq"``
+            (each neighbour sent and unpacked as soon as it is ready).
+        timeout: seconds any single wait may take before :class:`TimeoutError`.
+        checked: ``finish`` waits for its unpack and reports any failure on the device
+            itself (costs the overlap of the unpack with later work).
+
+    Raises:
+        InvalidInputError: a bad option, a declaration the job cannot run or that differs
+            across ranks, ``comm`` not an mpi4py communicator.
+        OtherRankError: another rank failed to set up.
+        DeviceError: no device, the backend's kernels missing.
+        MpiError: an MPI call failed.
+    """
+
+    def __init__(
+        self,
+        comm: Any,
+        domain: Domain,
+        *,
+        backend: Literal["host", "cuda", "hip"] = "host",
+        device: Optional[int] = None,
+        transport: Literal["mpi", "ipc"] = "mpi",
+        strategy: Literal["base", "tq"] = "base",
+        timeout: float = 10.0,
+        checked: bool = False,
+    ) -> None: ...
+    def exchange(
+        self, arrays: Union[ArrayLike, Sequence[ArrayLike]], stream: StreamLike = None
+    ) -> None:
+        """Exchanges the halos of ``arrays`` and returns when they are filled.
+
+        ``arrays`` holds one array per field, in the declaration's order (a single array for
+        a domain of one field): each the whole allocation (halos and padding included),
+        shaped :meth:`shape`, C-contiguous, of the field's dtype, writable, on this
+        exchange's device. Arrays are used in place, never copied. On a GPU the exchange is
+        ordered after the work queued on ``stream`` before the call.
+
+        Raises:
+            InvalidInputError: an array of the wrong shape, strides, dtype or device, the
+                wrong number of arrays, a stream that is none.
+            TimeoutError: a neighbour did not take part within ``timeout``.
+            UsageError: the exchange was closed.
+        """
+    def start(
+        self, arrays: Union[ArrayLike, Sequence[ArrayLike]], stream: StreamLike = None
+    ) -> None:
+        """Starts the exchange of ``arrays``' halos on ``stream``: packs and sends what
+        leaves this rank, after the work queued there before. Work that touches neither the
+        halos nor the cells next to them may run until :meth:`finish`. The arrays are kept
+        alive until :meth:`wait`. Raises as :meth:`exchange`."""
+    def finish(self, stream: StreamLike = None) -> None:
+        """Completes the started exchange on ``stream``: the halos are filled for the work
+        queued there after this call (on the host backend, when it returns).
+
+        Raises:
+            UsageError: no exchange was started.
+            TimeoutError: a neighbour did not send within ``timeout``.
+        """
+    def wait(self) -> None:
+        """Waits until the exchange's work on the device completed (the CPU side of
+        :meth:`finish`'s queued unpack); the arrays are then released."""
+    def close(self) -> None:
+        """Ends the exchange and frees its buffers (collective with ``transport="ipc"``).
+        Closing twice does nothing; every other call afterwards raises :class:`UsageError`."""
+    def __enter__(self) -> "Exchange": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool:
+        """Closes the exchange; an error of ``close`` is raised only if no exception is
+        already on its way."""
+    def shape(self, field: int = 0) -> Tuple[int, ...]:
+        """The shape field ``field``'s array must have: ``(az, ay, ax)``, or
+        ``(az, ay, ax, C)`` for ``C`` components per cell (halos and padding included)."""
+    def interior(self, array: ArrayLike) -> Any:
+        """This rank's own cells of ``array``: a view (``array[z0:z1, y0:y1, x0:x1]``)."""
+    def halo(self, array: ArrayLike, direction: Tuple[int, int, int]) -> Any:
+        """The halo of ``array`` on side ``direction`` ``(dx, dy, dz)`` (each -1, 0 or 1, not
+        all 0): the cells the neighbour in that direction fills, as a view of ``array``."""
+    @property
+    def rank(self) -> int:
+        """This rank in the exchange's communicator."""
+    @property
+    def procs(self) -> Triple:
+        """The process grid ``(px, py, pz)``."""
+    @property
+    def coords(self) -> Triple:
+        """This rank's coordinates in the process grid, x first (as ``MPI_Cart_coords``)."""
+    @property
+    def local(self) -> Triple:
+        """This rank's interior extents ``(nx, ny, nz)``."""
+    @property
+    def origin(self) -> Triple:
+        """Global index ``(x, y, z)`` of this rank's first interior cell."""
+    @property
+    def halo_lo(self) -> Triple:
+        """Halo widths on the low side of x, y, z: where the interior starts in the array."""
+    @property
+    def halo_hi(self) -> Triple:
+        """Halo widths on the high side of x, y, z."""
+    @property
+    def alloc(self) -> Triple:
+        """Allocated extents ``(ax, ay, az)``: low halo + interior + high halo + padding."""
+    @property
+    def neighbours(self) -> list[Neighbour]:
+        """Every neighbour this rank exchanges with, and how its messages travel."""
+    @property
+    def domain(self) -> Domain:
+        """The declaration."""
+    @property
+    def backend(self) -> str:
+        """``"host"``, ``"cuda"`` or ``"hip"``."""
+    @property
+    def device(self) -> int:
+        """The device's ordinal in this process."""
+    @property
+    def transport(self) -> str:
+        """``"mpi"`` or ``"ipc"``, as asked (each neighbour's own: :attr:`neighbours`)."""
+    @property
+    def strategy(self) -> str:
+        """``"base"`` or ``"tq"``."""
+    @property
+    def timeout(self) -> float:
+        """Seconds any single wait may take."""
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
