@@ -17,6 +17,10 @@ status=0
 log() { local name=$1; shift; echo; echo "=== $* (> $name)"; "$@" > "$out/$name" 2>&1 || { echo "FAILED: $*"; status=1; }; tail -n 4 "$out/$name"; }
 
 nvidia-smi -L
+# The install's symbolic links, in case the copy to this machine did not keep them.
+for link in libhaloport.so libhaloport.so.0.1; do
+    [ -e "$dir/capi/lib/$link" ] || ln -sf libhaloport.so.0.1.0 "$dir/capi/lib/$link"
+done
 if command -v pkg-config > /dev/null; then
     flags=$(pkg-config --cflags --libs haloport)
 else # the .pc file's own values
