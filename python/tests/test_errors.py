@@ -85,7 +85,7 @@ def test_dlpack_arrays_are_accepted_on_the_host(comm):
     with haloport.Exchange(comm, haloport.Domain((8, 6, 4))) as ex:
         u = fill(ex, 0)
         ex.exchange(OnlyDlpack(u))
-        from conftest import expected
+        from cells import expected
 
         everywhere(comm, np.array_equal(u, expected(ex, 0)), "halos through DLPack")
         with pytest.raises(haloport.InvalidInputError, match="shape"):

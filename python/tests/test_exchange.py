@@ -120,7 +120,7 @@ def test_views_are_slices_of_the_callers_array(comm):
         gx = (ex.origin[0] + n[0] + np.arange(hi[0])) % domain.grid[0]
         gy = ex.origin[1] + np.arange(n[1])
         gz = ex.origin[2] + np.arange(n[2])
-        from conftest import cell_values
+        from cells import cell_values
 
         want = cell_values("float64", gx[None, None, :], gy[None, :, None], gz[:, None, None], 0, 1)
         everywhere(comm, np.array_equal(ex.halo(u, (1, 0, 0)), want), "+x halo")
