@@ -33,5 +33,15 @@ cmake --build build/capi-gpu
 cmake --install build/capi-gpu --prefix carry/capi > /dev/null
 rm -f carry/capi/lib/libhaloport.a
 strip carry/* carry/capi/lib/libhaloport.so.* 2>/dev/null || true
+# The Python package with the cuda feature, an abi3 wheel for ci/gpu-python.sh to install, and
+# the Rust side of its per-call overhead benchmark (python/README.md, python/bench/overhead.py).
+(
+    export CARGO_TARGET_DIR="$PWD/python/target"
+    MATURIN_PEP517_ARGS="--features cuda" .venv/bin/python -m pip wheel -q --disable-pip-version-check \
+        --no-deps -w carry ./python
+    cargo build --release --manifest-path python/Cargo.toml --features cuda --example exchange_overhead
+    cp python/target/release/examples/exchange_overhead carry/exchange_overhead
+    strip carry/exchange_overhead
+)
 cp ci/gpu-*.sh carry/
 ls -la carry

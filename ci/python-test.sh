@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the Python package: rustfmt and clippy (-D warnings) on its extension crate, which the
 # root workspace leaves out, then the pytest suite on the host backend with NumPy arrays under
-# `mpirun -np 2` and `-np 4`, and examples/python/jacobi.py on 1, 2 and 4 ranks. Run ci/python-setup.sh first (it installs the package the way
+# `mpirun -np 2` and `-np 4`, and examples/python/jacobi.py on 1, 2 and 4 ranks. Run
+# ci/python-setup.sh first (it installs the package the way
 # python/README.md says). Rank 0's pytest output is printed; the other ranks' only on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The Python package on one GPU (SPEC 17), from the wheel ci/build-gpu-carry.sh built: the
+# Jacobi example on CuPy arrays (1 rank; 2 ranks sharing the GPU under MPS, over ipc and over
+# mpi), PyTorch tensors on a non-default stream (1 rank; 2 ranks over ipc), the per-call
+# overhead of exchange() from Python beside the same call from Rust (host and CUDA, twice,
+# interleaved), and the hand-written CuPy + mpi4py exchange beside haloport's (2 ranks, mpi and
+# ipc). Needs python3 with CuPy, PyTorch and mpi4py (on the machine's OpenMPI); installs nothing
+# outside a temporary folder.
+# Outputs: OUT/python/*.txt (one per run) and OUT/python.tgz of them.
+# usage: bash ci/gpu-python.sh DIR OUT   (DIR: the carry folder, with haloport-*.whl and
+#        exchange_overhead; PYTHON: the interpreter with CuPy and PyTorch, default python3)
+set -uo pipefail
+dir=$(cd "${1:?usage: ci/gpu-python.sh DIR OUT}" && pwd)
+out=${2:?usage: ci/gpu-python.sh DIR OUT}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+[ -f "$repo/examples/python/jacobi.py" ] || repo=$(git rev-parse --show-toplevel 2>/dev/null || pwd)
+cd "$repo" || exit 1
+mkdir -p "$out/python"
+logs="$out/python"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HALOPORT_REQUIRE_GPU=1
+status=0
+python=${PYTHON:-$(command -v python3)}
+
+# The wheel into a folder of its own on PYTHONPATH: the machine's CuPy, PyTorch and mpi4py stay
+# as they are. pip if it can; a wheel is a zip archive otherwise.
+site=$(mktemp -d)/site
+wheel=$(ls "$dir"/haloport-*.whl 2>/dev/null | head -n1)
+if [ -z "$wheel" ]; then
+    echo "gpu-python: no haloport-*.whl in $dir (run ci/build-gpu-carry.sh)"; exit 1
+fi
+"$python" -m pip install -q --no-deps --no-index --target "$site" "$wheel" 2>"$logs/pip.txt" ||
+    "$python" -m zipfile -e "$wheel" "$site" || { echo "gpu-python: cannot unpack $wheel"; exit 1; }
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+{
+    nvidia-smi -L
+    "$python" -c 'import sys, numpy, cupy, torch, mpi4py, haloport
+from mpi4py import MPI
+print("python", sys.version.split()[0], "numpy", numpy.__version__, "cupy", cupy.__version__,
+      "torch", torch.__version__, "mpi4py", mpi4py.__version__, MPI.Get_library_version().split(",")[0])
+print("haloport", haloport.__version__, "from", haloport.__file__, "backends:", haloport.backends())'
+} 2>&1 | tee "$logs/versions.txt"
+
+# run NAME LIMIT_S COMMAND...: output into NAME.txt; its verdict lines printed here.
+run() {
+    local name=$1 limit=$2; shift 2
+    echo "=== $* (> python/$name.txt)"
+    timeout "$limit" "$@" > "$logs/$name.txt" 2>&1 || { echo "FAILED (exit $?): $*"; status=1; }
+    grep -E "jacobi.py|gpu_torch_stream.py|overhead|exchange\(\)|Exchange::exchange|handwritten.py|Error|error:" "$logs/$name.txt" | head -n 12
+}
+mpi=(mpirun --bind-to none -x PYTHONPATH)
+
+# One rank first (no MPS needed).
+run jacobi-cupy-1rank 240 "${mpi[@]}" -np 1 "$python" examples/python/jacobi.py --backend cuda --grid 192x160x128 --steps 10
+run torch-stream-1rank 120 "${mpi[@]}" -np 1 "$python" python/tests/gpu_torch_stream.py
+for round in 1 2; do
+    run "overhead-rust-host-$round" 120 "${mpi[@]}" -np 1 "$dir/exchange_overhead" --backend host --json "$logs/rust-host-$round.json"
+    run "overhead-python-host-$round" 120 "${mpi[@]}" -np 1 "$python" python/bench/overhead.py --backend host --rust-json "$logs/rust-host-$round.json"
+    run "overhead-rust-cuda-$round" 120 "${mpi[@]}" -np 1 "$dir/exchange_overhead" --backend cuda --json "$logs/rust-cuda-$round.json"
+    run "overhead-python-cupy-$round" 120 "${mpi[@]}" -np 1 "$python" python/bench/overhead.py --backend cuda --rust-json "$logs/rust-cuda-$round.json"
+done
+run overhead-python-torch 120 "${mpi[@]}" -np 1 "$python" python/bench/overhead.py --backend cuda --arrays torch --rust-json "$logs/rust-cuda-2.json"
+
+# Two ranks sharing the GPU: MPS lets their kernels run at once (shared/device-facts.md).
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+nvidia-cuda-mps-control -d && echo "MPS started"
+mpi+=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
+run jacobi-cupy-2ranks-ipc 240 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport ipc --grid 192x160x128 --steps 10
+run jacobi-cupy-2ranks-mpi 240 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport mpi --grid 192x160x128 --steps 10
+run torch-stream-2ranks-ipc 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_torch_stream.py --transport ipc
+run handwritten-mpi 240 "${mpi[@]}" -np 2 "$python" python/bench/handwritten.py --transport mpi
+run handwritten-ipc 240 "${mpi[@]}" -np 2 "$python" python/bench/handwritten.py --transport ipc
+echo quit | nvidia-cuda-mps-control
+
+tar czf "$out/python.tgz" -C "$out" python
+if [ $status -eq 0 ]; then echo "gpu-python: all passed"; else echo "gpu-python: FAILURES above"; fi
+exit $status
