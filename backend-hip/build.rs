@@ -16,6 +16,23 @@
 //! 3. Links libamdhip64 from that installation.
 //!
 //! Toolchain discovery is `haloport-toolchain`'s (shared with haloport-cuda's build script).
+//!
+//! With `nvidia-layer` as well (haloport's `hip-nvidia`), the HIP backend runs on an NVIDIA GPU
+//! through haloport's HIP-on-CUDA layer (`nvidia-layer/`, SPEC 19), and jobs 1 and 3 change:
+//!
+//! 1. The kernels are nvcc's fatbin of `kernels-cu/haloport.cu` for `HALOPORT_CUDA_ARCHS`
+//!    (default `80;90`, SASS for each plus PTX for the newest), the very image the CUDA backend
+//!    embeds. Not the HIP entry: everything `kernels-hip/` adds is AMD's (`hp_amd.h`: amdgcn
+//!    builtins, `s_memrealtime`, `s_sleep`, the kernarg segment), and HIP's own NVIDIA headers
+//!    would take the same `__HIPCC__` branch and fail; on NVIDIA the shared sources' CUDA branch
+//!    of `hp_compat.h` is what HIP-on-NVIDIA would compile. Same binary kernels on both
+//!    backends, so a CUDA/HIP comparison on one GPU differs only in host code.
+//! 2. The bindings also read `nvidia-layer/hipnv_extra.h`, which declares the one function
+//!    HIP 5.2 lacks and the layer serves (`hipModuleLaunchCooperativeKernel`, newer HIP's
+//!    signature), so the backend's cooperative-launch path is built and run.
+//! 3. The layer is compiled with nvcc against the same HIP header into
+//!    `OUT_DIR/libhaloport_hipnv.so` and linked in place of libamdhip64. It loads libcuda itself
+//!    (dlopen), so binaries start without an NVIDIA driver and report no device.
 
 use std::collections::BTreeMap;
 use std::env;
@@ -99,6 +116,7 @@ const MACROS: &[&str] = &[
 const REQUIRED: &[&str] = &[
     "hipSuccess",
     "hipErrorNoDevice",
+    "hipErrorInsufficientDriver",
     "hipErrorNotReady",
     "hipErrorOutOfMemory",
     "hipErrorInvalidValue",
@@ -194,8 +212,12 @@ fn main() {
         shared.join("hp_regions.cuh"),
         shared.join("hp_compat.h"),
         shared.join("haloport_shared.h"),
+        shared.join("haloport.cu"),
         amd.join("haloport.hip"),
         amd.join("hp_amd.h"),
+        layer_dir(&manifest).join("hipnv.cpp"),
+        layer_dir(&manifest).join("hipnv_map.h"),
+        layer_dir(&manifest).join("hipnv_extra.h"),
     ] {
         println!("cargo:rerun-if-changed={}", file.display());
     }
@@ -205,6 +227,11 @@ fn main() {
         "HIP_PATH",
         "PATH",
         "HALOPORT_HIP_ARCHS",
+        "NVCC",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "VIRTUAL_ENV",
+        "HALOPORT_CUDA_ARCHS",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
@@ -212,6 +239,10 @@ fn main() {
         println!("cargo:rustc-check-cfg=cfg({cfg})");
     }
     if env::var_os("CARGO_FEATURE_KERNELS").is_none() {
+        return;
+    }
+    if env::var_os("CARGO_FEATURE_NVIDIA_LAYER").is_some() {
+        nvidia_layer(&manifest, &shared);
         return;
     }
     let search = toolchain::Search {
@@ -227,7 +258,7 @@ fn main() {
     compile_kernels(&hipcc, &archs, &shared, &amd, &out_dir);
 
     let root = hip_root(&hipcc);
-    let values = generate_bindings(&root, &out_dir);
+    let values = generate_bindings(&root, None, &out_dir);
     check_against_hipcc(&hipcc, &archs[0], &values, &out_dir);
 
     let lib = root.join("lib");
@@ -239,6 +270,8 @@ fn main() {
     println!("cargo:rustc-cfg=haloport_kernels");
     println!("cargo:rustc-env=HALOPORT_HIP_ARCHS={}", archs.join(";"));
     println!("cargo:rustc-env=HALOPORT_HIPCC={}", hipcc.display());
+    println!("cargo:rustc-env=HALOPORT_HIP_CHECK_ARCH={}", archs[0]);
+    println!("cargo:rustc-env=HALOPORT_HIP_EXTRA_HEADER=");
     println!(
         "cargo:rustc-env=HALOPORT_HIP_HEADER={}",
         root.join("include/hip/hip_runtime_api.h").display()
@@ -342,7 +375,7 @@ fn hip_root(hipcc: &Path) -> PathBuf {
 /// Runs bindgen over the installed header into `OUT_DIR/hip_bindings.rs`, writes the values of
 /// the constants it generated to `OUT_DIR/hip_header_values.rs` (for the tests), and sets the
 /// cfgs of [`OPTIONAL`]. Returns the constants' values.
-fn generate_bindings(root: &Path, out_dir: &Path) -> BTreeMap<String, i64> {
+fn generate_bindings(root: &Path, extra: Option<&Path>, out_dir: &Path) -> BTreeMap<String, i64> {
     let include = root.join("include");
     let header = include.join("hip/hip_runtime_api.h");
     let values = Values::default();
@@ -358,6 +391,9 @@ fn generate_bindings(root: &Path, out_dir: &Path) -> BTreeMap<String, i64> {
         .prepend_enum_name(false)
         .generate_comments(false)
         .layout_tests(true);
+    if let Some(extra) = extra {
+        builder = builder.header(extra.display().to_string());
+    }
     for f in FUNCTIONS {
         builder = builder.allowlist_function(f);
     }
@@ -433,4 +469,104 @@ fn check_against_hipcc(hipcc: &Path, arch: &str, values: &BTreeMap<String, i64>,
              headers hipcc compiles with (two HIP installations? set HIP_PATH to hipcc's):\n{e}"
         ));
     }
+}
+
+fn layer_dir(manifest: &Path) -> PathBuf {
+    manifest.join("nvidia-layer")
+}
+
+/// The `nvidia-layer` build (see the file's docs): the CUDA fatbin of the shared kernels, the
+/// bindings from HIP 5.2's header plus `hipnv_extra.h`, and the layer linked for libamdhip64.
+fn nvidia_layer(manifest: &Path, shared: &Path) {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let mut venvs = vec![manifest.join("../.venv")];
+    if let Some(v) = env::var_os("VIRTUAL_ENV") {
+        venvs.push(PathBuf::from(v));
+    }
+    let search = toolchain::Search {
+        program: "nvcc",
+        program_vars: &["NVCC"],
+        root_vars: &["CUDA_HOME", "CUDA_PATH"],
+        default_roots: &["/usr/local/cuda"],
+        extra: toolchain::pip_nvcc_candidates(&venvs),
+    };
+    let nvcc = toolchain::find_or_exit(
+        &search,
+        "hip-nvidia",
+        "install the CUDA compiler (`bash ci/setup.sh` puts nvcc 13.0 into .venv), or point NVCC at nvcc.",
+    );
+    let archs =
+        toolchain::arch_list(&env::var("HALOPORT_CUDA_ARCHS").unwrap_or_else(|_| "80;90".into()));
+    let Some(newest) = archs
+        .iter()
+        .max_by_key(|a| a.parse::<u32>().unwrap_or(0))
+        .cloned()
+    else {
+        fail("HALOPORT_CUDA_ARCHS names no architecture");
+    };
+    let mut cmd = Command::new(&nvcc);
+    cmd.args(["--fatbin", "-O3", "-std=c++17", "-I"])
+        .arg(shared);
+    for arch in &archs {
+        cmd.arg("-gencode")
+            .arg(format!("arch=compute_{arch},code=sm_{arch}"));
+    }
+    cmd.arg("-gencode")
+        .arg(format!("arch=compute_{newest},code=compute_{newest}"));
+    cmd.arg("-o")
+        .arg(out_dir.join("haloport_nv.fatbin"))
+        .arg(shared.join("haloport.cu"));
+    toolchain::compile_or_exit(&mut cmd, "nvcc");
+
+    // The HIP header the bindings come from; hipcc's installation, as in the AMD build, so the
+    // constants are checked against the same header hipcc compiles with.
+    let hip_search = toolchain::Search {
+        program: "hipcc",
+        program_vars: &["HIPCC"],
+        root_vars: &["ROCM_PATH", "HIP_PATH"],
+        default_roots: &["/opt/rocm"],
+        extra: Vec::new(),
+    };
+    let hipcc = toolchain::find_or_exit(&hip_search, "hip-nvidia", INSTALL_HINT);
+    let root = hip_root(&hipcc);
+    let layer = layer_dir(manifest);
+    let values = generate_bindings(&root, Some(&layer.join("hipnv_extra.h")), &out_dir);
+    // A syntax check only: any AMD target reads the same header.
+    check_against_hipcc(&hipcc, "gfx906", &values, &out_dir);
+
+    let lib = out_dir.join("libhaloport_hipnv.so");
+    let mut cmd = Command::new(&nvcc);
+    cmd.args(["-O2", "-std=c++17", "-shared", "-cudart", "none"])
+        .arg("-Xcompiler")
+        .arg("-fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror")
+        .arg("-Xlinker")
+        .arg("-soname=libhaloport_hipnv.so")
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg("-I")
+        .arg(&layer)
+        .args(["-x", "c++"])
+        .arg(layer.join("hipnv.cpp"))
+        .arg("-o")
+        .arg(&lib)
+        .arg("-ldl");
+    toolchain::compile_or_exit(&mut cmd, "nvcc (the HIP-on-NVIDIA layer)");
+
+    println!("cargo:rustc-link-search=native={}", out_dir.display());
+    println!("cargo:rustc-link-lib=dylib=haloport_hipnv");
+    println!("cargo:rustc-cfg=haloport_kernels");
+    let sm: Vec<String> = archs.iter().map(|a| format!("sm_{a}")).collect();
+    println!("cargo:rustc-env=HALOPORT_HIP_ARCHS={}", sm.join(";"));
+    println!("cargo:rustc-env=HALOPORT_HIPCC={}", hipcc.display());
+    println!("cargo:rustc-env=HALOPORT_HIP_CHECK_ARCH=gfx906");
+    println!(
+        "cargo:rustc-env=HALOPORT_HIP_EXTRA_HEADER={}",
+        layer.join("hipnv_extra.h").display()
+    );
+    println!("cargo:rustc-env=HALOPORT_HIPNV_NVCC={}", nvcc.display());
+    println!("cargo:rustc-env=HALOPORT_HIPNV_LIB={}", lib.display());
+    println!(
+        "cargo:rustc-env=HALOPORT_HIP_HEADER={}",
+        root.join("include/hip/hip_runtime_api.h").display()
+    );
 }

@@ -17,6 +17,10 @@ pub struct Provenance {
     pub profile: &'static str,
     /// Target triple.
     pub target: &'static str,
+    /// What the HIP backend runs on in this build: AMD's runtime, or haloport's HIP-on-NVIDIA
+    /// layer (SPEC 19: such results are evidence for the backend's code, not for AMD
+    /// hardware); "not built" without the hip feature.
+    pub hip_platform: &'static str,
 }
 
 /// This binary's provenance.
@@ -28,5 +32,17 @@ pub fn provenance() -> Provenance {
         rustc: env!("HALOPORT_RUSTC"),
         profile: env!("HALOPORT_PROFILE"),
         target: env!("HALOPORT_TARGET"),
+        hip_platform: hip_platform(),
+    }
+}
+
+fn hip_platform() -> &'static str {
+    #[cfg(feature = "hip")]
+    {
+        haloport_hip::PLATFORM
+    }
+    #[cfg(not(feature = "hip"))]
+    {
+        "not built"
     }
 }

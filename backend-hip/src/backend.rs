@@ -1,4 +1,5 @@
-//! [`HipBackend`]: the Backend trait on one AMD GPU.
+//! [`HipBackend`]: the Backend trait on one AMD GPU, or, built with `nvidia-layer`, on one
+//! NVIDIA GPU through haloport's HIP-on-CUDA layer (see [`crate::PLATFORM`]).
 
 use std::time::Instant;
 
@@ -27,17 +28,24 @@ pub struct HipBackend {
     cooperative: bool,
 }
 
-/// How many AMD GPUs the HIP runtime sees.
+/// How many GPUs the HIP runtime sees (AMD GPUs; NVIDIA GPUs through the layer).
 ///
 /// # Errors
-/// [`Error::NoDevice`] when it sees none (`hipErrorNoDevice`: no GPU or no driver).
+/// [`Error::NoDevice`] when it sees none (`hipErrorNoDevice`: no GPU;
+/// `hipErrorInsufficientDriver`: no driver), naming the code and the platform.
 pub fn device_count() -> Result<usize> {
-    match ffi::device_count()? {
-        0 => Err(Error::NoDevice {
-            backend: "hip",
-            reason: "the HIP runtime sees no AMD GPU (hipErrorNoDevice)".into(),
-        }),
-        n => Ok(n),
+    ffi::device_count()?.map_err(|why| Error::NoDevice {
+        backend: "hip",
+        reason: format!("the HIP runtime sees no {} ({why})", platform_gpu()),
+    })
+}
+
+/// What kind of GPU this build's HIP runtime drives, for messages.
+fn platform_gpu() -> &'static str {
+    if cfg!(feature = "nvidia-layer") {
+        "NVIDIA GPU through haloport's HIP-on-NVIDIA layer"
+    } else {
+        "AMD GPU"
     }
 }
 
@@ -59,9 +67,21 @@ impl HipBackend {
             });
         }
         let name = ffi::device_name(ordinal)?;
-        let (timer_hz, timer) = match ffi::wall_clock_khz(ordinal)? {
-            Some(khz) => (u64::from(khz) * 1000, format!("wall clock {khz} kHz")),
-            None => {
+        let wall_clock = match kernels::FIXED_TIMER_HZ {
+            // The kernels' timer is the image's, not s_memrealtime (see kernels::FIXED_TIMER_HZ).
+            Some(_) => None,
+            None => ffi::wall_clock_khz(ordinal)?,
+        };
+        let (timer_hz, timer) = match (kernels::FIXED_TIMER_HZ, wall_clock) {
+            (Some(hz), _) => (
+                hz,
+                format!(
+                    "timer %globaltimer {} MHz (the CUDA kernels')",
+                    hz / 1_000_000
+                ),
+            ),
+            (None, Some(khz)) => (u64::from(khz) * 1000, format!("wall clock {khz} kHz")),
+            (None, None) => {
                 tracing::warn!(
                     "hip: {name}: the HIP runtime does not report hipDeviceAttributeWallClockRate \
                      (bindings from {}); assuming s_memrealtime runs at {} MHz (gfx9); the \
@@ -84,8 +104,23 @@ impl HipBackend {
             (false, _) => "no (device)",
             (true, false) => "no (built against a HIP without hipModuleLaunchCooperativeKernel)",
         };
+        // CUDA has one kind of pinned memory: the layer serves non-coherent requests as coherent
+        // (nvidia-layer/hipnv_map.h), so only AMD really offers both.
+        let (vendor, coherence_kinds, platform) = if cfg!(feature = "nvidia-layer") {
+            (
+                "NVIDIA (HIP on NVIDIA through haloport's layer)",
+                vec![Coherence::Coherent],
+                format!("{}; ", crate::PLATFORM),
+            )
+        } else {
+            (
+                "AMD",
+                vec![Coherence::Coherent, Coherence::NonCoherent],
+                String::new(),
+            )
+        };
         let info = DeviceInfo {
-            vendor: "AMD".into(),
+            vendor: vendor.into(),
             name: name.clone(),
             ordinal,
             device_count: count,
@@ -93,10 +128,10 @@ impl HipBackend {
             warp_width: attr(Attribute::WarpSize)? as u32,
             max_threads_per_block: attr(Attribute::MaxThreadsPerBlock)? as u32,
             timer_hz,
-            coherence_kinds: vec![Coherence::Coherent, Coherence::NonCoherent],
+            coherence_kinds,
             driver: format!(
-                "HIP runtime {}, driver {}, bindings from {}, {timer}, cooperative launch: \
-                 {coop}, kernels: {}",
+                "{platform}HIP runtime {}, driver {}, bindings from {}, {timer}, cooperative \
+                 launch: {coop}, kernels: {}",
                 ffi::runtime_version()?,
                 ffi::driver_version()?,
                 ffi::header(),

@@ -78,16 +78,36 @@ fn error_name(code: sys::hipError_t) -> String {
         .into_owned()
 }
 
-/// `hipGetDeviceCount`; `hipErrorNoDevice` (no AMD GPU or driver) is `Ok(0)`.
-pub fn device_count() -> Result<usize> {
+/// Why the runtime has no device for us, for the codes that mean that: `hipErrorNoDevice` (no
+/// GPU) and `hipErrorInsufficientDriver` (no driver, or one older than the runtime: what
+/// HIP on NVIDIA answers on a machine without libcuda, and ROCm with an old kernel driver).
+/// Anything else is a failure to report as it is.
+pub(crate) fn no_device_reason(code: sys::hipError_t) -> Option<&'static str> {
+    match code {
+        sys::hipError_t::hipErrorNoDevice => Some("hipErrorNoDevice"),
+        sys::hipError_t::hipErrorInsufficientDriver => {
+            Some("hipErrorInsufficientDriver: no driver, or one too old for the runtime")
+        }
+        _ => None,
+    }
+}
+
+/// `hipGetDeviceCount`: `Ok(Err(why))` when the runtime has no device ([`no_device_reason`]).
+///
+/// # Errors
+/// The runtime's other errors.
+pub fn device_count() -> Result<std::result::Result<usize, &'static str>> {
     let mut n: c_int = 0;
     // SAFETY: n is a valid out-pointer.
     let code = unsafe { sys::hipGetDeviceCount(&mut n) };
-    if code == sys::hipError_t::hipErrorNoDevice {
-        return Ok(0);
+    if let Some(why) = no_device_reason(code) {
+        return Ok(Err(why));
     }
     check("hipGetDeviceCount", code, String::new)?;
-    Ok(n.max(0) as usize)
+    Ok(match n {
+        0 => Err("hipGetDeviceCount counts 0 devices"),
+        n => Ok(n.max(0) as usize),
+    })
 }
 
 /// `hipSetDevice`.
@@ -774,6 +794,7 @@ pub(crate) fn constants_used() -> Vec<(String, i64)> {
     let mut used = enums![
         hipError_t::hipSuccess,
         hipError_t::hipErrorNoDevice,
+        hipError_t::hipErrorInsufficientDriver,
         hipError_t::hipErrorNotReady,
         hipError_t::hipErrorOutOfMemory,
         hipError_t::hipErrorInvalidValue,

@@ -1,10 +1,23 @@
 //! The kernel image hipcc built from `kernels-cu/` through `kernels-hip/` (see `build.rs`),
-//! embedded in the binary: a clang offload bundle with one code object per AMD target.
+//! embedded in the binary: a clang offload bundle with one code object per AMD target. With the
+//! `nvidia-layer` feature, nvcc's fatbin of the same `kernels-cu/` sources (the CUDA backend's
+//! image; `build.rs` says why not the HIP entry), which the layer's `hipModuleLoadData` hands to
+//! `cuModuleLoadData`.
 
-/// The offload bundle, 8-byte aligned, or `None` when this crate was built without its
-/// `kernels` feature.
+/// The offload bundle (with `nvidia-layer`: the fatbin), 8-byte aligned, or `None` when this
+/// crate was built without its `kernels` feature.
 pub fn image() -> Option<&'static [u8]> {
-    #[cfg(haloport_kernels)]
+    #[cfg(all(haloport_kernels, feature = "nvidia-layer"))]
+    {
+        #[repr(C, align(8))]
+        struct Aligned<T: ?Sized>(T);
+        static IMAGE: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/haloport_nv.fatbin"
+        )));
+        Some(&IMAGE.0)
+    }
+    #[cfg(all(haloport_kernels, not(feature = "nvidia-layer")))]
     {
         #[repr(C, align(8))]
         struct Aligned<T: ?Sized>(T);
@@ -18,7 +31,18 @@ pub fn image() -> Option<&'static [u8]> {
     }
 }
 
-/// The targets the image was built for, e.g. "gfx906;gfx908;gfx90a", or "none".
+/// The rate of the kernels' `hp_timer()` where the image fixes it, whatever the runtime says:
+/// with `nvidia-layer` the kernels are the CUDA branch of `kernels-cu/hp_compat.h`, whose timer
+/// is `%globaltimer` in nanoseconds (1 GHz, as the CUDA backend reports). `None` on AMD, where
+/// `wall_clock64()`'s rate is the device's (see the crate docs' "Timer").
+pub const FIXED_TIMER_HZ: Option<u64> = if cfg!(feature = "nvidia-layer") {
+    Some(1_000_000_000)
+} else {
+    None
+};
+
+/// The targets the image was built for, e.g. "gfx906;gfx908;gfx90a" (with `nvidia-layer`:
+/// "sm_80;sm_90"), or "none".
 pub fn architectures() -> &'static str {
     #[cfg(haloport_kernels)]
     {
@@ -92,9 +116,25 @@ pub fn bundle_entries(image: &[u8]) -> Result<Vec<BundleEntry>, String> {
     Ok(entries)
 }
 
-/// The embedded image's code objects, e.g. "gfx906 (13 kB), gfx908 (13 kB)", or why there are
-/// none.
+/// The magic number nvcc's fatbins open with (little-endian).
+const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+
+/// The embedded image's code objects, e.g. "gfx906 (13 kB), gfx908 (13 kB)" (with
+/// `nvidia-layer`: "CUDA fatbin of kernels-cu for sm_80;sm_90 (250 kB)"), or why there are none.
 pub fn describe() -> String {
+    if cfg!(feature = "nvidia-layer") {
+        return match image() {
+            None => "none (built without the kernels feature)".into(),
+            Some(i) if i.get(..4) != Some(&FATBIN_MAGIC.to_le_bytes()[..]) => {
+                "unreadable fatbin (no fatbin magic)".into()
+            }
+            Some(i) => format!(
+                "CUDA fatbin of kernels-cu for {} (+PTX, {} kB; the CUDA backend's kernels)",
+                architectures(),
+                i.len().div_ceil(1024)
+            ),
+        };
+    }
     match image().map(bundle_entries) {
         None => "none (built without the kernels feature)".into(),
         Some(Err(e)) => format!("unreadable bundle ({e})"),
@@ -137,7 +177,7 @@ mod tests {
 
     /// CI builds the hip feature: the bundle must hold a non-empty code object for every target
     /// asked for (SPEC 9). Prints the sizes for the record.
-    #[cfg(haloport_kernels)]
+    #[cfg(all(haloport_kernels, not(feature = "nvidia-layer")))]
     #[test]
     fn the_embedded_bundle_holds_a_code_object_per_target() {
         let image = image().expect("built with kernels");
@@ -156,7 +196,7 @@ mod tests {
     /// Every kernel the backend looks up is in every code object: its name, NUL-terminated
     /// (an ELF string table entry), appears at least once per AMD target. Catches a kernel
     /// added to `Kernel::ALL` but not to the sources (or compiled out) without a GPU.
-    #[cfg(haloport_kernels)]
+    #[cfg(all(haloport_kernels, not(feature = "nvidia-layer")))]
     #[test]
     fn every_kernel_is_in_every_code_object() {
         let image = image().expect("built with kernels");
@@ -177,5 +217,30 @@ mod tests {
                 kernel.symbol()
             );
         }
+    }
+
+    /// With `nvidia-layer`: the image is a fatbin and every kernel the backend looks up is in
+    /// the cubin of every architecture (its NUL-terminated name once per `sm_` target at least;
+    /// nvcc leaves fatbins uncompressed unless asked).
+    #[cfg(all(haloport_kernels, feature = "nvidia-layer"))]
+    #[test]
+    fn the_embedded_fatbin_holds_every_kernel_per_architecture() {
+        let image = image().expect("built with kernels");
+        assert_eq!(image.get(..4), Some(&FATBIN_MAGIC.to_le_bytes()[..]));
+        let archs = architectures().split(';').count();
+        for kernel in haloport_core::Kernel::ALL {
+            let name = format!("{}\0", kernel.symbol());
+            let found = image
+                .windows(name.len())
+                .filter(|w| *w == name.as_bytes())
+                .count();
+            assert!(
+                found >= archs,
+                "{} appears {found} times for {archs} architectures",
+                kernel.symbol()
+            );
+        }
+        assert_eq!(FIXED_TIMER_HZ, Some(1_000_000_000));
+        println!("embedded: {}", describe());
     }
 }

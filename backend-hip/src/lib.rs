@@ -71,11 +71,30 @@
 //! conformance suite fails if that slope is more than 1 % off `timer_hz`, so a device where
 //! the assumption is wrong is caught, not silently mis-timed.
 //!
+//! ## HIP on NVIDIA
+//! With the `nvidia-layer` feature (haloport's `hip-nvidia`) this crate links haloport's own
+//! HIP-on-CUDA layer (`nvidia-layer/`) in place of libamdhip64 and embeds nvcc's fatbin of the
+//! shared kernels: every line above the runtime calls runs on an NVIDIA GPU. What differs there
+//! is said where it differs: the device info names the platform ([`PLATFORM`]), the timer is
+//! the CUDA kernels' `%globaltimer` (1 GHz), only coherent pinned memory is offered (the layer
+//! serves non-coherent as coherent), and `hipModuleLaunchCooperativeKernel`, which HIP 5.2
+//! lacks, is declared by the layer and used. `NVIDIA.md` says what this does and does not show.
+//!
 //! ## Polling
 //! The thesis (4.6.2) found taskqueue flags propagating slowly on MI50s under constant polling:
 //! `ExchangeOptions::poll_backoff_ns` makes waiting blocks pause between polls (`s_sleep`).
 
 pub mod kernels;
+
+/// The platform this build's HIP backend runs on, named in `haloport info`, the device info's
+/// `driver` line and every result's provenance. A HIP-on-NVIDIA result is evidence for the HIP
+/// backend's code, never for AMD hardware (SPEC 19).
+pub const PLATFORM: &str = if cfg!(feature = "nvidia-layer") {
+    "HIP on NVIDIA through haloport's HIP-on-CUDA layer (libhaloport_hipnv on the CUDA driver; \
+     not AMD hardware)"
+} else {
+    "AMD (libamdhip64)"
+};
 
 #[cfg(feature = "kernels")]
 mod ffi;

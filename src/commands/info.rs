@@ -133,6 +133,7 @@ pub fn run(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
     );
     println!("toolchain: {}", b.rustc);
     println!("backends built in: {}", b.backends);
+    println!("HIP platform: {}", b.hip_platform);
     println!("MPI library: {}", info.mpi_library);
     println!("ranks: {}", info.ranks);
     for r in &info.per_rank {
