@@ -465,11 +465,15 @@ extern "C" __global__ void app_jacobi(const double* u, double* v, long long ax, 
                 .arg(&ly)
                 .arg(&lz)
                 .arg(&shell);
+            // 256 threads per block, as examples/cuda/jacobi.cu launches the same kernel.
+            let config = LaunchConfig {
+                grid_dim: (cells.div_ceil(256), 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
             // SAFETY: u and v are the application's allocations of the local array with halos
             // (alloc extents), every index the kernel forms lies inside it.
-            unsafe { launch.launch(LaunchConfig::for_num_elems(cells)) }
-                .map(drop)
-                .map_err(driver)
+            unsafe { launch.launch(config) }.map(drop).map_err(driver)
         }
     }
 }

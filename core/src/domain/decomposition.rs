@@ -165,7 +165,14 @@ impl Decomposition {
     pub fn new(spec: &DomainSpec, ranks: i32, rank: i32) -> Result<Decomposition> {
         let procs = spec.process_grid(ranks)?;
         check(spec, procs, ranks, rank)?;
+        Ok(Decomposition::checked(spec, procs, rank))
+    }
 
+    /// The part of `rank` in process grid `procs`, for a declaration [`Decomposition::new`]
+    /// already accepted with that process grid (for any rank: its checks are the job's, the
+    /// same on every rank): what a rank computes of each neighbour at set-up, without
+    /// checking or choosing the process grid again.
+    pub(crate) fn checked(spec: &DomainSpec, procs: [u32; 3], rank: i32) -> Decomposition {
         let coords = Decomposition::coords_of(procs, rank);
         let halo = spec.halo_lo().map(u64::from);
         let halo_hi = spec.halo_hi().map(u64::from);
@@ -179,7 +186,7 @@ impl Decomposition {
             };
             alloc[k] = local[k] + halo[k] + halo_hi[k] + u64::from(spec.layout.pad[k]);
         }
-        Ok(Decomposition {
+        Decomposition {
             procs,
             coords,
             rank,
@@ -190,7 +197,7 @@ impl Decomposition {
             alloc,
             periodic: spec.periodic,
             grid: spec.grid,
-        })
+        }
     }
 
     /// The rank at `coords` of the process grid (`MPI_Cart_rank`).

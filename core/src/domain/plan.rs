@@ -119,26 +119,7 @@ impl HaloPlan {
     /// rank.
     pub fn compile(spec: &DomainSpec, ranks: i32, rank: i32) -> Result<HaloPlan> {
         let decomposition = Decomposition::new(spec, ranks, rank)?;
-        let reach = spec.layout.neighbourhood.reach();
-        let neighbours = directions()
-            .into_iter()
-            .filter(|d| d.iter().filter(|&&c| c != 0).count() <= reach)
-            .filter_map(|d| {
-                let peer = decomposition.neighbour(d)?;
-                let (send, recv) = decomposition.halo_boxes(d);
-                if send.is_none() && recv.is_none() {
-                    return None;
-                }
-                Some(Neighbour {
-                    direction: d,
-                    rank: peer,
-                    send: send.map(Subarray::merged),
-                    recv: recv.map(Subarray::merged),
-                    send_tag: direction_tag(d),
-                    recv_tag: direction_tag(d.map(|c| -c)),
-                })
-            })
-            .collect();
+        let neighbours = neighbours_of(spec, &decomposition);
         Ok(HaloPlan {
             spec: spec.clone(),
             decomposition,
@@ -163,6 +144,34 @@ impl HaloPlan {
             .map(|n| n.send.map_or(0, |s| s.elems()))
             .sum()
     }
+}
+
+/// The messages of the part `decomposition` of `spec`: one per direction of the declared
+/// neighbourhood that has a neighbour and a halo on either side, in increasing
+/// [`direction_tag`].
+pub(crate) fn neighbours_of(spec: &DomainSpec, decomposition: &Decomposition) -> Vec<Neighbour> {
+    let reach = spec.layout.neighbourhood.reach();
+    let mut neighbours = Vec::with_capacity(26);
+    let present = directions()
+        .into_iter()
+        .filter(|d| d.iter().filter(|&&c| c != 0).count() <= reach)
+        .filter_map(|d| {
+            let peer = decomposition.neighbour(d)?;
+            let (send, recv) = decomposition.halo_boxes(d);
+            if send.is_none() && recv.is_none() {
+                return None;
+            }
+            Some(Neighbour {
+                direction: d,
+                rank: peer,
+                send: send.map(Subarray::merged),
+                recv: recv.map(Subarray::merged),
+                send_tag: direction_tag(d),
+                recv_tag: direction_tag(d.map(|c| -c)),
+            })
+        });
+    neighbours.extend(present);
+    neighbours
 }
 
 #[cfg(test)]

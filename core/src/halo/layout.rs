@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::domain::{HaloPlan, Subarray};
+use crate::domain::{HaloPlan, Neighbour, Subarray};
 
 /// One entry of a rank's exchange: what it sends to and receives from one peer (either may be
 /// absent). The peer's entry for this rank with the matching tag holds the other ends.
@@ -57,7 +57,12 @@ pub(crate) enum Side {
 impl Entry {
     /// The entries of a halo plan: one per neighbour, both ways.
     pub fn of_plan(plan: &HaloPlan) -> Vec<Entry> {
-        plan.neighbours
+        Entry::of_neighbours(&plan.neighbours)
+    }
+
+    /// The entries of a plan's neighbours.
+    pub fn of_neighbours(neighbours: &[Neighbour]) -> Vec<Entry> {
+        neighbours
             .iter()
             .map(|n| Entry {
                 peer: n.rank,

@@ -9,7 +9,7 @@ use std::collections::btree_map::Entry as Slot;
 use std::collections::BTreeMap;
 
 use super::layout::{Entry, Mailbox, Side};
-use crate::domain::{DomainSpec, HaloPlan};
+use crate::domain::{neighbours_of, Decomposition, DomainSpec, HaloPlan};
 use crate::error::Result;
 
 /// One rank's set-up, compiled: [`RankSetup::compile`].
@@ -37,9 +37,14 @@ impl RankSetup {
         let plan = HaloPlan::compile(spec, ranks, rank)?;
         let mut entries = BTreeMap::new();
         entries.insert(rank, Entry::of_plan(&plan));
+        // The declaration and its process grid were checked and chosen above, for the whole
+        // job: a neighbour's part and messages are arithmetic on them, with no check or
+        // choice of the process grid repeated.
+        let procs = plan.decomposition.procs;
         for n in &plan.neighbours {
             if let Slot::Vacant(slot) = entries.entry(n.rank) {
-                slot.insert(Entry::of_plan(&HaloPlan::compile(spec, ranks, n.rank)?));
+                let theirs = Decomposition::checked(spec, procs, n.rank);
+                slot.insert(Entry::of_neighbours(&neighbours_of(spec, &theirs)));
             }
         }
         let ours = &entries[&rank];
