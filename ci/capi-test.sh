@@ -27,6 +27,12 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:${PKG_CONFIG_PATH:-}
 export LD_LIBRARY_PATH=$prefix/lib:${LD_LIBRARY_PATH:-}
 mpicc -std=c99 -O2 -Wall -Wextra -Werror examples/c/jacobi.c $(pkg-config --cflags --libs haloport) -o "$build/c-jacobi"
 mpicc -std=c99 -O2 -Wall -Wextra -Werror capi/tests/c/errors.c $(pkg-config --cflags --libs haloport) -o "$build/c-errors"
+# The header from C++ too (extern "C", no C-only constructs; MPI's own C++ bindings left
+# out, whose casts warn).
+echo '#include <haloport.h>
+int main() { return haloport_version_number() == HALOPORT_VERSION_NUMBER ? 0 : 1; }' > "$build/cxx.cpp"
+mpicxx -std=c++17 -Wall -Wextra -Werror -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX "$build/cxx.cpp" $(pkg-config --cflags --libs haloport) -o "$build/cxx-version"
+"$build/cxx-version"
 mpif90 -O2 -Wall examples/fortran/jacobi.f90 $(pkg-config --cflags --libs haloport-fortran haloport) -o "$build/f-jacobi"
 # The same C example through find_package(haloport CONFIG).
 cmake -S examples/c -B "$build/cmake-consumer" -DCMAKE_PREFIX_PATH="$prefix" > "$build/consumer.log"
