@@ -91,7 +91,7 @@ fn time_calls(reps: usize, mut call: impl FnMut() -> Result<()>) -> Result<(f64,
         times.push(t0.elapsed().as_secs_f64() * 1e6);
     }
     let least = times.iter().copied().fold(f64::INFINITY, f64::min);
-    Ok((median(&mut times).unwrap_or(f64::NAN), least))
+    Ok((median(&times).unwrap_or(f64::NAN), least))
 }
 
 /// `HaloExchange::exchange` on a field and stream of the backend's own.

@@ -95,11 +95,32 @@ fn per_field<'py, T: Clone>(
 }
 
 /// A halo-exchange declaration: the global grid, how it is split over the ranks, its
-/// periodicity and halos, and the fields exchanged together (SPEC 13, 15).
+/// periodicity and halos, and the fields exchanged together (SPEC 13, 15). Give the same
+/// declaration on every rank.
 ///
-/// Extents, halos and padding are given x first (x is the fastest-varying index in memory), as
-/// in the Rust API, the C ABI and the command line; arrays are shaped z, y, x (C order), see
-/// `Exchange.shape`.
+/// Extents, halos and padding are given x first (x varies fastest in memory), as in the Rust
+/// API, the C ABI and the command line; every field's array is shaped `(az, ay, ax)`, or
+/// `(az, ay, ax, C)` for `C` components per cell, in C order (see `Exchange.shape`).
+///
+/// Args:
+///     grid: global extents `(nx, ny, nz)` in cells (one int: a cube).
+///     dtype: the fields' element type, or one per field (which sets `fields`): float16/32/64,
+///         complex64/128, (u)int8/16/32/64, bool; names, NumPy, CuPy and PyTorch dtypes.
+///     fields: how many fields travel together, each its own array (default 1, or the length
+///         of a `dtype` or `components` list).
+///     components: interleaved elements per cell (a velocity: 3), for all fields or per field.
+///     halo: halo width per dimension (one int: all), default 1.
+///     halo_lo, halo_hi: halo widths on the low and high side of x, y, z where they differ
+///         from `halo` (0 allowed: nothing arrives there).
+///     periodic: whether x, y, z wrap around (one bool: all), default True.
+///     pad: extra allocated cells after the high halo of x, y, z; never read or written.
+///     procs: the process grid `(px, py, pz)`; by default chosen like `MPI_Dims_create`.
+///     neighbourhood: `"faces"` (6), `"faces-edges"` (18) or `"all"` (26, default).
+///     splits: the application's own decomposition: where the parts start along x, y and z.
+///
+/// Raises:
+///     InvalidInputError: a value of the wrong kind or out of range (the rest is checked when
+///         an `Exchange` is built, the same on every rank).
 #[pyclass(module = "haloport", frozen)]
 struct Domain {
     spec: DomainSpec,
@@ -304,8 +325,28 @@ impl Neighbour {
     }
 }
 
-/// The halo exchange of one domain's fields over an mpi4py communicator (collective: every
-/// rank of the communicator builds it with the same declaration and options).
+/// The halo exchange of one domain's fields over an mpi4py communicator.
+///
+/// Building it is collective: every rank of `comm` builds it with the same declaration and
+/// options; a rank that fails (a bad option, no device) raises its error and the others
+/// `OtherRankError`, and declarations that differ raise the same `InvalidInputError` on every
+/// rank. `comm` is borrowed (duplicated, never freed). Use it from the thread that built it;
+/// every call that waits releases the GIL.
+///
+/// Args:
+///     comm: any mpi4py intra-communicator (`MPI.COMM_WORLD`, a split, a Cartesian one whose
+///         grid and periodicity match the declaration).
+///     domain: the `Domain`.
+///     backend: `"host"` (NumPy arrays) or `"cuda"` (CuPy, PyTorch, ... arrays; a build with
+///         CUDA, see `backends()`).
+///     device: the GPU this rank uses; by default its index among the ranks of its node.
+///     transport: `"mpi"` (host-staged) or `"ipc"` (device-direct within a node).
+///     strategy: `"base"` or `"tq"` (each neighbour sent and unpacked as soon as ready).
+///     timeout: seconds any single wait may take before `TimeoutError` (default 10).
+///     checked: `finish` waits for its unpack and reports a failure on the device itself.
+///
+/// Raises:
+///     InvalidInputError, OtherRankError, DeviceError, MpiError (see `haloport.errors`).
 #[pyclass(module = "haloport", unsendable)]
 struct Exchange {
     /// `None` once closed.
@@ -551,6 +592,16 @@ impl Exchange {
 
     /// Exchanges the halos of `arrays` (one per field, in order; one array alone for a domain
     /// of one field) and returns when they are filled.
+    ///
+    /// Each array is the whole allocation (halos and padding included), shaped `shape(k)`,
+    /// C-contiguous, of the field's dtype, writable, on this exchange's device; it is used in
+    /// place, never copied. `stream`: `None` (the array library's current stream), an object
+    /// with `__cuda_stream__`, a CuPy or PyTorch stream, or a raw handle (int).
+    ///
+    /// Raises:
+    ///     InvalidInputError: an array or stream that does not fit the declaration.
+    ///     TimeoutError: a neighbour did not take part within `timeout`.
+    ///     UsageError: the exchange was closed.
     #[pyo3(signature = (arrays, stream = None))]
     fn exchange(
         &mut self,
