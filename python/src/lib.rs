@@ -501,6 +501,13 @@ impl Exchange {
                         .map_or_else(|_| "?".into(), |n| n.to_string())
                 ))
             })?;
+        let null = comm
+            .py()
+            .import("mpi4py.MPI")
+            .and_then(|mpi| comm.eq(mpi.getattr("COMM_NULL")?))?;
+        if null {
+            return Err(invalid("comm: MPI.COMM_NULL is no communicator"));
+        }
         // SAFETY: MPI_Comm_f2c converts any Fortran handle (MPI 4.0 section 19.3.4); an
         // invalid one is caught by the exchange's set-up, which rejects MPI_COMM_NULL.
         let raw = unsafe { mpi::ffi::RSMPI_Comm_f2c(handle) };

@@ -29,7 +29,12 @@ pub fn raw_stream(
     let handle = match stream {
         Some(s) if !s.is_none() => handle_of(s)?,
         _ => match first {
-            Some(array) => current_stream(array)?,
+            // A CPU tensor given to the cuda backend fails here first; say so in our words.
+            Some(array) => current_stream(array).map_err(|e| {
+                invalid(format!(
+                    "stream: the current stream of the arrays' library could not be found: {e}"
+                ))
+            })?,
             None => 0,
         },
     };

@@ -168,6 +168,13 @@ def test_not_a_communicator_raises_invalid_input():
         haloport.Exchange("MPI_COMM_WORLD", haloport.Domain((8, 6, 4)))
 
 
+def test_comm_null_raises_invalid_input():
+    from mpi4py import MPI
+
+    with pytest.raises(haloport.InvalidInputError, match="COMM_NULL"):
+        haloport.Exchange(MPI.COMM_NULL, haloport.Domain((8, 6, 4)))
+
+
 def test_one_rank_with_a_bad_option_fails_every_rank(comm):
     # Rank 0 alone asks for a transport that does not exist: it raises its own error, the
     # others learn of it, and nobody waits in a collective for it.
