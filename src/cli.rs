@@ -413,7 +413,8 @@ pub struct SweepArgs {
     )]
     pub out: Option<PathBuf>,
     /// Finish the interrupted sweep in DIR: run only the runs missing from DIR/cells, then write
-    /// sweep.json and sweep.csv. The other options must be those that started it.
+    /// sweep.json and sweep.csv. Alone (or with --quiet) it runs with the options the sweep's
+    /// manifest recorded; other options given must be those that started it.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
     /// No progress bar.

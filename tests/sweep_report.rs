@@ -411,7 +411,11 @@ fn an_interrupted_sweep_keeps_its_runs_report_says_partial_and_resume_completes_
     );
     assert_eq!(cell_files(d).len(), 5);
 
-    let job = sweep_with(&[], "--resume", d, variants, workloads, "2");
+    // `--resume DIR` alone takes the options the manifest recorded.
+    let job = mpirun(
+        2,
+        &["sweep", "--resume", d.to_str().expect("utf-8"), "--quiet"],
+    );
     assert_eq!(job.code, Some(0), "{}", job.explain());
     assert!(
         job.stdout.contains("resumed: ran the 7 of 12 runs missing"),

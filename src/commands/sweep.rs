@@ -7,8 +7,9 @@
 //! sweep's manifest, after moving an earlier sweep's files aside; after each finished unit
 //! (workload, variant, run) every rank's outcome is gathered and rank 0 writes it under
 //! `DIR/cells/`. Only when every unit is on disk does rank 0 assemble `sweep.json` (the clock fit
-//! attached) and `sweep.csv`, and print the headline table. `--resume DIR` checks the manifest
-//! against the command line and runs only the units missing. Duplicated workloads or variants
+//! attached) and `sweep.csv`, and print the headline table. `--resume DIR` alone runs with the
+//! options the manifest recorded; with options, checks them against the manifest; either way
+//! it runs only the units missing. Duplicated workloads or variants
 //! run once. Every error of a unit names it: variant, workload and run.
 //!
 //! Threading: one thread per rank; rank 0 alone touches the directory and shares its answers
@@ -17,6 +18,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
+use clap::Parser;
 use haloport::core::clock::ClockFit;
 use haloport::core::collective::{agree_on_pattern, all_gather};
 use haloport::core::measure::{measure_run, RankOutcome};
@@ -48,6 +50,14 @@ const STOP_AFTER_VAR: &str = "HALOPORT_SWEEP_STOP_AFTER";
 /// Bad input and refused resumes (collective, exit 2); a failed unit, named by variant,
 /// workload and run; wrong values in any cell (after the results are written).
 pub fn run(world: &SimpleCommunicator, args: &SweepArgs) -> anyhow::Result<()> {
+    let recorded;
+    let args = match &args.resume {
+        Some(dir) if resumed_alone() => {
+            recorded = recorded_args(world, dir, args.quiet)?;
+            &recorded
+        }
+        _ => args,
+    };
     args.protocol.protocol().validate()?;
     let stop_after = stop_after()?;
     let (workloads, repeated) = args.workload_list();
@@ -82,6 +92,86 @@ pub fn run(world: &SimpleCommunicator, args: &SweepArgs) -> anyhow::Result<()> {
             stop_after,
         },
     )
+}
+
+/// This process's command line after `sweep`.
+fn sweep_argv() -> Vec<String> {
+    std::env::args()
+        .skip_while(|a| a != "sweep")
+        .skip(1)
+        .collect()
+}
+
+/// The options worth recording in the manifest: the command line less `--out DIR` and
+/// `--quiet` (a resume names its own directory and may be quiet or not).
+fn options_to_record() -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut argv = sweep_argv().into_iter();
+    while let Some(a) = argv.next() {
+        match a.as_str() {
+            "--out" => {
+                argv.next();
+            }
+            "--quiet" => {}
+            _ if a.starts_with("--out=") => {}
+            _ => kept.push(a),
+        }
+    }
+    kept
+}
+
+/// Whether the command line is `sweep --resume DIR` with nothing else (but `--quiet`): the
+/// sweep then runs with the options its manifest recorded.
+fn resumed_alone() -> bool {
+    let mut argv = sweep_argv().into_iter();
+    while let Some(a) = argv.next() {
+        match a.as_str() {
+            "--resume" => {
+                argv.next();
+            }
+            "--quiet" => {}
+            _ if a.starts_with("--resume=") => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The options the sweep in `dir` was started with (rank 0 reads its manifest and tells every
+/// rank), as arguments of a resume of it.
+///
+/// # Errors
+/// A directory without a manifest, or with one written before options were recorded.
+fn recorded_args(world: &SimpleCommunicator, dir: &Path, quiet: bool) -> anyhow::Result<SweepArgs> {
+    let recorded = if world.rank() == 0 {
+        sweep_dir::read_manifest(dir).and_then(|m| {
+            if m.args.is_empty() {
+                bail!(
+                    "the manifest in {} does not record the sweep's options (it predates them): run the command that started it, with --resume in place of --out",
+                    dir.display()
+                );
+            }
+            Ok(m.args)
+        })
+    } else {
+        Ok(Vec::new())
+    };
+    let mut argv: Vec<String> = vec!["haloport".into(), "sweep".into()];
+    argv.extend(from_rank0(world, recorded)?);
+    argv.extend(["--resume".into(), dir.display().to_string()]);
+    if quiet {
+        argv.push("--quiet".into());
+    }
+    match crate::cli::Cli::try_parse_from(&argv) {
+        Ok(crate::cli::Cli {
+            command: crate::cli::Command::Sweep(args),
+        }) => Ok(args),
+        Ok(_) => bail!("the manifest in {} does not record a sweep", dir.display()),
+        Err(e) => bail!(
+            "the options recorded in the manifest in {} no longer parse: {e}",
+            dir.display()
+        ),
+    }
 }
 
 /// Reads [`STOP_AFTER_VAR`].
@@ -134,7 +224,7 @@ fn prepare(
         let differences = manifest.plan.differences(plan);
         if !differences.is_empty() {
             bail!(
-                "cannot resume the sweep in {}: it was started with other options (run the command that started it, with --resume in place of --out):\n  {}",
+                "cannot resume the sweep in {}: it was started with other options (run `haloport sweep --resume DIR` alone to use those its manifest recorded):\n  {}",
                 dir.display(),
                 differences.join("\n  ")
             );
@@ -148,6 +238,7 @@ fn prepare(
         let manifest = Manifest {
             format: sweep_dir::SWEEP_DIR_FORMAT,
             plan: plan.clone(),
+            args: options_to_record(),
             header: serde_json::to_value(header)?,
         };
         if let Some(aside) = sweep_dir::start_fresh(dir, &manifest)? {

@@ -248,6 +248,11 @@ pub struct Manifest {
     pub format: u32,
     /// What the sweep measures.
     pub plan: SweepPlan,
+    /// The options that started the sweep, as given on its command line after `sweep`, less
+    /// `--out DIR` and `--quiet`: `sweep --resume DIR` alone runs with them. Empty in manifests
+    /// written before they were recorded.
+    #[serde(default)]
+    pub args: Vec<String>,
     /// The result header of the job that started the sweep (build, host, device, MPI library),
     /// as [`crate::results::ResultHeader`] writes it; a partial report shows it.
     pub header: serde_json::Value,
