@@ -55,6 +55,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         steps: 20,
         options: HaloOptions::default(), // host-staged MPI; `ipc` goes device-direct
         exchange_reps: 5,
+        compute_steps: 0,
         adopt: false, // true: fields from your own allocator, through Field::adopt
     };
     let run = run_jacobi(&backend, world, &config)?;

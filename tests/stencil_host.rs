@@ -24,6 +24,16 @@ fn verified_run(np: u32, args: &[&str]) -> serde_json::Value {
         result["steps"].as_u64().map(|s| s as usize),
         "one time per step"
     );
+    // The compute alone is measured, and the exchange's exposed cost and hidden share follow
+    // from it and the step.
+    let number = |key: &str| result[key].as_f64().unwrap_or(f64::NAN);
+    let (step, compute) = (number("step_median_us"), number("compute_median_us"));
+    assert!(compute > 0.0, "{result}");
+    assert!(
+        (number("exposed_exchange_us") - (step - compute)).abs() < 1e-6,
+        "{result}"
+    );
+    assert!((0.0..=1.0).contains(&number("hidden_fraction")), "{result}");
     result
 }
 

@@ -85,6 +85,10 @@ pub struct JacobiConfig {
     pub options: HaloOptions,
     /// Blocking exchanges timed after the steps, for the exchange's share of a step.
     pub exchange_reps: u32,
+    /// Steps timed without the exchange (the same updates, on the same stream), after the
+    /// result was gathered: the compute a step cannot go below, so that the exchange's exposed
+    /// cost (step minus compute) is measured, not inferred.
+    pub compute_steps: u32,
     /// The application allocates its fields itself and hands them to the library with
     /// [`Field::adopt`], as code with its own allocator would; otherwise [`Field::alloc`].
     pub adopt: bool,
@@ -100,6 +104,8 @@ pub struct JacobiRun {
     pub step_seconds: Vec<f64>,
     /// Wall time of each blocking exchange of all fields after the steps, seconds.
     pub exchange_seconds: Vec<f64>,
+    /// Wall time of each step without the exchange ([`JacobiConfig::compute_steps`]), seconds.
+    pub compute_seconds: Vec<f64>,
     /// The final fields gathered on rank 0; `None` on other ranks.
     pub gathered: Option<GlobalFields>,
 }
@@ -367,11 +373,25 @@ pub fn run_jacobi<B: Backend>(
         .map(|f| storage(f, &own))
         .collect::<Result<_>>()?;
     let gathered = gather(backend, comm, &spec, d, &last, &stream, deadline())?;
+    // The fields' values no longer matter: the same updates again, without the exchange.
+    let mut compute_seconds = Vec::with_capacity(config.compute_steps as usize);
+    for step in 0..config.compute_steps {
+        let (cur, next) = if step % 2 == 0 { (&u, &v) } else { (&v, &u) };
+        let t0 = Instant::now();
+        for boxes in [std::slice::from_ref(&inner), &shell[..]] {
+            for ((a, b), kind) in cur.iter().zip(next).zip(&launches) {
+                sweep(backend, kind, a, b, boxes, &stream)?;
+            }
+        }
+        backend.stream_synchronize(&stream, deadline())?;
+        compute_seconds.push(t0.elapsed().as_secs_f64());
+    }
     Ok(JacobiRun {
         plan,
         links,
         step_seconds,
         exchange_seconds,
+        compute_seconds,
         gathered,
     })
 }
@@ -398,6 +418,7 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
     config.spec.procs = Some([1, 1, 1]);
     config.spec.layout.splits = None;
     config.exchange_reps = 0;
+    config.compute_steps = 0;
     config.options.transport = crate::variant::TransportKind::Mpi;
     config.options.fault = None;
     run_jacobi(backend, &alone, &config)?

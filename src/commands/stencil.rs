@@ -64,6 +64,12 @@ struct StencilResult {
     exchange_median_us: f64,
     /// exchange_median_us / step_median_us.
     exchange_share: f64,
+    /// The same steps without the exchange (slowest rank), microseconds: the compute alone.
+    compute_median_us: f64,
+    /// step_median_us - compute_median_us: what the exchange adds to a step.
+    exposed_exchange_us: f64,
+    /// 1 - exposed / exchange (clamped to 0..1): how much of a blocking exchange the step hides.
+    hidden_fraction: f64,
     /// Order-independent checksum of the gathered final fields (hex).
     checksum: String,
     verified: bool,
@@ -139,6 +145,7 @@ impl OnBackend for Stencil<'_> {
                 checked: args.checked,
             },
             exchange_reps: args.exchange_reps,
+            compute_steps: args.steps,
             adopt: args.adopt,
         };
         let run = run_jacobi(backend, world, &config)
@@ -158,6 +165,7 @@ impl OnBackend for Stencil<'_> {
         let links = all_gather(world, Ok(records), collective)?;
         let steps = all_gather(world, Ok(run.step_seconds.clone()), collective)?;
         let exchanges = all_gather(world, Ok(run.exchange_seconds.clone()), collective)?;
+        let computes = all_gather(world, Ok(run.compute_seconds.clone()), collective)?;
         let Some(gathered) = run.gathered else {
             return Ok(());
         };
@@ -188,10 +196,12 @@ impl OnBackend for Stencil<'_> {
                 ),
             }
         };
-        let (step_median_us, exchange_median_us) = (
+        let (step_median_us, exchange_median_us, compute_median_us) = (
             median(&step_us).unwrap_or(0.0),
             median(&exchange_us).unwrap_or(0.0),
+            median(&slowest(&computes)).unwrap_or(0.0),
         );
+        let exposed_exchange_us = step_median_us - compute_median_us;
         let result = StencilResult {
             command: "stencil",
             provenance: provenance(),
@@ -233,6 +243,13 @@ impl OnBackend for Stencil<'_> {
             } else {
                 0.0
             },
+            compute_median_us,
+            exposed_exchange_us,
+            hidden_fraction: if exchange_median_us > 0.0 {
+                (1.0 - exposed_exchange_us / exchange_median_us).clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
             step_us,
             checksum: format!("{:016x}", gathered.checksum()),
             verified,
@@ -271,6 +288,12 @@ fn print_summary(r: &StencilResult) {
         r.step_median_us,
         r.exchange_median_us,
         100.0 * r.exchange_share
+    );
+    println!(
+        "  compute alone {:.1} us per step: the exchange adds {:.1} us to a step ({:.0} % of it hidden)",
+        r.compute_median_us,
+        r.exposed_exchange_us,
+        100.0 * r.hidden_fraction
     );
     println!("  checksum {}", r.checksum);
     println!("  verified: {} ({})", r.verified, r.verification);

@@ -682,6 +682,7 @@ mod tests {
         let manifest = Manifest {
             format: SWEEP_DIR_FORMAT,
             plan: plan(),
+            args: vec!["--runs".into(), "2".into()],
             header: serde_json::json!({"kind": "sweep"}),
         };
         let aside = start_fresh(dir.path(), &manifest)
