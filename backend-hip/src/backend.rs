@@ -11,7 +11,7 @@ use haloport_core::{
 
 use crate::ffi::{self, Attribute};
 use crate::kernels;
-use crate::memory::{HipDeviceMemory, HipPeerMemory, HipPinnedMemory};
+use crate::memory::{self, HipDeviceMemory, HipPeerMemory, HipPinnedMemory};
 use crate::module::Module;
 use crate::stream::{HipEvent, HipStream};
 
@@ -104,20 +104,19 @@ impl HipBackend {
             (false, _) => "no (device)",
             (true, false) => "no (built against a HIP without hipModuleLaunchCooperativeKernel)",
         };
-        // CUDA has one kind of pinned memory: the layer serves non-coherent requests as coherent
-        // (nvidia-layer/hipnv_map.h), so only AMD really offers both.
-        let (vendor, coherence_kinds, platform) = if cfg!(feature = "nvidia-layer") {
+        // The kinds offered are the kinds served (memory::served): through the layer, only
+        // coherent (CUDA has one kind).
+        let mut coherence_kinds = vec![Coherence::Coherent];
+        if memory::served(Coherence::NonCoherent) == Coherence::NonCoherent {
+            coherence_kinds.push(Coherence::NonCoherent);
+        }
+        let (vendor, platform) = if cfg!(feature = "nvidia-layer") {
             (
                 "NVIDIA (HIP on NVIDIA through haloport's layer)",
-                vec![Coherence::Coherent],
                 format!("{}; ", crate::PLATFORM),
             )
         } else {
-            (
-                "AMD",
-                vec![Coherence::Coherent, Coherence::NonCoherent],
-                String::new(),
-            )
+            ("AMD", String::new())
         };
         let info = DeviceInfo {
             vendor: vendor.into(),

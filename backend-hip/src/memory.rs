@@ -4,7 +4,8 @@
 //! Pinned memory is `hipHostMalloc(Mapped | Portable | Coherent or NonCoherent)`: page-locked,
 //! mapped into the device (kernels use the address `hipHostGetDevicePointer` gives), never
 //! write-combined. Unlike CUDA, AMD really serves non-coherent memory: its contents are defined
-//! only at synchronization points (the baseline's use, thesis 3.3.2).
+//! only at synchronization points (the baseline's use, thesis 3.3.2). Through the HIP-on-NVIDIA
+//! layer a non-coherent request is served as coherent, and [`served`] says so.
 //!
 //! ## IPC
 //! Device memory is exported with `hipIpcGetMemHandle` on its base: every [`HipDeviceMemory`]
@@ -162,6 +163,17 @@ impl DeviceMemory for HipPeerMemory {
     }
 }
 
+/// The kind of pinned memory the runtime really serves when `asked` is requested. AMD's runtime
+/// serves both kinds. The HIP-on-NVIDIA layer serves non-coherent as coherent: CUDA has one kind
+/// (`nvidia-layer/hipnv_map.h`), which keeps every promise non-coherent memory makes.
+pub(crate) fn served(asked: Coherence) -> Coherence {
+    if cfg!(feature = "nvidia-layer") {
+        Coherence::Coherent
+    } else {
+        asked
+    }
+}
+
 /// `hipHostMalloc`ed, device-mapped memory of the coherence asked for.
 pub struct HipPinnedMemory {
     host: *mut u8,
@@ -211,8 +223,8 @@ impl PinnedMemory for HipPinnedMemory {
         self.coherence
     }
 
-    /// HIP allocates what was asked for.
+    /// What [`served`] says: the kind asked for on AMD, coherent through the HIP-on-NVIDIA layer.
     fn coherence_served(&self) -> Coherence {
-        self.coherence
+        served(self.coherence)
     }
 }

@@ -74,6 +74,22 @@ fn no_gpu_and_no_driver_are_no_device_other_codes_are_errors() {
     }
 }
 
+/// Found running the conformance suite's non-coherent check against the HIP-on-NVIDIA build: the
+/// pinned memory reported the kind asked for as the kind served, while the layer serves
+/// non-coherent as coherent, so `coherence_served` named a kind the device does not offer. What
+/// is served now follows the platform, and the device's list is built from it.
+#[test]
+fn the_coherence_served_is_what_the_platform_serves() {
+    use haloport_core::Coherence;
+    assert_eq!(memory::served(Coherence::Coherent), Coherence::Coherent);
+    let non_coherent = memory::served(Coherence::NonCoherent);
+    if cfg!(feature = "nvidia-layer") {
+        assert_eq!(non_coherent, Coherence::Coherent);
+    } else {
+        assert_eq!(non_coherent, Coherence::NonCoherent);
+    }
+}
+
 fn handle(backend: &str, bytes: usize) -> IpcHandle {
     IpcHandle {
         backend: backend.into(),
