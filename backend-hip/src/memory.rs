@@ -223,7 +223,7 @@ impl PinnedMemory for HipPinnedMemory {
         self.coherence
     }
 
-    /// What [`served`] says: the kind asked for on AMD, coherent through the HIP-on-NVIDIA layer.
+    /// The kind asked for on AMD; coherent through the HIP-on-NVIDIA layer (CUDA has one kind).
     fn coherence_served(&self) -> Coherence {
         served(self.coherence)
     }
