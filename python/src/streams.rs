@@ -9,6 +9,7 @@
 
 use haloport::foreign::{BackendKind, RawStream};
 use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyInt};
 
 use crate::errors::invalid;
@@ -68,22 +69,35 @@ fn handle_of(stream: &Bound<'_, PyAny>) -> PyResult<usize> {
     })
 }
 
+/// `cupy.cuda.get_current_stream`, looked up once (this runs on every call).
+static CUPY_CURRENT: GILOnceCell<PyObject> = GILOnceCell::new();
+/// `torch.cuda.current_stream`, likewise.
+static TORCH_CURRENT: GILOnceCell<PyObject> = GILOnceCell::new();
+
+/// `module.name`, looked up the first time.
+fn function<'py>(
+    py: Python<'py>,
+    cell: &'static GILOnceCell<PyObject>,
+    module: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || Ok(py.import(module)?.getattr(name)?.unbind()))
+        .map(|f| f.bind(py).clone())
+}
+
 /// The current stream of the library `array` belongs to.
 fn current_stream(array: &Bound<'_, PyAny>) -> PyResult<usize> {
     let py = array.py();
-    let module = array.get_type().module()?.to_string();
+    let module = array.get_type().module()?;
+    let module = module.to_cow()?;
     if module.starts_with("cupy") {
-        let cuda = py.import("cupy.cuda")?;
-        return cuda
-            .call_method0("get_current_stream")?
-            .getattr("ptr")?
-            .extract();
+        let current = function(py, &CUPY_CURRENT, "cupy.cuda", "get_current_stream")?;
+        return current.call0()?.getattr("ptr")?.extract();
     }
     if module.starts_with("torch") {
-        let device = array.getattr("device")?;
-        let torch_cuda = py.import("torch.cuda")?;
-        return torch_cuda
-            .call_method1("current_stream", (device,))?
+        let current = function(py, &TORCH_CURRENT, "torch.cuda", "current_stream")?;
+        return current
+            .call1((array.getattr("device")?,))?
             .getattr("cuda_stream")?
             .extract();
     }

@@ -92,6 +92,43 @@ def test_dlpack_arrays_are_accepted_on_the_host(comm):
             ex.exchange(OnlyDlpack(np.zeros((2, 2, 2))))
 
 
+class Interface:
+    """An array known only by the array interface it offers (as Numba's or a C library's
+    arrays are), the dictionary edited by `change`."""
+
+    def __init__(self, a, **change):
+        self.a = a
+        self.change = change
+
+    @property
+    def __array_interface__(self):
+        d = dict(self.a.__array_interface__)
+        d.update(self.change)
+        return d
+
+
+def test_array_interface_of_objects_other_than_numpy(comm):
+    with haloport.Exchange(comm, haloport.Domain((8, 6, 4))) as ex:
+        u = fill(ex, 0)
+        # Explicit C-order strides are as good as none.
+        ex.exchange(Interface(u, strides=u.strides))
+        from cells import expected
+
+        everywhere(comm, np.array_equal(u, expected(ex, 0)), "halos through the interface")
+        cases = [
+            (dict(mask=np.ones(1)), "masked"),
+            (dict(data=None), "data"),
+            (dict(data=(u.ctypes.data, True)), "read-only"),
+            (dict(typestr=">f8"), "big-endian"),
+            (dict(typestr="<V8"), "V8"),
+            (dict(strides=(8, 8, 8)), "contiguous"),
+            (dict(shape=(1, 2, 3)), "shape"),
+        ]
+        for change, words in cases:
+            with pytest.raises(haloport.InvalidInputError, match=words):
+                ex.exchange(Interface(u, **change))
+
+
 def test_calls_out_of_order_raise_usage_error(comm):
     ex = haloport.Exchange(comm, haloport.Domain((8, 6, 4)))
     with pytest.raises(haloport.UsageError):
