@@ -46,12 +46,14 @@ def main():
             cupy.cuda.Device(ex.device).use()
             stream = cupy.cuda.Stream(non_blocking=True)
             u = cupy.zeros(ex.shape())
+            cupy.cuda.Device().synchronize()  # the zeros, queued on the default stream
             sync, label = stream.synchronize, f"cupy {cupy.__version__}"
         else:
             import torch
 
             stream = torch.cuda.Stream(device=ex.device)
             u = torch.zeros(ex.shape(), dtype=torch.float64, device=f"cuda:{ex.device}")
+            torch.cuda.synchronize()
             sync, label = stream.synchronize, f"torch {torch.__version__}"
         calls = {
             # The stream as the library's current one (the default) and given explicitly.
