@@ -408,8 +408,8 @@ enum haloport_status haloport_exchange_local(const struct haloport_exchange *exc
                                              uint64_t *offset);
 
 /**
- * How this rank's fields lie in memory: the allocated extents `alloc[3]` (low halo + interior
- * + high halo + padding; x fastest) and where the interior starts in them, `interior[3]`
+ * How this rank's fields lie in memory: the allocated extents `alloc[3]` (low halo, interior,
+ * high halo and padding; x fastest) and where the interior starts in them, `interior[3]`
  * (the low halo widths). Cell (i, j, k) of the interior is element
  * `((interior[2] + k) * alloc[1] + interior[1] + j) * alloc[0] + interior[0] + i`, times the
  * field's components. Either may be NULL.

@@ -61,7 +61,11 @@ pub extern "C" fn haloport_backend_new(
         };
         let device = usize::try_from(device)
             .map_err(|_| Failure::invalid(format!("device {device} is negative")))?;
-        BACKEND.insert(Arc::new(ForeignBackend::open(kind, device)?), out)
+        // Shared with the exchanges made from it, all on this thread (the tables are per
+        // thread); `haloport::foreign` takes an Arc.
+        #[allow(clippy::arc_with_non_send_sync)]
+        let backend = Arc::new(ForeignBackend::open(kind, device)?);
+        BACKEND.insert(backend, out)
     })
 }
 

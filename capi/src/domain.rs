@@ -162,9 +162,11 @@ pub extern "C" fn haloport_domain_set_procs(
         let procs = unsafe { read3(procs, "procs")? };
         d.procs = match procs {
             [0, 0, 0] => None,
-            p if p.contains(&0) => return Err(Failure::invalid(format!(
+            p if p.contains(&0) => {
+                return Err(Failure::invalid(format!(
                 "procs {p:?}: give every dimension at least 1 process, or all 0 to let MPI choose"
-            ))),
+            )))
+            }
             p => Some(p),
         };
         Ok(())

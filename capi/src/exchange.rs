@@ -185,7 +185,7 @@ pub extern "C" fn haloport_exchange_start(
         let fields = unsafe { raw_fields(fields, count)? };
         EXCHANGE.with(exchange, |e| {
             // SAFETY: the fields' and stream's contract is this function's (the header).
-            Ok(unsafe { e.start(&fields, RawStream(stream as usize))? })
+            unsafe { e.start(&fields, RawStream(stream as usize)) }.map_err(Into::into)
         })
     })
 }
@@ -203,7 +203,7 @@ pub extern "C" fn haloport_exchange_finish(
     entry("haloport_exchange_finish", || {
         EXCHANGE.with(exchange, |e| {
             // SAFETY: the stream's contract is this function's (the header).
-            Ok(unsafe { e.finish(RawStream(stream as usize))? })
+            unsafe { e.finish(RawStream(stream as usize)) }.map_err(Into::into)
         })
     })
 }
@@ -233,7 +233,7 @@ pub extern "C" fn haloport_exchange_run(
         let fields = unsafe { raw_fields(fields, count)? };
         EXCHANGE.with(exchange, |e| {
             // SAFETY: the fields' and stream's contract is this function's (the header).
-            Ok(unsafe { e.exchange(&fields, RawStream(stream as usize))? })
+            unsafe { e.exchange(&fields, RawStream(stream as usize)) }.map_err(Into::into)
         })
     })
 }
@@ -259,8 +259,8 @@ pub extern "C" fn haloport_exchange_local(
     })
 }
 
-/// How this rank's fields lie in memory: the allocated extents `alloc[3]` (low halo + interior
-/// + high halo + padding; x fastest) and where the interior starts in them, `interior[3]`
+/// How this rank's fields lie in memory: the allocated extents `alloc[3]` (low halo, interior,
+/// high halo and padding; x fastest) and where the interior starts in them, `interior[3]`
 /// (the low halo widths). Cell (i, j, k) of the interior is element
 /// `((interior[2] + k) * alloc[1] + interior[1] + j) * alloc[0] + interior[0] + i`, times the
 /// field's components. Either may be NULL.
