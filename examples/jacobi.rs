@@ -56,6 +56,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         options: HaloOptions::default(), // host-staged MPI; `ipc` goes device-direct
         exchange_reps: 5,
         compute_steps: 0,
+        form: haloport::core::shared::HP_STENCIL_FORM_MARCH,
         adopt: false, // true: fields from your own allocator, through Field::adopt
     };
     let run = run_jacobi(&backend, world, &config)?;

@@ -419,8 +419,21 @@ typedef struct hp_stencil_args {
     /* Interleaved components per cell (0 or 1: one): component c of the cell at index i is
      * element i * components + c, updated from the same component of the neighbours. */
     uint32_t components;
-    uint32_t reserved;
+    /* How the kernel walks the box (HP_STENCIL_FORM_*); every form gives the same bits. */
+    uint32_t form;
 } hp_stencil_args;
+
+/* hp_stencil_args.form: MARCH (0, the default) for the full 27-point stencil over one
+ * component: each thread walks HP_MARCH_ROWS rows of HP_MARCH_Z planes along z, keeping three
+ * planes of neighbours in registers, so a cell costs 6 loads instead of 27 (other stencils and
+ * components take the point form). POINTS: one thread per point, striding. */
+#define HP_STENCIL_FORM_MARCH 0u
+#define HP_STENCIL_FORM_POINTS 1u
+/* A march tile: 32 threads in x (a warp) by blockDim.x / 32 threads in y, each thread
+ * HP_MARCH_ROWS rows, HP_MARCH_Z planes deep. */
+#define HP_MARCH_X 32u
+#define HP_MARCH_ROWS 2u
+#define HP_MARCH_Z 16u
 
 /* hp_stencil_args.shape: bit HP_STENCIL_LO << k reads offset -1 in dimension k (x, y, z = 0, 1,
  * 2), bit HP_STENCIL_HI << k offset +1; HP_STENCIL_FACES reads only points that differ from the

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use haloport::core::measure::Protocol;
 use haloport::core::strategy::ExchangeOptions;
 use haloport::core::variant::TransportKind;
@@ -195,6 +195,32 @@ pub struct CompareArgs {
 }
 
 pub use haloport::foreign::BackendKind;
+
+/// How the stencil's update kernel walks its box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StencilForm {
+    /// Threads march along z, three planes of neighbours in registers (27-point, one component).
+    March,
+    /// A thread per point.
+    Points,
+}
+
+impl StencilForm {
+    pub fn name(self) -> &'static str {
+        match self {
+            StencilForm::March => "march",
+            StencilForm::Points => "points",
+        }
+    }
+
+    /// `hp_stencil_args.form`.
+    pub fn code(self) -> u32 {
+        match self {
+            StencilForm::March => haloport::core::shared::HP_STENCIL_FORM_MARCH,
+            StencilForm::Points => haloport::core::shared::HP_STENCIL_FORM_POINTS,
+        }
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct InfoArgs {
@@ -577,6 +603,11 @@ pub struct StencilArgs {
     /// Blocking exchanges timed after the steps (the exchange's share of a step).
     #[arg(long, default_value_t = 20)]
     pub exchange_reps: u32,
+    /// How the update kernel walks its box: march (the 27-point stencil's threads march along
+    /// z with their neighbourhood in registers) or points (a thread per point); the same bits
+    /// either way, for benchmarks.
+    #[arg(long, value_enum, default_value = "march")]
+    pub stencil_form: StencilForm,
     /// Inject a fault to show that a lost message ends in a time-out naming the halo:
     /// drop-send=DIR (e.g. +x, -y+z): every rank never delivers its message in that direction;
     /// setup-fails=RANK: that rank's set-up allocation fails (every rank must stop, none hang).

@@ -370,10 +370,27 @@ pub fn stencil_components(args: &hp_stencil_args) -> u32 {
     args.components.max(1)
 }
 
-/// A grid for [`Kernel::Stencil27`](crate::Kernel::Stencil27): one thread per point with
-/// `threads` per block, at least one block.
+/// Whether the kernels walk this launch in the march form ([`shared::HP_STENCIL_FORM_MARCH`]):
+/// the full 27-point stencil over one component, in blocks of whole warps.
+pub fn stencil_marches(args: &hp_stencil_args, threads: u32) -> bool {
+    args.form == shared::HP_STENCIL_FORM_MARCH
+        && stencil_shape(args.shape) == shared::HP_STENCIL_FULL
+        && stencil_components(args) == 1
+        && threads % shared::HP_MARCH_X == 0
+}
+
+/// A grid for [`Kernel::Stencil27`](crate::Kernel::Stencil27) with `threads` per block, at
+/// least one block: a block per tile in the march form, else one thread per point.
 pub fn stencil_blocks(args: &hp_stencil_args, threads: u32) -> u32 {
-    blocks_for(stencil_points(args), threads, 1)
+    if !stencil_marches(args, threads) {
+        return blocks_for(stencil_points(args), threads, 1);
+    }
+    let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
+    let rows = u64::from(threads / shared::HP_MARCH_X * shared::HP_MARCH_ROWS);
+    let tiles = extent(0).div_ceil(u64::from(shared::HP_MARCH_X))
+        * extent(1).div_ceil(rows)
+        * extent(2).div_ceil(u64::from(shared::HP_MARCH_Z));
+    u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
 }
 
 /// A stencil's shape (`hp_stencil_args.shape`) with 0 read as the full 27-point stencil.
@@ -840,7 +857,23 @@ mod tests {
         };
         assert!(check_stencil(&a).is_ok());
         assert_eq!(stencil_points(&a), 64);
+        // The march form: tiles of 32 x 2 x 16 (one warp, two rows a thread) over the 4 x 4 x 4
+        // box: 1 x 2 x 1.
         assert_eq!(stencil_blocks(&a, 32), 2);
+        // Tiles of 32 x 16 x 16 over a box of 70 x 20 x 40: 3 x 2 x 3.
+        let big = hp_stencil_args {
+            alloc: [72, 22, 42],
+            begin: [1, 1, 1],
+            end: [71, 21, 41],
+            ..a
+        };
+        assert_eq!(stencil_blocks(&big, 256), 18);
+        // The point form: a thread per point.
+        let points = hp_stencil_args {
+            form: shared::HP_STENCIL_FORM_POINTS,
+            ..a
+        };
+        assert_eq!(stencil_blocks(&points, 32), 2);
         a.end[1] = 6;
         assert!(check_stencil(&a).is_err());
         a.end[1] = 5;

@@ -23,7 +23,7 @@ use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, Field, HaloExchange, HaloOptions, Link};
-use crate::regions::{stencil_blocks, stencil_reads};
+use crate::regions::{stencil_blocks, stencil_reads, Copy3d};
 use crate::shared::hp_stencil_args;
 
 /// Threads per block of the stencil kernel.
@@ -89,6 +89,9 @@ pub struct JacobiConfig {
     /// result was gathered: the compute a step cannot go below, so that the exchange's exposed
     /// cost (step minus compute) is measured, not inferred.
     pub compute_steps: u32,
+    /// How the update kernel walks its box ([`crate::shared::HP_STENCIL_FORM_MARCH`], the
+    /// default, or `_POINTS`): every form gives the same bits; a benchmark compares them.
+    pub form: u32,
     /// The application allocates its fields itself and hands them to the library with
     /// [`Field::adopt`], as code with its own allocator would; otherwise [`Field::alloc`].
     pub adopt: bool,
@@ -106,6 +109,10 @@ pub struct JacobiRun {
     pub exchange_seconds: Vec<f64>,
     /// Wall time of each step without the exchange ([`JacobiConfig::compute_steps`]), seconds.
     pub compute_seconds: Vec<f64>,
+    /// Wall time of copying every field to the other by the copy engine, as often: a step
+    /// reads one field and writes the other, so this is the time a step's traffic takes at the
+    /// device's copy speed, measured in the same run.
+    pub copy_seconds: Vec<f64>,
     /// The final fields gathered on rank 0; `None` on other ranks.
     pub gathered: Option<GlobalFields>,
 }
@@ -336,6 +343,7 @@ pub fn run_jacobi<B: Backend>(
             elem_bytes: kind.elem.bytes(),
             shape,
             components: kind.components,
+            form: config.form,
             ..hp_stencil_args::default()
         })
         .collect();
@@ -386,12 +394,35 @@ pub fn run_jacobi<B: Backend>(
         backend.stream_synchronize(&stream, deadline())?;
         compute_seconds.push(t0.elapsed().as_secs_f64());
     }
+    let mut copy_seconds = Vec::with_capacity(config.compute_steps as usize);
+    for _ in 0..config.compute_steps {
+        let t0 = Instant::now();
+        for (a, b) in u.iter().zip(&v) {
+            let copy = Copy3d {
+                src: a.device_addr(),
+                src_pitch: a.len_bytes(),
+                src_rows: 1,
+                dst: b.device_addr(),
+                dst_pitch: b.len_bytes(),
+                dst_rows: 1,
+                width: a.len_bytes(),
+                height: 1,
+                depth: 1,
+            };
+            // SAFETY: both fields hold len_bytes() bytes of this backend's device memory and
+            // outlive the synchronization below; nothing else runs on them meanwhile.
+            unsafe { backend.copy_3d_async(&copy, &stream)? };
+        }
+        backend.stream_synchronize(&stream, deadline())?;
+        copy_seconds.push(t0.elapsed().as_secs_f64());
+    }
     Ok(JacobiRun {
         plan,
         links,
         step_seconds,
         exchange_seconds,
         compute_seconds,
+        copy_seconds,
         gathered,
     })
 }

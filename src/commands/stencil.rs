@@ -70,6 +70,13 @@ struct StencilResult {
     exposed_exchange_us: f64,
     /// 1 - exposed / exchange (clamped to 0..1): how much of a blocking exchange the step hides.
     hidden_fraction: f64,
+    /// How the update kernel walked its boxes: `march` or `points`.
+    stencil_form: String,
+    /// Every field copied to the other by the copy engine (slowest rank), microseconds: a
+    /// step's traffic at the device's copy speed, measured in the same run.
+    copy_median_us: f64,
+    /// copy_median_us / compute_median_us: the compute's speed as a fraction of the copy's.
+    compute_speed_of_copy: f64,
     /// Order-independent checksum of the gathered final fields (hex).
     checksum: String,
     verified: bool,
@@ -146,6 +153,7 @@ impl OnBackend for Stencil<'_> {
             },
             exchange_reps: args.exchange_reps,
             compute_steps: args.steps,
+            form: args.stencil_form.code(),
             adopt: args.adopt,
         };
         let run = run_jacobi(backend, world, &config)
@@ -166,6 +174,7 @@ impl OnBackend for Stencil<'_> {
         let steps = all_gather(world, Ok(run.step_seconds.clone()), collective)?;
         let exchanges = all_gather(world, Ok(run.exchange_seconds.clone()), collective)?;
         let computes = all_gather(world, Ok(run.compute_seconds.clone()), collective)?;
+        let copies = all_gather(world, Ok(run.copy_seconds.clone()), collective)?;
         let Some(gathered) = run.gathered else {
             return Ok(());
         };
@@ -202,6 +211,7 @@ impl OnBackend for Stencil<'_> {
             median(&slowest(&computes)).unwrap_or(0.0),
         );
         let exposed_exchange_us = step_median_us - compute_median_us;
+        let copy_median_us = median(&slowest(&copies)).unwrap_or(0.0);
         let result = StencilResult {
             command: "stencil",
             provenance: provenance(),
@@ -245,6 +255,13 @@ impl OnBackend for Stencil<'_> {
             },
             compute_median_us,
             exposed_exchange_us,
+            stencil_form: args.stencil_form.name().to_owned(),
+            copy_median_us,
+            compute_speed_of_copy: if compute_median_us > 0.0 {
+                copy_median_us / compute_median_us
+            } else {
+                0.0
+            },
             hidden_fraction: if exchange_median_us > 0.0 {
                 (1.0 - exposed_exchange_us / exchange_median_us).clamp(0.0, 1.0)
             } else {
@@ -290,8 +307,11 @@ fn print_summary(r: &StencilResult) {
         100.0 * r.exchange_share
     );
     println!(
-        "  compute alone {:.1} us per step: the exchange adds {:.1} us to a step ({:.0} % of it hidden)",
+        "  compute alone {:.1} us per step ({} form; {:.0} % of the copy speed: copying the fields takes {:.1} us): the exchange adds {:.1} us to a step ({:.0} % of it hidden)",
         r.compute_median_us,
+        r.stencil_form,
+        100.0 * r.compute_speed_of_copy,
+        r.copy_median_us,
         r.exposed_exchange_us,
         100.0 * r.hidden_fraction
     );

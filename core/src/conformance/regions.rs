@@ -968,8 +968,35 @@ fn stencil_case<B: Backend>(
     end: [u64; 3],
     blocks: Option<u32>,
 ) -> Check {
+    stencil_launch(
+        backend,
+        eb,
+        shape,
+        comps,
+        [13, 11, 9],
+        (begin, end),
+        blocks,
+        64,
+        0,
+    )
+}
+
+/// One stencil launch over `bounds` of an allocation of `alloc`, `threads` per block, in the
+/// given form, against the CPU.
+#[allow(clippy::too_many_arguments)]
+fn stencil_launch<B: Backend>(
+    backend: &B,
+    eb: u32,
+    shape: u32,
+    comps: u32,
+    alloc: [u64; 3],
+    (begin, end): ([u64; 3], [u64; 3]),
+    blocks: Option<u32>,
+    threads: u32,
+    form: u32,
+) -> Check {
     let ebu = eb as usize;
-    let dims = Dims([13, 11, 9]);
+    let dims = Dims(alloc);
     let c = u64::from(comps.max(1));
     let n = dims.len() * c;
     let input = stencil_input(n);
@@ -987,11 +1014,11 @@ fn stencil_case<B: Backend>(
         elem_bytes: eb,
         shape,
         components: comps,
-        reserved: 0,
+        form,
     };
     let launch = LaunchDims {
-        blocks: blocks.unwrap_or_else(|| regions::stencil_blocks(&args, 64)),
-        threads: 64,
+        blocks: blocks.unwrap_or_else(|| regions::stencil_blocks(&args, threads)),
+        threads,
     };
     // SAFETY: din and dout live until the stream is synchronized below.
     unsafe { backend.launch(Launch::Stencil27(&args), launch, &stream) }.map_err(e)?;
@@ -1061,7 +1088,10 @@ fn stencil_case<B: Backend>(
 /// 1/27, in f64 and f32, and leaves points outside the box untouched; so do the 7-point
 /// stencil, one-sided means (1/count of the points read) and cells of several components.
 pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
-    use crate::shared::{HP_STENCIL_FACES, HP_STENCIL_FULL, HP_STENCIL_HI, HP_STENCIL_LO};
+    use crate::shared::{
+        HP_STENCIL_FACES, HP_STENCIL_FORM_MARCH, HP_STENCIL_FORM_POINTS, HP_STENCIL_FULL,
+        HP_STENCIL_HI, HP_STENCIL_LO,
+    };
     for eb in [8, 4] {
         stencil_case(backend, eb, 0, 1, [1, 1, 1], [12, 10, 8], None)?;
         stencil_case(backend, eb, 0, 1, [2, 3, 1], [7, 9, 4], Some(2))?;
@@ -1080,6 +1110,18 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
         }
         // A side the shape does not read may reach the allocation's edge.
         stencil_case(backend, eb, one_sided, 1, [1, 1, 0], [13, 10, 8], None)?;
+        // Boxes of several march tiles, partial in every dimension and with an odd row, in
+        // blocks of 2 and 8 warps, with a grid of every tile and of 3 blocks striding; and the
+        // point form over the same box.
+        let (alloc, bounds) = ([72, 24, 42], ([1, 2, 1], [71, 23, 41]));
+        for threads in [64, 256] {
+            for blocks in [None, Some(3)] {
+                let form = HP_STENCIL_FORM_MARCH;
+                stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
+            }
+        }
+        let points = HP_STENCIL_FORM_POINTS;
+        stencil_launch(backend, eb, 0, 1, alloc, bounds, None, 256, points)?;
     }
     Ok(())
 }
@@ -1240,7 +1282,7 @@ pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B
         elem_bytes: 8,
         shape: 0,
         components: 1,
-        reserved: 0,
+        form: 0,
     };
     let cases = [
         ("elements of 3 bytes", Launch::PackRegions(&regions)),
