@@ -168,6 +168,8 @@ fn foreign_call(
 
 fn run(world: &SimpleCommunicator, config: &Config) -> Result<()> {
     let device = world.split_shared(0).rank() as usize;
+    // The foreign layer shares the backend as an `Arc`; it stays on this thread.
+    #[allow(clippy::arc_with_non_send_sync)]
     let backend = Arc::new(ForeignBackend::open(config.backend, device)?);
     let rust = match &*backend {
         ForeignBackend::Host(b) => rust_call(b, world, config)?,

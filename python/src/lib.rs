@@ -517,8 +517,11 @@ impl Exchange {
         let node_rank = node_rank(comm)?;
         let ordinal = device.unwrap_or(node_rank);
         let opened = parsed.and_then(|(kind, options)| {
-            let backend = ForeignBackend::open(kind, ordinal).py()?;
-            Ok((Arc::new(backend), options))
+            // The foreign layer shares the backend as an `Arc`; GPU backends are not `Sync`,
+            // and this one never leaves the thread that owns the exchange.
+            #[allow(clippy::arc_with_non_send_sync)]
+            let backend = Arc::new(ForeignBackend::open(kind, ordinal).py()?);
+            Ok((backend, options))
         });
         let mine = opened.as_ref().err().map(|e| e.to_string());
         let all: Vec<Option<String>> = comm.call_method1("allgather", (mine,))?.extract()?;
