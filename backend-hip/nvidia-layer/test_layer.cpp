@@ -1,0 +1,137 @@
+/*
+ * test_layer.cpp: the layer's plumbing against fake_cuda.cpp (a stand-in libcuda.so.1 found through
+ * LD_LIBRARY_PATH; ci/hip-nvidia-test.sh builds both). What each HIP call hands the driver and
+ * makes of its answer: the one device, contexts set on first use, hipHostMalloc and IPC flags,
+ * the 3-D copy's fields, error codes mapped and an unmapped one named. Exits non-zero on failure.
+ */
+#include "hipnv_map.h"
+#include "fake_cuda.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+#define CHECK(cond)                                                               \
+    do {                                                                          \
+        if (!(cond)) {                                                            \
+            fprintf(stderr, "FAILED %s:%d: %s\n", __FILE__, __LINE__, #cond);     \
+            ++failures;                                                           \
+        }                                                                         \
+    } while (0)
+
+int main() {
+    /* The layer dlopens the same library: this handle reaches the fake's state. */
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    FakeState* fake = lib ? static_cast<FakeState*>(dlsym(lib, "fake_state")) : nullptr;
+    if (fake == nullptr) {
+        fprintf(stderr, "test_layer: the fake libcuda.so.1 is not on LD_LIBRARY_PATH\n");
+        return 1;
+    }
+    int n = 0;
+    CHECK(hipGetDeviceCount(&n) == hipSuccess && n == 1);
+    fake->devices = 0;
+    CHECK(hipGetDeviceCount(&n) == hipErrorNoDevice && n == 0);
+    fake->devices = 1;
+
+    /* A call needing a context on a thread that set none uses device 0 (one retain, kept). */
+    void* p = nullptr;
+    CHECK(hipMalloc(&p, 64) == hipSuccess && p == reinterpret_cast<void*>(0x1000));
+    CHECK(fake->retained == 1);
+    CHECK(hipSetDevice(0) == hipSuccess && fake->retained == 1);
+    CHECK(hipSetDevice(1) == hipErrorInvalidDevice);
+    fake->next = CUDA_ERROR_OUT_OF_MEMORY;
+    CHECK(hipMalloc(&p, 64) == hipErrorOutOfMemory && p == nullptr);
+
+    char name[64] = {0};
+    CHECK(hipDeviceGetName(name, sizeof name, 0) == hipSuccess && strcmp(name, "Fake GPU") == 0);
+    int v = 0;
+    CHECK(hipDeviceGetAttribute(&v, hipDeviceAttributeWarpSize, 0) == hipSuccess && v == 32);
+    CHECK(hipRuntimeGetVersion(&v) == hipSuccess && v == CUDA_VERSION);
+
+    void* host = nullptr;
+    void* dev = nullptr;
+    CHECK(hipHostMalloc(&host, 16, hipHostMallocMapped | hipHostMallocPortable |
+                                       hipHostMallocNonCoherent) == hipSuccess);
+    CHECK(fake->host_alloc_flags == (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    CHECK(hipHostGetDevicePointer(&dev, host, 0) == hipSuccess && dev == host);
+    CHECK(hipHostFree(host) == hipSuccess);
+
+    hipStream_t s = nullptr;
+    CHECK(hipStreamCreateWithFlags(&s, hipStreamNonBlocking) == hipSuccess);
+    CHECK(fake->stream_flags == CU_STREAM_NON_BLOCKING);
+    fake->next = CUDA_ERROR_NOT_READY;
+    CHECK(hipStreamQuery(s) == hipErrorNotReady);
+    CHECK(hipStreamQuery(s) == hipSuccess);
+
+    /* A CUDA result HIP has no code for: hipErrorUnknown, named with the CUDA result and call. */
+    hipEvent_t e = nullptr;
+    CHECK(hipEventCreate(&e) == hipSuccess);
+    fake->next = CUDA_ERROR_MPS_CONNECTION_FAILED;
+    hipError_t unknown = hipEventQuery(e);
+    CHECK(unknown == hipErrorUnknown);
+    const char* why = hipGetErrorName(unknown);
+    CHECK(strstr(why, "CUDA_ERROR_MPS_CONNECTION_FAILED") != nullptr);
+    CHECK(strstr(why, "cuEventQuery") != nullptr);
+    CHECK(strcmp(hipGetErrorName(hipErrorNotReady), "hipErrorNotReady") == 0);
+
+    hipMemcpy3DParms c;
+    memset(&c, 0, sizeof c);
+    c.srcPos = hipPos{8, 2, 3};
+    c.srcPtr = hipPitchedPtr{reinterpret_cast<void*>(0x1000), 512, 64, 100};
+    c.dstPos = hipPos{0, 0, 0};
+    c.dstPtr = hipPitchedPtr{reinterpret_cast<void*>(0x8000), 64, 64, 10};
+    c.extent = hipExtent{64, 10, 4};
+    c.kind = hipMemcpyDefault;
+    CHECK(hipMemcpy3DAsync(&c, s) == hipSuccess);
+    const CUDA_MEMCPY3D& k = fake->copy;
+    CHECK(k.srcMemoryType == CU_MEMORYTYPE_UNIFIED && k.dstMemoryType == CU_MEMORYTYPE_UNIFIED);
+    CHECK(k.srcDevice == 0x1000 && k.srcXInBytes == 8 && k.srcY == 2 && k.srcZ == 3);
+    CHECK(k.srcPitch == 512 && k.srcHeight == 100);
+    CHECK(k.dstDevice == 0x8000 && k.dstPitch == 64 && k.dstHeight == 10);
+    CHECK(k.WidthInBytes == 64 && k.Height == 10 && k.Depth == 4);
+    c.kind = hipMemcpyHostToDevice;
+    CHECK(hipMemcpy3DAsync(&c, s) == hipErrorInvalidMemcpyDirection);
+
+    hipModule_t m = nullptr;
+    hipFunction_t f = nullptr;
+    static const char image[8] = {0};
+    CHECK(hipModuleLoadData(&m, image) == hipSuccess);
+    CHECK(hipModuleGetFunction(&f, m, "hp_pack") == hipSuccess);
+    CHECK(hipModuleGetFunction(&f, m, "hp_missing") == hipErrorNotFound);
+    CHECK(hipModuleGetFunction(&f, m, "hp_pack") == hipSuccess);
+    CHECK(hipModuleLaunchKernel(f, 9, 1, 1, 128, 1, 1, 0, s, nullptr, nullptr) == hipSuccess);
+    CHECK(fake->launch_grid[0] == 9 && fake->launch_block[0] == 128);
+    fake->next = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    CHECK(hipModuleLaunchCooperativeKernel(f, 9999, 1, 1, 1024, 1, 1, 0, s, nullptr) ==
+          hipErrorCooperativeLaunchTooLarge);
+    CHECK(hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 128, 0) == hipSuccess && v == 4);
+    CHECK(hipModuleUnload(m) == hipSuccess);
+
+    /* IPC: the handle's bytes travel unchanged both ways; HIP 5.2's lazy flag (0) is CUDA's 1. */
+    hipIpcMemHandle_t h;
+    CHECK(hipIpcGetMemHandle(&h, reinterpret_cast<void*>(0x1000)) == hipSuccess);
+    CHECK(h.reserved[0] == 0 && h.reserved[63] == 63);
+    void* opened = nullptr;
+    CHECK(hipIpcOpenMemHandle(&opened, h, hipIpcMemLazyEnablePeerAccess) == hipSuccess);
+    CHECK(fake->ipc_open_flags == CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    CHECK(memcmp(fake->ipc_open_reserved, h.reserved, 64) == 0);
+    CHECK(opened == reinterpret_cast<void*>(0x2000));
+    CHECK(hipIpcOpenMemHandle(&opened, h, 1) == hipErrorInvalidValue);
+    CHECK(hipIpcCloseMemHandle(opened) == hipSuccess);
+
+    char id[32] = {0};
+    CHECK(hipDeviceGetPCIBusId(id, sizeof id, 0) == hipSuccess && strcmp(id, "0000:c1:00.0") == 0);
+    CHECK(hipDeviceGetByPCIBusId(&v, "0000:c1:00.0") == hipSuccess && v == 0);
+    CHECK(hipDeviceGetByPCIBusId(&v, "fffe:fe:1f.7") == hipErrorInvalidDevice);
+    float ms = 0;
+    CHECK(hipEventElapsedTime(&ms, e, e) == hipSuccess && ms == 1.5f);
+    CHECK(hipEventDestroy(e) == hipSuccess && hipStreamDestroy(s) == hipSuccess);
+
+    if (failures != 0) {
+        fprintf(stderr, "test_layer: %d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("test_layer: all checks passed (the layer against a fake libcuda)\n");
+    return 0;
+}
