@@ -263,3 +263,19 @@ def test_a_rank_that_does_not_take_part_times_out_the_others(comm):
             assert isinstance(err.value, TimeoutError)
             assert len(ticks) >= 10, f"only {len(ticks)} ticks in {waited:.2f} s: the GIL was held"
         comm.Barrier()
+
+
+def test_a_bad_array_on_one_rank_times_out_the_others(comm):
+    # Rank 0's array is wrong, so rank 0 never sends; the others give up after the time-out
+    # instead of waiting for it forever.
+    with haloport.Exchange(comm, haloport.Domain((8, 6, 4)), timeout=1.0) as ex:
+        u = fill(ex, 0)
+        if comm.rank == 0:
+            with pytest.raises(haloport.InvalidInputError):
+                ex.exchange(u.astype(np.float32))
+        else:
+            started = time.monotonic()
+            with pytest.raises(haloport.TimeoutError):
+                ex.exchange(u)
+            assert time.monotonic() - started < 6
+        comm.Barrier()
