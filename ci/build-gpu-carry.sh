@@ -43,5 +43,35 @@ strip carry/* carry/capi/lib/libhaloport.so.* 2>/dev/null || true
     cp python/target/release/examples/exchange_overhead carry/exchange_overhead
     strip carry/exchange_overhead
 )
+# HIP on NVIDIA (ci/gpu-hip-nvidia.sh, SPEC 19): a second binary with the cuda and hip-nvidia
+# features (the HIP backend on haloport's HIP-on-CUDA layer; both backends in one binary, so the
+# cross-backend compare runs the same host code), the HIP conformance suite built the same way,
+# and the layer itself (libhaloport_hipnv.so; the script puts carry/ on LD_LIBRARY_PATH).
+(
+    cargo build --release --features cuda,hip-nvidia
+    cargo build --release --features cuda,hip-nvidia --message-format=json 2>/dev/null |
+        python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "build-script-executed" and "backend-hip" in m.get("package_id", ""):
+        shutil.copy(m["out_dir"] + "/libhaloport_hipnv.so", "carry/libhaloport_hipnv.so")
+    if m.get("executable") and m.get("target", {}).get("name") == "haloport":
+        shutil.copy(m["executable"], "carry/haloport-hipnv")
+'
+    cargo test --release -p haloport-hip --features nvidia-layer --no-run
+    cargo test --release -p haloport-hip --features nvidia-layer --no-run --message-format=json \
+        2>/dev/null | python3 -c '
+import json, shutil, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("executable") and m.get("target", {}).get("name") == "haloport_hip":
+        shutil.copy(m["executable"], "carry/hip-nvidia-conformance")
+'
+    for f in haloport-hipnv hip-nvidia-conformance libhaloport_hipnv.so; do
+        [ -f "carry/$f" ] || { echo "build-gpu-carry: carry/$f was not built"; exit 1; }
+        strip "carry/$f"
+    done
+)
 cp ci/gpu-*.sh carry/
 ls -la carry
