@@ -133,7 +133,13 @@ static inline const char* hipnv_error_name(hipError_t e) {
 }
 
 /* The device attributes the backend reads. Any other is hipErrorInvalidValue, as HIP answers an
- * attribute it does not know (the backend's wall-clock query relies on exactly that answer). */
+ * attribute it does not know (the backend's wall-clock query relies on exactly that answer).
+ *
+ * Wall-clock rate, not one-to-one: HIP 5.2 has no hipDeviceAttributeWallClockRate, so the backend
+ * never asks for it here, and the layer does not invent one. On this platform the kernels are the
+ * CUDA fatbin, whose timer is %globaltimer in nanoseconds: the backend takes that 1 GHz from the
+ * kernel image (kernels::FIXED_TIMER_HZ), not from the runtime. hipDeviceAttributeClockRate (the
+ * SM clock, which varies) is deliberately not served as a stand-in. */
 static inline int hipnv_attribute(hipDeviceAttribute_t a, CUdevice_attribute* out) {
     switch (a) {
         case hipDeviceAttributeCanMapHostMemory:
