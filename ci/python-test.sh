@@ -12,6 +12,9 @@ cargo fmt --manifest-path python/Cargo.toml -- --check
 # With the cuda feature (nvcc as ci/setup.sh installs it): the code the GPU wheel compiles too.
 cargo clippy --manifest-path python/Cargo.toml --all-targets --features cuda --quiet -- -D warnings
 
+# The type stubs say what the extension has (its cache kept out of the tree).
+(cd "$(mktemp -d)" && "$OLDPWD/.venv/bin/python" -m mypy.stubtest haloport._native haloport.errors)
+
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi

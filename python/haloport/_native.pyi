@@ -1,24 +1,26 @@
 """Type stubs of the extension module ``haloport._native`` (re-exported by ``haloport``)."""
 
 from types import TracebackType
-from typing import Any, Literal, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Literal, Optional, Sequence, Tuple, Type, Union, final
+
+__all__ = ["Domain", "Exchange", "Neighbour", "backends", "__version__"]
 
 __version__: str
 
-Triple = Tuple[int, int, int]
+_Triple = Tuple[int, int, int]
 """Three values, x first."""
 
-IntOrTriple = Union[int, Sequence[int]]
-BoolOrTriple = Union[bool, Sequence[bool]]
-DtypeLike = Any
+_IntOrTriple = Union[int, Sequence[int]]
+_BoolOrTriple = Union[bool, Sequence[bool]]
+_DtypeLike = Any
 """A dtype name (``"float64"``, ``"f8"``), a NumPy or CuPy dtype, a NumPy scalar type
 (``numpy.float32``) or a PyTorch dtype (``torch.float16``)."""
 
-ArrayLike = Any
+_ArrayLike = Any
 """An array offering ``__array_interface__`` (NumPy) or DLPack on the host backend,
 ``__cuda_array_interface__`` or DLPack (CuPy, PyTorch, Numba, JAX) on CUDA."""
 
-StreamLike = Any
+_StreamLike = Any
 """``None`` (the array library's current stream), an object with ``__cuda_stream__``, a CuPy or
 PyTorch stream, or a raw ``cudaStream_t`` as an int (0: the default stream)."""
 
@@ -26,6 +28,7 @@ def backends() -> str:
     """The backends this build has, comma-separated: ``"host"``, or ``"host,cuda"`` for a
     build with the ``cuda`` feature."""
 
+@final
 class Domain:
     """A halo-exchange declaration: the global grid, how it is split over the ranks, its
     periodicity and halos, and the fields exchanged together. Give the same declaration on
@@ -61,40 +64,40 @@ class Domain:
             when an :class:`Exchange` is built, the same on every rank).
     """
 
-    def __init__(
-        self,
-        grid: IntOrTriple,
+    def __new__(
+        cls,
+        grid: _IntOrTriple,
         *,
-        dtype: Union[DtypeLike, Sequence[DtypeLike], None] = None,
+        dtype: Union[_DtypeLike, Sequence[_DtypeLike], None] = None,
         fields: Optional[int] = None,
         components: Union[int, Sequence[int], None] = None,
-        halo: Optional[IntOrTriple] = None,
-        halo_lo: Optional[IntOrTriple] = None,
-        halo_hi: Optional[IntOrTriple] = None,
-        periodic: Optional[BoolOrTriple] = None,
-        pad: Optional[IntOrTriple] = None,
-        procs: Optional[IntOrTriple] = None,
+        halo: Optional[_IntOrTriple] = None,
+        halo_lo: Optional[_IntOrTriple] = None,
+        halo_hi: Optional[_IntOrTriple] = None,
+        periodic: Optional[_BoolOrTriple] = None,
+        pad: Optional[_IntOrTriple] = None,
+        procs: Optional[_IntOrTriple] = None,
         neighbourhood: Literal["faces", "faces-edges", "all", "6", "18", "26"] = "all",
         splits: Optional[Tuple[Sequence[int], Sequence[int], Sequence[int]]] = None,
-    ) -> None: ...
+    ) -> "Domain": ...
     @property
-    def grid(self) -> Triple:
+    def grid(self) -> _Triple:
         """Global extents ``(nx, ny, nz)`` in cells."""
     @property
-    def procs(self) -> Optional[Triple]:
+    def procs(self) -> Optional[_Triple]:
         """The process grid ``(px, py, pz)`` given, or ``None``: chosen like
         ``MPI_Dims_create``."""
     @property
     def periodic(self) -> Tuple[bool, bool, bool]:
         """Whether x, y and z wrap around."""
     @property
-    def halo_lo(self) -> Triple:
+    def halo_lo(self) -> _Triple:
         """Halo widths on the low side of x, y, z."""
     @property
-    def halo_hi(self) -> Triple:
+    def halo_hi(self) -> _Triple:
         """Halo widths on the high side of x, y, z."""
     @property
-    def pad(self) -> Triple:
+    def pad(self) -> _Triple:
         """Extra allocated cells after the high halo of x, y, z; never read or written."""
     @property
     def fields(self) -> int:
@@ -109,6 +112,7 @@ class Domain:
     def neighbourhood(self) -> str:
         """``"faces"``, ``"faces-edges"`` or ``"all"``."""
 
+@final
 class Neighbour:
     """How the messages to and from one neighbour travel."""
 
@@ -125,6 +129,7 @@ class Neighbour:
         """``"mpi"`` (host-staged), ``"ipc"`` (device-direct) or ``"local"`` (this rank's own
         memory)."""
 
+@final
 class Exchange:
     """The halo exchange of one domain's fields over an mpi4py communicator.
 
@@ -158,8 +163,8 @@ class Exchange:
         MpiError: an MPI call failed.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         comm: Any,
         domain: Domain,
         *,
@@ -169,9 +174,9 @@ class Exchange:
         strategy: Literal["base", "tq"] = "base",
         timeout: float = 10.0,
         checked: bool = False,
-    ) -> None: ...
+    ) -> "Exchange": ...
     def exchange(
-        self, arrays: Union[ArrayLike, Sequence[ArrayLike]], stream: StreamLike = None
+        self, arrays: Union[_ArrayLike, Sequence[_ArrayLike]], stream: _StreamLike = None
     ) -> None:
         """Exchanges the halos of ``arrays`` and returns when they are filled.
 
@@ -188,13 +193,13 @@ class Exchange:
             UsageError: the exchange was closed.
         """
     def start(
-        self, arrays: Union[ArrayLike, Sequence[ArrayLike]], stream: StreamLike = None
+        self, arrays: Union[_ArrayLike, Sequence[_ArrayLike]], stream: _StreamLike = None
     ) -> None:
         """Starts the exchange of ``arrays``' halos on ``stream``: packs and sends what
         leaves this rank, after the work queued there before. Work that touches neither the
         halos nor the cells next to them may run until :meth:`finish`. The arrays are kept
         alive until :meth:`wait`. Raises as :meth:`exchange`."""
-    def finish(self, stream: StreamLike = None) -> None:
+    def finish(self, stream: _StreamLike = None) -> None:
         """Completes the started exchange on ``stream``: the halos are filled for the work
         queued there after this call (on the host backend, when it returns).
 
@@ -211,43 +216,43 @@ class Exchange:
     def __enter__(self) -> "Exchange": ...
     def __exit__(
         self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
+        exc_type: Optional[Type[BaseException]] = None,
+        _exc: Optional[BaseException] = None,
+        _tb: Optional[TracebackType] = None,
     ) -> bool:
         """Closes the exchange; an error of ``close`` is raised only if no exception is
         already on its way."""
     def shape(self, field: int = 0) -> Tuple[int, ...]:
         """The shape field ``field``'s array must have: ``(az, ay, ax)``, or
         ``(az, ay, ax, C)`` for ``C`` components per cell (halos and padding included)."""
-    def interior(self, array: ArrayLike) -> Any:
+    def interior(self, array: _ArrayLike) -> Any:
         """This rank's own cells of ``array``: a view (``array[z0:z1, y0:y1, x0:x1]``)."""
-    def halo(self, array: ArrayLike, direction: Tuple[int, int, int]) -> Any:
+    def halo(self, array: _ArrayLike, direction: Tuple[int, int, int]) -> Any:
         """The halo of ``array`` on side ``direction`` ``(dx, dy, dz)`` (each -1, 0 or 1, not
         all 0): the cells the neighbour in that direction fills, as a view of ``array``."""
     @property
     def rank(self) -> int:
         """This rank in the exchange's communicator."""
     @property
-    def procs(self) -> Triple:
+    def procs(self) -> _Triple:
         """The process grid ``(px, py, pz)``."""
     @property
-    def coords(self) -> Triple:
+    def coords(self) -> _Triple:
         """This rank's coordinates in the process grid, x first (as ``MPI_Cart_coords``)."""
     @property
-    def local(self) -> Triple:
+    def local(self) -> _Triple:
         """This rank's interior extents ``(nx, ny, nz)``."""
     @property
-    def origin(self) -> Triple:
+    def origin(self) -> _Triple:
         """Global index ``(x, y, z)`` of this rank's first interior cell."""
     @property
-    def halo_lo(self) -> Triple:
+    def halo_lo(self) -> _Triple:
         """Halo widths on the low side of x, y, z: where the interior starts in the array."""
     @property
-    def halo_hi(self) -> Triple:
+    def halo_hi(self) -> _Triple:
         """Halo widths on the high side of x, y, z."""
     @property
-    def alloc(self) -> Triple:
+    def alloc(self) -> _Triple:
         """Allocated extents ``(ax, ay, az)``: low halo + interior + high halo + padding."""
     @property
     def neighbours(self) -> list[Neighbour]:
