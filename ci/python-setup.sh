@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Python package and what its tests need into the repository's .venv (made by
 # ci/setup.sh, which also installs OpenMPI's headers that mpi4py builds against): numpy, mpi4py,
-# pytest, pytest-timeout, mypy (its stubtest checks the type stubs), and haloport itself with `pip install ./python`, as python/README.md
-# tells a user. Idempotent: pip skips what is installed; the package is rebuilt (incrementally,
-# in python/target) so that the tests always run the tree's code.
+# pytest, pytest-timeout, mypy (its stubtest checks the type stubs), and haloport itself with
+# `pip install ./python`, as python/README.md tells a user. Idempotent: pip skips what is
+# installed; the package is rebuilt (incrementally, in python/target) so that the tests always
+# run the tree's code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
