@@ -6,7 +6,8 @@
 # interleaved), and the hand-written CuPy + mpi4py exchange beside haloport's (2 ranks, mpi and
 # ipc). Needs python3 with CuPy, PyTorch and mpi4py (on the machine's OpenMPI); installs nothing
 # outside a temporary folder.
-# Outputs: OUT/python/*.txt (one per run) and OUT/python.tgz of them.
+# Outputs: OUT/python/*.txt (one per run, written as it goes) and OUT/python.tgz of them. About
+# 5 minutes; every run has its own time limit.
 # usage: bash ci/gpu-python.sh DIR OUT   (DIR: the carry folder, with haloport-*.whl and
 #        exchange_overhead; PYTHON: the interpreter with CuPy and PyTorch, default python3)
 set -uo pipefail
@@ -17,7 +18,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 mkdir -p "$out/python"
 logs="$out/python"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HALOPORT_REQUIRE_GPU=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PATH="$PATH:/usr/local/nvidia/bin"   # where nvidia-cuda-mps-control lives there
 status=0
 python=${PYTHON:-$(command -v python3)}
 
@@ -50,7 +52,7 @@ run() {
 mpi=(mpirun --bind-to none -x PYTHONPATH)
 
 # One rank first (no MPS needed).
-run jacobi-cupy-1rank 240 "${mpi[@]}" -np 1 "$python" examples/python/jacobi.py --backend cuda --grid 192x160x128 --steps 10
+run jacobi-cupy-1rank 150 "${mpi[@]}" -np 1 "$python" examples/python/jacobi.py --backend cuda --grid 192x160x128 --steps 10
 run torch-stream-1rank 120 "${mpi[@]}" -np 1 "$python" python/tests/gpu_torch_stream.py
 for round in 1 2; do
     run "overhead-rust-host-$round" 120 "${mpi[@]}" -np 1 "$dir/exchange_overhead" --backend host --json "$logs/rust-host-$round.json"
@@ -65,11 +67,11 @@ export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d && echo "MPS started"
 mpi+=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
-run jacobi-cupy-2ranks-ipc 240 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport ipc --grid 192x160x128 --steps 10
-run jacobi-cupy-2ranks-mpi 240 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport mpi --grid 192x160x128 --steps 10
+run jacobi-cupy-2ranks-ipc 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport ipc --grid 192x160x128 --steps 10
+run jacobi-cupy-2ranks-mpi 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport mpi --grid 192x160x128 --steps 10
 run torch-stream-2ranks-ipc 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_torch_stream.py --transport ipc
-run handwritten-mpi 240 "${mpi[@]}" -np 2 "$python" python/bench/handwritten.py --transport mpi
-run handwritten-ipc 240 "${mpi[@]}" -np 2 "$python" python/bench/handwritten.py --transport ipc
+run handwritten-mpi 180 "${mpi[@]}" -np 2 "$python" python/bench/handwritten.py --transport mpi
+run handwritten-ipc 180 "${mpi[@]}" -np 2 "$python" python/bench/handwritten.py --transport ipc
 echo quit | nvidia-cuda-mps-control
 
 tar czf "$out/python.tgz" -C "$out" python
