@@ -2,7 +2,8 @@
 # The test suite: formatting, clippy and rustdoc (-D warnings), unit tests, the host backend under
 # mpirun -np 2/3/4, bad-input and fault tests, with the cuda and hip features built (kernels
 # compiled by nvcc and by hipcc, and the embedded fatbin and code objects checked), and the C ABI
-# installed with its C and Fortran programs run (ci/capi-test.sh); GPU tests print "SKIPPED: no
+# installed with its C and Fortran programs run (ci/capi-test.sh), and the Python package
+# installed and tested (ci/python-setup.sh, ci/python-test.sh); GPU tests print "SKIPPED: no
 # CUDA device" or "SKIPPED: no AMD GPU" where there is none. Needs what ci/setup.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,10 @@ cargo test --workspace --features cuda,hip -- --show-output
 # under mpirun (the library built from the test build above, with every backend).
 HALOPORT_CMAKE_ARGS="-DHALOPORT_FEATURES=host,cuda,hip -DHALOPORT_CARGO_PROFILE=dev -DHALOPORT_CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}" \
     bash ci/capi-test.sh build/prefix
+# The Python package installed as the README says, its tests under mpirun -np 2 and 4, and
+# examples/python/jacobi.py.
+bash ci/python-setup.sh
+bash ci/python-test.sh
 # The main build has every backend; refusing one that is not built in needs a build without
 # the GPU backends, so that test runs once more in a host-only build.
 cargo test --test bad_input a_backend_not_built_in_is_refused -- --show-output
