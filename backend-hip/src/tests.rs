@@ -227,6 +227,34 @@ fn the_device_is_named_by_its_pci_bus_id_and_reaches_itself() {
     });
 }
 
+/// The device info names the platform: through the layer, NVIDIA and "HIP on NVIDIA" in the
+/// vendor and the driver line (so every result's header says it), the CUDA kernels' 1 GHz timer,
+/// only coherent memory offered, warps of the device's width; on AMD, AMD.
+#[test]
+fn the_device_info_names_the_platform() {
+    on_gpu("the device info's platform", |b| {
+        let info = b.device_info();
+        println!("{info:?}");
+        assert!(info.warp_width == 32 || info.warp_width == 64, "{info:?}");
+        if cfg!(feature = "nvidia-layer") {
+            assert!(info.driver.contains(crate::PLATFORM), "{}", info.driver);
+            assert!(info.vendor.contains("HIP on NVIDIA"), "{}", info.vendor);
+            assert_eq!(info.timer_hz, 1_000_000_000);
+            assert_eq!(
+                info.coherence_kinds,
+                vec![haloport_core::Coherence::Coherent]
+            );
+            assert!(
+                info.driver.contains("cooperative launch: yes"),
+                "{}",
+                info.driver
+            );
+        } else {
+            assert_eq!(info.vendor, "AMD");
+        }
+    });
+}
+
 mod bindings {
     use std::process::Command;
 
