@@ -17,6 +17,9 @@ cargo clippy --workspace --all-targets --features cuda,hip -- -D warnings
 # broken or private links.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 cargo test --workspace --features cuda,hip -- --show-output
+# HIP on NVIDIA without a GPU (SPEC 19): the layer, its mapping and plumbing tests, the HIP
+# backend through it.
+bash ci/hip-nvidia-test.sh
 # The C ABI installed as the README says, its C and Fortran examples and its error paths
 # under mpirun (the library built from the test build above, with every backend).
 HALOPORT_CMAKE_ARGS="-DHALOPORT_FEATURES=host,cuda,hip -DHALOPORT_CARGO_PROFILE=dev -DHALOPORT_CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}" \

@@ -78,7 +78,8 @@
 //! is said where it differs: the device info names the platform ([`PLATFORM`]), the timer is
 //! the CUDA kernels' `%globaltimer` (1 GHz), only coherent pinned memory is offered (the layer
 //! serves non-coherent as coherent), and `hipModuleLaunchCooperativeKernel`, which HIP 5.2
-//! lacks, is declared by the layer and used. `NVIDIA.md` says what this does and does not show.
+//! lacks, is declared by the layer and used. The README's section "On AMD GPUs (ROCm)" says
+//! what this does and does not show.
 //!
 //! ## Polling
 //! The thesis (4.6.2) found taskqueue flags propagating slowly on MI50s under constant polling:
