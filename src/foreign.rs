@@ -24,7 +24,8 @@ pub enum BackendKind {
     Host,
     /// NVIDIA GPUs through CUDA.
     Cuda,
-    /// AMD GPUs through HIP/ROCm.
+    /// AMD GPUs through HIP/ROCm (or an NVIDIA GPU through haloport's HIP-on-CUDA layer, in a
+    /// build with the hip-nvidia feature).
     Hip,
 }
 
