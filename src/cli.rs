@@ -196,6 +196,24 @@ pub struct CompareArgs {
 
 pub use haloport::foreign::BackendKind;
 
+/// Which scaling `haloport stencil --scaling` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScalingMode {
+    /// The same grid on every rank count.
+    Strong,
+    /// The same part per rank: the grid grows with the ranks.
+    Weak,
+}
+
+impl ScalingMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalingMode::Strong => "strong",
+            ScalingMode::Weak => "weak",
+        }
+    }
+}
+
 /// How the stencil's update kernel walks its box.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StencilForm {
@@ -608,6 +626,14 @@ pub struct StencilArgs {
     /// either way, for benchmarks.
     #[arg(long, value_enum, default_value = "march")]
     pub stencil_form: StencilForm,
+    /// Run the stencil on 1, 2, 4, ... ranks of the job and all of them, one after the other:
+    /// strong (the same grid every time) or weak (--grid is one rank's part); prints a table of
+    /// each count's step, compute alone, exposed exchange and parallel efficiency.
+    #[arg(long, value_enum)]
+    pub scaling: Option<ScalingMode>,
+    /// With --scaling: an SVG plot of the parallel efficiency and the step's parts.
+    #[arg(long, value_name = "FILE", requires = "scaling")]
+    pub plot: Option<PathBuf>,
     /// Inject a fault to show that a lost message ends in a time-out naming the halo:
     /// drop-send=DIR (e.g. +x, -y+z): every rank never delivers its message in that direction;
     /// setup-fails=RANK: that rank's set-up allocation fails (every rank must stop, none hang).

@@ -542,3 +542,68 @@ fn fields_of_different_types_and_components_verify_on_1_2_4_and_8_ranks() {
     mpirun(1, &["stencil", "--types", "f32,f16"])
         .assert_fails_with(2, "unknown element type 'f16'");
 }
+
+#[test]
+fn the_scaling_mode_runs_every_rank_count_verified_with_a_table_json_and_plot() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (mode, grids) in [
+        ("strong", [[24, 20, 16], [24, 20, 16], [24, 20, 16]]),
+        ("weak", [[12, 10, 8], [24, 10, 8], [24, 20, 8]]),
+    ] {
+        let json = dir.path().join(format!("{mode}.json"));
+        let svg = dir.path().join(format!("{mode}.svg"));
+        let grid = if mode == "strong" {
+            "24x20x16"
+        } else {
+            "12x10x8"
+        };
+        let job = mpirun(
+            4,
+            &[
+                "stencil",
+                "--grid",
+                grid,
+                "--steps",
+                "2",
+                "--exchange-reps",
+                "2",
+                "--scaling",
+                mode,
+                "--json",
+                json.to_str().expect("utf-8 path"),
+                "--plot",
+                svg.to_str().expect("utf-8 path"),
+            ],
+        );
+        assert_eq!(job.code, Some(0), "{mode}: {}", job.explain());
+        assert!(
+            job.stdout
+                .contains(&format!("{mode} scaling of the stencil")),
+            "{}",
+            job.explain()
+        );
+        let result = read_json(&json);
+        let rows = result["rows"].as_array().expect("rows");
+        let ranks: Vec<u64> = rows.iter().filter_map(|r| r["ranks"].as_u64()).collect();
+        assert_eq!(ranks, [1, 2, 4], "{result}");
+        for (row, grid) in rows.iter().zip(grids) {
+            assert_eq!(row["verified"], true, "{row}");
+            assert_eq!(row["grid"], serde_json::json!(grid), "{mode}: {row}");
+            assert!(
+                row["compute_median_us"].as_f64().unwrap_or(0.0) > 0.0,
+                "{row}"
+            );
+        }
+        assert_eq!(rows[0]["efficiency"].as_f64(), Some(1.0), "{result}");
+        let plot = std::fs::read_to_string(&svg).expect("the plot");
+        assert!(plot.starts_with("<svg") && plot.contains("parallel efficiency"));
+    }
+    // Each count chooses its own process grid.
+    let job = mpirun(2, &["stencil", "--procs", "2x1x1", "--scaling", "strong"]);
+    assert_eq!(job.code, Some(2), "{}", job.explain());
+    assert!(
+        job.stderr.contains("give neither --procs"),
+        "{}",
+        job.explain()
+    );
+}

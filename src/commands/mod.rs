@@ -6,6 +6,7 @@ pub mod packbench;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod scaling;
 pub mod stencil;
 pub mod sweep;
 

@@ -29,15 +29,15 @@ const EXTRA_FIELD_HOOK: &str = "HALOPORT_TEST_EXTRA_FIELD_ON_RANK";
 
 /// The result file.
 #[derive(Debug, Serialize)]
-struct StencilResult {
+pub(crate) struct StencilResult {
     command: &'static str,
     provenance: Provenance,
     backend: String,
     device: String,
     host: String,
-    ranks: i32,
-    grid: [u64; 3],
-    procs: [u32; 3],
+    pub(crate) ranks: i32,
+    pub(crate) grid: [u64; 3],
+    pub(crate) procs: [u32; 3],
     halo: u32,
     /// Halo widths per side, low then high, per dimension.
     halo_lo: [u32; 3],
@@ -59,15 +59,15 @@ struct StencilResult {
     links: Vec<Vec<LinkRecord>>,
     /// Per step, the slowest rank's wall time, microseconds.
     step_us: Vec<f64>,
-    step_median_us: f64,
+    pub(crate) step_median_us: f64,
     /// Blocking exchanges of all fields after the steps (slowest rank), microseconds.
-    exchange_median_us: f64,
+    pub(crate) exchange_median_us: f64,
     /// exchange_median_us / step_median_us.
     exchange_share: f64,
     /// The same steps without the exchange (slowest rank), microseconds: the compute alone.
-    compute_median_us: f64,
+    pub(crate) compute_median_us: f64,
     /// step_median_us - compute_median_us: what the exchange adds to a step.
-    exposed_exchange_us: f64,
+    pub(crate) exposed_exchange_us: f64,
     /// 1 - exposed / exchange (clamped to 0..1): how much of a blocking exchange the step hides.
     hidden_fraction: f64,
     /// How the update kernel walked its boxes: `march` or `points`.
@@ -79,8 +79,8 @@ struct StencilResult {
     compute_speed_of_copy: f64,
     /// Order-independent checksum of the gathered final fields (hex).
     checksum: String,
-    verified: bool,
-    verification: String,
+    pub(crate) verified: bool,
+    pub(crate) verification: String,
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -137,6 +137,34 @@ impl OnBackend for Stencil<'_> {
             spec,
             strategy,
         } = self;
+        if let Some(mode) = args.scaling {
+            return super::scaling::run(backend, world, args, &spec, strategy, mode);
+        }
+        let Some(result) = measured(backend, world, args, spec, strategy)? else {
+            return Ok(());
+        };
+        print_summary(&result);
+        if let Some(path) = &args.json {
+            write_json(path, &result, true)?;
+        }
+        if !result.verified && !args.no_verify {
+            return Err(Error::VerificationFailed(result.verification).into());
+        }
+        Ok(())
+    }
+}
+
+/// One run of the stencil on `comm` (every rank of it), verified unless `--no-verify`: the
+/// result on `comm`'s rank 0, `None` on the others.
+pub(crate) fn measured<B: Backend>(
+    backend: &B,
+    comm: &SimpleCommunicator,
+    args: &StencilArgs,
+    spec: DomainSpec,
+    strategy: HaloStrategy,
+) -> anyhow::Result<Option<StencilResult>> {
+    let world = comm;
+    {
         let config = JacobiConfig {
             spec,
             stencil: args.stencil,
@@ -176,7 +204,7 @@ impl OnBackend for Stencil<'_> {
         let computes = all_gather(world, Ok(run.compute_seconds.clone()), collective)?;
         let copies = all_gather(world, Ok(run.copy_seconds.clone()), collective)?;
         let Some(gathered) = run.gathered else {
-            return Ok(());
+            return Ok(None);
         };
         let slowest = |per_rank: &[Vec<f64>]| -> Vec<f64> {
             let n = per_rank.iter().map(Vec::len).min().unwrap_or(0);
@@ -272,14 +300,7 @@ impl OnBackend for Stencil<'_> {
             verified,
             verification,
         };
-        print_summary(&result);
-        if let Some(path) = &args.json {
-            write_json(path, &result, true)?;
-        }
-        if !verified && !args.no_verify {
-            return Err(Error::VerificationFailed(result.verification).into());
-        }
-        Ok(())
+        Ok(Some(result))
     }
 }
 
