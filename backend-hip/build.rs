@@ -73,6 +73,7 @@ const FUNCTIONS: &[&str] = &[
     "hipStreamDestroy",
     "hipStreamWaitEvent",
     "hipEventCreate",
+    "hipEventCreateWithFlags",
     "hipEventRecord",
     "hipEventQuery",
     "hipEventElapsedTime",
@@ -108,6 +109,7 @@ const MACROS: &[&str] = &[
     "hipHostMallocCoherent",
     "hipHostMallocNonCoherent",
     "hipStreamNonBlocking",
+    "hipEventDisableTiming",
     "hipIpcMemLazyEnablePeerAccess",
     "HIP_IPC_HANDLE_SIZE",
 ];

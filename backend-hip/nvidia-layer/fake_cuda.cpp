@@ -67,7 +67,8 @@ static CUresult fStreamQuery(CUstream) { return answer(); }
 static CUresult fStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
 static CUresult fStreamDestroy(CUstream) { return CUDA_SUCCESS; }
 static CUresult fStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
-static CUresult fEventCreate(CUevent* e, unsigned int) {
+static CUresult fEventCreate(CUevent* e, unsigned int flags) {
+    fake_state.event_flags = flags;
     *e = reinterpret_cast<CUevent>(0x7);
     return CUDA_SUCCESS;
 }

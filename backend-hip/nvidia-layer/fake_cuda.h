@@ -12,6 +12,7 @@ struct FakeState {
     CUresult next = CUDA_SUCCESS; /* answered by the fakes that answer it, then reset */
     unsigned int host_alloc_flags = 0;
     unsigned int stream_flags = 0;
+    unsigned int event_flags = 0;
     unsigned int ipc_open_flags = 0;
     char ipc_open_reserved[64] = {0};
     CUDA_MEMCPY3D copy = {};

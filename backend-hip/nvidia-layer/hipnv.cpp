@@ -340,6 +340,17 @@ HIPNV_EXPORT hipError_t hipEventCreate(hipEvent_t* event) {
     return status;
 }
 
+HIPNV_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t* event, unsigned flags) {
+    if (event == nullptr) return hipErrorInvalidValue;
+    unsigned int cu_flags = 0;
+    if (!hipnv_event_flags(flags, &cu_flags)) return hipErrorInvalidValue;
+    HIPNV_CONTEXT(d)
+    CUevent e = nullptr;
+    hipError_t status = HIPNV_CALL(d, cuEventCreate(&e, cu_flags));
+    if (status == hipSuccess) *event = reinterpret_cast<hipEvent_t>(e);
+    return status;
+}
+
 HIPNV_EXPORT hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
     HIPNV_CONTEXT(d)
     return HIPNV_CALL(d, cuEventRecord(cu(e), cu(s)));

@@ -198,6 +198,20 @@ static inline int hipnv_stream_flags(unsigned int hip, unsigned int* cu) {
     return 0;
 }
 
+/* hipEventCreateWithFlags flags: hipEventDefault (0) and hipEventDisableTiming, the only ones
+ * haloport passes. */
+static inline int hipnv_event_flags(unsigned int hip, unsigned int* cu) {
+    if (hip == hipEventDefault) {
+        *cu = CU_EVENT_DEFAULT;
+        return 1;
+    }
+    if (hip == hipEventDisableTiming) {
+        *cu = CU_EVENT_DISABLE_TIMING;
+        return 1;
+    }
+    return 0;
+}
+
 /* hipIpcOpenMemHandle flags. HIP 5.2 defines hipIpcMemLazyEnablePeerAccess as 0 (its only flag,
  * and its default); CUDA's CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS is 1 and cuIpcOpenMemHandle requires
  * it. The numbers differ: only this mapping makes the HIP call mean what it says. */

@@ -67,6 +67,11 @@ int main() {
     /* A CUDA result HIP has no code for: hipErrorUnknown, named with the CUDA result and call. */
     hipEvent_t e = nullptr;
     CHECK(hipEventCreate(&e) == hipSuccess);
+    CHECK(fake->event_flags == CU_EVENT_DEFAULT);
+    hipEvent_t marker = nullptr;
+    CHECK(hipEventCreateWithFlags(&marker, hipEventDisableTiming) == hipSuccess);
+    CHECK(fake->event_flags == CU_EVENT_DISABLE_TIMING);
+    CHECK(hipEventCreateWithFlags(&marker, 0x40) == hipErrorInvalidValue);
     fake->next = CUDA_ERROR_MPS_CONNECTION_FAILED;
     hipError_t unknown = hipEventQuery(e);
     CHECK(unknown == hipErrorUnknown);

@@ -101,6 +101,9 @@ static void flags() {
     CHECK(hipnv_stream_flags(hipStreamNonBlocking, &cu) && cu == CU_STREAM_NON_BLOCKING);
     CHECK(hipnv_stream_flags(hipStreamDefault, &cu) && cu == CU_STREAM_DEFAULT);
     CHECK(!hipnv_stream_flags(0x2, &cu));
+    CHECK(hipnv_event_flags(hipEventDisableTiming, &cu) && cu == CU_EVENT_DISABLE_TIMING);
+    CHECK(hipnv_event_flags(hipEventDefault, &cu) && cu == CU_EVENT_DEFAULT);
+    CHECK(!hipnv_event_flags(hipEventBlockingSync, &cu));
 
     /* The one flag whose numbers differ: HIP 5.2's 0 is CUDA's 1. */
     CHECK(hipnv_ipc_open_flags(hipIpcMemLazyEnablePeerAccess, &cu) &&

@@ -384,6 +384,16 @@ pub fn event_create() -> Result<hipEvent_t> {
     Ok(e)
 }
 
+/// `hipEventCreateWithFlags(hipEventDisableTiming)`: a completion marker, cheaper to record
+/// than an event that keeps a timestamp.
+pub fn marker_create() -> Result<hipEvent_t> {
+    let mut e: hipEvent_t = std::ptr::null_mut();
+    // SAFETY: e is a valid out-pointer; the flag is one the header defines.
+    let code = unsafe { sys::hipEventCreateWithFlags(&mut e, sys::hipEventDisableTiming) };
+    check("hipEventCreateWithFlags", code, || "hipEventDisableTiming".into())?;
+    Ok(e)
+}
+
 /// `hipEventRecord`.
 ///
 /// # Safety
@@ -817,6 +827,7 @@ pub(crate) fn constants_used() -> Vec<(String, i64)> {
         hipHostMallocCoherent,
         hipHostMallocNonCoherent,
         hipStreamNonBlocking,
+        hipEventDisableTiming,
         hipIpcMemLazyEnablePeerAccess,
         HIP_IPC_HANDLE_SIZE,
     ]);

@@ -85,7 +85,7 @@ impl Drop for HipStream {
     }
 }
 
-/// A `hipEventCreate`d event with timing.
+/// A `hipEventCreate`d event with timing, or a marker without ([`HipEvent::marker`]).
 pub struct HipEvent {
     pub(crate) raw: ffi::hipEvent_t,
 }
@@ -97,6 +97,14 @@ impl HipEvent {
     pub(crate) fn new() -> Result<Self> {
         Ok(HipEvent {
             raw: ffi::event_create()?,
+        })
+    }
+
+    /// An event that only marks completion (`hipEventDisableTiming`), as the exchange records
+    /// after every launch.
+    pub(crate) fn marker() -> Result<Self> {
+        Ok(HipEvent {
+            raw: ffi::marker_create()?,
         })
     }
 
