@@ -390,7 +390,9 @@ pub fn marker_create() -> Result<hipEvent_t> {
     let mut e: hipEvent_t = std::ptr::null_mut();
     // SAFETY: e is a valid out-pointer; the flag is one the header defines.
     let code = unsafe { sys::hipEventCreateWithFlags(&mut e, sys::hipEventDisableTiming) };
-    check("hipEventCreateWithFlags", code, || "hipEventDisableTiming".into())?;
+    check("hipEventCreateWithFlags", code, || {
+        "hipEventDisableTiming".into()
+    })?;
     Ok(e)
 }
 
