@@ -288,7 +288,7 @@ fn a_backend_not_built_in_is_refused() {
     ])
     .assert_fails_with(
         2,
-        &format!("the {missing} backend is not available in this binary"),
+        &format!("the {missing} backend is not available in this build"),
     );
 }
 
