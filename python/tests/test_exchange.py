@@ -142,3 +142,24 @@ def test_properties_describe_the_rank_and_its_neighbours(comm):
         # The ranks' parts tile the grid.
         assert comm.allreduce(int(np.prod(ex.local))) == 8 * 6 * 4
     assert "closed" in repr(ex)
+
+
+def test_the_same_arrays_every_step_are_exchanged_every_step(comm):
+    """A loop hands the same arrays over each step (read once, then remembered): every call
+    still fills the halos from the values the arrays hold then, and an array reshaped in place
+    between calls is read again and refused."""
+    domain = haloport.Domain((8, 6, 4), dtype=["float64", "int32"], periodic=(True, False, True))
+    with haloport.Exchange(comm, domain) as ex:
+        arrays = [fill(ex, 0), fill(ex, 1)]
+        fresh = [fill(ex, 0), fill(ex, 1)]
+        for _ in range(3):
+            for u, f in zip(arrays, fresh):
+                u[...] = f  # the halos back to the sentinel, the interior its values
+            ex.exchange(arrays)
+            check_all(comm, ex, arrays)
+            for u in arrays:
+                ex.interior(u)[...] = 0  # what the next call must not see in the halos
+        flat = arrays[0].reshape(-1)
+        arrays[0].shape = flat.shape
+        with pytest.raises(haloport.InvalidInputError, match="shape"):
+            ex.exchange(arrays)
