@@ -598,6 +598,24 @@ fn the_scaling_mode_runs_every_rank_count_verified_with_a_table_json_and_plot() 
         let plot = std::fs::read_to_string(&svg).expect("the plot");
         assert!(plot.starts_with("<svg") && plot.contains("parallel efficiency"));
     }
+    // A count that fails (rank 1's set-up, at 2 ranks) ends the job on every rank, with the
+    // count named; no rank is left waiting for the next count.
+    let job = mpirun(
+        4,
+        &[
+            "stencil",
+            "--scaling",
+            "strong",
+            "--inject",
+            "setup-fails=1",
+        ],
+    );
+    assert_ne!(job.code, Some(0), "{}", job.explain());
+    assert!(
+        job.stderr.contains("the stencil on 2 ranks"),
+        "{}",
+        job.explain()
+    );
     // Each count chooses its own process grid.
     let job = mpirun(2, &["stencil", "--procs", "2x1x1", "--scaling", "strong"]);
     assert_eq!(job.code, Some(2), "{}", job.explain());

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use anyhow::Context;
+use haloport::core::collective::agree;
 use haloport::core::domain::{dims_create, DomainSpec};
 use haloport::core::halo::HaloStrategy;
 use haloport::core::{Backend, Error};
@@ -85,25 +86,29 @@ pub fn run<B: Backend>(
         } else {
             MpiColor::undefined()
         });
-        if let Some(sub) = sub {
-            let result = measured(backend, &sub, args, spec, strategy)
-                .with_context(|| format!("the stencil on {n} ranks"))?;
-            if let Some(r) = result {
-                rows.push(ScalingRow {
-                    ranks: r.ranks,
-                    procs: r.procs,
-                    grid: r.grid,
-                    step_median_us: r.step_median_us,
-                    compute_median_us: r.compute_median_us,
-                    exposed_exchange_us: r.exposed_exchange_us,
-                    exchange_median_us: r.exchange_median_us,
-                    efficiency: 0.0,
-                    verified: r.verified,
-                });
-            }
+        let outcome = match sub {
+            Some(sub) => measured(backend, &sub, args, spec, strategy).map_err(|e| {
+                e.downcast::<Error>()
+                    .unwrap_or_else(|e| Error::Internal(format!("{e:#}")))
+            }),
+            None => Ok(None),
+        };
+        // Every rank of the job learns how this count ended before the next begins: the ranks
+        // outside it never wait for ranks that stopped on an error.
+        let step = format!("the stencil on {n} ranks");
+        if let Some(r) = agree(world, &step, outcome).context(step)? {
+            rows.push(ScalingRow {
+                ranks: r.ranks,
+                procs: r.procs,
+                grid: r.grid,
+                step_median_us: r.step_median_us,
+                compute_median_us: r.compute_median_us,
+                exposed_exchange_us: r.exposed_exchange_us,
+                exchange_median_us: r.exchange_median_us,
+                efficiency: 0.0,
+                verified: r.verified,
+            });
         }
-        // The ranks outside wait here: no rank starts the next count before this one ended.
-        mpi::traits::CommunicatorCollectives::barrier(world);
     }
     if world.rank() != 0 {
         return Ok(());
