@@ -44,17 +44,7 @@ fn main() {
         return;
     }
 
-    let mut venvs = vec![manifest.join("../.venv")];
-    if let Some(v) = env::var_os("VIRTUAL_ENV") {
-        venvs.push(PathBuf::from(v));
-    }
-    let search = toolchain::Search {
-        program: "nvcc",
-        program_vars: &["NVCC"],
-        root_vars: &["CUDA_HOME", "CUDA_PATH"],
-        default_roots: &["/usr/local/cuda"],
-        extra: toolchain::pip_nvcc_candidates(&venvs),
-    };
+    let search = toolchain::nvcc_search(&manifest);
     let nvcc = toolchain::find_or_exit(&search, "cuda", INSTALL_HINT);
 
     let archs =

@@ -481,17 +481,7 @@ fn layer_dir(manifest: &Path) -> PathBuf {
 /// bindings from HIP 5.2's header plus `hipnv_extra.h`, and the layer linked for libamdhip64.
 fn nvidia_layer(manifest: &Path, shared: &Path) {
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let mut venvs = vec![manifest.join("../.venv")];
-    if let Some(v) = env::var_os("VIRTUAL_ENV") {
-        venvs.push(PathBuf::from(v));
-    }
-    let search = toolchain::Search {
-        program: "nvcc",
-        program_vars: &["NVCC"],
-        root_vars: &["CUDA_HOME", "CUDA_PATH"],
-        default_roots: &["/usr/local/cuda"],
-        extra: toolchain::pip_nvcc_candidates(&venvs),
-    };
+    let search = toolchain::nvcc_search(manifest);
     let nvcc = toolchain::find_or_exit(
         &search,
         "hip-nvidia",

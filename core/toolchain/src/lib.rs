@@ -25,6 +25,23 @@ pub struct Search<'a> {
     pub extra: Vec<PathBuf>,
 }
 
+/// Where nvcc is looked for, for a build script of the crate at `manifest` (a directory beside
+/// the workspace root's `.venv`): `NVCC`, `CUDA_HOME`/`CUDA_PATH`, `PATH`, `/usr/local/cuda`,
+/// then a pip-installed nvcc in the repository's `.venv` or the active virtualenv.
+pub fn nvcc_search(manifest: &std::path::Path) -> Search<'static> {
+    let mut venvs = vec![manifest.join("../.venv")];
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
+        venvs.push(PathBuf::from(v));
+    }
+    Search {
+        program: "nvcc",
+        program_vars: &["NVCC"],
+        root_vars: &["CUDA_HOME", "CUDA_PATH"],
+        default_roots: &["/usr/local/cuda"],
+        extra: pip_nvcc_candidates(&venvs),
+    }
+}
+
 /// Looks for the program; on failure returns every candidate tried, in order.
 ///
 /// `var` reads an environment variable (injected, so tests need not touch the process env).
