@@ -7,7 +7,6 @@
 
 use std::env;
 use std::path::PathBuf;
-use std::process::Command;
 
 use haloport_toolchain as toolchain;
 
@@ -47,31 +46,13 @@ fn main() {
     let search = toolchain::nvcc_search(&manifest);
     let nvcc = toolchain::find_or_exit(&search, "cuda", INSTALL_HINT);
 
-    let archs =
-        toolchain::arch_list(&env::var("HALOPORT_CUDA_ARCHS").unwrap_or_else(|_| "80;90".into()));
-    let Some(newest) = archs
-        .iter()
-        .max_by_key(|a| a.parse::<u32>().unwrap_or(0))
-        .cloned()
-    else {
-        eprintln!("error: HALOPORT_CUDA_ARCHS names no architecture");
-        std::process::exit(1);
-    };
+    let archs = toolchain::cuda_archs();
     let out =
         PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("haloport.fatbin");
-    let mut cmd = Command::new(&nvcc);
-    cmd.arg("--fatbin")
-        .arg("-O3")
-        .arg("-std=c++17")
-        .arg("-I")
-        .arg(&kernels);
-    for arch in &archs {
-        cmd.arg("-gencode")
-            .arg(format!("arch=compute_{arch},code=sm_{arch}"));
-    }
-    cmd.arg("-gencode")
-        .arg(format!("arch=compute_{newest},code=compute_{newest}"));
-    cmd.arg("-o").arg(&out).arg(kernels.join("haloport.cu"));
+    let mut cmd = toolchain::fatbin_command(&nvcc, &kernels, &archs, &out).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    });
     toolchain::compile_or_exit(&mut cmd, "nvcc");
     println!("cargo:rustc-cfg=haloport_kernels");
     println!("cargo:rustc-env=HALOPORT_NVCC={}", nvcc.display());

@@ -487,27 +487,10 @@ fn nvidia_layer(manifest: &Path, shared: &Path) {
         "hip-nvidia",
         "install the CUDA compiler (`bash ci/setup.sh` puts nvcc 13.0 into .venv), or point NVCC at nvcc.",
     );
-    let archs =
-        toolchain::arch_list(&env::var("HALOPORT_CUDA_ARCHS").unwrap_or_else(|_| "80;90".into()));
-    let Some(newest) = archs
-        .iter()
-        .max_by_key(|a| a.parse::<u32>().unwrap_or(0))
-        .cloned()
-    else {
-        fail("HALOPORT_CUDA_ARCHS names no architecture");
-    };
-    let mut cmd = Command::new(&nvcc);
-    cmd.args(["--fatbin", "-O3", "-std=c++17", "-I"])
-        .arg(shared);
-    for arch in &archs {
-        cmd.arg("-gencode")
-            .arg(format!("arch=compute_{arch},code=sm_{arch}"));
-    }
-    cmd.arg("-gencode")
-        .arg(format!("arch=compute_{newest},code=compute_{newest}"));
-    cmd.arg("-o")
-        .arg(out_dir.join("haloport_nv.fatbin"))
-        .arg(shared.join("haloport.cu"));
+    let archs = toolchain::cuda_archs();
+    let fatbin = out_dir.join("haloport_nv.fatbin");
+    let mut cmd =
+        toolchain::fatbin_command(&nvcc, shared, &archs, &fatbin).unwrap_or_else(|e| fail(&e));
     toolchain::compile_or_exit(&mut cmd, "nvcc");
 
     // The HIP header the bindings come from; hipcc's installation, as in the AMD build, so the

@@ -123,6 +123,39 @@ pub fn arch_list(spec: &str) -> Vec<String> {
         .collect()
 }
 
+/// The CUDA architectures to build kernels for: `HALOPORT_CUDA_ARCHS` ("80;90" by default).
+pub fn cuda_archs() -> Vec<String> {
+    arch_list(&std::env::var("HALOPORT_CUDA_ARCHS").unwrap_or_else(|_| "80;90".into()))
+}
+
+/// The nvcc command that compiles `kernels/haloport.cu` into the fatbin `out`: SASS for every
+/// architecture of `archs` and PTX of the newest, so that newer GPUs can JIT it.
+///
+/// # Errors
+/// A message when `archs` names no architecture.
+pub fn fatbin_command(
+    nvcc: &Path,
+    kernels: &Path,
+    archs: &[String],
+    out: &Path,
+) -> Result<Command, String> {
+    let newest = archs
+        .iter()
+        .max_by_key(|a| a.parse::<u32>().unwrap_or(0))
+        .ok_or("HALOPORT_CUDA_ARCHS names no architecture")?;
+    let mut cmd = Command::new(nvcc);
+    cmd.args(["--fatbin", "-O3", "-std=c++17", "-I"])
+        .arg(kernels);
+    for arch in archs {
+        cmd.arg("-gencode")
+            .arg(format!("arch=compute_{arch},code=sm_{arch}"));
+    }
+    cmd.arg("-gencode")
+        .arg(format!("arch=compute_{newest},code=compute_{newest}"));
+    cmd.arg("-o").arg(out).arg(kernels.join("haloport.cu"));
+    Ok(cmd)
+}
+
 /// Runs a compile command; on failure stops the build with the full command line and the
 /// compiler's output (STYLE: a kernel that fails to compile says exactly why). Returns the
 /// output of a successful compile (its remarks, for instance).
