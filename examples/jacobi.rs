@@ -58,6 +58,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         compute_steps: 0,
         form: haloport::core::shared::HP_STENCIL_FORM_MARCH,
         adopt: false, // true: fields from your own allocator, through Field::adopt
+        graph: false, // true: two steps captured into a CUDA/HIP graph, replayed (GPU backends)
     };
     let run = run_jacobi(&backend, world, &config)?;
     if let Some(fields) = run.gathered {

@@ -355,6 +355,10 @@ typedef struct hp_regions_args {
     /* This exchange's epoch (1, 2, ...): counter targets and flag values. 64-bit, so that
      * epochs never wrap, however long a job runs. */
     uint64_t epoch;
+    /* Device address of a u64 the kernels add to `epoch`, or 0. A graph's launches keep the
+     * epochs they were captured with; each replay first moves this word on by the exchanges
+     * replayed before (hp_epoch_step), so the flags still see every epoch once, in order. */
+    uint64_t epoch_base;
     /* Device address of hp_block_check[grid blocks] (coherent pinned) where synthetic regions'
      * unpack writes each grid block's checks, or 0 when the launch has none. */
     uint64_t checks;
@@ -378,6 +382,17 @@ typedef struct hp_regions_args {
      * Unused when table_inline == 0. */
     hp_region inline_regions[HP_INLINE_REGIONS];
 } hp_regions_args;
+
+/* The argument of hp_epoch_step: *word = value (set = 1) or *word += value (set = 0), by one
+ * thread. A replayed graph ends with one (its epochs move on by its exchanges), and a replay
+ * after exchanges outside the graph starts with one that sets the word. */
+typedef struct hp_epoch_args {
+    /* Device address of the u64 (hp_regions_args.epoch_base). */
+    uint64_t word;
+    uint64_t value;
+    uint32_t set;
+    uint32_t reserved;
+} hp_epoch_args;
 
 /*
  * The forms of the region kernels (hp_regions_args.form; the host picks the symbol by it):

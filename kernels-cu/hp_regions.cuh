@@ -335,11 +335,17 @@ __device__ __forceinline__ void hp_region_payload(const hp_regions_args& a,
     }
 }
 
+/* This launch's epoch: its own, moved on by the replays of its graph (epoch_base). */
+HP_DEVICE uint64_t hp_epoch(const hp_regions_args& a) {
+    return a.epoch_base ? a.epoch + *(const volatile uint64_t*)a.epoch_base : a.epoch;
+}
+
 /* Thread 0 waits until *wait + wait_lag >= epoch, giving up after timeout_ticks or when
  * *abort_flag >= epoch. Returns HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT or HP_MESSAGE_ABORTED. */
-HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_signal& m) {
-    if (m.wait == 0 || m.wait_lag >= a.epoch) return HP_MESSAGE_OK;
-    const uint64_t wait_min = a.epoch - m.wait_lag;
+HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_signal& m,
+                                   uint64_t epoch) {
+    if (m.wait == 0 || m.wait_lag >= epoch) return HP_MESSAGE_OK;
+    const uint64_t wait_min = epoch - m.wait_lag;
     const uint64_t* flag = (const uint64_t*)m.wait;
     const uint64_t* abort_flag = (const uint64_t*)a.abort_flag;
     const uint64_t since = hp_timer();
@@ -348,7 +354,7 @@ HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_si
         /* The abort flag and the timer are a second (PCIe) read and a clock read: look at them
          * every 64th poll only (the first included, so a raised abort is seen at once). */
         if ((spins & 63u) == 0u) {
-            if (abort_flag && hp_load_acquire_system_u64(abort_flag) >= a.epoch) {
+            if (abort_flag && hp_load_acquire_system_u64(abort_flag) >= epoch) {
                 return HP_MESSAGE_ABORTED;
             }
             if (hp_timer() - since > a.timeout_ticks) return HP_MESSAGE_TIMED_OUT;
@@ -372,8 +378,10 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
 
     const hp_message_signal m = ((const hp_message_signal*)a.messages)[r.message];
     __shared__ uint32_t outcome;
+    /* Only thread 0 waits and signals: only it reads the epoch. */
+    const uint64_t epoch = threadIdx.x == 0 ? hp_epoch(a) : 0;
     if (threadIdx.x == 0) {
-        outcome = hp_message_wait(a, m);
+        outcome = hp_message_wait(a, m, epoch);
         if (outcome != HP_MESSAGE_OK && a.status != 0) {
             hp_store_release_system((uint32_t*)a.status + r.message, outcome);
         }
@@ -393,12 +401,12 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
         hp_fence_acq_rel_system();
         /* A u32 count compared modulo 2^32: it gains exactly m.blocks per epoch. */
         const uint32_t done = atomicAdd((unsigned int*)m.counter, 1u) + 1u;
-        if (done == (uint32_t)(a.epoch * m.blocks) && m.flag != 0) {
+        if (done == (uint32_t)(epoch * m.blocks) && m.flag != 0) {
             /* The last block of the message: every other block's fence and count happened
              * before its count was seen here (a release sequence on the counter); acquire
              * them, then release all of them with the flag. */
             hp_fence_acq_rel_system();
-            hp_store_release_system_u64((uint64_t*)m.flag, a.epoch);
+            hp_store_release_system_u64((uint64_t*)m.flag, epoch);
         }
     }
 }
@@ -425,6 +433,13 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_unpack_regions(const HP_GRID_CONSTANT hp_regions_args a) {
     hp_regions_launch<false>(a);
+}
+
+/* Moves a graph's epochs on (hp_epoch_args). */
+extern "C" __global__ void hp_epoch_step(hp_epoch_args a) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    uint64_t* word = (uint64_t*)a.word;
+    *word = a.set ? a.value : *word + a.value;
 }
 
 /* One grid block of the plain form (HP_REGIONS_PLAIN in haloport_shared.h) for words W: only

@@ -626,6 +626,13 @@ pub struct StencilArgs {
     /// either way, for benchmarks.
     #[arg(long, value_enum, default_value = "march")]
     pub stencil_form: StencilForm,
+    /// Capture two steps (interior update, start, finish, shell update, twice) into a CUDA or
+    /// HIP graph once and replay it for every pair of steps after the first two (which run
+    /// uncaptured): no host call inside a replayed step.
+    /// Needs a GPU backend and every neighbour device-direct (--transport ipc, one node) or
+    /// the rank itself.
+    #[arg(long)]
+    pub graph: bool,
     /// Run the stencil on 1, 2, 4, ... ranks of the job and all of them, one after the other:
     /// strong (the same grid every time) or weak (--grid is one rank's part); prints a table of
     /// each count's step, compute alone, exposed exchange and parallel efficiency.

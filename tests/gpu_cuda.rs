@@ -279,3 +279,56 @@ fn the_stencil_verifies_on_cuda_over_both_transports_and_element_types() {
         assert_eq!(r["backend"], "cuda");
     }
 }
+
+#[test]
+fn the_stencil_replays_its_captured_graph_verified_and_refuses_host_staged_neighbours() {
+    if !require_gpu() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    // 7 steps: two plain, two replays (the first moving the graph's epochs past the plain
+    // ones), one plain again; verified bit for bit against one rank.
+    for (np, transport, elem) in [(1, "mpi", "f64"), (2, "ipc", "f32"), (2, "ipc", "f64")] {
+        let json = dir.path().join(format!("graph-{np}-{elem}.json"));
+        let job = mpirun(
+            np,
+            &[
+                "stencil",
+                "--backend",
+                "cuda",
+                "--graph",
+                "--transport",
+                transport,
+                "--type",
+                elem,
+                "--periodic",
+                "xyz",
+                "--grid",
+                "40x24x20",
+                "--fields",
+                "2",
+                "--steps",
+                "7",
+                "--json",
+                json.to_str().expect("utf-8 path"),
+            ],
+        );
+        assert_eq!(job.code, Some(0), "-np {np} {transport}: {}", job.explain());
+        let r = read_json(&json);
+        assert_eq!(r["verified"], true, "-np {np} {transport}: {r}");
+        assert_eq!(r["graph"], true);
+    }
+    // Over MPI between two ranks every neighbour is host-staged: refused on every rank.
+    mpirun(
+        2,
+        &[
+            "stencil",
+            "--backend",
+            "cuda",
+            "--graph",
+            "--transport",
+            "mpi",
+        ],
+    )
+    .assert_fails_with(2, "host-staged");
+}

@@ -13,7 +13,9 @@
 //! - a device-side failure (a dropped device-direct message) is reported by the next `start`
 //!   at the latest, as a time-out, and every later call returns a time-out again;
 //! - in checked mode, `finish` itself reports it;
-//! - `close` returns Ok on every rank of an `ipc` exchange whose ranks span two "nodes".
+//! - `close` returns Ok on every rank of an `ipc` exchange whose ranks span two "nodes";
+//! - capturing into a graph is refused with host-staged neighbours (naming one) and by the
+//!   host backend, and the exchange works on afterwards.
 
 #![allow(unsafe_code)] // a raw MPI_Comm, as a C or Fortran caller hands it over
 
@@ -22,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use haloport::core::backend::{download_bytes, upload_bytes};
 use haloport::core::domain::{DomainSpec, ElemType};
-use haloport::core::halo::{Field, HaloExchange, HaloFault, HaloOptions};
+use haloport::core::halo::{Field, HaloExchange, HaloFault, HaloOptions, Link};
 use haloport::core::variant::TransportKind;
 use haloport::core::{Backend, Error};
 use haloport::host::HostBackend;
@@ -79,8 +81,9 @@ fn child() -> ExitCode {
     let world = universe.world();
     let rank = world.rank();
     let backend = HostBackend::new(0).expect("host backend");
-    let scenarios: [(&str, Scenario); 6] = [
+    let scenarios: [(&str, Scenario); 7] = [
         ("communicators", communicators),
+        ("graph refusals", graph_refusals),
         ("layouts", layouts),
         ("field shapes", field_shapes),
         ("device failure", device_failure),
@@ -508,6 +511,48 @@ fn checked_finish(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(
         other => return Err(format!("a checked finish returned {other:?}")),
     }
     drop(exchange);
+    world.barrier();
+    Ok(())
+}
+
+fn graph_refusals(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    let stream = backend.create_stream().map_err(|e| e.to_string())?;
+    let s = spec([4 * world.size() as u64, 4, 4], [true, true, true]);
+    // Host-staged neighbours cannot be captured: refused, naming one (a rank and a direction).
+    let mut staged =
+        HaloExchange::new(backend, world, &s, HaloOptions::default()).map_err(|e| e.to_string())?;
+    match staged.begin_capture(&stream) {
+        Err(Error::InvalidInput(m)) if m.contains("host-staged") && m.contains("with rank ") => {}
+        other => return Err(format!("capturing host-staged messages returned {other:?}")),
+    }
+    match staged.end_capture(&stream) {
+        Err(Error::Usage(m)) if m.contains("without begin_capture") => {}
+        other => return Err(format!("end_capture without a capture returned {other:?}")),
+    }
+    // Device-direct neighbours can be, but the host backend has no graphs: refused by the
+    // backend (with 3 ranks on two "nodes", every rank has a host-staged neighbour too), and
+    // the exchange still works.
+    let options = HaloOptions {
+        transport: TransportKind::Ipc,
+        ..HaloOptions::default()
+    };
+    let mut direct = HaloExchange::new(backend, world, &s, options).map_err(|e| e.to_string())?;
+    let some_staged = direct.links().contains(&Link::Staged);
+    match (direct.begin_capture(&stream), some_staged) {
+        (
+            Err(Error::Unsupported {
+                backend: "host",
+                what,
+            }),
+            false,
+        ) if what.contains("graphs") => {}
+        (Err(Error::InvalidInput(m)), true) if m.contains("host-staged") => {}
+        other => return Err(format!("capturing on the host backend returned {other:?}")),
+    }
+    if !exchange_is_right(backend, &mut direct)? || !exchange_is_right(backend, &mut staged)? {
+        return Err("wrong halos after a refused capture".into());
+    }
+    drop((staged, direct));
     world.barrier();
     Ok(())
 }

@@ -429,6 +429,8 @@ fn stencils_and_halos_the_domain_cannot_serve_are_refused_before_any_exchange() 
         ],
     )
     .assert_fails_with(2, "smaller than the halo width 3");
+    // Graphs need a GPU backend: refused before any exchange, on every rank.
+    mpirun(2, &["stencil", "--graph"]).assert_fails_with(2, "--graph needs a GPU backend");
 }
 
 #[test]

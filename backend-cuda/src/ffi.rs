@@ -25,7 +25,9 @@ use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use haloport_core::{Error, LaunchDims, Result};
 
-pub use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
+pub use sys::{
+    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUgraphExec, CUmodule, CUstream,
+};
 
 /// The device attributes haloport reads.
 pub use sys::CUdevice_attribute as Attribute;
@@ -565,6 +567,91 @@ pub unsafe fn event_destroy(e: CUevent) -> Result<()> {
     // SAFETY: forwarded from this function's contract.
     let done = unsafe { result::event::destroy(e) };
     check("cuEventDestroy", done, || "destroying an event".into())
+}
+
+/// `cuStreamBeginCapture(CU_STREAM_CAPTURE_MODE_RELAXED)`: work queued on `s` is captured
+/// into a graph until [`stream_end_capture`], not run. Relaxed: other streams of the process
+/// may still allocate and synchronize meanwhile (an exchange uploading a new region table).
+///
+/// # Errors
+/// The driver's error, e.g. for a stream already capturing.
+///
+/// # Safety
+/// 1. `s` is a live stream of the current context, not the legacy default stream.
+pub unsafe fn stream_begin_capture(s: CUstream) -> Result<()> {
+    // SAFETY: forwarded from this function's contract.
+    let done = unsafe {
+        result::stream::begin_capture(s, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+    };
+    check("cuStreamBeginCapture", done, || {
+        "starting to capture a stream into a graph".into()
+    })
+}
+
+/// `cuStreamEndCapture`, then `cuGraphInstantiate` of what was captured (the template graph
+/// destroyed once instantiated). Ends the capture whether or not instantiation succeeds.
+///
+/// # Errors
+/// The driver's error, e.g. `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` when a call during the
+/// capture was not capturable.
+///
+/// # Safety
+/// 1. `s` is a live stream capturing since [`stream_begin_capture`].
+pub unsafe fn stream_end_capture(s: CUstream) -> Result<CUgraphExec> {
+    // SAFETY: forwarded from this function's contract.
+    let graph = unsafe { result::stream::end_capture(s) };
+    let graph = check("cuStreamEndCapture", graph, || {
+        "ending the capture of a stream".into()
+    })?;
+    if graph.is_null() {
+        return Err(Error::Internal(
+            "the capture of a stream gave no graph".into(),
+        ));
+    }
+    // SAFETY: `graph` is the live graph the capture gave; destroyed once, below.
+    let exec = unsafe {
+        result::graph::instantiate(
+            graph,
+            sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
+        )
+    };
+    // SAFETY: the instantiated graph no longer needs its template.
+    let destroyed = unsafe { result::graph::destroy(graph) };
+    let exec = check("cuGraphInstantiate", exec, || {
+        "instantiating a captured graph".into()
+    })?;
+    check("cuGraphDestroy", destroyed, || {
+        "destroying a captured graph's template".into()
+    })?;
+    Ok(exec)
+}
+
+/// `cuGraphLaunch`: one replay of `g` on `s`, after the work queued there before.
+///
+/// # Errors
+/// The driver's error.
+///
+/// # Safety
+/// 1. `g` and `s` are live and belong to the current context.
+/// 2. Everything the graph's nodes touch is valid until the replay completes.
+pub unsafe fn graph_launch(g: CUgraphExec, s: CUstream) -> Result<()> {
+    // SAFETY: forwarded from this function's contract.
+    let done = unsafe { result::graph::launch(g, s) };
+    check("cuGraphLaunch", done, || "replaying a graph".into())
+}
+
+/// `cuGraphExecDestroy`.
+///
+/// # Errors
+/// The driver's error.
+///
+/// # Safety
+/// 1. `g` is live and destroyed once; replays already queued complete first (the driver's
+///    rule for destroying an executable graph).
+pub unsafe fn graph_destroy(g: CUgraphExec) -> Result<()> {
+    // SAFETY: forwarded from this function's contract.
+    let done = unsafe { result::graph::exec_destroy(g) };
+    check("cuGraphExecDestroy", done, || "destroying a graph".into())
 }
 
 /// `cuMemcpyHtoDAsync`.

@@ -73,7 +73,7 @@ use haloport_core::{
 /// The driver's raw stream and event handles ([`CudaStream::from_raw`], [`CudaStream::as_raw`]).
 pub use ffi::{CUevent, CUstream};
 pub use memory::{CudaDeviceMemory, CudaPeerMemory, CudaPinnedMemory};
-pub use stream::{CudaEvent, CudaStream};
+pub use stream::{CudaEvent, CudaGraph, CudaStream};
 
 /// A retained primary context; released when the last handle using it is dropped.
 pub(crate) struct Context {
@@ -270,6 +270,7 @@ impl Backend for CudaBackend {
     type DeviceMemory = CudaDeviceMemory;
     type PinnedMemory = CudaPinnedMemory;
     type PeerMemory = CudaPeerMemory;
+    type Graph = CudaGraph;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -321,6 +322,21 @@ impl Backend for CudaBackend {
 
     fn stream_wait_event(&self, stream: &CudaStream, event: &CudaEvent) -> Result<()> {
         stream.wait_event(event)
+    }
+
+    fn begin_capture(&self, stream: &CudaStream) -> Result<()> {
+        // SAFETY: the stream is live while its owner lives.
+        unsafe { ffi::stream_begin_capture(stream.raw) }
+    }
+
+    fn end_capture(&self, stream: &CudaStream) -> Result<CudaGraph> {
+        CudaGraph::end_capture(stream)
+    }
+
+    unsafe fn launch_graph(&self, graph: &CudaGraph, stream: &CudaStream) -> Result<()> {
+        // SAFETY: both are live while their owners live; what the graph's kernels touch is
+        // the caller's contract.
+        unsafe { ffi::graph_launch(graph.raw, stream.raw) }
     }
 
     fn stream_id(&self, stream: &CudaStream) -> u64 {

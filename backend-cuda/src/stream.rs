@@ -156,3 +156,36 @@ impl Drop for CudaEvent {
         }
     }
 }
+
+/// An instantiated graph of captured stream work (`CUgraphExec`), replayed by
+/// [`Backend::launch_graph`](haloport_core::Backend::launch_graph).
+pub struct CudaGraph {
+    pub(crate) raw: ffi::CUgraphExec,
+    _ctx: Arc<Context>,
+}
+
+// SAFETY: an executable graph may be launched from any thread; haloport never launches one
+// from two threads at once (it is used through `&self` of one owner).
+unsafe impl Send for CudaGraph {}
+
+impl CudaGraph {
+    /// Ends the capture on `stream` and instantiates it.
+    pub(crate) fn end_capture(stream: &CudaStream) -> Result<Self> {
+        // SAFETY: the stream is live while its owner lives; a stream not capturing is the
+        // driver's error, returned.
+        let raw = unsafe { ffi::stream_end_capture(stream.raw)? };
+        Ok(CudaGraph {
+            raw,
+            _ctx: Arc::clone(&stream._ctx),
+        })
+    }
+}
+
+impl Drop for CudaGraph {
+    fn drop(&mut self) {
+        // SAFETY: raw is live and destroyed once; queued replays complete first.
+        if let Err(e) = unsafe { ffi::graph_destroy(self.raw) } {
+            tracing::error!("{e}");
+        }
+    }
+}

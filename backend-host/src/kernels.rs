@@ -14,8 +14,9 @@ use std::thread;
 use std::time::Instant;
 
 use haloport_core::shared::{
-    self, hp_block, hp_block_check, hp_block_times, hp_clock_sample, hp_exchange_args, hp_ipc_args,
-    hp_pingpong_args, hp_regions_args, hp_stencil_args, hp_taskqueue_args,
+    self, hp_block, hp_block_check, hp_block_times, hp_clock_sample, hp_epoch_args,
+    hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args, hp_stencil_args,
+    hp_taskqueue_args,
 };
 use haloport_core::verify::{check_block, packed_value};
 use haloport_core::{Kernel, LaunchDims, Verify};
@@ -36,6 +37,7 @@ pub(crate) enum HostLaunch {
     Ipc(Kernel, hp_ipc_args),
     Regions(Kernel, Box<hp_regions_args>),
     Stencil(hp_stencil_args),
+    EpochStep(hp_epoch_args),
 }
 
 /// Runs a launch to completion.
@@ -72,6 +74,15 @@ pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) -> Result<(), Str
         }
         // SAFETY: forwarded from this function's contract.
         HostLaunch::Stencil(args) => unsafe { crate::region_kernels::run_stencil(&args) },
+        HostLaunch::EpochStep(args) => {
+            // SAFETY: `word` is a live, aligned u64 of device memory (forwarded contract).
+            let word = unsafe { &mut *(args.word as *mut u64) };
+            *word = if args.set != 0 {
+                args.value
+            } else {
+                *word + args.value
+            };
+        }
     }
     Ok(())
 }

@@ -106,12 +106,22 @@ fn copy_work(dst: u64, src: u64, bytes: usize) -> stream::Work {
     })
 }
 
+/// Why the host backend captures no graphs.
+fn no_graphs() -> Error {
+    Error::Unsupported {
+        backend: "host",
+        what: "graphs (capturing a step for replay): the host backend runs each queued item once; use the cuda or hip backend".into(),
+    }
+}
+
 impl Backend for HostBackend {
     type Stream = HostStream;
     type Event = HostEvent;
     type DeviceMemory = HostAllocation;
     type PinnedMemory = HostAllocation;
     type PeerMemory = HostPeerMemory;
+    /// No graphs: the host backend's streams run each item of work once.
+    type Graph = std::convert::Infallible;
 
     fn name(&self) -> &'static str {
         "host"
@@ -159,6 +169,18 @@ impl Backend for HostBackend {
 
     fn stream_wait_event(&self, stream: &HostStream, event: &HostEvent) -> Result<()> {
         stream.enqueue(event.wait_work())
+    }
+
+    fn begin_capture(&self, _stream: &HostStream) -> Result<()> {
+        Err(no_graphs())
+    }
+
+    fn end_capture(&self, _stream: &HostStream) -> Result<Self::Graph> {
+        Err(no_graphs())
+    }
+
+    unsafe fn launch_graph(&self, graph: &Self::Graph, _stream: &HostStream) -> Result<()> {
+        match *graph {}
     }
 
     fn stream_id(&self, stream: &HostStream) -> u64 {
@@ -259,6 +281,7 @@ impl Backend for HostBackend {
                 HostLaunch::Regions(launch.kernel(), Box::new(*args))
             }
             Launch::Stencil27(args) => HostLaunch::Stencil(*args),
+            Launch::EpochStep(args) => HostLaunch::EpochStep(*args),
             other => {
                 return Err(Error::Unsupported {
                     backend: "host",

@@ -78,6 +78,21 @@ pub(crate) unsafe fn run_regions(
             }
         }
     }
+    // `hp_epoch`: the launch's epoch moved on by its graph's replays (read once here).
+    let moved;
+    let args = if args.epoch_base == 0 {
+        args
+    } else {
+        // SAFETY: epoch_base is a live, aligned u64 of device memory (contract); only
+        // stream-ordered launches write it.
+        let base = unsafe { *(args.epoch_base as *const u64) };
+        moved = hp_regions_args {
+            epoch: args.epoch + base,
+            epoch_base: 0,
+            ..*args
+        };
+        &moved
+    };
     // The plain forms (`HP_REGIONS_PLAIN`) move the same elements: one twin serves all.
     let pack = matches!(
         kernel,

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 use crate::regions::Copy3d;
 use crate::shared::{
-    hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args, hp_stencil_args,
-    hp_taskqueue_args, HP_INLINE_REGIONS, HP_REGIONS_FULL, HP_REGIONS_PLAIN,
+    hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
+    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_REGIONS_FULL, HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -144,6 +144,8 @@ pub enum Kernel {
     /// the one-component kernel keeps its registers (32 against 40 on sm_90 when one kernel
     /// held both).
     StencilCells,
+    /// Moves a replayed graph's epochs on ([`hp_epoch_args`]): one thread.
+    EpochStep,
 }
 
 impl Kernel {
@@ -165,6 +167,7 @@ impl Kernel {
             Kernel::UnpackRegionsW8 => "hp_unpack_regions_w8",
             Kernel::Stencil27 => "hp_stencil27",
             Kernel::StencilCells => "hp_stencil_cells",
+            Kernel::EpochStep => "hp_epoch_step",
         }
     }
 
@@ -179,7 +182,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 15] = [
+    pub const ALL: [Kernel; 16] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -195,6 +198,7 @@ impl Kernel {
         Kernel::UnpackRegionsW8,
         Kernel::Stencil27,
         Kernel::StencilCells,
+        Kernel::EpochStep,
     ];
 }
 
@@ -226,6 +230,8 @@ pub enum Launch<'a> {
     /// [`Kernel::Stencil27`]. Any grid covers the box (threads stride over its points);
     /// [`regions::stencil_blocks`](crate::regions::stencil_blocks) suggests one.
     Stencil27(&'a hp_stencil_args),
+    /// [`Kernel::EpochStep`]: one block of one thread.
+    EpochStep(&'a hp_epoch_args),
 }
 
 impl Launch<'_> {
@@ -241,6 +247,7 @@ impl Launch<'_> {
             }
             Launch::PackRegions(a) | Launch::UnpackRegions(a) => std::ptr::from_ref(*a).cast(),
             Launch::Stencil27(a) => std::ptr::from_ref(*a).cast(),
+            Launch::EpochStep(a) => std::ptr::from_ref(*a).cast(),
         }
     }
 
@@ -321,6 +328,7 @@ impl Launch<'_> {
             },
             Launch::Stencil27(a) if a.components > 1 => Kernel::StencilCells,
             Launch::Stencil27(_) => Kernel::Stencil27,
+            Launch::EpochStep(_) => Kernel::EpochStep,
         }
     }
 }
@@ -506,6 +514,8 @@ pub trait Backend: Sized {
     /// Another process's device memory, opened from an [`IpcHandle`]: kernels of this process
     /// store into it; dropping it unmaps it (the owner frees the memory).
     type PeerMemory: DeviceMemory;
+    /// Captured stream work, instantiated for replay ([`Backend::begin_capture`]).
+    type Graph: Send;
 
     /// Short backend name used in outputs: "host", "cuda", "hip".
     fn name(&self) -> &'static str;
@@ -688,6 +698,35 @@ pub trait Backend: Sized {
         dims: LaunchDims,
         stream: &Self::Stream,
     ) -> Result<()>;
+
+    /// Starts capturing the work queued on `stream` into a graph, which it then holds instead
+    /// of running, until [`Backend::end_capture`] (which must follow, also after an error).
+    /// Relaxed: other streams may allocate and synchronize meanwhile.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::Error::Unsupported) on a backend without graphs (host);
+    /// the vendor's error, e.g. for a stream already capturing.
+    ///
+    /// Vendor: cuStreamBeginCapture / hipStreamBeginCapture (relaxed mode).
+    fn begin_capture(&self, stream: &Self::Stream) -> Result<()>;
+
+    /// Ends the capture on `stream` and instantiates what it captured.
+    ///
+    /// # Errors
+    /// The vendor's error, e.g. a capture invalidated by a call that cannot be captured.
+    ///
+    /// Vendor: cuStreamEndCapture + cuGraphInstantiate / hipStreamEndCapture +
+    /// hipGraphInstantiate.
+    fn end_capture(&self, stream: &Self::Stream) -> Result<Self::Graph>;
+
+    /// Queues one replay of `graph` on `stream`, after the work queued there before.
+    ///
+    /// # Safety
+    /// As [`Backend::launch`], for every kernel the graph holds: the memory its arguments name
+    /// stays allocated until the replay completes.
+    ///
+    /// Vendor: cuGraphLaunch / hipGraphLaunch.
+    unsafe fn launch_graph(&self, graph: &Self::Graph, stream: &Self::Stream) -> Result<()>;
 
     /// How many blocks of `kernel` with `threads` threads each can be resident on the device at
     /// once (occupancy per multiprocessor times multiprocessors). A kernel whose blocks wait for

@@ -22,7 +22,7 @@ use crate::collective::agree;
 use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
-use crate::halo::{resolve_procs, Field, HaloExchange, HaloOptions, Link};
+use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
 use crate::regions::{stencil_blocks, stencil_reads, Copy3d};
 use crate::shared::hp_stencil_args;
 
@@ -95,6 +95,13 @@ pub struct JacobiConfig {
     /// The application allocates its fields itself and hands them to the library with
     /// [`Field::adopt`], as code with its own allocator would; otherwise [`Field::alloc`].
     pub adopt: bool,
+    /// Two steps (interior update, `start`, `finish`, shell update, twice: the fields swap
+    /// back) captured once into a graph ([`HaloExchange::begin_capture`]) before the first
+    /// step, then replayed for every pair of steps after the first two (which run
+    /// uncaptured, so that graph and plain exchanges mix in every run); an odd last step runs
+    /// uncaptured. Each of a replay's steps is timed as half of it. Every neighbour must be
+    /// device-direct or the rank itself.
+    pub graph: bool,
 }
 
 /// What one run measured, and (on rank 0) the gathered final fields.
@@ -347,25 +354,44 @@ pub fn run_jacobi<B: Backend>(
             ..hp_stencil_args::default()
         })
         .collect();
+    let step = Step {
+        backend,
+        launches: &launches,
+        inner,
+        shell: &shell,
+        stream: &stream,
+    };
+    let mut graph = if config.graph {
+        Some(step.capture(comm, &mut exchange, [(&u, &v), (&v, &u)])?)
+    } else {
+        None
+    };
     let mut step_seconds = Vec::with_capacity(config.steps as usize);
-    for step in 0..config.steps {
-        let (cur, next) = if step % 2 == 0 { (&u, &v) } else { (&v, &u) };
-        let cur_refs: Vec<&Field<B>> = cur.iter().collect();
+    let mut done = 0;
+    while done < config.steps {
         let t0 = Instant::now();
-        exchange.start(&cur_refs, &stream)?;
-        for ((a, b), kind) in cur.iter().zip(next).zip(&launches) {
-            sweep(backend, kind, a, b, &[inner], &stream)?;
-        }
-        exchange.finish(&stream)?;
-        for ((a, b), kind) in cur.iter().zip(next).zip(&launches) {
-            sweep(backend, kind, a, b, &shell, &stream)?;
-        }
+        let ran = match graph.as_mut() {
+            // The first two steps run outside the graph: graph and plain exchanges mix, and
+            // the first replay starts by moving the graph's epochs on past them.
+            Some(graph) if done >= 2 && done + 2 <= config.steps => {
+                exchange.replay(graph, &stream)?;
+                2
+            }
+            _ => {
+                let fields = if done % 2 == 0 { (&u, &v) } else { (&v, &u) };
+                step.queue(&mut exchange, fields)?;
+                1
+            }
+        };
         // The exchange's kernels first (a wait that gave up on the device is reported here,
         // naming the halo), then the shell sweep queued after them.
         exchange.wait()?;
         backend.stream_synchronize(&stream, deadline())?;
-        step_seconds.push(t0.elapsed().as_secs_f64());
+        let seconds = t0.elapsed().as_secs_f64() / f64::from(ran);
+        step_seconds.extend(std::iter::repeat_n(seconds, ran as usize));
+        done += ran;
     }
+    drop(graph);
     let last = if config.steps % 2 == 0 { &u } else { &v };
     let last_refs: Vec<&Field<B>> = last.iter().collect();
     let mut exchange_seconds = Vec::with_capacity(config.exchange_reps as usize);
@@ -512,6 +538,74 @@ fn boxes(d: &Decomposition, shape: u32) -> ([[u64; 2]; 3], Vec<[[u64; 2]; 3]>) {
     shell.retain(|b| b.iter().all(|[lo, hi]| lo < hi));
     let inner_empty = inner.iter().any(|[lo, hi]| lo >= hi);
     (if inner_empty { [[0, 0]; 3] } else { inner }, shell)
+}
+
+/// What queues one Jacobi step: the update's launches, its boxes and stream.
+struct Step<'a, B: Backend> {
+    backend: &'a B,
+    launches: &'a [hp_stencil_args],
+    inner: [[u64; 2]; 3],
+    shell: &'a [[[u64; 2]; 3]],
+    stream: &'a B::Stream,
+}
+
+/// The fields a step reads and writes.
+type StepFields<'a, B> = (&'a Vec<Field<B>>, &'a Vec<Field<B>>);
+
+impl<B: Backend> Step<'_, B> {
+    /// Queues one step from `cur` into `next`: `start`, the inner update, `finish`, the shell.
+    fn queue(
+        &self,
+        exchange: &mut HaloExchange<'_, B>,
+        (cur, next): StepFields<'_, B>,
+    ) -> Result<()> {
+        let cur_refs: Vec<&Field<B>> = cur.iter().collect();
+        exchange.start(&cur_refs, self.stream)?;
+        for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
+            sweep(self.backend, kind, a, b, &[self.inner], self.stream)?;
+        }
+        exchange.finish(self.stream)?;
+        for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
+            sweep(self.backend, kind, a, b, self.shell, self.stream)?;
+        }
+        Ok(())
+    }
+
+    /// Captures `steps` into a graph, every rank agreeing on the outcome (a rank with a
+    /// host-staged neighbour refuses, and no rank may then wait for it in a replay).
+    fn capture(
+        &self,
+        comm: &SimpleCommunicator,
+        exchange: &mut HaloExchange<'_, B>,
+        steps: [StepFields<'_, B>; 2],
+    ) -> Result<ExchangeGraph<B>> {
+        let began = exchange.begin_capture(self.stream);
+        let capturing = began.is_ok();
+        if let Err(e) = agree_collectively(comm, "capturing two steps into a graph", began) {
+            if capturing {
+                // Ends the capture this rank began; its (empty) graph is of no use.
+                let _ = exchange.end_capture(self.stream);
+            }
+            return Err(e);
+        }
+        let queued = steps
+            .into_iter()
+            .try_for_each(|fields| self.queue(exchange, fields));
+        let graph = exchange.end_capture(self.stream);
+        agree(comm, "capturing two steps into a graph", queued.and(graph))
+    }
+}
+
+/// [`agree`], with the failing rank's message as an [`Error::InvalidInput`] on the others, so
+/// that every rank reports the same refusal (a host-staged neighbour is a declaration that
+/// does not fit graphs, as bad input).
+fn agree_collectively<T>(comm: &SimpleCommunicator, step: &str, mine: Result<T>) -> Result<T> {
+    agree(comm, step, mine).map_err(|e| match e {
+        Error::OtherRank { rank, message } => {
+            Error::InvalidInput(format!("rank {rank}: {message}"))
+        }
+        e => e,
+    })
 }
 
 /// Queues one Jacobi sweep from `from` into `to` over each non-empty box, with the layout,

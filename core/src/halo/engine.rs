@@ -78,10 +78,17 @@ struct SideTable<M> {
 /// (reallocating them) would otherwise grow the cache without bound.
 pub(crate) const TABLE_SETS: usize = 8;
 
+mod graph;
+
+pub use graph::ExchangeGraph;
+use graph::{Capture, GraphParts};
+
 /// The region tables of one set of fields, for each slot parity.
 struct Tables<B: Backend> {
     /// The epoch that last used them (which set to evict).
     last_used: u64,
+    /// A captured graph's launches name them: never evicted.
+    pinned: bool,
     pack: [SideTable<B::DeviceMemory>; 2],
     unpack: [SideTable<B::DeviceMemory>; 2],
     /// Per entry, the unpack grid blocks serving its incoming message (first, count).
@@ -211,6 +218,12 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     failed: Option<Error>,
     /// Closed (by [`Self::close`] or a failed close): `drop` has nothing left to do.
     closed: bool,
+    /// Names this exchange to the graphs captured from it.
+    id: u64,
+    /// Between [`Self::begin_capture`] and [`Self::end_capture`]: what the graph will hold.
+    capture: Option<Capture<B>>,
+    /// Graphs replayed since the last unpack was seen complete (their memory stays).
+    replayed: Vec<Arc<GraphParts<B>>>,
 }
 
 // SAFETY: the raw staging pointers address allocations the exchange owns (through the Arcs
@@ -454,6 +467,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             current: Vec::new(),
             failed: None,
             closed: false,
+            id: graph::next_exchange_id(),
+            capture: None,
+            replayed: Vec::new(),
         })
     }
 
@@ -493,6 +509,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         stream: &B::Stream,
     ) -> Result<()> {
         let deadline = self.deadline();
+        self.check_capturing_stream(stream)?;
         // A GPU-side wait of an earlier exchange that gave up, as far as the device got.
         self.check_status()?;
         // Host-staged receives land in one pinned buffer: the previous unpack must be done
@@ -530,17 +547,25 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             }
             self.memory.tables.insert(key.clone(), tables);
         }
+        let capturing = self.capture.is_some();
         if let Some(tables) = self.memory.tables.get_mut(&key) {
             tables.last_used = self.epoch;
+            tables.pinned |= capturing;
         }
+        let kept = match &mut self.capture {
+            Some(capture) => &mut capture.keep,
+            None => &mut self.in_use,
+        };
         for share in keep {
-            if !self.in_use.iter().any(|kept| Arc::ptr_eq(kept, &share)) {
-                self.in_use.push(share);
+            if !kept.iter().any(|k| Arc::ptr_eq(k, &share)) {
+                kept.push(share);
             }
         }
-        self.unrecorded = true;
+        self.unrecorded = !capturing;
         self.launch(&key, true, stream)?;
-        self.backend.record_event(&self.last_pack, stream)?;
+        if !capturing {
+            self.backend.record_event(&self.last_pack, stream)?;
+        }
         self.unrecorded = false;
         self.pack_stream = id;
         self.current = key;
@@ -667,6 +692,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     fn finish_inner(&mut self, stream: &B::Stream) -> Result<()> {
         let deadline = self.deadline();
+        self.check_capturing_stream(stream)?;
         self.check_status()?;
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
         let taskqueue = self.options.strategy == HaloStrategy::Taskqueue;
@@ -677,6 +703,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         if id != self.pack_stream {
             // The unpack reads what the pack (on another stream) wrote for local neighbours.
             self.backend.stream_wait_event(stream, &self.last_pack)?;
+        }
+        if self.capture.is_some() {
+            // Captured, not run: nothing to record or wait for (see `graph`).
+            self.launch(&self.current, false, stream)?;
+            self.phase = Phase::Finished;
+            return Ok(());
         }
         self.unrecorded = true;
         self.launch(&self.current, false, stream)?;
@@ -740,6 +772,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     fn unpack_done(&mut self) {
         self.unpack_recorded = false;
         self.in_use.clear();
+        self.replayed.clear();
         self.memory.retired.clear();
     }
 
@@ -751,6 +784,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 .memory
                 .tables
                 .iter()
+                .filter(|(_, t)| !t.pinned)
                 .min_by_key(|(_, t)| t.last_used)
                 .map(|(k, _)| k.clone());
             let Some(tables) = oldest.and_then(|k| self.memory.tables.remove(&k)) else {
@@ -1043,6 +1077,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let (unpack1, _) = build(false, 1)?;
         Ok(Tables {
             last_used: self.epoch,
+            pinned: false,
             pack: [pack0, pack1],
             unpack: [unpack0, unpack1],
             unpack_ranges,
@@ -1089,6 +1124,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             num_regions: table.regions.len() as u32,
             elem_bytes: self.word,
             epoch: self.epoch,
+            epoch_base: self.capture.as_ref().map_or(0, |c| c.base.device_addr()),
             iteration: self.iteration,
             verify: self.verify.code(),
             form: table.form,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde::{Deserialize, Serialize};
 
-use super::engine::{MessageExchange, Messages, Payload};
+use super::engine::{ExchangeGraph, MessageExchange, Messages, Payload};
 use super::field::Field;
 use super::layout::Link;
 use super::setup::RankSetup;
@@ -343,6 +343,50 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// direction); backend and time-out errors.
     pub fn wait(&mut self) -> Result<()> {
         self.engine.wait()
+    }
+
+    /// Starts capturing `stream` into a graph (a CUDA or HIP graph): until
+    /// [`Self::end_capture`], everything queued on `stream` (the caller's kernels, and the
+    /// exchange's `start` and `finish`, which must use this stream) is captured instead of
+    /// run. Capture whole exchanges, an even number of them (the receive slots alternate from
+    /// one exchange to the next): a Jacobi code captures two steps, which also swaps its
+    /// fields back. Waits first for every kernel of earlier exchanges.
+    ///
+    /// Only device-direct and local neighbours can be captured: a host-staged message needs
+    /// the CPU between pack and unpack.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the first host-staged neighbour; [`Error::Usage`] while
+    /// capturing or between `start` and `finish`; [`Error::Unsupported`] on a backend without
+    /// graphs (host); backend and time-out errors.
+    pub fn begin_capture(&mut self, stream: &B::Stream) -> Result<()> {
+        self.engine.begin_capture(stream)
+    }
+
+    /// Ends the capture begun by [`Self::begin_capture`] (call it also after an error inside
+    /// the capture: it ends the stream's capture whatever happened) and returns the graph.
+    /// Nothing captured has run.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] without a capture, when it ended between `start` and `finish`, or held
+    /// an odd number of exchanges; the error of a call inside the capture; backend errors for
+    /// work that cannot be captured.
+    pub fn end_capture(&mut self, stream: &B::Stream) -> Result<ExchangeGraph<B>> {
+        self.engine.end_capture(stream)
+    }
+
+    /// Queues one replay of `graph` on `stream`: everything captured, its exchanges each with
+    /// a new epoch, in one launch of the graph (and, after exchanges outside the graph, one
+    /// small kernel first). [`Self::wait`] waits for it and reports its exchanges' failures.
+    /// The graph's fields must stay allocated while it may run (it keeps the ones haloport
+    /// allocated; adopted ones are the caller's, as for `start`).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a graph of another exchange, while capturing, between `start` and
+    /// `finish`, or after an odd number of exchanges outside the graph since its capture; an
+    /// earlier exchange's failure on the device; backend errors.
+    pub fn replay(&mut self, graph: &mut ExchangeGraph<B>, stream: &B::Stream) -> Result<()> {
+        self.engine.replay(graph, stream)
     }
 
     /// Ends the exchange, returning what dropping it can only log: waits (bounded) for its

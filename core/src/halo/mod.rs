@@ -22,6 +22,7 @@ mod field;
 pub(crate) mod layout;
 mod setup;
 
+pub use engine::ExchangeGraph;
 pub use exchange::{resolve_procs, HaloExchange, HaloFault, HaloOptions, HaloStrategy};
 pub use field::Field;
 pub use layout::{direction_name, Link};
