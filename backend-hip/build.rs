@@ -72,6 +72,12 @@ const FUNCTIONS: &[&str] = &[
     "hipStreamSynchronize",
     "hipStreamDestroy",
     "hipStreamWaitEvent",
+    "hipStreamBeginCapture",
+    "hipStreamEndCapture",
+    "hipGraphInstantiate",
+    "hipGraphDestroy",
+    "hipGraphLaunch",
+    "hipGraphExecDestroy",
     "hipEventCreate",
     "hipEventCreateWithFlags",
     "hipEventRecord",
@@ -97,7 +103,12 @@ const FUNCTIONS: &[&str] = &[
 
 /// Enums whose values haloport uses (generated as newtypes, so a code the runtime returns that
 /// the header did not list is still a valid value, not undefined behaviour).
-const ENUMS: &[&str] = &["hipError_t", "hipDeviceAttribute_t", "hipMemcpyKind"];
+const ENUMS: &[&str] = &[
+    "hipError_t",
+    "hipDeviceAttribute_t",
+    "hipMemcpyKind",
+    "hipStreamCaptureMode",
+];
 
 /// Flag macros haloport passes, and the header's version (for messages).
 const MACROS: &[&str] = &[
@@ -130,6 +141,7 @@ const REQUIRED: &[&str] = &[
     "hipDeviceAttributeWarpSize",
     "hipDeviceAttributeMaxThreadsPerBlock",
     "hipMemcpyDefault",
+    "hipStreamCaptureModeRelaxed",
 ];
 
 /// What haloport can do without: the constant or function, and the cfg set when present.

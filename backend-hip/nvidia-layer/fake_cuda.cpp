@@ -1,7 +1,8 @@
 /*
  * fake_cuda.cpp: a stand-in libcuda.so.1 for test_layer.cpp, so the layer's plumbing runs without
  * a GPU: loading the driver through cuGetProcAddress_v2, contexts, and what each HIP call hands the
- * driver (flags, the 3-D copy's fields, IPC handle bytes) and makes of what it answers. Each fake
+ * driver (flags, the 3-D copy's fields, IPC handle bytes, the capture mode) and makes of what it
+ * answers, including a stream capture's state (begin, end, instantiate, launch, destroy). Each fake
  * records its arguments in `fake_state` and answers what the test put there. Never a real driver.
  */
 #include "fake_cuda.h"
@@ -127,6 +128,48 @@ static CUresult fDeviceGetByPCIBusId(CUdevice* d, const char* id) {
     return CUDA_SUCCESS;
 }
 static CUresult fDeviceCanAccessPeer(int* can, CUdevice, CUdevice) { *can = 0; return CUDA_SUCCESS; }
+/* Capture as the driver does it for one stream: beginning twice or ending without a begin is
+ * CUDA_ERROR_ILLEGAL_STATE; an ending answered with an error (fake_state.next, e.g. an
+ * invalidated capture) ends the capture and gives no graph. */
+static char graph_template, graph_exec;  /* their addresses are the one graph and exec */
+static CUresult fStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) {
+    if (fake_state.capturing != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
+    fake_state.capturing = s;
+    fake_state.capture_mode = static_cast<int>(mode);
+    return CUDA_SUCCESS;
+}
+static CUresult fStreamEndCapture(CUstream s, CUgraph* g) {
+    *g = nullptr;
+    if (fake_state.capturing == nullptr || fake_state.capturing != s) return CUDA_ERROR_ILLEGAL_STATE;
+    fake_state.capturing = nullptr;
+    CUresult r = answer();
+    if (r != CUDA_SUCCESS) return r;
+    ++fake_state.graphs;
+    *g = reinterpret_cast<CUgraph>(&graph_template);
+    return CUDA_SUCCESS;
+}
+static CUresult fGraphInstantiateWithFlags(CUgraphExec* x, CUgraph g, unsigned long long flags) {
+    fake_state.instantiate_flags = flags;
+    if (g != reinterpret_cast<CUgraph>(&graph_template)) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = answer();
+    if (r != CUDA_SUCCESS) return r;
+    ++fake_state.execs;
+    *x = reinterpret_cast<CUgraphExec>(&graph_exec);
+    return CUDA_SUCCESS;
+}
+static CUresult fGraphDestroy(CUgraph) {
+    --fake_state.graphs;
+    return CUDA_SUCCESS;
+}
+static CUresult fGraphLaunch(CUgraphExec x, CUstream s) {
+    fake_state.launched = x;
+    fake_state.launched_on = s;
+    return answer();
+}
+static CUresult fGraphExecDestroy(CUgraphExec) {
+    --fake_state.execs;
+    return CUDA_SUCCESS;
+}
 static CUresult fGetErrorName(CUresult r, const char** name) {
     *name = r == CUDA_ERROR_MPS_CONNECTION_FAILED ? "CUDA_ERROR_MPS_CONNECTION_FAILED" : "other";
     return CUDA_SUCCESS;
@@ -178,6 +221,12 @@ static const Entry table[] = {
     {"cuDeviceGetByPCIBusId", (void*)fDeviceGetByPCIBusId},
     {"cuDeviceCanAccessPeer", (void*)fDeviceCanAccessPeer},
     {"cuGetErrorName", (void*)fGetErrorName},
+    {"cuStreamBeginCapture", (void*)fStreamBeginCapture},
+    {"cuStreamEndCapture", (void*)fStreamEndCapture},
+    {"cuGraphInstantiateWithFlags", (void*)fGraphInstantiateWithFlags},
+    {"cuGraphDestroy", (void*)fGraphDestroy},
+    {"cuGraphLaunch", (void*)fGraphLaunch},
+    {"cuGraphExecDestroy", (void*)fGraphExecDestroy},
 };
 
 /* The real driver's entry point (CUDA 12.0 on), by which the layer finds everything else. The

@@ -19,6 +19,15 @@ struct FakeState {
     int retained = 0;
     unsigned int launch_grid[3] = {0, 0, 0};
     unsigned int launch_block[3] = {0, 0, 0};
+    /* Graphs: the stream capturing (null: none) and its mode; the flags instantiation got;
+     * templates and executable graphs alive; the last replay's graph and stream. */
+    CUstream capturing = nullptr;
+    int capture_mode = -1;
+    unsigned long long instantiate_flags = ~0ull;
+    int graphs = 0;
+    int execs = 0;
+    CUgraphExec launched = nullptr;
+    CUstream launched_on = nullptr;
 };
 
 #endif /* FAKE_CUDA_H */

@@ -50,7 +50,9 @@ namespace {
     X(cuModuleGetFunction) X(cuModuleUnload) X(cuLaunchKernel) X(cuLaunchCooperativeKernel) \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuIpcGetMemHandle)                 \
     X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuDeviceGetPCIBusId)                 \
-    X(cuDeviceGetByPCIBusId) X(cuDeviceCanAccessPeer) X(cuGetErrorName)
+    X(cuDeviceGetByPCIBusId) X(cuDeviceCanAccessPeer) X(cuGetErrorName)                \
+    X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)        \
+    X(cuGraphDestroy) X(cuGraphLaunch) X(cuGraphExecDestroy)
 
 struct Driver {
 #define HIPNV_MEMBER(name) decltype(&::name) name = nullptr;
@@ -177,6 +179,8 @@ CUevent cu(hipEvent_t e) { return reinterpret_cast<CUevent>(e); }
 CUfunction cu(hipFunction_t f) { return reinterpret_cast<CUfunction>(f); }
 CUmodule cu(hipModule_t m) { return reinterpret_cast<CUmodule>(m); }
 CUdeviceptr cu(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
+CUgraph cu(hipGraph_t g) { return reinterpret_cast<CUgraph>(g); }
+CUgraphExec cu(hipGraphExec_t g) { return reinterpret_cast<CUgraphExec>(g); }
 
 static_assert(sizeof(hipIpcMemHandle_t) == sizeof(CUipcMemHandle),
               "HIP 5.2 and CUDA IPC handles are both 64 opaque bytes");
@@ -371,6 +375,69 @@ HIPNV_EXPORT hipError_t hipEventDestroy(hipEvent_t e) {
     if (e == nullptr) return hipErrorInvalidHandle;
     HIPNV_CONTEXT(d)
     return HIPNV_CALL(d, cuEventDestroy(cu(e)));
+}
+
+/* ---------- graphs ---------- */
+
+/* cuStreamBeginCapture is cuda.h's name for cuStreamBeginCapture_v2 (the one with a mode), the
+ * entry point cuGetProcAddress gives for CUDA_VERSION. The mode is mapped by hipnv_capture_mode;
+ * an unknown one is refused before the driver is asked. */
+HIPNV_EXPORT hipError_t hipStreamBeginCapture(hipStream_t s, hipStreamCaptureMode mode) {
+    CUstreamCaptureMode cu_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    if (!hipnv_capture_mode(mode, &cu_mode)) return hipErrorInvalidValue;
+    HIPNV_CONTEXT(d)
+    return HIPNV_CALL(d, cuStreamBeginCapture(cu(s), cu_mode));
+}
+
+/* A stream not capturing is CUDA_ERROR_ILLEGAL_STATE, hence hipErrorIllegalState, as HIP answers
+ * it; an invalidated capture hipErrorStreamCaptureInvalidated. *graph is null on any error. */
+HIPNV_EXPORT hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t* graph) {
+    if (graph == nullptr) return hipErrorInvalidValue;
+    *graph = nullptr;
+    HIPNV_CONTEXT(d)
+    CUgraph g = nullptr;
+    hipError_t e = HIPNV_CALL(d, cuStreamEndCapture(cu(s), &g));
+    if (e == hipSuccess) *graph = reinterpret_cast<hipGraph_t>(g);
+    return e;
+}
+
+/* HIP 5.2's signature (error node and log buffer, no flags) on cuGraphInstantiateWithFlags with
+ * no flags, which is what cuda.h's cuGraphInstantiate is. Not one-to-one: the driver reports no
+ * error node or log through this entry point, so *error_node is set to null and the log to an
+ * empty string, each when given; the error code says what failed. */
+HIPNV_EXPORT hipError_t hipGraphInstantiate(hipGraphExec_t* exec, hipGraph_t graph,
+                                            hipGraphNode_t* error_node, char* log,
+                                            size_t log_bytes) {
+    if (exec == nullptr) return hipErrorInvalidValue;
+    *exec = nullptr;
+    if (error_node != nullptr) *error_node = nullptr;
+    if (log != nullptr && log_bytes > 0) log[0] = 0;
+    HIPNV_CONTEXT(d)
+    CUgraphExec x = nullptr;
+    hipError_t e = HIPNV_CALL(d, cuGraphInstantiateWithFlags(&x, cu(graph), 0));
+    if (e == hipSuccess) *exec = reinterpret_cast<hipGraphExec_t>(x);
+    return e;
+}
+
+/* A null graph is refused here, as HIP refuses it, rather than handed to the driver. */
+HIPNV_EXPORT hipError_t hipGraphDestroy(hipGraph_t graph) {
+    if (graph == nullptr) return hipErrorInvalidValue;
+    HIPNV_CONTEXT(d)
+    return HIPNV_CALL(d, cuGraphDestroy(cu(graph)));
+}
+
+HIPNV_EXPORT hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s) {
+    if (exec == nullptr) return hipErrorInvalidValue;
+    HIPNV_CONTEXT(d)
+    return HIPNV_CALL(d, cuGraphLaunch(cu(exec), cu(s)));
+}
+
+/* The driver frees an executable graph still in flight once it completes; the backend waits for
+ * its last replay anyway, as HIP does not promise that (backend-hip/src/stream.rs). */
+HIPNV_EXPORT hipError_t hipGraphExecDestroy(hipGraphExec_t exec) {
+    if (exec == nullptr) return hipErrorInvalidValue;
+    HIPNV_CONTEXT(d)
+    return HIPNV_CALL(d, cuGraphExecDestroy(cu(exec)));
 }
 
 /* ---------- copies ---------- */

@@ -233,4 +233,24 @@ static inline int hipnv_memcpy_kind(hipMemcpyKind kind, CUmemorytype* src, CUmem
     return 1;
 }
 
+/* hipStreamBeginCapture's mode. HIP's three modes are CUDA's three, with the same meaning
+ * (global, thread-local, relaxed: which other calls the capture forbids meanwhile); the numbers
+ * happen to agree, and are mapped by name all the same. The backend passes only relaxed. A value
+ * HIP 5.2 does not define is refused. */
+static inline int hipnv_capture_mode(hipStreamCaptureMode hip, CUstreamCaptureMode* cu) {
+    switch (hip) {
+        case hipStreamCaptureModeGlobal:
+            *cu = CU_STREAM_CAPTURE_MODE_GLOBAL;
+            return 1;
+        case hipStreamCaptureModeThreadLocal:
+            *cu = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+            return 1;
+        case hipStreamCaptureModeRelaxed:
+            *cu = CU_STREAM_CAPTURE_MODE_RELAXED;
+            return 1;
+        default:
+            return 0;
+    }
+}
+
 #endif /* HIPNV_MAP_H */

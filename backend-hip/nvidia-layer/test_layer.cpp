@@ -2,7 +2,8 @@
  * test_layer.cpp: the layer's plumbing against fake_cuda.cpp (a stand-in libcuda.so.1 found through
  * LD_LIBRARY_PATH; ci/hip-nvidia-test.sh builds both). What each HIP call hands the driver and
  * makes of its answer: the one device, contexts set on first use, hipHostMalloc and IPC flags,
- * the 3-D copy's fields, error codes mapped and an unmapped one named. Exits non-zero on failure.
+ * the 3-D copy's fields, a graph captured, instantiated, replayed and destroyed (and the capture
+ * errors), error codes mapped and an unmapped one named. Exits non-zero on failure.
  */
 #include "hipnv_map.h"
 #include "fake_cuda.h"
@@ -124,6 +125,58 @@ int main() {
     CHECK(opened == reinterpret_cast<void*>(0x2000));
     CHECK(hipIpcOpenMemHandle(&opened, h, 1) == hipErrorInvalidValue);
     CHECK(hipIpcCloseMemHandle(opened) == hipSuccess);
+
+    /* Graphs: capture (relaxed is CUDA's relaxed), end, instantiate with no flags (HIP 5.2's
+     * error node and log cleared), replay, destroy; then the errors the driver answers, mapped. */
+    CHECK(hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed) == hipSuccess);
+    CHECK(fake->capturing == reinterpret_cast<CUstream>(s));
+    CHECK(fake->capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED);
+    CHECK(hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed) == hipErrorIllegalState);
+    hipGraph_t g = nullptr;
+    CHECK(hipStreamEndCapture(s, &g) == hipSuccess && g != nullptr && fake->graphs == 1);
+    CHECK(fake->capturing == nullptr);
+    hipGraphExec_t x = nullptr;
+    hipGraphNode_t node = reinterpret_cast<hipGraphNode_t>(0x1);
+    char log[16];
+    memset(log, 'x', sizeof log);
+    CHECK(hipGraphInstantiate(&x, g, &node, log, sizeof log) == hipSuccess);
+    CHECK(x != nullptr && fake->execs == 1 && fake->instantiate_flags == 0);
+    CHECK(node == nullptr && log[0] == 0 && log[1] == 'x');
+    CHECK(hipGraphDestroy(g) == hipSuccess && fake->graphs == 0);
+    CHECK(hipGraphLaunch(x, s) == hipSuccess);
+    CHECK(fake->launched == reinterpret_cast<CUgraphExec>(x));
+    CHECK(fake->launched_on == reinterpret_cast<CUstream>(s));
+    fake->next = CUDA_ERROR_LAUNCH_FAILED;
+    CHECK(hipGraphLaunch(x, s) == hipErrorLaunchFailure);
+    CHECK(hipGraphExecDestroy(x) == hipSuccess && fake->execs == 0);
+    /* Ending a capture never begun: the driver's CUDA_ERROR_ILLEGAL_STATE, HIP's code, no graph. */
+    g = reinterpret_cast<hipGraph_t>(0x1);
+    CHECK(hipStreamEndCapture(s, &g) == hipErrorIllegalState && g == nullptr);
+    /* An invalidated capture ends, gives no graph, and says why. */
+    CHECK(hipStreamBeginCapture(s, hipStreamCaptureModeGlobal) == hipSuccess);
+    CHECK(fake->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    fake->next = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    g = reinterpret_cast<hipGraph_t>(0x1);
+    CHECK(hipStreamEndCapture(s, &g) == hipErrorStreamCaptureInvalidated && g == nullptr);
+    CHECK(fake->capturing == nullptr && fake->graphs == 0);
+    /* A refused instantiation: no executable graph, the optional arguments may be absent. */
+    CHECK(hipStreamBeginCapture(s, hipStreamCaptureModeThreadLocal) == hipSuccess);
+    CHECK(fake->capture_mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    CHECK(hipStreamEndCapture(s, &g) == hipSuccess && fake->graphs == 1);
+    fake->next = CUDA_ERROR_OUT_OF_MEMORY;
+    x = reinterpret_cast<hipGraphExec_t>(0x1);
+    CHECK(hipGraphInstantiate(&x, g, nullptr, nullptr, 0) == hipErrorOutOfMemory && x == nullptr);
+    CHECK(fake->execs == 0);
+    CHECK(hipGraphDestroy(g) == hipSuccess && fake->graphs == 0);
+    /* Refused before the driver is asked: a mode HIP 5.2 does not define, null handles. */
+    fake->capture_mode = -1;
+    CHECK(hipStreamBeginCapture(s, static_cast<hipStreamCaptureMode>(3)) == hipErrorInvalidValue);
+    CHECK(fake->capture_mode == -1 && fake->capturing == nullptr);
+    CHECK(hipStreamEndCapture(s, nullptr) == hipErrorInvalidValue);
+    CHECK(hipGraphInstantiate(nullptr, g, nullptr, nullptr, 0) == hipErrorInvalidValue);
+    CHECK(hipGraphDestroy(nullptr) == hipErrorInvalidValue);
+    CHECK(hipGraphLaunch(nullptr, s) == hipErrorInvalidValue);
+    CHECK(hipGraphExecDestroy(nullptr) == hipErrorInvalidValue);
 
     char id[32] = {0};
     CHECK(hipDeviceGetPCIBusId(id, sizeof id, 0) == hipSuccess && strcmp(id, "0000:c1:00.0") == 0);

@@ -1,10 +1,11 @@
 /*
  * test_map.cpp: the layer's mappings, checked without a GPU (ci/hip-nvidia-test.sh builds and runs
  * it). Every error pair maps both ways and no two CUDA results share a HIP code by accident; the
- * HIP 5.2 numbers the backend's bindings hold are the ones compiled here; every flag, attribute
- * and copy kind the backend passes maps to the CUDA value it means, and what the layer does not
- * serve is refused. Then, through the built library, what the calls answer on this machine (no
- * driver or no GPU must be an error code, never a crash). Exits non-zero on any failure.
+ * HIP 5.2 numbers the backend's bindings hold are the ones compiled here; every flag, attribute,
+ * copy kind and capture mode the backend passes maps to the CUDA value it means, and what the
+ * layer does not serve is refused. Then, through the built library, what the calls answer on this
+ * machine (no driver or no GPU must be an error code, never a crash). Exits non-zero on any
+ * failure.
  */
 #include "hipnv_map.h"
 
@@ -42,6 +43,10 @@ static void hip_52_values() {
     CHECK(hipIpcMemLazyEnablePeerAccess == 0);
     CHECK(HIP_IPC_HANDLE_SIZE == 64 && sizeof(hipIpcMemHandle_t) == sizeof(CUipcMemHandle));
     CHECK(hipMemcpyDefault == 4);
+    CHECK(hipStreamCaptureModeGlobal == 0 && hipStreamCaptureModeThreadLocal == 1 &&
+          hipStreamCaptureModeRelaxed == 2);
+    CHECK(hipErrorIllegalState == 401);
+    CHECK(hipErrorStreamCaptureInvalidated == 901);
 }
 
 static void errors() {
@@ -114,6 +119,16 @@ static void flags() {
     CHECK(hipnv_memcpy_kind(hipMemcpyDefault, &src, &dst) && src == CU_MEMORYTYPE_UNIFIED &&
           dst == CU_MEMORYTYPE_UNIFIED);
     CHECK(!hipnv_memcpy_kind(hipMemcpyHostToDevice, &src, &dst));
+
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    CHECK(hipnv_capture_mode(hipStreamCaptureModeRelaxed, &mode) &&
+          mode == CU_STREAM_CAPTURE_MODE_RELAXED);
+    CHECK(hipnv_capture_mode(hipStreamCaptureModeThreadLocal, &mode) &&
+          mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    CHECK(hipnv_capture_mode(hipStreamCaptureModeGlobal, &mode) &&
+          mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    CHECK(!hipnv_capture_mode(static_cast<hipStreamCaptureMode>(3), &mode));
+    CHECK(!hipnv_capture_mode(static_cast<hipStreamCaptureMode>(-1), &mode));
 }
 
 static void attributes() {
@@ -147,6 +162,21 @@ static void live() {
     /* Refused before the driver is asked. */
     CHECK(hipDeviceGetAttribute(&v, hipDeviceAttributeClockRate, 0) == hipErrorInvalidValue);
     CHECK(hipHostMalloc(&p, 16, hipHostMallocCoherent | hipHostMallocNonCoherent) == hipErrorInvalidValue);
+    /* The graph calls: the same code, or refused before the driver is asked. */
+    hipStream_t s = reinterpret_cast<hipStream_t>(0x5);
+    CHECK(hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed) == e);
+    CHECK(hipStreamBeginCapture(s, static_cast<hipStreamCaptureMode>(3)) == hipErrorInvalidValue);
+    hipGraph_t g = reinterpret_cast<hipGraph_t>(0x1);
+    CHECK(hipStreamEndCapture(s, &g) == e && g == 0);
+    hipGraphExec_t x = reinterpret_cast<hipGraphExec_t>(0x1);
+    hipGraphNode_t node = reinterpret_cast<hipGraphNode_t>(0x1);
+    char log[4] = {'x', 'x', 'x', 'x'};
+    CHECK(hipGraphInstantiate(&x, reinterpret_cast<hipGraph_t>(0x1), &node, log, sizeof log) == e);
+    CHECK(x == 0 && node == 0 && log[0] == 0);
+    CHECK(hipGraphLaunch(reinterpret_cast<hipGraphExec_t>(0x1), s) == e);
+    CHECK(hipGraphExecDestroy(reinterpret_cast<hipGraphExec_t>(0x1)) == e);
+    CHECK(hipGraphDestroy(reinterpret_cast<hipGraph_t>(0x1)) == e);
+    CHECK(hipGraphExecDestroy(0) == hipErrorInvalidValue);
     CHECK(strcmp(hipGetErrorName((hipError_t)12345), "unrecognized hipError_t (haloport's HIP-on-NVIDIA layer)") == 0);
 }
 

@@ -13,7 +13,7 @@ use crate::ffi::{self, Attribute};
 use crate::kernels;
 use crate::memory::{self, HipDeviceMemory, HipPeerMemory, HipPinnedMemory};
 use crate::module::Module;
-use crate::stream::{HipEvent, HipStream};
+use crate::stream::{HipEvent, HipGraph, HipStream};
 
 /// `s_memrealtime`'s rate, assumed where the runtime does not report it: the constant 100 MHz
 /// reference clock of gfx9 (MI50, MI100, MI200, MI300); see the crate docs' "Timer".
@@ -162,6 +162,7 @@ impl Backend for HipBackend {
     type DeviceMemory = HipDeviceMemory;
     type PinnedMemory = HipPinnedMemory;
     type PeerMemory = HipPeerMemory;
+    type Graph = HipGraph;
 
     fn name(&self) -> &'static str {
         "hip"
@@ -214,6 +215,21 @@ impl Backend for HipBackend {
 
     fn stream_wait_event(&self, stream: &HipStream, event: &HipEvent) -> Result<()> {
         stream.wait_event(event)
+    }
+
+    fn begin_capture(&self, stream: &HipStream) -> Result<()> {
+        // SAFETY: the stream is live while its owner lives; an adopted null stream is the
+        // runtime's error (it cannot be captured), returned.
+        unsafe { ffi::stream_begin_capture(stream.raw) }
+    }
+
+    fn end_capture(&self, stream: &HipStream) -> Result<HipGraph> {
+        HipGraph::end_capture(stream)
+    }
+
+    unsafe fn launch_graph(&self, graph: &HipGraph, stream: &HipStream) -> Result<()> {
+        // SAFETY: what the graph's kernels touch is the caller's contract.
+        unsafe { graph.launch(stream) }
     }
 
     fn stream_id(&self, stream: &HipStream) -> u64 {

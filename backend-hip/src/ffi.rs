@@ -7,8 +7,9 @@
 //! header did not list is a value, not undefined behaviour. What the header may lack
 //! (`hipDeviceAttributeWallClockRate`, `hipModuleLaunchCooperativeKernel`: both missing in
 //! HIP 5.2) is behind the cfgs `haloport_hip_wall_clock_rate` and
-//! `haloport_hip_module_cooperative`. Calls run on the thread that created the backend (the
-//! device is per thread).
+//! `haloport_hip_module_cooperative`. Graphs use HIP 5.2's calls (`hipGraphInstantiate` with an
+//! error node and a log buffer, no flags). Calls run on the thread that created the backend
+//! (the device is per thread).
 
 use std::ffi::{c_int, c_void, CStr};
 
@@ -27,7 +28,7 @@ pub(crate) mod sys {
     include!(concat!(env!("OUT_DIR"), "/hip_bindings.rs"));
 }
 
-pub use sys::{hipEvent_t, hipFunction_t, hipModule_t, hipStream_t};
+pub use sys::{hipEvent_t, hipFunction_t, hipGraphExec_t, hipModule_t, hipStream_t};
 
 /// True when the installed header declares `hipModuleLaunchCooperativeKernel` (see
 /// `launch_cooperative`, built only then).
@@ -440,6 +441,130 @@ pub unsafe fn event_destroy(e: hipEvent_t) -> Result<()> {
     check("hipEventDestroy", code, String::new)
 }
 
+/// `hipStreamBeginCapture(hipStreamCaptureModeRelaxed)`: work queued on `s` is captured into
+/// a graph until [`stream_end_capture`], not run. Relaxed: other streams of the process may
+/// still allocate and synchronize meanwhile (an exchange uploading a new region table).
+///
+/// # Errors
+/// The runtime's error, e.g. for a stream already capturing.
+///
+/// # Safety
+/// 1. `s` is a live stream of the current device, not the null stream.
+pub unsafe fn stream_begin_capture(s: hipStream_t) -> Result<()> {
+    // SAFETY: forwarded from this function's contract; the mode is the header's constant.
+    let code = unsafe {
+        sys::hipStreamBeginCapture(s, sys::hipStreamCaptureMode::hipStreamCaptureModeRelaxed)
+    };
+    check("hipStreamBeginCapture", code, || {
+        "starting to capture a stream into a graph".into()
+    })
+}
+
+/// Bytes of the log `hipGraphInstantiate` may write about a graph it refuses.
+const INSTANTIATE_LOG_BYTES: usize = 512;
+
+/// `hipStreamEndCapture`, then `hipGraphInstantiate` of what was captured (HIP 5.2's
+/// signature: error node and log buffer, no flags), then `hipGraphDestroy` of the template,
+/// which the instantiated graph no longer needs. The capture ends whether or not
+/// instantiation succeeds; the template is destroyed in both cases, and the executable graph
+/// too when destroying the template fails (nothing would own it).
+///
+/// # Errors
+/// The runtime's error, e.g. `hipErrorStreamCaptureInvalidated` when a call during the
+/// capture was not capturable, or `hipErrorIllegalState` for a stream not capturing. A
+/// refused instantiation's log, when the runtime wrote one, is in the error's context.
+///
+/// # Safety
+/// 1. `s` is a live stream of the current device (capturing since [`stream_begin_capture`],
+///    or the runtime's error is returned).
+pub unsafe fn stream_end_capture(s: hipStream_t) -> Result<hipGraphExec_t> {
+    let mut graph: sys::hipGraph_t = std::ptr::null_mut();
+    // SAFETY: forwarded from this function's contract; graph is a valid out-pointer.
+    let code = unsafe { sys::hipStreamEndCapture(s, &mut graph) };
+    // On an error the runtime owns whatever it wrote to `graph` (an invalidated capture's
+    // graph is discarded by the runtime): destroying it here could free it twice.
+    check("hipStreamEndCapture", code, || {
+        "ending the capture of a stream".into()
+    })?;
+    if graph.is_null() {
+        return Err(Error::Internal(
+            "hipStreamEndCapture succeeded but gave no graph".into(),
+        ));
+    }
+    let mut exec: hipGraphExec_t = std::ptr::null_mut();
+    let mut error_node: sys::hipGraphNode_t = std::ptr::null_mut();
+    let mut log = [0 as std::ffi::c_char; INSTANTIATE_LOG_BYTES];
+    // SAFETY: graph is the live graph the capture gave; exec and error_node are valid
+    // out-pointers; log holds its length in chars, as passed.
+    let code = unsafe {
+        sys::hipGraphInstantiate(
+            &mut exec,
+            graph,
+            &mut error_node,
+            log.as_mut_ptr(),
+            log.len(),
+        )
+    };
+    // SAFETY: graph is live and destroyed once; an instantiated graph does not need its
+    // template.
+    let destroyed = unsafe { sys::hipGraphDestroy(graph) };
+    check("hipGraphInstantiate", code, || {
+        // The runtime need not NUL-terminate a log that fills the buffer.
+        log[INSTANTIATE_LOG_BYTES - 1] = 0;
+        let bytes = log.map(|c| c as u8);
+        let text = CStr::from_bytes_until_nul(&bytes)
+            .map(|t| t.to_string_lossy().trim().to_owned())
+            .unwrap_or_default();
+        if text.is_empty() {
+            "instantiating a captured graph".into()
+        } else {
+            format!("instantiating a captured graph: {text}")
+        }
+    })?;
+    if let Err(e) = check("hipGraphDestroy", destroyed, || {
+        "destroying a captured graph's template".into()
+    }) {
+        // SAFETY: exec was instantiated above, nothing else holds it, and it is destroyed
+        // once; nothing was launched from it.
+        let freed = unsafe { sys::hipGraphExecDestroy(exec) };
+        if let Err(free) = check("hipGraphExecDestroy", freed, || {
+            "destroying a graph whose template could not be destroyed".into()
+        }) {
+            tracing::error!("{free}");
+        }
+        return Err(e);
+    }
+    Ok(exec)
+}
+
+/// `hipGraphLaunch`: one replay of `g` on `s`, after the work queued there before.
+///
+/// # Errors
+/// The runtime's error.
+///
+/// # Safety
+/// 1. `g` and `s` are live and belong to the current device.
+/// 2. Everything the graph's nodes touch is valid until the replay completes.
+pub unsafe fn graph_launch(g: hipGraphExec_t, s: hipStream_t) -> Result<()> {
+    // SAFETY: forwarded from this function's contract.
+    let code = unsafe { sys::hipGraphLaunch(g, s) };
+    check("hipGraphLaunch", code, || "replaying a graph".into())
+}
+
+/// `hipGraphExecDestroy`.
+///
+/// # Errors
+/// The runtime's error.
+///
+/// # Safety
+/// 1. `g` is live and destroyed once, after the replays queued from it completed (HIP 5.2
+///    does not promise, as CUDA does, that queued replays complete first).
+pub unsafe fn graph_destroy(g: hipGraphExec_t) -> Result<()> {
+    // SAFETY: forwarded from this function's contract.
+    let code = unsafe { sys::hipGraphExecDestroy(g) };
+    check("hipGraphExecDestroy", code, || "destroying a graph".into())
+}
+
 /// `hipMemcpyHtoDAsync`.
 ///
 /// # Safety
@@ -818,6 +943,7 @@ pub(crate) fn constants_used() -> Vec<(String, i64)> {
         hipDeviceAttribute_t::hipDeviceAttributeWarpSize,
         hipDeviceAttribute_t::hipDeviceAttributeMaxThreadsPerBlock,
         hipMemcpyKind::hipMemcpyDefault,
+        hipStreamCaptureMode::hipStreamCaptureModeRelaxed,
     ];
     #[cfg(haloport_hip_wall_clock_rate)]
     used.extend(enums![

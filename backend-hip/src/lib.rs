@@ -60,6 +60,17 @@
 //!
 //! [`Kernel::needs_coresidency`]: haloport_core::Kernel::needs_coresidency
 //!
+//! ## Graphs
+//! [`Backend::begin_capture`](haloport_core::Backend::begin_capture) is
+//! `hipStreamBeginCapture(hipStreamCaptureModeRelaxed)`; `end_capture` ends it
+//! (`hipStreamEndCapture`), instantiates the graph with HIP 5.2's `hipGraphInstantiate` (error
+//! node and log buffer; a refused graph's log goes into the error) and destroys the template.
+//! A `HipGraph` records a marker behind every replay and orders a replay on another stream
+//! after the previous one; dropping it waits for the last replay before `hipGraphExecDestroy`,
+//! since HIP, unlike CUDA, does not document that destroying a graph lets replays in flight
+//! finish. Built and checked against HIP 5.2, and the layer's graph calls tested against a
+//! stand-in libcuda; not yet run on a GPU, AMD or NVIDIA.
+//!
 //! ## Timer
 //! Kernels stamp with `wall_clock64()` (`s_memrealtime`), whose rate the device reports as
 //! `hipDeviceAttributeWallClockRate` (kHz) where the header has that attribute and the runtime
@@ -117,7 +128,7 @@ pub use ffi::{hipEvent_t, hipStream_t};
 #[cfg(feature = "kernels")]
 pub use memory::{HipDeviceMemory, HipPeerMemory, HipPinnedMemory};
 #[cfg(feature = "kernels")]
-pub use stream::{HipEvent, HipStream};
+pub use stream::{HipEvent, HipGraph, HipStream};
 
 #[cfg(all(test, feature = "kernels"))]
 mod tests;

@@ -1,10 +1,17 @@
-//! HIP streams and events.
+//! HIP streams, events and graphs.
 //!
 //! Streams are non-blocking. Waits poll `hipStreamQuery`/`hipEventQuery` against a deadline
 //! instead of blocking in the runtime, so they can time out. Dropping a stream first waits for
 //! its work (haloport's kernels all end by themselves), so memory freed after it is unused.
+//!
+//! A graph ([`HipGraph`]) is what a stream captured, instantiated. HIP, unlike CUDA, does not
+//! document that `hipGraphExecDestroy` lets replays in flight finish, so a graph records a
+//! marker after every replay, orders a replay on another stream after the previous one, and
+//! waits for the marker before it is destroyed (as cudarc's `CudaSlice` waits for its last
+//! use). A graph is used by one thread at a time (`Send`, not `Sync`).
 
-use std::time::Instant;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
 
 use haloport_core::backend::poll_until;
 use haloport_core::Result;
@@ -85,7 +92,7 @@ impl Drop for HipStream {
     }
 }
 
-/// A `hipEventCreate`d event with timing, or a marker without ([`HipEvent::marker`]).
+/// A `hipEventCreate`d event with timing, or a marker without (`HipEvent::marker`).
 pub struct HipEvent {
     pub(crate) raw: ffi::hipEvent_t,
 }
@@ -138,6 +145,110 @@ impl Drop for HipEvent {
     fn drop(&mut self) {
         // SAFETY: raw is live and destroyed once.
         if let Err(e) = unsafe { ffi::event_destroy(self.raw) } {
+            tracing::error!("{e}");
+        }
+    }
+}
+
+/// How long dropping a graph waits for its last replay before giving up and leaking it.
+const GRAPH_DROP_WAIT: Duration = Duration::from_secs(60);
+
+/// What a graph knows of its replays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replays {
+    /// Never launched.
+    None,
+    /// The last replay was queued on this stream (as a number), the marker recorded behind it.
+    Last(usize),
+    /// A replay was queued but its marker could not be recorded: when it ends is unknown.
+    Unknown,
+}
+
+/// An instantiated graph of captured stream work (`hipGraphExec_t`), replayed by
+/// [`Backend::launch_graph`](haloport_core::Backend::launch_graph). Dropping it waits for its
+/// last replay, then destroys it (see the module docs).
+///
+/// Vendor: `hipGraphExec_t` (hipGraphInstantiate, hipGraphLaunch, hipGraphExecDestroy).
+pub struct HipGraph {
+    pub(crate) raw: ffi::hipGraphExec_t,
+    /// Recorded behind every replay, on the replay's stream.
+    marker: HipEvent,
+    replays: Cell<Replays>,
+}
+
+// SAFETY: an executable graph and an event may be used from any thread of the process; the
+// `Cell` keeps a graph to one thread at a time (it is not `Sync`).
+unsafe impl Send for HipGraph {}
+
+impl HipGraph {
+    /// Ends the capture on `stream` and instantiates it.
+    pub(crate) fn end_capture(stream: &HipStream) -> Result<Self> {
+        // SAFETY: the stream is live while its owner lives; a stream not capturing is the
+        // runtime's error, returned.
+        let raw = unsafe { ffi::stream_end_capture(stream.raw)? };
+        // Created after the capture ended, so that it is no part of it.
+        match HipEvent::marker() {
+            Ok(marker) => Ok(HipGraph {
+                raw,
+                marker,
+                replays: Cell::new(Replays::None),
+            }),
+            Err(e) => {
+                // SAFETY: raw was instantiated above, never launched, and is destroyed once.
+                if let Err(destroy) = unsafe { ffi::graph_destroy(raw) } {
+                    tracing::error!("{destroy}");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Queues one replay on `stream`, after the previous replay when that was on another
+    /// stream, and records the marker behind it.
+    ///
+    /// # Errors
+    /// The runtime's error.
+    ///
+    /// # Safety
+    /// 1. As [`Backend::launch_graph`](haloport_core::Backend::launch_graph): everything the
+    ///    graph's nodes touch stays valid until the replay completes.
+    pub(crate) unsafe fn launch(&self, stream: &HipStream) -> Result<()> {
+        let id = stream.raw as usize;
+        match self.replays.get() {
+            Replays::Last(last) if last != id => stream.wait_event(&self.marker)?,
+            _ => {}
+        }
+        // SAFETY: both handles are live while their owners live; what the nodes touch is the
+        // caller's contract (1).
+        unsafe { ffi::graph_launch(self.raw, stream.raw)? };
+        if let Err(e) = self.marker.record(stream) {
+            self.replays.set(Replays::Unknown);
+            return Err(e);
+        }
+        if self.replays.get() != Replays::Unknown {
+            self.replays.set(Replays::Last(id));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for HipGraph {
+    fn drop(&mut self) {
+        let waited = match self.replays.get() {
+            Replays::None => Ok(()),
+            Replays::Last(_) => self.marker.synchronize(Instant::now() + GRAPH_DROP_WAIT),
+            Replays::Unknown => Err(haloport_core::Error::Internal(
+                "a replay's marker was not recorded".into(),
+            )),
+        };
+        if let Err(e) = waited {
+            // Destroying a graph that may still run is not known to be safe on HIP: leak it.
+            tracing::error!("hip: leaking a graph whose last replay may still run: {e}");
+            return;
+        }
+        // SAFETY: raw is live and destroyed once, after its last replay completed (waited
+        // for above; replays on other streams were ordered before it).
+        if let Err(e) = unsafe { ffi::graph_destroy(self.raw) } {
             tracing::error!("{e}");
         }
     }

@@ -1,10 +1,15 @@
 //! The shared conformance suite on HIP: it skips, saying so, where the HIP runtime sees no AMD
 //! GPU (everywhere this project can reach), and fails under `HALOPORT_REQUIRE_GPU=1`. Also the
 //! IPC handle and device-id checks (pure, so they run without a GPU), the IPC calls one process
-//! can make (skipping without a device), and the bindings' constants against the header.
+//! can make (skipping without a device), graphs (the calls failing cleanly everywhere; a capture
+//! replayed, skipping without a device), and the bindings' constants against the header.
 
 use super::*;
-use haloport_core::{Backend, DeviceIdentity, DeviceMemory, Error, IpcHandle};
+use std::time::{Duration, Instant};
+
+use haloport_core::{
+    Backend, Coherence, DeviceIdentity, DeviceMemory, Error, IpcHandle, PinnedMemory,
+};
 
 use crate::backend::{parse_pci_bus_id, peer_bus_id};
 use crate::{ffi, memory};
@@ -252,6 +257,104 @@ fn the_device_info_names_the_platform() {
         } else {
             assert_eq!(info.vendor, "AMD");
         }
+    });
+}
+
+/// The graph calls on null handles, which HIP refuses without reading them: with a device or
+/// without one (no device, no driver), each is an error naming its call, never a panic or a
+/// crash. Runs everywhere, no skip.
+#[test]
+fn graph_calls_fail_cleanly_with_or_without_a_device() {
+    let null_stream: ffi::hipStream_t = std::ptr::null_mut();
+    // SAFETY: the null stream always exists; HIP refuses to capture it
+    // (hipErrorStreamCaptureUnsupported), and without a device answers before capturing.
+    let begin = unsafe { ffi::stream_begin_capture(null_stream) };
+    // SAFETY: as above; it is not capturing (hipErrorIllegalState), or there is no device.
+    let end = unsafe { ffi::stream_end_capture(null_stream) };
+    // SAFETY: a null graph is refused (hipErrorInvalidValue) before anything is launched.
+    let launch = unsafe { ffi::graph_launch(std::ptr::null_mut(), null_stream) };
+    // SAFETY: a null graph is refused (hipErrorInvalidValue); nothing is destroyed.
+    let destroy = unsafe { ffi::graph_destroy(std::ptr::null_mut()) };
+    for (call, result) in [
+        ("hipStreamBeginCapture", begin.map(|_| ())),
+        ("hipStreamEndCapture", end.map(|_| ())),
+        ("hipGraphLaunch", launch),
+        ("hipGraphExecDestroy", destroy),
+    ] {
+        let e = result.expect_err(call);
+        assert!(
+            matches!(e, Error::Backend { call: named, .. } if named == call),
+            "{call}: {e:?}"
+        );
+        println!("{e}");
+    }
+}
+
+/// A capture of two copies ends in a graph that replays them, on the capturing stream and on
+/// another (ordered after the first replay), reading the host buffer as it is at each replay;
+/// the graph drops after its last replay. Ending a capture never begun is the runtime's error,
+/// naming hipStreamEndCapture.
+#[test]
+fn a_captured_graph_replays_on_any_stream_and_drops_after_its_last_replay() {
+    on_gpu("graphs", |b| {
+        const BYTES: usize = 4096;
+        let src = b.alloc_pinned(BYTES, Coherence::Coherent).expect("pinned");
+        let dst = b.alloc_pinned(BYTES, Coherence::Coherent).expect("pinned");
+        let dev = b.alloc_device(BYTES).expect("device");
+        let (s1, s2) = (
+            b.create_stream().expect("stream"),
+            b.create_stream().expect("stream"),
+        );
+        let deadline = || Instant::now() + Duration::from_secs(10);
+        let fill = |value: u8| {
+            // SAFETY: src holds BYTES bytes, and no copy is queued while the host writes them.
+            unsafe { std::ptr::write_bytes(src.host_ptr(), value, BYTES) }
+        };
+        let read = || {
+            // SAFETY: dst holds BYTES bytes, and every copy into it completed (synchronized).
+            unsafe { std::slice::from_raw_parts(dst.host_ptr(), BYTES) }.to_vec()
+        };
+
+        let e = b
+            .end_capture(&s1)
+            .map(|_| ())
+            .expect_err("no capture begun");
+        assert!(
+            matches!(
+                e,
+                Error::Backend {
+                    call: "hipStreamEndCapture",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        b.begin_capture(&s1).expect("hipStreamBeginCapture");
+        // SAFETY: the memory stays allocated until every replay completed (synchronized below,
+        // and the graph drops before it).
+        unsafe {
+            b.copy_to_device_async(&dev, 0, &src, 0, BYTES, &s1)
+                .expect("captured copy");
+            b.copy_to_host_async(&dst, 0, &dev, 0, BYTES, &s1)
+                .expect("captured copy");
+        }
+        let graph = b.end_capture(&s1).expect("end capture and instantiate");
+        assert_eq!(read(), vec![0; BYTES], "captured work is not run");
+
+        fill(7);
+        // SAFETY: as above.
+        unsafe { b.launch_graph(&graph, &s1) }.expect("hipGraphLaunch");
+        b.stream_synchronize(&s1, deadline()).expect("first replay");
+        assert_eq!(read(), vec![7; BYTES]);
+        fill(9);
+        // SAFETY: as above.
+        unsafe { b.launch_graph(&graph, &s2) }.expect("hipGraphLaunch on another stream");
+        b.stream_synchronize(&s2, deadline())
+            .expect("second replay");
+        assert_eq!(read(), vec![9; BYTES]);
+        // SAFETY: as above; dropped without waiting for the replay: the graph waits itself.
+        unsafe { b.launch_graph(&graph, &s1) }.expect("a third replay");
+        drop(graph);
     });
 }
 
