@@ -332,3 +332,47 @@ fn the_stencil_replays_its_captured_graph_verified_and_refuses_host_staged_neigh
     )
     .assert_fails_with(2, "host-staged");
 }
+
+#[test]
+fn the_library_variants_verify_every_element_over_ipc_on_cuda() {
+    if !require_gpu() {
+        return;
+    }
+    // Every message device-direct: each blocking exchange is one launch (pack, then unpack,
+    // per grid block).
+    let dir = tempfile::tempdir().expect("temp dir");
+    for variant in ["lib-base-ipc", "lib-tq-ipc"] {
+        for pattern in ["pairwise", "mixed"] {
+            let json = dir.path().join(format!("{variant}-{pattern}.json"));
+            let job = mpirun(
+                2,
+                &[
+                    "run",
+                    "--backend",
+                    "cuda",
+                    "--transport",
+                    "ipc",
+                    "--variant",
+                    variant,
+                    "--workload",
+                    "thesis-9",
+                    "--pattern",
+                    pattern,
+                    "--verify",
+                    "full",
+                    "--runs",
+                    "3",
+                    "--json",
+                    json.to_str().expect("utf-8 path"),
+                ],
+            );
+            let what = format!("{variant} {pattern}");
+            assert_eq!(job.code, Some(0), "{what}: {}", job.explain());
+            let r = read_json(&json);
+            assert_eq!(r["verified"], true, "{what}: {r}");
+            assert_eq!(r["wrong"], 0, "{what}");
+            assert_eq!(r["missing"], 0, "{what}");
+            assert_eq!(r["planned"], r["checked"], "{what}");
+        }
+    }
+}
