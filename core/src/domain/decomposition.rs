@@ -128,6 +128,7 @@ impl Decomposition {
     /// dimension `k`, with `n` the local extent and `lo`, `hi` the halo widths, `d[k]` selects:
     /// -1: send `[lo, lo + hi)` (what fills the low neighbour's high halo), receive `[0, lo)`;
     /// +1: send `[n, n + lo)`, receive `[lo + n, lo + n + hi)`; 0: both `[lo, lo + n)`.
+    #[inline]
     pub fn halo_boxes(&self, d: [i8; 3]) -> (Option<Subarray>, Option<Subarray>) {
         let (n, lo, hi) = (self.local, self.halo, self.halo_hi);
         let mut send_start = [0; 3];
@@ -237,18 +238,39 @@ impl Decomposition {
     pub fn neighbour(&self, d: [i8; 3]) -> Option<i32> {
         let mut coords = [0u32; 3];
         for k in 0..3 {
-            let p = i64::from(self.procs[k]);
-            let mut c = i64::from(self.coords[k]) + i64::from(d[k]);
-            if !(0..p).contains(&c) {
-                if !self.periodic[k] {
-                    return None;
-                }
-                c = c.rem_euclid(p);
-            }
-            // In [0, p) with p a u32: fits.
-            coords[k] = c as u32;
+            coords[k] = self.step(k, d[k])?;
         }
         Some(self.rank_of(coords))
+    }
+
+    /// Every neighbour rank of this part, as [`Decomposition::neighbour`] gives them, from
+    /// the 9 coordinates of one step each way along each dimension, computed once: what
+    /// set-up asks of each of its neighbours' parts (26 directions each).
+    pub(crate) fn neighbour_ranks(&self) -> NeighbourRanks {
+        let [_, py, pz] = self.procs.map(u64::from);
+        let weights = [py * pz, pz, 1];
+        let mut terms = [[None; 3]; 3];
+        for (k, row) in terms.iter_mut().enumerate() {
+            for (s, term) in (-1..=1).zip(row.iter_mut()) {
+                *term = self.step(k, s).map(|c| u64::from(c) * weights[k]);
+            }
+        }
+        NeighbourRanks { terms }
+    }
+
+    /// The process coordinate along dimension `k` of the part `s` steps away, wrapping around
+    /// a periodic dimension; `None` past a non-periodic boundary.
+    fn step(&self, k: usize, s: i8) -> Option<u32> {
+        let p = i64::from(self.procs[k]);
+        let mut c = i64::from(self.coords[k]) + i64::from(s);
+        if !(0..p).contains(&c) {
+            if !self.periodic[k] {
+                return None;
+            }
+            c = c.rem_euclid(p);
+        }
+        // In [0, p) with p a u32: fits.
+        Some(c as u32)
     }
 
     /// Elements of one field's allocated array: `alloc[0] * alloc[1] * alloc[2]`.
@@ -272,6 +294,29 @@ impl Decomposition {
     pub fn global_of(&self, at: [u64; 3]) -> [i64; 3] {
         // Decomposition::new checked that allocated extents and the grid fit i64.
         std::array::from_fn(|k| self.origin[k] as i64 + at[k] as i64 - self.halo[k] as i64)
+    }
+}
+
+/// The neighbour ranks of one part in every direction: [`Decomposition::neighbour_ranks`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NeighbourRanks {
+    /// Per dimension and step (-1, 0, 1): the neighbour's coordinate times the ranks one
+    /// step along that dimension spans (`MPI_Cart_rank`'s terms); `None` past a non-periodic
+    /// boundary.
+    terms: [[Option<u64>; 3]; 3],
+}
+
+impl NeighbourRanks {
+    /// The neighbour in direction `d` (each component -1, 0 or 1):
+    /// [`Decomposition::neighbour`]`(d)`.
+    pub(crate) fn get(&self, d: [i8; 3]) -> Option<i32> {
+        let term = |k: usize| match d[k] {
+            -1 => self.terms[k][0],
+            0 => self.terms[k][1],
+            _ => self.terms[k][2],
+        };
+        // Fits: a rank of the process grid.
+        Some((term(0)? + term(1)? + term(2)?) as i32)
     }
 }
 
@@ -556,6 +601,33 @@ mod tests {
         // One process along periodic z: the neighbour is the rank itself.
         assert_eq!(d.neighbour([0, 0, 1]), Some(0));
         assert_eq!(d.neighbour([1, 1, -1]), Some(3));
+    }
+
+    #[test]
+    fn neighbour_ranks_at_once_are_those_of_each_direction() {
+        for (procs, periodic) in [
+            ([2, 2, 1], [true, false, true]),
+            ([1, 1, 1], [true; 3]),
+            ([1, 1, 1], [false; 3]),
+            ([3, 4, 2], [false; 3]),
+            ([3, 4, 2], [true; 3]),
+            ([5, 1, 3], [false, true, true]),
+        ] {
+            let mut s = spec([12, 12, 12], Some(procs), [1; 3]);
+            s.periodic = periodic;
+            let ranks = (procs[0] * procs[1] * procs[2]) as i32;
+            for rank in 0..ranks {
+                let d = Decomposition::new(&s, ranks, rank).expect("valid declaration");
+                let at_once = d.neighbour_ranks();
+                for dir in super::super::directions().into_iter().chain([[0, 0, 0]]) {
+                    assert_eq!(
+                        at_once.get(dir),
+                        d.neighbour(dir),
+                        "{procs:?} {periodic:?} rank {rank} {dir:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 
 pub use decomposition::{dims_create, split_extent, Decomposition};
-pub(crate) use plan::neighbours_of;
+pub(crate) use plan::Regions;
 pub use plan::{direction_tag, directions, HaloPlan, Neighbour, NeighbourKind};
 pub use subarray::Subarray;
 

@@ -118,13 +118,25 @@ impl HaloPlan {
     /// Those of [`Decomposition::new`]: [`crate::Error::InvalidInput`], the same on every
     /// rank.
     pub fn compile(spec: &DomainSpec, ranks: i32, rank: i32) -> Result<HaloPlan> {
+        HaloPlan::compile_with_regions(spec, ranks, rank).map(|(plan, _)| plan)
+    }
+
+    /// [`HaloPlan::compile`], and the regions of this rank's extents, which the neighbours
+    /// of the same extents share (set-up: [`crate::halo::RankSetup`]).
+    pub(crate) fn compile_with_regions(
+        spec: &DomainSpec,
+        ranks: i32,
+        rank: i32,
+    ) -> Result<(HaloPlan, Regions)> {
         let decomposition = Decomposition::new(spec, ranks, rank)?;
-        let neighbours = neighbours_of(spec, &decomposition);
-        Ok(HaloPlan {
+        let regions = Regions::of(spec, &decomposition);
+        let neighbours = regions.neighbours(&decomposition);
+        let plan = HaloPlan {
             spec: spec.clone(),
             decomposition,
             neighbours,
-        })
+        };
+        Ok((plan, regions))
     }
 
     /// How many faces, edges and corners the plan exchanges.
@@ -146,32 +158,94 @@ impl HaloPlan {
     }
 }
 
-/// The messages of the part `decomposition` of `spec`: one per direction of the declared
-/// neighbourhood that has a neighbour and a halo on either side, in increasing
-/// [`direction_tag`].
-pub(crate) fn neighbours_of(spec: &DomainSpec, decomposition: &Decomposition) -> Vec<Neighbour> {
-    let reach = spec.layout.neighbourhood.reach();
-    let mut neighbours = Vec::with_capacity(26);
-    let present = directions()
-        .into_iter()
-        .filter(|d| d.iter().filter(|&&c| c != 0).count() <= reach)
-        .filter_map(|d| {
-            let peer = decomposition.neighbour(d)?;
+/// The messages of one part's extents, before their peers are known: per direction of the
+/// declared neighbourhood with a halo on either side, in increasing [`direction_tag`], the
+/// merged send and receive regions of [`Decomposition::halo_boxes`]. They depend on the part's
+/// local extents and the declaration's halos and padding, not on where the part lies, so parts
+/// of equal extents share them: a rank's set-up computes them once per distinct extents among
+/// itself and its neighbours (one in an evenly split grid, at most 8), and gives each
+/// neighbour a copy with that part's peers ([`Regions::with_peers`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Regions {
+    /// What they were computed for: the part's `local`, `halo`, `halo_hi` and `alloc`.
+    extents: [[u64; 3]; 4],
+    /// The messages, each with rank -1 (no peer yet).
+    unpeered: Vec<Neighbour>,
+}
+
+impl Regions {
+    /// The regions of `decomposition`'s part under `spec`'s neighbourhood.
+    pub(crate) fn of(spec: &DomainSpec, decomposition: &Decomposition) -> Regions {
+        let reach = spec.layout.neighbourhood.reach();
+        let mut unpeered = Vec::with_capacity(26);
+        for d in directions() {
+            if d.iter().filter(|&&c| c != 0).count() > reach {
+                continue;
+            }
             let (send, recv) = decomposition.halo_boxes(d);
             if send.is_none() && recv.is_none() {
-                return None;
+                continue;
             }
-            Some(Neighbour {
+            unpeered.push(Neighbour {
                 direction: d,
-                rank: peer,
+                rank: -1,
                 send: send.map(Subarray::merged),
                 recv: recv.map(Subarray::merged),
                 send_tag: direction_tag(d),
                 recv_tag: direction_tag(d.map(|c| -c)),
-            })
+            });
+        }
+        Regions {
+            extents: Regions::extents_of(decomposition),
+            unpeered,
+        }
+    }
+
+    /// True when these are the regions of `decomposition`'s part (of the same declaration).
+    pub(crate) fn fit(&self, decomposition: &Decomposition) -> bool {
+        // Local extents first: within one declaration, the only ones that differ.
+        let theirs = Regions::extents_of(decomposition);
+        (0..4).all(|i| self.extents[i] == theirs[i])
+    }
+
+    fn extents_of(d: &Decomposition) -> [[u64; 3]; 4] {
+        [d.local, d.halo, d.halo_hi, d.alloc]
+    }
+
+    /// The messages, each with rank -1: what [`Regions::with_peers`] completes.
+    pub(crate) fn unpeered(&self) -> &[Neighbour] {
+        &self.unpeered
+    }
+
+    /// The messages of the part `decomposition` (of these extents: [`Regions::fit`]): one per
+    /// direction of the declared neighbourhood that has a neighbour and a halo on either
+    /// side, in increasing [`direction_tag`].
+    pub(crate) fn neighbours(&self, decomposition: &Decomposition) -> Vec<Neighbour> {
+        self.with_peers(decomposition, self.unpeered.clone(), |n, rank| {
+            n.rank = rank
+        })
+    }
+
+    /// `items`, one per message of [`Regions::unpeered`] and in its order (the same messages
+    /// in another form), each given its peer in the part `decomposition` (of these extents)
+    /// by `set`, without those whose direction has no neighbour there (past a non-periodic
+    /// boundary).
+    pub(crate) fn with_peers<T>(
+        &self,
+        decomposition: &Decomposition,
+        mut items: Vec<T>,
+        set: impl Fn(&mut T, i32),
+    ) -> Vec<T> {
+        debug_assert!(self.fit(decomposition), "regions of another part's extents");
+        debug_assert_eq!(items.len(), self.unpeered.len());
+        let ranks = decomposition.neighbour_ranks();
+        let mut directions = self.unpeered.iter().map(|n| n.direction);
+        items.retain_mut(|item| {
+            let peer = directions.next().and_then(|d| ranks.get(d));
+            peer.inspect(|&rank| set(item, rank)).is_some()
         });
-    neighbours.extend(present);
-    neighbours
+        items
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub struct Subarray {
 impl Subarray {
     /// The box `[start, start + count)` of an array of extents `alloc` (x innermost, index
     /// `x + ax * (y + ay * z)`), unmerged: strides `[1, ax, ax * ay]`.
+    #[inline]
     pub fn of_box(alloc: [u64; 3], start: [u64; 3], count: [u64; 3]) -> Subarray {
         Subarray {
             offset: start[0] + alloc[0] * (start[1] + alloc[1] * start[2]),
@@ -50,29 +51,35 @@ impl Subarray {
     /// dimensions move down; unused ones get count 1 and the stride that would continue the
     /// previous one (`count * stride` of it; 1 when all elements are one). Merging a merged
     /// subarray changes nothing.
+    #[inline]
     pub fn merged(self) -> Subarray {
-        let mut count = [1u64; 3];
-        let mut stride = [1u64; 3];
+        // The dimensions kept, (count, stride) each, in locals rather than arrays indexed by
+        // how many are kept: set-up merges hundreds, and this keeps them in registers.
+        let (mut c0, mut s0, mut c1, mut s1, mut c2, mut s2) = (1, 1, 1, 1, 1, 1);
         let mut used = 0;
         for k in 0..3 {
-            if self.count[k] == 1 {
+            let (count, stride) = (self.count[k], self.stride[k]);
+            if count == 1 {
                 continue;
             }
-            if used > 0 && self.stride[k] == count[used - 1] * stride[used - 1] {
-                count[used - 1] *= self.count[k];
-            } else {
-                count[used] = self.count[k];
-                stride[used] = self.stride[k];
-                used += 1;
+            match used {
+                0 => (c0, s0, used) = (count, stride, 1),
+                1 if stride == c0 * s0 => c0 *= count,
+                1 => (c1, s1, used) = (count, stride, 2),
+                2 if stride == c1 * s1 => c1 *= count,
+                _ => (c2, s2, used) = (count, stride, 3),
             }
         }
-        for k in used.max(1)..3 {
-            stride[k] = count[k - 1] * stride[k - 1];
+        if used < 2 {
+            s1 = c0 * s0;
+        }
+        if used < 3 {
+            s2 = c1 * s1;
         }
         Subarray {
             offset: self.offset,
-            count,
-            stride,
+            count: [c0, c1, c2],
+            stride: [s0, s1, s2],
         }
     }
 
@@ -156,6 +163,64 @@ mod tests {
             assert_eq!(m.last_index(), s.last_index(), "{s:?} -> {m:?}");
             assert_eq!(m.merged(), m, "merging {s:?} twice");
             assert!(m.count.iter().all(|&c| c >= 1));
+        }
+    }
+
+    /// The merge as first written (arrays indexed by the dimensions kept), which
+    /// [`Subarray::merged`] must reproduce exactly.
+    fn merged_by_arrays(s: Subarray) -> Subarray {
+        let mut count = [1u64; 3];
+        let mut stride = [1u64; 3];
+        let mut used = 0;
+        for k in 0..3 {
+            if s.count[k] == 1 {
+                continue;
+            }
+            if used > 0 && s.stride[k] == count[used - 1] * stride[used - 1] {
+                count[used - 1] *= s.count[k];
+            } else {
+                count[used] = s.count[k];
+                stride[used] = s.stride[k];
+                used += 1;
+            }
+        }
+        for k in used.max(1)..3 {
+            stride[k] = count[k - 1] * stride[k - 1];
+        }
+        Subarray {
+            offset: s.offset,
+            count,
+            stride,
+        }
+    }
+
+    #[test]
+    fn merging_gives_exactly_what_the_array_form_gave() {
+        // Every box of a few arrays, and subarrays of any counts and strides (merged or
+        // not, strides continuing or not).
+        let mut all = boxes();
+        for alloc in [[1, 1, 1], [3, 1, 4], [1, 6, 2], [7, 5, 3]] {
+            for start in [[0, 0, 0], [0, 0, 1], [2, 0, 1]] {
+                for count in [[1, 1, 1], [1, 6, 1], [7, 5, 3], [2, 1, 3], [1, 1, 2]] {
+                    all.push(Subarray::of_box(alloc, start, count));
+                }
+            }
+        }
+        let values = [1, 2, 3, 6];
+        for c in values.iter().flat_map(|&a| values.map(|b| [a, b])) {
+            for z in values {
+                for stride in [[1, 2, 6], [2, 4, 8], [3, 6, 36], [1, 1, 1], [5, 2, 7]] {
+                    all.push(Subarray {
+                        offset: 9,
+                        count: [c[0], c[1], z],
+                        stride,
+                    });
+                }
+            }
+        }
+        for s in all {
+            assert_eq!(s.merged(), merged_by_arrays(s), "{s:?}");
+            assert_eq!(s.merged().merged(), merged_by_arrays(s), "{s:?} twice");
         }
     }
 

@@ -13,8 +13,9 @@ use serde::Serialize;
 use crate::domain::{HaloPlan, Neighbour, Subarray};
 
 /// One entry of a rank's exchange: what it sends to and receives from one peer (either may be
-/// absent). The peer's entry for this rank with the matching tag holds the other ends.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// absent). The peer's entry for this rank with the matching tag holds the other ends. Plain
+/// data: set-up copies a part's entries to each neighbour of the same extents in one move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Entry {
     /// The peer's rank (may be this rank).
     pub peer: i32,

@@ -3,13 +3,16 @@
 //! its messages. Nothing here depends on the number of ranks beyond the arithmetic of a
 //! rank's place in the process grid: set-up never compiles more than 27 plans, however large
 //! the job (fewer where the 26 directions reach fewer distinct ranks, as in small periodic
-//! jobs). `haloport plan` shows it for any rank of any job, without MPI.
+//! jobs). A neighbour's plan costs little more than writing its entries: the regions of its
+//! messages depend only on its part's extents, so they are computed once per distinct extents
+//! (one in an evenly split grid, at most 8) and each neighbour gets a copy with its own peers.
+//! `haloport plan` shows it for any rank of any job, without MPI.
 
 use std::collections::btree_map::Entry as Slot;
 use std::collections::BTreeMap;
 
 use super::layout::{Entry, Mailbox, Side};
-use crate::domain::{neighbours_of, Decomposition, DomainSpec, HaloPlan};
+use crate::domain::{Decomposition, DomainSpec, HaloPlan, Regions};
 use crate::error::Result;
 
 /// One rank's set-up, compiled: [`RankSetup::compile`].
@@ -34,17 +37,27 @@ impl RankSetup {
     /// Those of [`HaloPlan::compile`] ([`crate::Error::InvalidInput`], the same on every
     /// rank), and sizes that overflow.
     pub fn compile(spec: &DomainSpec, ranks: i32, rank: i32) -> Result<RankSetup> {
-        let plan = HaloPlan::compile(spec, ranks, rank)?;
+        let (plan, ours) = HaloPlan::compile_with_regions(spec, ranks, rank)?;
         let mut entries = BTreeMap::new();
         entries.insert(rank, Entry::of_plan(&plan));
         // The declaration and its process grid were checked and chosen above, for the whole
         // job: a neighbour's part and messages are arithmetic on them, with no check or
-        // choice of the process grid repeated.
+        // choice of the process grid repeated. Its regions are those of the first part of
+        // the same extents (this rank's, in an evenly split grid): only its neighbour ranks
+        // are its own.
         let procs = plan.decomposition.procs;
+        let mut shapes = vec![Shape::of(ours)];
         for n in &plan.neighbours {
             if let Slot::Vacant(slot) = entries.entry(n.rank) {
                 let theirs = Decomposition::checked(spec, procs, n.rank);
-                slot.insert(Entry::of_neighbours(&neighbours_of(spec, &theirs)));
+                let shape = match shapes.iter().position(|s| s.regions.fit(&theirs)) {
+                    Some(i) => &shapes[i],
+                    None => {
+                        shapes.push(Shape::of(Regions::of(spec, &theirs)));
+                        &shapes[shapes.len() - 1]
+                    }
+                };
+                slot.insert(shape.entries_of(&theirs));
             }
         }
         let ours = &entries[&rank];
@@ -76,10 +89,163 @@ impl RankSetup {
     }
 }
 
+/// The entries of every part of one extent, before their peers are known.
+struct Shape {
+    regions: Regions,
+    /// [`Regions::unpeered`] as entries (peer -1).
+    unpeered: Vec<Entry>,
+}
+
+impl Shape {
+    fn of(regions: Regions) -> Shape {
+        let unpeered = Entry::of_neighbours(regions.unpeered());
+        Shape { regions, unpeered }
+    }
+
+    /// The entries of the part `theirs`, of these extents: those of
+    /// `Regions::neighbours(theirs)`, as a copy of this shape's with the part's peers.
+    fn entries_of(&self, theirs: &Decomposition) -> Vec<Entry> {
+        self.regions
+            .with_peers(theirs, self.unpeered.clone(), |e, peer| e.peer = peer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ElemType;
+    use crate::domain::{
+        direction_tag, directions, ElemType, FieldShape, Layout, Neighbourhood, Splits, Subarray,
+    };
+
+    /// A rank's entries computed direction by direction, as set-up first did: its neighbour
+    /// in each direction the neighbourhood reaches, and that direction's boxes, merged.
+    fn straightforward(spec: &DomainSpec, ranks: i32, rank: i32) -> Vec<Entry> {
+        let d = Decomposition::new(spec, ranks, rank).expect("valid declaration");
+        let reach = spec.layout.neighbourhood.reach();
+        let mut entries = Vec::new();
+        for dir in directions() {
+            if dir.iter().filter(|&&c| c != 0).count() > reach {
+                continue;
+            }
+            let Some(peer) = d.neighbour(dir) else {
+                continue;
+            };
+            let (send, recv) = d.halo_boxes(dir);
+            if send.is_none() && recv.is_none() {
+                continue;
+            }
+            entries.push(Entry {
+                peer,
+                send_tag: direction_tag(dir),
+                recv_tag: direction_tag(dir.map(|c| -c)),
+                send: send.map(Subarray::merged),
+                recv: recv.map(Subarray::merged),
+                name: super::super::layout::EntryName::Halo(dir),
+            });
+        }
+        entries
+    }
+
+    #[test]
+    fn shared_regions_give_every_rank_and_neighbour_the_entries_of_each_direction() {
+        let base = DomainSpec {
+            grid: [13, 10, 9],
+            procs: None,
+            periodic: [true, false, true],
+            halo: [1, 2, 1],
+            elem: ElemType::F32,
+            fields: 2,
+            layout: Layout::default(),
+        };
+        let with = |procs: [u32; 3], periodic: [bool; 3], layout: Layout| DomainSpec {
+            procs: Some(procs),
+            periodic,
+            layout,
+            ..base.clone()
+        };
+        let specs = [
+            // Uneven splits (parts of up to 8 extents), bounded and periodic.
+            with([3, 2, 2], [true, false, true], Layout::default()),
+            with([3, 3, 2], [false; 3], Layout::default()),
+            with([4, 3, 2], [true; 3], Layout::default()),
+            // Halos that differ by side (one side none), and padding.
+            with(
+                [3, 2, 2],
+                [true; 3],
+                Layout {
+                    halo_lo: Some([1, 0, 2]),
+                    halo_hi: Some([2, 1, 0]),
+                    pad: [3, 0, 1],
+                    ..Layout::default()
+                },
+            ),
+            // Faces only; faces and edges, with cells of several components.
+            with(
+                [3, 3, 3],
+                [true, true, false],
+                Layout {
+                    neighbourhood: Neighbourhood::Faces,
+                    ..Layout::default()
+                },
+            ),
+            with(
+                [2, 3, 2],
+                [true; 3],
+                Layout {
+                    neighbourhood: Neighbourhood::FacesEdges,
+                    fields: Some(vec![
+                        FieldShape {
+                            elem_bytes: 8,
+                            components: 3,
+                        },
+                        FieldShape {
+                            elem_bytes: 4,
+                            components: 1,
+                        },
+                    ]),
+                    ..Layout::default()
+                },
+            ),
+            // The application's own decomposition, and one process along periodic x.
+            DomainSpec {
+                layout: Layout {
+                    splits: Some(Splits {
+                        x: vec![0, 2, 9],
+                        y: vec![0, 5],
+                        z: vec![0, 3, 4, 8],
+                    }),
+                    ..Layout::default()
+                },
+                ..base.clone()
+            },
+            with([1, 2, 3], [true; 3], Layout::default()),
+        ];
+        for spec in &specs {
+            let ranks = spec
+                .process_grid(1)
+                .expect("a process grid")
+                .iter()
+                .product::<u32>();
+            let ranks = ranks as i32;
+            let all: Vec<Vec<Entry>> = (0..ranks)
+                .map(|r| straightforward(spec, ranks, r))
+                .collect();
+            for rank in 0..ranks {
+                let plan = HaloPlan::compile(spec, ranks, rank).expect("plan");
+                assert_eq!(
+                    Entry::of_plan(&plan),
+                    all[rank as usize],
+                    "{spec:?} rank {rank}"
+                );
+                let setup = RankSetup::compile(spec, ranks, rank).expect("setup");
+                for (r, entries) in &setup.entries {
+                    assert_eq!(entries, &all[*r as usize], "{spec:?} rank {rank} peer {r}");
+                }
+                let peers = plan.neighbours.iter().map(|n| n.rank);
+                assert!(peers.chain([rank]).all(|r| setup.entries.contains_key(&r)));
+            }
+        }
+    }
 
     #[test]
     fn a_rank_knows_itself_and_each_distinct_neighbour_exactly_as_the_whole_job_would() {
