@@ -247,12 +247,14 @@ impl Decomposition {
     /// the 9 coordinates of one step each way along each dimension, computed once: what
     /// set-up asks of each of its neighbours' parts (26 directions each).
     pub(crate) fn neighbour_ranks(&self) -> NeighbourRanks {
-        let [_, py, pz] = self.procs.map(u64::from);
+        let [_, py, pz] = self.procs.map(i64::from);
         let weights = [py * pz, pz, 1];
-        let mut terms = [[None; 3]; 3];
+        let mut terms = [[NeighbourRanks::NONE; 3]; 3];
         for (k, row) in terms.iter_mut().enumerate() {
             for (s, term) in (-1..=1).zip(row.iter_mut()) {
-                *term = self.step(k, s).map(|c| u64::from(c) * weights[k]);
+                if let Some(c) = self.step(k, s) {
+                    *term = i64::from(c) * weights[k];
+                }
             }
         }
         NeighbourRanks { terms }
@@ -301,22 +303,25 @@ impl Decomposition {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NeighbourRanks {
     /// Per dimension and step (-1, 0, 1): the neighbour's coordinate times the ranks one
-    /// step along that dimension spans (`MPI_Cart_rank`'s terms); `None` past a non-periodic
-    /// boundary.
-    terms: [[Option<u64>; 3]; 3],
+    /// step along that dimension spans (`MPI_Cart_rank`'s terms), or [`NeighbourRanks::NONE`]
+    /// past a non-periodic boundary: a direction's rank is the sum of its three, without a
+    /// branch per dimension.
+    terms: [[i64; 3]; 3],
 }
 
 impl NeighbourRanks {
+    /// The term past a non-periodic boundary: negative enough that any sum holding it is
+    /// negative (terms otherwise lie in `[0, 2^31)`), small enough that three never overflow.
+    const NONE: i64 = i64::MIN / 4;
+
     /// The neighbour in direction `d` (each component -1, 0 or 1):
     /// [`Decomposition::neighbour`]`(d)`.
     pub(crate) fn get(&self, d: [i8; 3]) -> Option<i32> {
-        let term = |k: usize| match d[k] {
-            -1 => self.terms[k][0],
-            0 => self.terms[k][1],
-            _ => self.terms[k][2],
-        };
-        // Fits: a rank of the process grid.
-        Some((term(0)? + term(1)? + term(2)?) as i32)
+        debug_assert!(d.iter().all(|c| (-1..=1).contains(c)), "direction {d:?}");
+        let term = |k: usize| self.terms[k][usize::from(d[k].wrapping_add(1) as u8).min(2)];
+        let rank = term(0) + term(1) + term(2);
+        // A rank of the process grid (an i32) unless past a boundary.
+        (rank >= 0).then_some(rank as i32)
     }
 }
 
