@@ -425,9 +425,11 @@ typedef struct hp_epoch_args {
 
 /*
  * One Jacobi sweep of the 27-point stencil over a box of a field's interior (SPEC 13's
- * application): out[p] = (sum over dz, dy, dx in -1..1, in that nesting, dx innermost, of
- * in[p + d]) * (1 / 27), computed in the element type, the sum accumulated in that order so
- * that every decomposition gives the same bits. One thread per point of the box.
+ * application): out[p] = S * (1 / 27), computed in the element type, where S is the sum of
+ * in[p + d] over d in -1..1 per dimension in one order, nested partial sums: per row (dz, dy)
+ * r = (in[dx = -1] + in[0]) + in[1], per plane dz s = (r[dy = -1] + r[0]) + r[1], then
+ * S = (s[dz = -1] + s[0]) + s[1]. Every kernel form, backend and decomposition adds in that
+ * order, so all give the same bits.
  */
 typedef struct hp_stencil_args {
     /* Device addresses of the input and output fields (same layout). */
@@ -451,21 +453,28 @@ typedef struct hp_stencil_args {
 } hp_stencil_args;
 
 /* hp_stencil_args.form: MARCH (0, the default) for the full 27-point stencil over one
- * component: each thread walks HP_MARCH_ROWS rows of HP_MARCH_Z planes along z, keeping three
- * planes of neighbours in registers, so a cell costs 6 loads instead of 27 (other stencils and
- * components take the point form). POINTS: one thread per point, striding. */
+ * component: each thread walks HP_MARCH_ROWS rows of HP_MARCH_Z planes along z, summing each
+ * row and each plane of its neighbourhood once and keeping the plane sums of the two planes
+ * before in registers, so a cell costs (HP_MARCH_ROWS + 2) * 3 / HP_MARCH_ROWS loads and about
+ * 7 additions instead of 27 and 26 (other stencils and components take the point form).
+ * POINTS: one thread per point, striding. */
 #define HP_STENCIL_FORM_MARCH 0u
 #define HP_STENCIL_FORM_POINTS 1u
 /* A march tile: 32 threads in x (a warp) by blockDim.x / 32 threads in y, each thread
- * HP_MARCH_ROWS rows, HP_MARCH_Z planes deep. */
+ * HP_MARCH_COLS columns 32 apart of HP_MARCH_ROWS rows, HP_MARCH_Z planes deep: HP_MARCH_X *
+ * HP_MARCH_COLS points wide. Only boxes of at least HP_MARCH_X x HP_MARCH_ROWS x
+ * HP_MARCH_MIN_Z points march; thinner ones (a shell's slabs) take the point form. */
 #define HP_MARCH_X 32u
-#define HP_MARCH_ROWS 2u
-#define HP_MARCH_Z 16u
+#define HP_MARCH_COLS 1u
+#define HP_MARCH_ROWS 4u
+#define HP_MARCH_Z 32u
+#define HP_MARCH_MIN_Z 4u
 
 /* hp_stencil_args.shape: bit HP_STENCIL_LO << k reads offset -1 in dimension k (x, y, z = 0, 1,
  * 2), bit HP_STENCIL_HI << k offset +1; HP_STENCIL_FACES reads only points that differ from the
  * centre in one dimension (the 7-point stencil). The update is the mean of the points read,
- * summed in the order of the full stencil (dz, then dy, then dx, each from -1), so a point
+ * summed in the order of the full stencil with the points not read left out (a partial sum
+ * starts from its first term; a row or plane without a point read is no term), so a point
  * whose halo side has width 0 takes a one-sided mean. */
 #define HP_STENCIL_LO 1u
 #define HP_STENCIL_HI 8u

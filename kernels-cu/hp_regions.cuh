@@ -524,19 +524,63 @@ HP_DEVICE uint32_t hp_stencil_count(uint32_t shape) {
     return (1u + reach[0]) * (1u + reach[1]) * (1u + reach[2]);
 }
 
-/* out[p] = (sum of the points in[p + d] the shape reads, dz outermost, dx innermost, from 0) *
- * (T(1) / T(count)): the same IEEE operations in the same order as the host twin, so both give
- * the same bits. I is the type of the point numbering (uint32_t when the box and the grid fit,
- * as for regions). FULL: all 27 points, with no test per point (the common case). */
+/* One term of a partial sum that starts from its first term: the stencil's order
+ * (haloport_shared.h) adds nothing to 0. `any` says whether `sum` holds a term yet (a constant
+ * in the full stencil's unrolled loops, so no select is left there). */
+template <typename T>
+HP_DEVICE void hp_sum_in(T& sum, bool& any, T v) {
+    sum = any ? sum + v : v;
+    any = true;
+}
+
+/* The sum of the points around `c` that `shape` reads, in the stencil's one order
+ * (haloport_shared.h): per row (dz, dy) its x terms from dx = -1, per plane dz its row sums from
+ * dy = -1, then the plane sums from dz = -1, each partial sum starting from its first term.
+ * Neighbours lie sx (x), sy (y) and sz (z) elements away. FULL: all 27 points, no test per
+ * point: ((r(-1) + r(0)) + r(1)) at every level. */
+template <typename T, bool FULL>
+HP_DEVICE T hp_stencil_sum(const T* __restrict__ c, int64_t sx, int64_t sy, int64_t sz,
+                           uint32_t shape) {
+    const bool faces = !FULL && (shape & HP_STENCIL_FACES) != 0u;
+    T total = T(0);
+    bool in_total = false;
+#pragma unroll
+    for (int dz = -1; dz <= 1; ++dz) {
+        if (!FULL && !hp_stencil_reads(shape, 2, dz)) continue;
+        T plane = T(0);
+        bool in_plane = false;
+#pragma unroll
+        for (int dy = -1; dy <= 1; ++dy) {
+            if (!FULL && !hp_stencil_reads(shape, 1, dy)) continue;
+            if (faces && dz != 0 && dy != 0) continue;
+            const T* row = c + (dy * sy + dz * sz);
+            T sum = T(0);
+            bool in_row = false;
+#pragma unroll
+            for (int dx = -1; dx <= 1; ++dx) {
+                if (!FULL && !hp_stencil_reads(shape, 0, dx)) continue;
+                if (faces && dx != 0 && (dy != 0 || dz != 0)) continue;
+                hp_sum_in(sum, in_row, row[dx * sx]);
+            }
+            hp_sum_in(plane, in_plane, sum);
+        }
+        hp_sum_in(total, in_total, plane);
+    }
+    return total;
+}
+
+/* out[p] = hp_stencil_sum(in at p) * (T(1) / T(count)): the same IEEE operations in the same
+ * order as the march form, the components form and the host twin, so all give the same bits.
+ * I is the type of the point numbering (uint32_t when the box and the grid fit, as for
+ * regions). FULL: all 27 points. */
 template <typename T, typename I, bool FULL>
-__device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
+HP_DEVICE void hp_stencil27_as(const hp_stencil_args& a, I n) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
     const uint64_t ax = a.alloc[0], ay = a.alloc[1];
     const I bx = (I)(a.end[0] - a.begin[0]);
     const I by = (I)(a.end[1] - a.begin[1]);
     const uint32_t shape = FULL ? HP_STENCIL_FULL : a.shape;
-    const bool faces = (shape & HP_STENCIL_FACES) != 0u;
     const T scale = T(1) / T(FULL ? 27u : hp_stencil_count(shape));
     const I step = (I)gridDim.x * (I)blockDim.x;
     for (I p = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; p < n; p += step) {
@@ -545,28 +589,14 @@ __device__ __forceinline__ void hp_stencil27_as(const hp_stencil_args& a, I n) {
         const uint64_t y = a.begin[1] + (uint64_t)(rest % by);
         const uint64_t z = a.begin[2] + (uint64_t)(rest / by);
         const uint64_t centre = x + ax * (y + ay * z);
-        T sum = T(0);
-#pragma unroll
-        for (int dz = -1; dz <= 1; ++dz) {
-            if (!FULL && !hp_stencil_reads(shape, 2, dz)) continue;
-#pragma unroll
-            for (int dy = -1; dy <= 1; ++dy) {
-                if (!FULL && !hp_stencil_reads(shape, 1, dy)) continue;
-                const T* row = in + (centre + (int64_t)ax * (dy + (int64_t)ay * dz));
-#pragma unroll
-                for (int dx = -1; dx <= 1; ++dx) {
-                    if (!FULL && !hp_stencil_reads(shape, 0, dx)) continue;
-                    if (!FULL && faces && (dx != 0) + (dy != 0) + (dz != 0) > 1) continue;
-                    sum += row[dx];
-                }
-            }
-        }
-        out[centre] = sum * scale;
+        out[centre] =
+            hp_stencil_sum<T, FULL>(in + centre, 1, (int64_t)ax, (int64_t)(ax * ay), shape) *
+            scale;
     }
 }
 
 template <typename T, bool FULL>
-__device__ __forceinline__ void hp_stencil27_points(const hp_stencil_args& a) {
+HP_DEVICE void hp_stencil27_points(const hp_stencil_args& a) {
     const uint64_t n =
         (a.end[0] - a.begin[0]) * (a.end[1] - a.begin[1]) * (a.end[2] - a.begin[2]);
     const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
@@ -577,98 +607,108 @@ __device__ __forceinline__ void hp_stencil27_points(const hp_stencil_args& a) {
     }
 }
 
-/* Rows y - 1 .. y + 2 (the last only when the thread has two rows) of one plane, columns x - 1
- * .. x + 1, from `p` at (x, y) of that plane. */
-template <typename T>
-__device__ __forceinline__ void hp_march_load(T (&plane)[12], const T* p, int64_t ax, bool two) {
+/* The plane sums of rows y .. y + ROWS - 1 of one plane (hp_stencil_sum's inner two levels),
+ * from `q` at (x, y) of that plane: row sums of rows y - 1 .. y + ROWS, each ((x - 1 + x) +
+ * x + 1), then per row ((row - 1 + row) + row + 1), each row sum serving three rows. Only the
+ * first `live` of the thread's rows lie inside the box: rows past y + live are not loaded, and
+ * the sums of rows past y + live - 1 are garbage the caller never stores. */
+template <typename T, int ROWS>
+HP_DEVICE void hp_march_plane(T (&sums)[ROWS], const T* __restrict__ q, int64_t ax, int live) {
+    T row[ROWS + 2];
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        if (r < 3 || two) {
-            const T* row = p + (int64_t)(r - 1) * ax;
-            plane[3 * r] = row[-1];
-            plane[3 * r + 1] = row[0];
-            plane[3 * r + 2] = row[1];
+    for (int i = 0; i < ROWS + 2; ++i) {
+        if (i <= live + 1) {
+            const T* r = q + (i - 1) * ax;
+            row[i] = (r[-1] + r[0]) + r[1];
         } else {
-            plane[3 * r] = plane[3 * r + 1] = plane[3 * r + 2] = T(0);
+            row[i] = T(0);
         }
     }
-}
-
-/* The 27 points around row `r0` + 1 of the middle plane, summed in hp_stencil27_as's order (dz,
- * dy, dx, each from -1; from 0). */
-template <typename T>
-__device__ __forceinline__ T hp_march_sum(const T (&lo)[12], const T (&mid)[12], const T (&hi)[12],
-                                          int r0) {
-    T sum = T(0);
 #pragma unroll
-    for (int dy = 0; dy < 3; ++dy) {
-#pragma unroll
-        for (int dx = 0; dx < 3; ++dx) sum += lo[3 * (r0 + dy) + dx];
-    }
-#pragma unroll
-    for (int dy = 0; dy < 3; ++dy) {
-#pragma unroll
-        for (int dx = 0; dx < 3; ++dx) sum += mid[3 * (r0 + dy) + dx];
-    }
-#pragma unroll
-    for (int dy = 0; dy < 3; ++dy) {
-#pragma unroll
-        for (int dx = 0; dx < 3; ++dx) sum += hi[3 * (r0 + dy) + dx];
-    }
-    return sum;
+    for (int i = 0; i < ROWS; ++i) sums[i] = (row[i] + row[i + 1]) + row[i + 2];
 }
 
 /* The full 27-point stencil over one component, marching in z (HP_STENCIL_FORM_MARCH): tiles of
- * 32 x (blockDim.x / 32 * HP_MARCH_ROWS) x HP_MARCH_Z points, a block per tile, blocks striding
- * over tiles. A thread keeps planes z - 1, z, z + 1 of its neighbourhood in registers and loads
- * one new plane per step: 6 loads per point (two rows a thread), where the point form does 27.
- * The sums are hp_stencil27_as's, in its order: the same bits. */
-template <typename T>
-__device__ __forceinline__ void hp_stencil27_march(const hp_stencil_args& a) {
+ * HP_MARCH_X * COLS x (blockDim.x / HP_MARCH_X * ROWS) x DEPTH points, a block per tile,
+ * blocks striding over tiles. A thread owns ROWS rows of the columns x, x + 32, ... (COLS of
+ * them) and walks the tile's planes: per plane and column it loads rows y - 1 .. y + ROWS (3
+ * loads a row: (ROWS + 2) * 3 / ROWS a point), sums each row once and each plane's three rows
+ * once (hp_march_plane), and keeps the plane sums of the two planes before, so a point costs
+ * (ROWS + 2) * 2 / ROWS + 4 additions and a product where the point form does 26:
+ * hp_stencil_sum's order, the same bits. */
+template <typename T, int ROWS, int DEPTH, int COLS>
+HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
     const int64_t ax = (int64_t)a.alloc[0];
     const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
-    const uint64_t rows = (uint64_t)(blockDim.x / HP_MARCH_X) * HP_MARCH_ROWS;
+    const uint64_t rows = (uint64_t)(blockDim.x / HP_MARCH_X) * ROWS;
+    const uint64_t width = (uint64_t)HP_MARCH_X * COLS;
     const uint64_t bx = a.end[0] - a.begin[0], by = a.end[1] - a.begin[1],
                    bz = a.end[2] - a.begin[2];
-    const uint64_t tiles_x = (bx + HP_MARCH_X - 1) / HP_MARCH_X;
+    const uint64_t tiles_x = (bx + width - 1) / width;
     const uint64_t tiles_y = (by + rows - 1) / rows;
-    const uint64_t tiles = tiles_x * tiles_y * ((bz + HP_MARCH_Z - 1) / HP_MARCH_Z);
+    const uint64_t tiles = tiles_x * tiles_y * ((bz + DEPTH - 1) / DEPTH);
     const uint64_t tx = threadIdx.x % HP_MARCH_X, ty = threadIdx.x / HP_MARCH_X;
     const T scale = T(1) / T(27u);
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const uint64_t rest = t / tiles_x;
-        const uint64_t x = a.begin[0] + (t % tiles_x) * HP_MARCH_X + tx;
-        const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty * HP_MARCH_ROWS;
+        const uint64_t x = a.begin[0] + (t % tiles_x) * width + tx;
+        const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty * ROWS;
         if (x >= a.end[0] || y >= a.end[1]) continue;
-        const bool two = y + 1 < a.end[1];
-        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * HP_MARCH_Z;
-        const uint64_t z1 = z0 + HP_MARCH_Z < a.end[2] ? z0 + HP_MARCH_Z : a.end[2];
-        const T* p = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
+        /* Column c (x + 32 c) lies in the box for c < cols. */
+        const int cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
+        const int live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
+        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
+        const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
+        const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
         T* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
-        T lo[12], mid[12], hi[12];
-        hp_march_load(lo, p, ax, two);
-        hp_march_load(mid, p + plane, ax, two);
-        p += 2 * plane;
-        for (uint64_t z = z0; z < z1; ++z, p += plane, o += plane) {
-            hp_march_load(hi, p, ax, two);
-            o[0] = hp_march_sum(lo, mid, hi, 0) * scale;
-            if (two) o[ax] = hp_march_sum(lo, mid, hi, 1) * scale;
+        T lo[COLS][ROWS], mid[COLS][ROWS], hi[COLS][ROWS];
 #pragma unroll
-            for (int i = 0; i < 12; ++i) {
-                lo[i] = mid[i];
-                mid[i] = hi[i];
+        for (int c = 0; c < COLS; ++c) {
+            if (c < cols) {
+                hp_march_plane(lo[c], q + c * HP_MARCH_X, ax, live);
+                hp_march_plane(mid[c], q + c * HP_MARCH_X + plane, ax, live);
+            }
+        }
+        q += 2 * plane;
+        for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                if (c < cols) hp_march_plane(hi[c], q + c * HP_MARCH_X, ax, live);
+            }
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                if (c >= cols) continue;
+#pragma unroll
+                for (int i = 0; i < ROWS; ++i) {
+                    if (i < live) {
+                        o[c * HP_MARCH_X + i * ax] = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                    }
+                    lo[c][i] = mid[c][i];
+                    mid[c][i] = hi[c][i];
+                }
             }
         }
     }
 }
 
+/* Whether a launch of the full stencil over one component marches (haloport_core::regions::
+ * stencil_marches): the march form asked for, blocks of whole warps, and a box of at least
+ * HP_MARCH_X x HP_MARCH_ROWS x HP_MARCH_MIN_Z points (one column a thread). A thinner box (a shell's slab) takes the
+ * point form, where every thread has a point: marching it would leave most lanes idle and
+ * walk its few tiles plane after plane. */
+HP_DEVICE bool hp_stencil_marches(const hp_stencil_args& a) {
+    return a.form == HP_STENCIL_FORM_MARCH && blockDim.x % HP_MARCH_X == 0u &&
+           a.end[0] - a.begin[0] >= HP_MARCH_X && a.end[1] - a.begin[1] >= HP_MARCH_ROWS &&
+           a.end[2] - a.begin[2] >= HP_MARCH_MIN_Z;
+}
+
 template <typename T>
-__device__ __forceinline__ void hp_stencil_shaped(const hp_stencil_args& a) {
+HP_DEVICE void hp_stencil_shaped(const hp_stencil_args& a) {
     if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
-        if (a.form == HP_STENCIL_FORM_MARCH && blockDim.x % HP_MARCH_X == 0u) {
-            hp_stencil27_march<T>(a);
+        if (hp_stencil_marches(a)) {
+            hp_stencil27_march<T, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS>(a);
         } else {
             hp_stencil27_points<T, true>(a);
         }
@@ -678,11 +718,12 @@ __device__ __forceinline__ void hp_stencil_shaped(const hp_stencil_args& a) {
 }
 
 /* Cells of `components` interleaved elements (components > 1): a thread per (cell,
- * component); component c of the cell at index i is element i * components + c, averaged over
- * the same component of the neighbours the shape reads, summed in the order above. Kept apart
- * from hp_stencil27_as so that the one-component paths compile exactly as before. */
+ * component); component c of the cell at index i is element i * components + c, the sum of the
+ * same component of the neighbours the shape reads, in hp_stencil_sum's order, times 1 /
+ * count. Kept apart from hp_stencil27_as so that the one-component kernel keeps its
+ * registers. */
 template <typename T>
-__device__ __forceinline__ void hp_stencil_components(const hp_stencil_args& a) {
+HP_DEVICE void hp_stencil_components(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
     const uint64_t ax = a.alloc[0], ay = a.alloc[1];
@@ -691,7 +732,6 @@ __device__ __forceinline__ void hp_stencil_components(const hp_stencil_args& a) 
     const uint64_t comps = a.components;
     const int64_t c64 = (int64_t)comps;
     const uint32_t shape = a.shape == 0u ? HP_STENCIL_FULL : a.shape;
-    const bool faces = (shape & HP_STENCIL_FACES) != 0u;
     const T scale = T(1) / T(hp_stencil_count(shape));
     const uint64_t n = bx * by * (a.end[2] - a.begin[2]) * comps;
     const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
@@ -702,20 +742,9 @@ __device__ __forceinline__ void hp_stencil_components(const hp_stencil_args& a) 
         const uint64_t y = a.begin[1] + rest % by;
         const uint64_t z = a.begin[2] + rest / by;
         const uint64_t centre = (x + ax * (y + ay * z)) * comps + comp;
-        T sum = T(0);
-        for (int dz = -1; dz <= 1; ++dz) {
-            if (!hp_stencil_reads(shape, 2, dz)) continue;
-            for (int dy = -1; dy <= 1; ++dy) {
-                if (!hp_stencil_reads(shape, 1, dy)) continue;
-                const T* row = in + (centre + (int64_t)ax * (dy + (int64_t)ay * dz) * c64);
-                for (int dx = -1; dx <= 1; ++dx) {
-                    if (!hp_stencil_reads(shape, 0, dx)) continue;
-                    if (faces && (dx != 0) + (dy != 0) + (dz != 0) > 1) continue;
-                    sum += row[dx * c64];
-                }
-            }
-        }
-        out[centre] = sum * scale;
+        out[centre] = hp_stencil_sum<T, false>(in + centre, c64, (int64_t)ax * c64,
+                                               (int64_t)(ax * ay) * c64, shape) *
+                      scale;
     }
 }
 

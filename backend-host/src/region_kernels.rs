@@ -15,9 +15,10 @@
 //! store of the flag by the block that completes the message.
 //!
 //! ## Stencil
-//! Points are split into contiguous ranges, one per worker; each point's 27 terms are added
-//! from zero in the kernel's order (dz outermost, dx innermost) and the sum multiplied by
-//! `1 / 27` rounded to the element type: the same IEEE operations in the same order as the
+//! Points are split into contiguous ranges, one per worker; each point's terms are added in
+//! the kernels' order (`hp_stencil_sum`: per row its x terms, per plane its row sums, then the
+//! plane sums, each partial sum from its first term and from -1) and the sum multiplied by
+//! `1 / count` rounded to the element type: the same IEEE operations in the same order as the
 //! GPU, so the same bits (Rust never contracts `a * b + c` into a fused multiply-add, and the
 //! kernel has no such pattern either).
 
@@ -453,6 +454,12 @@ unsafe fn stencil<T: Element>(args: &hp_stencil_args) {
     });
 }
 
+/// A partial sum of the stencil's order: its terms left to right from the first (0 when there
+/// is none), as the kernels' `hp_sum_in` adds them.
+fn sum_from_first<T: Element>(terms: impl Iterator<Item = T>) -> T {
+    terms.reduce(|s, v| s + v).unwrap_or(T::ZERO)
+}
+
 /// Points `[lo, hi)` of the box, numbered x fastest as the kernel numbers them.
 ///
 /// # Safety
@@ -464,10 +471,22 @@ unsafe fn stencil_range<T: Element>(a: &hp_stencil_args, lo: u64, hi: u64) {
     let bx = a.end[0] - a.begin[0];
     let by = a.end[1] - a.begin[1];
     let scale = T::reciprocal(regions::stencil_count(a.shape));
-    // The offsets the shape reads, in the kernel's order (dz, dy, dx, each from -1).
-    let offsets: Vec<[i64; 3]> = (-1_i64..=1)
-        .flat_map(|dz| (-1_i64..=1).flat_map(move |dy| (-1_i64..=1).map(move |dx| [dx, dy, dz])))
-        .filter(|&d| regions::stencil_reads_point(a.shape, d))
+    // The offsets the shape reads, grouped as the kernels add them (`hp_stencil_sum`): planes
+    // dz, in each its rows dy, in each its points dx, every level from -1; a row or plane
+    // without a point read is left out.
+    let planes: Vec<Vec<Vec<[i64; 3]>>> = (-1_i64..=1)
+        .map(|dz| {
+            (-1_i64..=1)
+                .map(|dy| {
+                    (-1_i64..=1)
+                        .map(|dx| [dx, dy, dz])
+                        .filter(|&d| regions::stencil_reads_point(a.shape, d))
+                        .collect::<Vec<_>>()
+                })
+                .filter(|row| !row.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .filter(|plane| !plane.is_empty())
         .collect();
     // Component c of cell i is element i * comps + c; neighbours are whole cells away.
     let comps = u64::from(regions::stencil_components(a));
@@ -477,14 +496,19 @@ unsafe fn stencil_range<T: Element>(a: &hp_stencil_args, lo: u64, hi: u64) {
         let y = a.begin[1] + (cell / bx) % by;
         let z = a.begin[2] + cell / (bx * by);
         let centre = (x + ax * (y + ay * z)) * comps + comp;
-        let mut sum = T::ZERO;
-        for &[dx, dy, dz] in &offsets {
+        let point = |[dx, dy, dz]: [i64; 3]| {
             let cells = dx + ax as i64 * (dy + ay as i64 * dz);
             let at = centre.wrapping_add((cells * comps as i64) as u64);
             // SAFETY: the neighbour lies inside the allocation (contract); nothing writes
             // `in` while the kernel runs.
-            sum = sum + unsafe { input.add(at as usize).read() };
-        }
+            unsafe { input.add(at as usize).read() }
+        };
+        let sum = sum_from_first(planes.iter().map(|rows| {
+            sum_from_first(
+                rows.iter()
+                    .map(|row| sum_from_first(row.iter().map(|&d| point(d)))),
+            )
+        }));
         // SAFETY: the point lies inside the allocation; only this part writes it.
         unsafe { out.add(centre as usize).write(sum * scale) };
     }

@@ -371,12 +371,18 @@ pub fn stencil_components(args: &hp_stencil_args) -> u32 {
 }
 
 /// Whether the kernels walk this launch in the march form ([`shared::HP_STENCIL_FORM_MARCH`]):
-/// the full 27-point stencil over one component, in blocks of whole warps.
+/// the full 27-point stencil over one component, in blocks of whole warps, over a box of at
+/// least `HP_MARCH_X` x `HP_MARCH_ROWS` x `HP_MARCH_MIN_Z` points (the kernels'
+/// `hp_stencil_marches`; a shell's thin slabs take the point form).
 pub fn stencil_marches(args: &hp_stencil_args, threads: u32) -> bool {
+    let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
     args.form == shared::HP_STENCIL_FORM_MARCH
         && stencil_shape(args.shape) == shared::HP_STENCIL_FULL
         && stencil_components(args) == 1
         && threads % shared::HP_MARCH_X == 0
+        && extent(0) >= u64::from(shared::HP_MARCH_X)
+        && extent(1) >= u64::from(shared::HP_MARCH_ROWS)
+        && extent(2) >= u64::from(shared::HP_MARCH_MIN_Z)
 }
 
 /// A grid for [`Kernel::Stencil27`](crate::Kernel::Stencil27) with `threads` per block, at
@@ -387,7 +393,7 @@ pub fn stencil_blocks(args: &hp_stencil_args, threads: u32) -> u32 {
     }
     let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
     let rows = u64::from(threads / shared::HP_MARCH_X * shared::HP_MARCH_ROWS);
-    let tiles = extent(0).div_ceil(u64::from(shared::HP_MARCH_X))
+    let tiles = extent(0).div_ceil(u64::from(shared::HP_MARCH_X * shared::HP_MARCH_COLS))
         * extent(1).div_ceil(rows)
         * extent(2).div_ceil(u64::from(shared::HP_MARCH_Z));
     u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
@@ -857,17 +863,36 @@ mod tests {
         };
         assert!(check_stencil(&a).is_ok());
         assert_eq!(stencil_points(&a), 64);
-        // The march form: tiles of 32 x 2 x 16 (one warp, two rows a thread) over the 4 x 4 x 4
-        // box: 1 x 2 x 1.
+        // A box narrower than a warp takes the point form, though the march form is asked
+        // for: a thread per point, 64 in 2 blocks of 32.
+        assert!(!stencil_marches(&a, 32));
         assert_eq!(stencil_blocks(&a, 32), 2);
-        // Tiles of 32 x 16 x 16 over a box of 70 x 20 x 40: 3 x 2 x 3.
+        // The march form: tiles of 32 x 32 x 32 (8 warps, 4 rows a thread) over a box of
+        // 70 x 20 x 40: 3 x 1 x 2; of 32 x 8 x 32 (2 warps): 3 x 3 x 2.
         let big = hp_stencil_args {
             alloc: [72, 22, 42],
             begin: [1, 1, 1],
             end: [71, 21, 41],
             ..a
         };
-        assert_eq!(stencil_blocks(&big, 256), 18);
+        assert!(stencil_marches(&big, 256));
+        assert_eq!(stencil_blocks(&big, 256), 6);
+        assert_eq!(stencil_blocks(&big, 64), 18);
+        // Slabs thinner than HP_MARCH_ROWS rows or HP_MARCH_MIN_Z planes take the point form.
+        let slab_z = hp_stencil_args {
+            end: [71, 21, 4],
+            ..big
+        };
+        assert!(!stencil_marches(&slab_z, 256));
+        assert_eq!(
+            stencil_blocks(&slab_z, 256),
+            (70 * 20 * 3_u32).div_ceil(256)
+        );
+        let slab_y = hp_stencil_args {
+            end: [71, 4, 41],
+            ..big
+        };
+        assert!(!stencil_marches(&slab_y, 256));
         // The point form: a thread per point.
         let points = hp_stencil_args {
             form: shared::HP_STENCIL_FORM_POINTS,

@@ -928,33 +928,40 @@ fn stencil_input(n: u64) -> Vec<f64> {
 }
 
 /// The CPU reference of one stencil point of `shape`, generic over the element type by
-/// closures: the points the shape reads, summed dz outermost, dx innermost.
+/// closures: per row (dz, dy) the points it reads from dx = -1, per plane dz its row sums from
+/// dy = -1, then the plane sums from dz = -1, each partial sum starting from its first term
+/// (`hp_stencil_sum`'s order, written out again here rather than shared with the host twin).
 fn reference_stencil<T: Copy>(
     input: &[T],
     dims: Dims,
     (x, y, z): (u64, u64, u64),
     shape: u32,
-    zero: T,
     add: impl Fn(T, T) -> T,
 ) -> T {
-    let mut sum = zero;
+    let join = |sum: Option<T>, v: T| Some(sum.map_or(v, |s| add(s, v)));
+    let mut total = None;
     for dz in 0..3 {
+        let mut plane = None;
         for dy in 0..3 {
+            let mut row = None;
             for dx in 0..3 {
-                if !regions::stencil_reads_point(
+                if regions::stencil_reads_point(
                     shape,
                     [dx as i64 - 1, dy as i64 - 1, dz as i64 - 1],
                 ) {
-                    continue;
+                    let v = input[dims.at(x + dx - 1, y + dy - 1, z + dz - 1) as usize];
+                    row = join(row, v);
                 }
-                sum = add(
-                    sum,
-                    input[dims.at(x + dx - 1, y + dy - 1, z + dz - 1) as usize],
-                );
+            }
+            if let Some(r) = row {
+                plane = join(plane, r);
             }
         }
+        if let Some(p) = plane {
+            total = join(total, p);
+        }
     }
-    sum
+    total.expect("every shape reads the centre")
 }
 
 /// One stencil launch (of `shape`, over cells of `comps` components) against the CPU.
@@ -1041,25 +1048,13 @@ fn stencil_launch<B: Backend>(
                     let want = match (inside, eb) {
                         (false, _) => sentinel,
                         (true, 4) => {
-                            let sum = reference_stencil(
-                                &input_f32,
-                                dims,
-                                (x, y, z),
-                                shape,
-                                0.0_f32,
-                                |a, b| a + b,
-                            );
+                            let sum =
+                                reference_stencil(&input_f32, dims, (x, y, z), shape, |a, b| a + b);
                             u64::from((sum * (1.0_f32 / count as f32)).to_bits())
                         }
                         (true, _) => {
-                            let sum = reference_stencil(
-                                &input,
-                                dims,
-                                (x, y, z),
-                                shape,
-                                0.0_f64,
-                                |a, b| a + b,
-                            );
+                            let sum =
+                                reference_stencil(&input, dims, (x, y, z), shape, |a, b| a + b);
                             (sum * (1.0_f64 / f64::from(count))).to_bits()
                         }
                     };
@@ -1110,18 +1105,35 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
         }
         // A side the shape does not read may reach the allocation's edge.
         stencil_case(backend, eb, one_sided, 1, [1, 1, 0], [13, 10, 8], None)?;
-        // Boxes of several march tiles, partial in every dimension and with an odd row, in
+        // Boxes of several march tiles, partial in every dimension (100 x 21..23 x 40 points:
+        // tiles of 32 or 64 columns (HP_MARCH_COLS 1 or 2), 8 or 32 rows, HP_MARCH_Z = 32
+        // planes), whose last rows leave a thread 1, 2 or 3 of its HP_MARCH_ROWS = 4, in
         // blocks of 2 and 8 warps, with a grid of every tile and of 3 blocks striding; and the
-        // point form over the same box.
-        let (alloc, bounds) = ([72, 24, 42], ([1, 2, 1], [71, 23, 41]));
-        for threads in [64, 256] {
+        // point form over the same boxes.
+        let alloc = [102, 26, 42];
+        for y_end in [23, 24, 25] {
+            let bounds = ([1, 2, 1], [101, y_end, 41]);
+            for threads in [64, 256] {
+                for blocks in [None, Some(3)] {
+                    let form = HP_STENCIL_FORM_MARCH;
+                    stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
+                }
+            }
+            let points = HP_STENCIL_FORM_POINTS;
+            stencil_launch(backend, eb, 0, 1, alloc, bounds, None, 256, points)?;
+        }
+        // Slabs thinner than a march tile asks (a shell's), in the march form: they take the
+        // point form, with the grid regions::stencil_blocks gives them and with 3 blocks.
+        for bounds in [
+            ([1, 2, 1], [71, 25, 4]),
+            ([1, 2, 1], [71, 5, 41]),
+            ([1, 2, 1], [31, 25, 41]),
+        ] {
             for blocks in [None, Some(3)] {
                 let form = HP_STENCIL_FORM_MARCH;
-                stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
+                stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, 256, form)?;
             }
         }
-        let points = HP_STENCIL_FORM_POINTS;
-        stencil_launch(backend, eb, 0, 1, alloc, bounds, None, 256, points)?;
     }
     Ok(())
 }
