@@ -376,10 +376,6 @@ typedef struct hp_regions_args {
     /* 1: the table is inline_regions[0, num_regions) (num_regions <= HP_INLINE_REGIONS), not
      * the one at `regions`; 0: the table at `regions`. */
     uint32_t table_inline;
-    /* HP_REGIONS_FUSED only: the unpack regions, after the num_regions pack regions of the
-     * table at `regions` (never inline). */
-    uint32_t num_unpack_regions;
-    uint32_t reserved;
     /* A table carried in the launch's parameters: every block of a launch reads its region
      * from the constant bank instead of searching device memory (0.8 us off a 6-face f64 pack
      * of 16 us, 1.6 us off an f32 one of 11.8: results/2026-11-22-h200x2-inline-table).
@@ -409,14 +405,6 @@ typedef struct hp_epoch_args {
  */
 #define HP_REGIONS_FULL 0u
 #define HP_REGIONS_PLAIN 1u
-/* HP_REGIONS_FUSED  hp_exchange_regions: a blocking exchange of device-direct messages in one
- *   launch, ipc-tq's shape. The table holds the pack regions, then the unpack regions
- *   (num_unpack_regions), each side numbering its grid blocks from 0; unpack regions name
- *   messages num_messages.. (their signals follow the pack signals, their status words the
- *   pack ones). Grid block b packs its pack block b, then unpacks its unpack block b: a block
- *   waits for a peer only after its own stores, and the launch is cooperative, so every block
- *   that any wait depends on is resident. */
-#define HP_REGIONS_FUSED 2u
 
 /* Elements a thread of the region kernels moves at once, all loads before any store, so their
  * memory latencies overlap (results/2026-11-22-h200-pack-probe: with loads issued one at a

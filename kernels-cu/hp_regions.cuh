@@ -362,12 +362,12 @@ HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_si
     }
 }
 
-/* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the side's
- * table of `num_regions` regions. */
+/* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the launch's
+ * table. */
 template <bool PACK>
 __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
-                                                 const hp_region* regions, uint32_t num_regions) {
-    const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
+                                                 const hp_region* regions) {
+    const uint32_t ri = hp_region_of(regions, a.num_regions, blockIdx.x);
     if (ri == HP_REGION_NONE) return;
     const hp_region r = regions[ri];
     const uint32_t local_block = blockIdx.x - r.first_block;
@@ -420,9 +420,7 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
 template <bool PACK>
 HP_DEVICE void hp_regions_launch(const hp_regions_args& a) {
     const hp_regions_args& args = hp_args_in_place(a);
-    hp_with_table(args, [&](const hp_region* regions) {
-        hp_regions_block<PACK>(args, regions, args.num_regions);
-    });
+    hp_with_table(args, [&](const hp_region* regions) { hp_regions_block<PACK>(args, regions); });
 }
 
 /* field -> buffer for every region of the launch (see the file comment). */
@@ -435,18 +433,6 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_unpack_regions(const HP_GRID_CONSTANT hp_regions_args a) {
     hp_regions_launch<false>(a);
-}
-
-/* A blocking exchange of device-direct messages in one launch (HP_REGIONS_FUSED): this block's
- * pack block, then its unpack block. */
-extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
-    hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
-    const hp_regions_args& args = hp_args_in_place(a);
-    const hp_region* regions = (const hp_region*)args.regions;
-    hp_regions_block<true>(args, regions, args.num_regions);
-    /* The unpack part reuses the block's shared outcome word. */
-    __syncthreads();
-    hp_regions_block<false>(args, regions + args.num_regions, args.num_unpack_regions);
 }
 
 /* Moves a graph's epochs on (hp_epoch_args). */

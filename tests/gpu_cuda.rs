@@ -338,8 +338,7 @@ fn the_library_variants_verify_every_element_over_ipc_on_cuda() {
     if !require_gpu() {
         return;
     }
-    // Every message device-direct: each blocking exchange is one launch (pack, then unpack,
-    // per grid block).
+    // Every message device-direct, every element of every block checked.
     let dir = tempfile::tempdir().expect("temp dir");
     for variant in ["lib-base-ipc", "lib-tq-ipc"] {
         for pattern in ["pairwise", "mixed"] {

@@ -277,9 +277,7 @@ impl Backend for HostBackend {
             Launch::IpcPack(args) | Launch::IpcUnpack(args) | Launch::IpcTaskqueue(args) => {
                 HostLaunch::Ipc(launch.kernel(), *args)
             }
-            Launch::PackRegions(args)
-            | Launch::UnpackRegions(args)
-            | Launch::ExchangeRegions(args) => {
+            Launch::PackRegions(args) | Launch::UnpackRegions(args) => {
                 HostLaunch::Regions(launch.kernel(), Box::new(*args))
             }
             Launch::Stencil27(args) => HostLaunch::Stencil(*args),

@@ -66,27 +66,6 @@ pub(crate) unsafe fn run_regions(
     args: &hp_regions_args,
     dims: LaunchDims,
 ) -> Result<(), String> {
-    if kernel == Kernel::ExchangeRegions {
-        // `hp_exchange_regions`: every pack block, then every unpack block. On a GPU each
-        // block packs and then unpacks; here blocks share a few workers, so a block waiting
-        // for an arrival could hold a worker that a pack it waits for needs. Packing first
-        // gives the same result with no such wait.
-        let pack = hp_regions_args {
-            num_unpack_regions: 0,
-            ..*args
-        };
-        let unpack = hp_regions_args {
-            regions: args.regions + u64::from(args.num_regions) * size_of::<hp_region>() as u64,
-            num_regions: args.num_unpack_regions,
-            num_unpack_regions: 0,
-            ..*args
-        };
-        // SAFETY: forwarded from this function's contract: each view is one side's table.
-        unsafe {
-            run_regions(Kernel::PackRegions, &pack, dims)?;
-            return run_regions(Kernel::UnpackRegions, &unpack, dims);
-        }
-    }
     // SAFETY: forwarded from this function's contract.
     let table = unsafe { table_of(args) };
     // Memory the program freed while this launch was queued: refuse it, rather than touch

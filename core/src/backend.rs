@@ -20,8 +20,7 @@ use crate::error::Result;
 use crate::regions::Copy3d;
 use crate::shared::{
     hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
-    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_REGIONS_FULL, HP_REGIONS_FUSED,
-    HP_REGIONS_PLAIN,
+    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_REGIONS_FULL, HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -147,9 +146,6 @@ pub enum Kernel {
     StencilCells,
     /// Moves a replayed graph's epochs on ([`hp_epoch_args`]): one thread.
     EpochStep,
-    /// A blocking exchange of device-direct messages in one launch (`HP_REGIONS_FUSED`): each
-    /// grid block packs, then unpacks.
-    ExchangeRegions,
 }
 
 impl Kernel {
@@ -172,7 +168,6 @@ impl Kernel {
             Kernel::Stencil27 => "hp_stencil27",
             Kernel::StencilCells => "hp_stencil_cells",
             Kernel::EpochStep => "hp_epoch_step",
-            Kernel::ExchangeRegions => "hp_exchange_regions",
         }
     }
 
@@ -183,14 +178,11 @@ impl Kernel {
     /// (cuLaunchCooperativeKernel / hipModuleLaunchCooperativeKernel), which the driver refuses
     /// when the grid cannot be co-resident, instead of trusting an occupancy estimate.
     pub fn needs_coresidency(self) -> bool {
-        matches!(
-            self,
-            Kernel::Taskqueue | Kernel::IpcTaskqueue | Kernel::ExchangeRegions
-        )
+        matches!(self, Kernel::Taskqueue | Kernel::IpcTaskqueue)
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 17] = [
+    pub const ALL: [Kernel; 16] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -207,7 +199,6 @@ impl Kernel {
         Kernel::Stencil27,
         Kernel::StencilCells,
         Kernel::EpochStep,
-        Kernel::ExchangeRegions,
     ];
 }
 
@@ -241,9 +232,6 @@ pub enum Launch<'a> {
     Stencil27(&'a hp_stencil_args),
     /// [`Kernel::EpochStep`]: one block of one thread.
     EpochStep(&'a hp_epoch_args),
-    /// [`Kernel::ExchangeRegions`]: form `HP_REGIONS_FUSED`, its table in device memory; a grid
-    /// of the larger of the two sides' grids, all co-resident.
-    ExchangeRegions(&'a hp_regions_args),
 }
 
 impl Launch<'_> {
@@ -257,9 +245,7 @@ impl Launch<'_> {
             Launch::IpcPack(a) | Launch::IpcUnpack(a) | Launch::IpcTaskqueue(a) => {
                 std::ptr::from_ref(*a).cast()
             }
-            Launch::PackRegions(a) | Launch::UnpackRegions(a) | Launch::ExchangeRegions(a) => {
-                std::ptr::from_ref(*a).cast()
-            }
+            Launch::PackRegions(a) | Launch::UnpackRegions(a) => std::ptr::from_ref(*a).cast(),
             Launch::Stencil27(a) => std::ptr::from_ref(*a).cast(),
             Launch::EpochStep(a) => std::ptr::from_ref(*a).cast(),
         }
@@ -306,25 +292,6 @@ impl Launch<'_> {
                     other => invalid(format!("region kernel form {other} (0 or 1)")),
                 }
             }
-            Launch::ExchangeRegions(a) => {
-                crate::regions::check_word_bytes(a.elem_bytes, "ExchangeRegions")
-                    .or_else(|e| invalid(e.to_string()))?;
-                if a.form != HP_REGIONS_FUSED || a.table_inline != 0 {
-                    return invalid(format!(
-                        "the one-launch exchange takes form {HP_REGIONS_FUSED} with its table in device memory (form {}, inline {})",
-                        a.form, a.table_inline
-                    ));
-                }
-                if a.num_regions + a.num_unpack_regions > 0 && (a.regions == 0 || a.messages == 0) {
-                    return invalid(
-                        "a one-launch exchange without its region or message table".into(),
-                    );
-                }
-                if a.epoch == 0 {
-                    return invalid("messages need an epoch of at least 1".into());
-                }
-                Ok(())
-            }
             Launch::Stencil27(a) => {
                 crate::regions::check_stencil(a).or_else(|e| invalid(e.to_string()))?;
                 if a.in_ == 0 || a.out == 0 || a.in_ == a.out {
@@ -362,7 +329,6 @@ impl Launch<'_> {
             Launch::Stencil27(a) if a.components > 1 => Kernel::StencilCells,
             Launch::Stencil27(_) => Kernel::Stencil27,
             Launch::EpochStep(_) => Kernel::EpochStep,
-            Launch::ExchangeRegions(_) => Kernel::ExchangeRegions,
         }
     }
 }

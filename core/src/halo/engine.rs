@@ -30,8 +30,7 @@ use super::exchange::{HaloFault, HaloOptions, HaloStrategy};
 use super::field::FieldMemory;
 use super::layout::{receiving_entry, sending_entry, Entry, Link, Mailbox, Side};
 use crate::backend::{
-    deadline_in, upload_table, Backend, Coherence, DeviceMemory, Kernel, Launch, LaunchDims,
-    PinnedMemory,
+    deadline_in, upload_table, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
 };
 use crate::collective::agree;
 use crate::domain::Subarray;
@@ -39,8 +38,7 @@ use crate::error::{Error, Result};
 use crate::regions::{blocks_for, kernel_form, pair_regions};
 use crate::shared::{
     hp_block_check, hp_message_signal, hp_region, hp_regions_args, HP_MESSAGE_ABORTED,
-    HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL,
-    HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
+    HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_PLAIN,
 };
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_within_node, NodeShare};
@@ -74,18 +72,6 @@ struct SideTable<M> {
     /// `HP_REGIONS_*`: which form of the region kernels the side runs
     /// ([`regions::kernel_form`](crate::regions::kernel_form)).
     form: u32,
-    /// The message signals after the regions in `memory`.
-    signals: Vec<hp_message_signal>,
-}
-
-/// Both sides' tables of one slot parity in one (`HP_REGIONS_FUSED`): the pack regions, then
-/// the unpack regions naming messages `n..2n`; then the pack signals, then the unpack ones.
-struct FusedTable<M> {
-    memory: M,
-    pack_regions: u32,
-    unpack_regions: u32,
-    /// The larger side's grid, within what the device holds at once.
-    blocks: u32,
 }
 
 /// How many sets of fields keep their region tables: a code that exchanges ever new fields
@@ -107,9 +93,6 @@ struct Tables<B: Backend> {
     unpack: [SideTable<B::DeviceMemory>; 2],
     /// Per entry, the unpack grid blocks serving its incoming message (first, count).
     unpack_ranges: Vec<Option<(u32, u32)>>,
-    /// The one-launch exchange of each slot parity, when every message is device-direct and
-    /// its grid can be resident at once.
-    fused: [Option<FusedTable<B::DeviceMemory>>; 2],
 }
 
 /// What the regions of the messages are.
@@ -525,74 +508,6 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         keep: Vec<Arc<FieldMemory<B>>>,
         stream: &B::Stream,
     ) -> Result<()> {
-        let id = self.prepare(&key, keep, stream)?;
-        self.queue_pack(key, id, stream)
-    }
-
-    /// A blocking exchange's `start` and `finish` at once: when every message goes
-    /// device-direct, one launch packs and unpacks (`HP_REGIONS_FUSED`: ipc-tq's shape, no
-    /// kernel boundary between a message's pack and its unpack); otherwise `start`, then
-    /// `finish`. Either way the same flags and counters move, so peers may take either path.
-    ///
-    /// # Errors
-    /// As [`Self::start`] and [`Self::finish`].
-    pub fn start_and_finish(
-        &mut self,
-        key: Vec<u64>,
-        keep: Vec<Arc<FieldMemory<B>>>,
-        stream: &B::Stream,
-    ) -> Result<()> {
-        self.usable()?;
-        if self.phase == Phase::Started {
-            return Err(Error::Usage(
-                "a blocking exchange called between start and finish".into(),
-            ));
-        }
-        let result = self.start_and_finish_inner(key, keep, stream);
-        self.fail_on(result)
-    }
-
-    fn start_and_finish_inner(
-        &mut self,
-        key: Vec<u64>,
-        keep: Vec<Arc<FieldMemory<B>>>,
-        stream: &B::Stream,
-    ) -> Result<()> {
-        let id = self.prepare(&key, keep, stream)?;
-        let slot = (self.epoch & 1) as usize;
-        let fused = match (&self.capture, self.memory.tables.get(&key)) {
-            (None, Some(tables)) => tables.fused[slot].as_ref(),
-            _ => None,
-        };
-        let Some(fused) = fused else {
-            self.queue_pack(key, id, stream)?;
-            return self.finish_inner(stream);
-        };
-        self.unrecorded = true;
-        self.launch_fused(fused, stream)?;
-        self.backend.record_event(&self.last_pack, stream)?;
-        self.backend.record_event(&self.last_unpack, stream)?;
-        self.unrecorded = false;
-        self.pack_stream = id;
-        self.unpack_stream = id;
-        self.unpack_recorded = true;
-        self.current = key;
-        self.phase = Phase::Finished;
-        if self.options.checked {
-            self.wait_inner()?;
-        }
-        Ok(())
-    }
-
-    /// Everything before an exchange's first launch: earlier failures, the order after the
-    /// last unpack, the new epoch, host-staged receives posted, the region tables of `key`,
-    /// the fields kept. Returns the stream's id.
-    fn prepare(
-        &mut self,
-        key: &[u64],
-        keep: Vec<Arc<FieldMemory<B>>>,
-        stream: &B::Stream,
-    ) -> Result<u64> {
         let deadline = self.deadline();
         self.check_capturing_stream(stream)?;
         // A GPU-side wait of an earlier exchange that gave up, as far as the device got.
@@ -618,9 +533,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             let source = self.entries[j].peer;
             self.mpi.post_recv(j, region, source)?;
         }
-        if !self.memory.tables.contains_key(key) {
+        if !self.memory.tables.contains_key(&key) {
             self.evict_tables();
-            let tables = self.build_tables(key)?;
+            let tables = self.build_tables(&key)?;
             if self.payload == Payload::Synthetic && self.memory.checks.is_none() {
                 let bytes = tables.unpack[0].blocks as usize * size_of::<hp_block_check>();
                 let checks = self
@@ -630,10 +545,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 unsafe { std::ptr::write_bytes(checks.host_ptr(), 0, bytes) };
                 self.memory.checks = Some(checks);
             }
-            self.memory.tables.insert(key.to_vec(), tables);
+            self.memory.tables.insert(key.clone(), tables);
         }
         let capturing = self.capture.is_some();
-        if let Some(tables) = self.memory.tables.get_mut(key) {
+        if let Some(tables) = self.memory.tables.get_mut(&key) {
             tables.last_used = self.epoch;
             tables.pinned |= capturing;
         }
@@ -646,14 +561,6 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 kept.push(share);
             }
         }
-        Ok(id)
-    }
-
-    /// Queues the pack of the prepared exchange and sends its host-staged messages.
-    fn queue_pack(&mut self, key: Vec<u64>, id: u64, stream: &B::Stream) -> Result<()> {
-        let deadline = self.deadline();
-        let capturing = self.capture.is_some();
-        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
         self.unrecorded = !capturing;
         self.launch(&key, true, stream)?;
         if !capturing {
@@ -1161,7 +1068,6 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 regions,
                 blocks: grid,
                 form,
-                signals,
             };
             Ok((table, ranges))
         };
@@ -1169,108 +1075,13 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let (pack1, _) = build(true, 1)?;
         let (unpack0, unpack_ranges) = build(false, 0)?;
         let (unpack1, _) = build(false, 1)?;
-        let fused = [self.fuse(&pack0, &unpack0)?, self.fuse(&pack1, &unpack1)?];
         Ok(Tables {
             last_used: self.epoch,
             pinned: false,
             pack: [pack0, pack1],
             unpack: [unpack0, unpack1],
             unpack_ranges,
-            fused,
         })
-    }
-
-    /// The one-launch table of a slot parity, or `None` when a message is not device-direct
-    /// (a local or host-staged one needs the kernel boundary or the CPU between its pack and
-    /// unpack), a region is paired, or the grid cannot be resident at once.
-    fn fuse(
-        &self,
-        pack: &SideTable<B::DeviceMemory>,
-        unpack: &SideTable<B::DeviceMemory>,
-    ) -> Result<Option<FusedTable<B::DeviceMemory>>> {
-        let direct = !self.routes.is_empty() && self.routes.iter().all(|r| r.link == Link::Direct);
-        let sides = [pack, unpack];
-        let full = sides.iter().all(|t| t.form == HP_REGIONS_FULL);
-        let paired = sides
-            .iter()
-            .any(|t| t.regions.iter().any(|r| r.partner != 0));
-        let blocks = pack.blocks.max(unpack.blocks);
-        if !direct || !full || paired || blocks == 0 {
-            return Ok(None);
-        }
-        let resident = self
-            .backend
-            .max_resident_blocks(Kernel::ExchangeRegions, self.options.threads)?;
-        if blocks > resident {
-            return Ok(None);
-        }
-        let n = self.routes.len() as u32;
-        let mut regions = pack.regions.clone();
-        regions.extend(unpack.regions.iter().map(|r| hp_region {
-            message: if r.message == HP_NO_MESSAGE {
-                r.message
-            } else {
-                r.message + n
-            },
-            ..*r
-        }));
-        let mut signals = pack.signals.clone();
-        signals.extend_from_slice(&unpack.signals);
-        Ok(Some(FusedTable {
-            memory: upload_table(self.backend, &regions, &signals)?,
-            pack_regions: pack.regions.len() as u32,
-            unpack_regions: unpack.regions.len() as u32,
-            blocks,
-        }))
-    }
-
-    /// What every region launch of the current epoch carries: status words (pack outcomes
-    /// first), abort flag, time-out, epoch, payload; the check records when `checks` (an
-    /// unpack of a synthetic payload).
-    fn regions_args(&self, checks: bool) -> hp_regions_args {
-        let status = self.memory.status.device_addr();
-        hp_regions_args {
-            status,
-            abort_flag: status + self.status_layout().abort() as u64,
-            timeout_ticks: (self.options.timeout.as_secs_f64()
-                * self.backend.device_info().timer_hz as f64) as u64,
-            checks: match &self.memory.checks {
-                Some(records) if checks => records.device_addr(),
-                _ => 0,
-            },
-            elem_bytes: self.word,
-            epoch: self.epoch,
-            epoch_base: self.capture.as_ref().map_or(0, |c| c.base.device_addr()),
-            iteration: self.iteration,
-            verify: self.verify.code(),
-            ..hp_regions_args::default()
-        }
-    }
-
-    /// Queues the one-launch exchange of `fused` for the current epoch.
-    fn launch_fused(&self, fused: &FusedTable<B::DeviceMemory>, stream: &B::Stream) -> Result<()> {
-        let memory = fused.memory.device_addr();
-        let regions = u64::from(fused.pack_regions + fused.unpack_regions);
-        let args = hp_regions_args {
-            regions: memory,
-            messages: memory + regions * size_of::<hp_region>() as u64,
-            form: HP_REGIONS_FUSED,
-            num_regions: fused.pack_regions,
-            num_unpack_regions: fused.unpack_regions,
-            table_inline: 0,
-            ..self.regions_args(true)
-        };
-        let dims = LaunchDims {
-            blocks: fused.blocks,
-            threads: self.options.threads,
-        };
-        // SAFETY: as for `launch`: the fused table lives in the tables of the current key,
-        // every other address as there (the unpack regions' status words follow the pack
-        // ones, as `status` of an unpack launch does).
-        unsafe {
-            self.backend
-                .launch(Launch::ExchangeRegions(&args), dims, stream)
-        }
     }
 
     /// Queues the pack (or unpack) of the fields at `key` for the current epoch.
@@ -1291,9 +1102,13 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         if table.regions.is_empty() {
             return Ok(());
         }
+        let checks = match (&self.memory.checks, pack) {
+            (Some(checks), false) if !plain => checks.device_addr(),
+            _ => 0,
+        };
         let n = self.routes.len() as u64;
+        let status = self.memory.status.device_addr();
         let memory = table.memory.device_addr();
-        let common = self.regions_args(!pack && !plain);
         let args = hp_regions_args {
             regions: memory,
             messages: if plain {
@@ -1301,10 +1116,19 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             } else {
                 memory + std::mem::size_of_val(table.regions.as_slice()) as u64
             },
-            status: common.status + if pack { 0 } else { 4 * n },
+            status: status + if pack { 0 } else { 4 * n },
+            abort_flag: status + self.status_layout().abort() as u64,
+            timeout_ticks: (self.options.timeout.as_secs_f64()
+                * self.backend.device_info().timer_hz as f64) as u64,
+            checks,
             num_regions: table.regions.len() as u32,
+            elem_bytes: self.word,
+            epoch: self.epoch,
+            epoch_base: self.capture.as_ref().map_or(0, |c| c.base.device_addr()),
+            iteration: self.iteration,
+            verify: self.verify.code(),
             form: table.form,
-            ..common
+            ..hp_regions_args::default()
         }
         .with_inline_table(&table.regions);
         let dims = LaunchDims {

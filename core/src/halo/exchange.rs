@@ -296,17 +296,13 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     }
 
     /// Runs one exchange of `fields` on `stream` and waits for it: when it returns `Ok`, every
-    /// field's halo cells hold their neighbours' values. When every neighbour is device-direct
-    /// (and the grid fits the device at once), its pack and unpack run as one launch.
+    /// field's halo cells hold their neighbours' values.
     ///
     /// # Errors
     /// As [`Self::start`], [`Self::finish`] and [`Self::wait`].
     pub fn exchange(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
-        self.check_fields(fields)?;
-        let key = fields.iter().map(|f| f.device_addr()).collect();
-        let keep = fields.iter().map(|f| f.share()).collect();
-        // One launch when every neighbour is device-direct (nothing to overlap here).
-        self.engine.start_and_finish(key, keep, stream)?;
+        self.start(fields, stream)?;
+        self.finish(stream)?;
         self.wait()
     }
 

@@ -150,8 +150,8 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
 impl<B: Backend> Strategy for LibraryExchange<'_, B> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
         self.exchange.set_iteration(iteration);
-        self.exchange
-            .start_and_finish(Vec::new(), Vec::new(), &self.stream)?;
+        self.exchange.start(Vec::new(), Vec::new(), &self.stream)?;
+        self.exchange.finish(&self.stream)?;
         self.exchange.wait()?;
         self.events
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
