@@ -734,6 +734,19 @@ HP_DEVICE void hp_stencil_components(const hp_stencil_args& a) {
     }
 }
 
+/* The march form alone (HP_MARCHING_MAX_THREADS in haloport_shared.h): the host launches it
+ * only for the full stencil over one component, a box thick enough to march (as
+ * hp_stencil_marches), and blocks of whole warps. */
+extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
+    hp_stencil27_marching(hp_stencil_args a) {
+    if (a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2]) return;
+    if (a.elem_bytes == 8) {
+        hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS>(a);
+    } else if (a.elem_bytes == 4) {
+        hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS>(a);
+    }
+}
+
 extern "C" __global__ void hp_stencil27(hp_stencil_args a) {
     if (a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2]) return;
     if (a.elem_bytes == 8) {

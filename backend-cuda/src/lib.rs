@@ -443,7 +443,7 @@ impl Backend for CudaBackend {
         stream: &Self::Stream,
     ) -> Result<()> {
         dims.check("cuda", self.info.max_threads_per_block)?;
-        launch.check("cuda")?;
+        launch.check("cuda", dims)?;
         let kernel = launch.kernel();
         let kind = launch_kind(kernel, self.cooperative_launch, &self.info)?;
         let f = self.module.function(kernel)?;

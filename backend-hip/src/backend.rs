@@ -323,7 +323,7 @@ impl Backend for HipBackend {
         stream: &Self::Stream,
     ) -> Result<()> {
         dims.check("hip", self.info.max_threads_per_block)?;
-        launch.check("hip")?;
+        launch.check("hip", dims)?;
         let kernel = launch.kernel();
         let f = self.module.function(kernel)?;
         if !kernel.needs_coresidency() {

@@ -262,7 +262,7 @@ impl Backend for HostBackend {
         stream: &HostStream,
     ) -> Result<()> {
         dims.check("host", Self::MAX_THREADS_PER_BLOCK)?;
-        launch.check("host")?;
+        launch.check("host", dims)?;
         let work = match launch {
             Launch::Pack(args) | Launch::Unpack(args) => {
                 if args.blocks == 0 || args.checks == 0 {
@@ -280,7 +280,8 @@ impl Backend for HostBackend {
             Launch::PackRegions(args) | Launch::UnpackRegions(args) => {
                 HostLaunch::Regions(launch.kernel(), Box::new(*args))
             }
-            Launch::Stencil27(args) => HostLaunch::Stencil(*args),
+            // The march-only kernel computes the same bits as the point form.
+            Launch::Stencil27(args) | Launch::StencilMarching(args) => HostLaunch::Stencil(*args),
             Launch::EpochStep(args) => HostLaunch::EpochStep(*args),
             other => {
                 return Err(Error::Unsupported {

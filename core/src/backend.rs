@@ -146,6 +146,9 @@ pub enum Kernel {
     StencilCells,
     /// Moves a replayed graph's epochs on ([`hp_epoch_args`]): one thread.
     EpochStep,
+    /// [`Kernel::Stencil27`]'s march form as a kernel of its own
+    /// (`HP_MARCHING_MAX_THREADS`): fewer registers, tiles per element type.
+    StencilMarching,
 }
 
 impl Kernel {
@@ -168,6 +171,7 @@ impl Kernel {
             Kernel::Stencil27 => "hp_stencil27",
             Kernel::StencilCells => "hp_stencil_cells",
             Kernel::EpochStep => "hp_epoch_step",
+            Kernel::StencilMarching => "hp_stencil27_marching",
         }
     }
 
@@ -182,7 +186,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 16] = [
+    pub const ALL: [Kernel; 17] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -199,6 +203,7 @@ impl Kernel {
         Kernel::Stencil27,
         Kernel::StencilCells,
         Kernel::EpochStep,
+        Kernel::StencilMarching,
     ];
 }
 
@@ -232,6 +237,12 @@ pub enum Launch<'a> {
     Stencil27(&'a hp_stencil_args),
     /// [`Kernel::EpochStep`]: one block of one thread.
     EpochStep(&'a hp_epoch_args),
+    /// [`Kernel::StencilMarching`]: only where
+    /// [`regions::stencil_marching`](crate::regions::stencil_marching) says so (the full stencil,
+    /// one component, a box thick enough, blocks of whole warps, at most
+    /// `HP_MARCHING_MAX_THREADS`); [`regions::stencil_launch`](crate::regions::stencil_launch)
+    /// picks it and its grid.
+    StencilMarching(&'a hp_stencil_args),
 }
 
 impl Launch<'_> {
@@ -246,21 +257,21 @@ impl Launch<'_> {
                 std::ptr::from_ref(*a).cast()
             }
             Launch::PackRegions(a) | Launch::UnpackRegions(a) => std::ptr::from_ref(*a).cast(),
-            Launch::Stencil27(a) => std::ptr::from_ref(*a).cast(),
+            Launch::Stencil27(a) | Launch::StencilMarching(a) => std::ptr::from_ref(*a).cast(),
             Launch::EpochStep(a) => std::ptr::from_ref(*a).cast(),
         }
     }
 
     /// Checks what can be checked of the argument without reading device memory: for the
     /// region kernels, the element size and that tables are present where their counts say so;
-    /// for the stencil, the element size, the box against the allocation and both fields. Other
-    /// launches pass. Backends call it before queueing a launch, so a mistake is an error on
+    /// for the stencil, the element size, the box against the allocation and both fields (and
+    /// for its march-only kernel, that the box, shape and `dims` suit it). Other launches pass. Backends call it before queueing a launch, so a mistake is an error on
     /// every backend instead of a kernel that silently moves nothing (the kernels ignore
     /// element sizes other than 4 and 8).
     ///
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `backend` and the problem.
-    pub fn check(&self, backend: &str) -> Result<()> {
+    pub fn check(&self, backend: &str, dims: LaunchDims) -> Result<()> {
         let invalid = |what: String| Err(crate::Error::InvalidInput(format!("{backend}: {what}")));
         match self {
             Launch::PackRegions(a) | Launch::UnpackRegions(a) => {
@@ -292,7 +303,21 @@ impl Launch<'_> {
                     other => invalid(format!("region kernel form {other} (0 or 1)")),
                 }
             }
-            Launch::Stencil27(a) => {
+            Launch::StencilMarching(a) if !crate::regions::stencil_marching(a, dims.threads) => {
+                invalid(format!(
+                    "the march-only stencil kernel takes the full stencil over one component, a box of at least {} x {} x {} points and blocks of whole warps up to {} threads (box {:?}..{:?}, shape {}, {} components, {} threads)",
+                    crate::shared::HP_MARCH_X,
+                    crate::shared::HP_MARCH_ROWS,
+                    crate::shared::HP_MARCH_MIN_Z,
+                    crate::shared::HP_MARCHING_MAX_THREADS,
+                    a.begin,
+                    a.end,
+                    a.shape,
+                    a.components,
+                    dims.threads
+                ))
+            }
+            Launch::Stencil27(a) | Launch::StencilMarching(a) => {
                 crate::regions::check_stencil(a).or_else(|e| invalid(e.to_string()))?;
                 if a.in_ == 0 || a.out == 0 || a.in_ == a.out {
                     return invalid(format!(
@@ -329,6 +354,7 @@ impl Launch<'_> {
             Launch::Stencil27(a) if a.components > 1 => Kernel::StencilCells,
             Launch::Stencil27(_) => Kernel::Stencil27,
             Launch::EpochStep(_) => Kernel::EpochStep,
+            Launch::StencilMarching(_) => Kernel::StencilMarching,
         }
     }
 }

@@ -23,6 +23,7 @@
 //! took the 6-face unpack of a 512^3 f64 field from 29.9 to 23.5 us
 //! (`results/2026-11-22-h200-pack-probe`).
 
+use crate::backend::{Launch, LaunchDims};
 use crate::error::{Error, Result};
 use crate::shared::{self, hp_region, hp_regions_args, hp_stencil_args};
 
@@ -385,18 +386,71 @@ pub fn stencil_marches(args: &hp_stencil_args, threads: u32) -> bool {
         && extent(2) >= u64::from(shared::HP_MARCH_MIN_Z)
 }
 
+/// Whether a sweep of `args` with `threads` a block runs the march form's own kernel
+/// ([`Kernel::StencilMarching`](crate::Kernel::StencilMarching)): where the march form applies
+/// ([`stencil_marches`]), in blocks of at most `HP_MARCHING_MAX_THREADS`, for 4- and 8-byte
+/// elements.
+pub fn stencil_marching(args: &hp_stencil_args, threads: u32) -> bool {
+    stencil_marches(args, threads)
+        && threads <= shared::HP_MARCHING_MAX_THREADS
+        && matches!(args.elem_bytes, 4 | 8)
+}
+
+/// The launch of one sweep of `args` with `threads` a block, and its grid: the march form's own
+/// kernel where [`stencil_marching`] says so (a block per tile of its element type's shape),
+/// else [`Kernel::Stencil27`](crate::Kernel::Stencil27) with [`stencil_blocks`].
+pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, LaunchDims) {
+    if !stencil_marching(args, threads) {
+        let dims = LaunchDims {
+            blocks: stencil_blocks(args, threads),
+            threads,
+        };
+        return (Launch::Stencil27(args), dims);
+    }
+    let (rows, cols, depth) = if args.elem_bytes == 8 {
+        (
+            shared::HP_MARCH64_ROWS,
+            shared::HP_MARCH64_COLS,
+            shared::HP_MARCH64_Z,
+        )
+    } else {
+        (
+            shared::HP_MARCH32_ROWS,
+            shared::HP_MARCH32_COLS,
+            shared::HP_MARCH32_Z,
+        )
+    };
+    let dims = LaunchDims {
+        blocks: march_tiles(args, threads, rows, cols, depth),
+        threads,
+    };
+    (Launch::StencilMarching(args), dims)
+}
+
+/// The march form's tiles over `args`'s box: `cols` columns 32 apart and `rows` rows a thread,
+/// `depth` planes; at least one.
+fn march_tiles(args: &hp_stencil_args, threads: u32, rows: u32, cols: u32, depth: u32) -> u32 {
+    let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
+    let tile_rows = u64::from(threads / shared::HP_MARCH_X * rows);
+    let tiles = extent(0).div_ceil(u64::from(shared::HP_MARCH_X * cols))
+        * extent(1).div_ceil(tile_rows)
+        * extent(2).div_ceil(u64::from(depth));
+    u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
+}
+
 /// A grid for [`Kernel::Stencil27`](crate::Kernel::Stencil27) with `threads` per block, at
 /// least one block: a block per tile in the march form, else one thread per point.
 pub fn stencil_blocks(args: &hp_stencil_args, threads: u32) -> u32 {
     if !stencil_marches(args, threads) {
         return blocks_for(stencil_points(args), threads, 1);
     }
-    let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
-    let rows = u64::from(threads / shared::HP_MARCH_X * shared::HP_MARCH_ROWS);
-    let tiles = extent(0).div_ceil(u64::from(shared::HP_MARCH_X * shared::HP_MARCH_COLS))
-        * extent(1).div_ceil(rows)
-        * extent(2).div_ceil(u64::from(shared::HP_MARCH_Z));
-    u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
+    march_tiles(
+        args,
+        threads,
+        shared::HP_MARCH_ROWS,
+        shared::HP_MARCH_COLS,
+        shared::HP_MARCH_Z,
+    )
 }
 
 /// A stencil's shape (`hp_stencil_args.shape`) with 0 read as the full 27-point stencil.
@@ -640,6 +694,7 @@ impl Copy3d {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Kernel;
 
     fn region(offset: u64, count: [u64; 3], stride: [u64; 3]) -> hp_region {
         hp_region {
@@ -893,6 +948,50 @@ mod tests {
             ..big
         };
         assert!(!stencil_marches(&slab_y, 256));
+        // The march form's own kernel: blocks of at most 256 threads, tiles per element type
+        // (f64: 64 columns, 8 warps x 2 rows, 32 planes over 70 x 20 x 40: 2 x 2 x 2; f32: 32
+        // columns, 8 warps x 4 rows, 16 planes: 3 x 1 x 3); larger blocks take hp_stencil27.
+        let (launch, dims) = stencil_launch(&big, 256);
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 8));
+        let with_fields = hp_stencil_args {
+            in_: 0x1000,
+            out: 0x2000,
+            ..big
+        };
+        assert!(Launch::StencilMarching(&with_fields)
+            .check("host", dims)
+            .is_ok());
+        let big32 = hp_stencil_args {
+            elem_bytes: 4,
+            ..big
+        };
+        let (launch, dims) = stencil_launch(&big32, 256);
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 9));
+        let (launch, dims) = stencil_launch(&big, 512);
+        assert_eq!(launch.kernel(), Kernel::Stencil27);
+        assert_eq!(dims.blocks, stencil_blocks(&big, 512));
+        assert_eq!(stencil_launch(&slab_z, 256).0.kernel(), Kernel::Stencil27);
+        // Launched by hand where it does not apply, it is refused.
+        let dims = LaunchDims {
+            blocks: 8,
+            threads: 512,
+        };
+        assert!(Launch::StencilMarching(&with_fields)
+            .check("host", dims)
+            .is_err());
+        let thin = hp_stencil_args {
+            end: [71, 21, 4],
+            ..with_fields
+        };
+        assert!(Launch::StencilMarching(&thin)
+            .check(
+                "host",
+                LaunchDims {
+                    threads: 256,
+                    ..dims
+                }
+            )
+            .is_err());
         // The point form: a thread per point.
         let points = hp_stencil_args {
             form: shared::HP_STENCIL_FORM_POINTS,

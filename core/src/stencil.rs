@@ -17,13 +17,13 @@ use std::time::Instant;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory, Launch, LaunchDims};
+use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory};
 use crate::collective::agree;
 use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
-use crate::regions::{stencil_blocks, stencil_reads, Copy3d};
+use crate::regions::{stencil_launch, stencil_reads, Copy3d};
 use crate::shared::hp_stencil_args;
 
 /// Threads per block of the stencil kernel.
@@ -630,15 +630,12 @@ fn sweep<B: Backend>(
             end: [b[0][1], b[1][1], b[2][1]],
             ..*kind
         };
-        let dims = LaunchDims {
-            blocks: stencil_blocks(&args, STENCIL_THREADS),
-            threads: STENCIL_THREADS,
-        };
+        let (launch, dims) = stencil_launch(&args, STENCIL_THREADS);
         // SAFETY: (1) both fields are allocated for the plan's local array and live until the
         // caller synchronized the stream (they outlive every step); (2) every box lies inside
         // the interior, so every point's neighbours lie inside the allocation; (3) the CPU
         // does not touch the fields while kernels run.
-        unsafe { backend.launch(Launch::Stencil27(&args), dims, stream)? };
+        unsafe { backend.launch(launch, dims, stream)? };
     }
     Ok(())
 }

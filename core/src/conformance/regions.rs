@@ -1023,12 +1023,14 @@ fn stencil_launch<B: Backend>(
         components: comps,
         form,
     };
-    let launch = LaunchDims {
-        blocks: blocks.unwrap_or_else(|| regions::stencil_blocks(&args, threads)),
-        threads,
-    };
+    // The march-only kernel where it applies (blocks of at most 256 threads), else
+    // hp_stencil27 (whose march form serves larger blocks).
+    let (launch, mut grid) = regions::stencil_launch(&args, threads);
+    if let Some(blocks) = blocks {
+        grid.blocks = blocks;
+    }
     // SAFETY: din and dout live until the stream is synchronized below.
-    unsafe { backend.launch(Launch::Stencil27(&args), launch, &stream) }.map_err(e)?;
+    unsafe { backend.launch(launch, grid, &stream) }.map_err(e)?;
     let (_din, dout) = settle(backend, &stream, (din, dout))?;
     let have = decode(
         &device_bytes(backend, &stream, &dout, n as usize * ebu)?,
@@ -1108,12 +1110,13 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
         // Boxes of several march tiles, partial in every dimension (100 x 21..23 x 40 points:
         // tiles of 32 or 64 columns (HP_MARCH_COLS 1 or 2), 8 or 32 rows, HP_MARCH_Z = 32
         // planes), whose last rows leave a thread 1, 2 or 3 of its HP_MARCH_ROWS = 4, in
-        // blocks of 2 and 8 warps, with a grid of every tile and of 3 blocks striding; and the
-        // point form over the same boxes.
+        // blocks of 2 and 8 warps (the march-only kernel: its own tiles, 2 rows x 2 columns
+        // in f64, 4 rows x 16 planes in f32) and 16 warps (hp_stencil27's march form), with a
+        // grid of every tile and of 3 blocks striding; and the point form over the same boxes.
         let alloc = [102, 26, 42];
         for y_end in [23, 24, 25] {
             let bounds = ([1, 2, 1], [101, y_end, 41]);
-            for threads in [64, 256] {
+            for threads in [64, 256, 512] {
                 for blocks in [None, Some(3)] {
                     let form = HP_STENCIL_FORM_MARCH;
                     stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
