@@ -459,12 +459,12 @@ typedef struct hp_stencil_args {
 #define HP_MARCH_MIN_Z 4u
 /* hp_stencil27_marching, the march form as an entry of its own (blocks of at most
  * HP_MARCHING_MAX_THREADS threads, a multiple of HP_MARCH_X): without the point paths beside it
- * the compiler keeps fewer registers, and its tiles are chosen per element type. f64: 2 rows x 2
- * columns x 32 planes a thread; f32: 4 rows x 1 column x 16 planes (a standalone benchmark on
- * one H100: 83 % and 69 % of the copy speed, results/2026-11-25-h100-step-fast). */
+ * the compiler keeps fewer registers, and its tiles are chosen per element type. f64: 4 rows x 1
+ * column x 32 planes a thread; f32: 4 rows x 1 column x 16 planes (one H100:
+ * results/2026-11-25-h100-graph; 2 rows x 2 columns took f64 to 67 % of the copy speed). */
 #define HP_MARCHING_MAX_THREADS 256u
-#define HP_MARCH64_ROWS 2u
-#define HP_MARCH64_COLS 2u
+#define HP_MARCH64_ROWS 4u
+#define HP_MARCH64_COLS 1u
 #define HP_MARCH64_Z 32u
 #define HP_MARCH32_ROWS 4u
 #define HP_MARCH32_COLS 1u

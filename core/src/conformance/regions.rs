@@ -1110,8 +1110,8 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
         // Boxes of several march tiles, partial in every dimension (100 x 21..23 x 40 points:
         // tiles of 32 or 64 columns (HP_MARCH_COLS 1 or 2), 8 or 32 rows, HP_MARCH_Z = 32
         // planes), whose last rows leave a thread 1, 2 or 3 of its HP_MARCH_ROWS = 4, in
-        // blocks of 2 and 8 warps (the march-only kernel: its own tiles, 2 rows x 2 columns
-        // in f64, 4 rows x 16 planes in f32) and 16 warps (hp_stencil27's march form), with a
+        // blocks of 2 and 8 warps (the march-only kernel: its own tiles, 32 planes in f64, 16
+        // in f32) and 16 warps (hp_stencil27's march form), with a
         // grid of every tile and of 3 blocks striding; and the point form over the same boxes.
         let alloc = [102, 26, 42];
         for y_end in [23, 24, 25] {
