@@ -55,8 +55,9 @@ pub(crate) struct GraphParts<B: Backend> {
 }
 
 /// Exchanges (and whatever else the caller queued between them) captured once by
-/// [`MessageExchange::begin_capture`] and [`MessageExchange::end_capture`], replayed by
-/// [`MessageExchange::replay`].
+/// [`HaloExchange::begin_capture`](crate::halo::HaloExchange::begin_capture) and
+/// [`HaloExchange::end_capture`](crate::halo::HaloExchange::end_capture), replayed by
+/// [`HaloExchange::replay`](crate::halo::HaloExchange::replay).
 pub struct ExchangeGraph<B: Backend> {
     parts: Arc<GraphParts<B>>,
     /// The exchange it was captured from.
