@@ -734,12 +734,17 @@ HP_DEVICE void hp_stencil_components(const hp_stencil_args& a) {
     }
 }
 
+/* True when the stencil's box holds no point (every stencil entry then returns at once). */
+HP_DEVICE bool hp_stencil_box_empty(const hp_stencil_args& a) {
+    return a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2];
+}
+
 /* The march form alone (HP_MARCHING_MAX_THREADS in haloport_shared.h): the host launches it
  * only for the full stencil over one component, a box thick enough to march (as
  * hp_stencil_marches), and blocks of whole warps. */
 extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
     hp_stencil27_marching(hp_stencil_args a) {
-    if (a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2]) return;
+    if (hp_stencil_box_empty(a)) return;
     if (a.elem_bytes == 8) {
         hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS>(a);
     } else if (a.elem_bytes == 4) {
@@ -748,7 +753,7 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
 }
 
 extern "C" __global__ void hp_stencil27(hp_stencil_args a) {
-    if (a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2]) return;
+    if (hp_stencil_box_empty(a)) return;
     if (a.elem_bytes == 8) {
         hp_stencil_shaped<double>(a);
     } else if (a.elem_bytes == 4) {
@@ -759,7 +764,7 @@ extern "C" __global__ void hp_stencil27(hp_stencil_args a) {
 /* hp_stencil27 over cells of a.components > 1 components: a kernel of its own, so that the
  * one-component kernel keeps its registers. */
 extern "C" __global__ void hp_stencil_cells(hp_stencil_args a) {
-    if (a.end[0] <= a.begin[0] || a.end[1] <= a.begin[1] || a.end[2] <= a.begin[2]) return;
+    if (hp_stencil_box_empty(a)) return;
     if (a.elem_bytes == 8) {
         hp_stencil_components<double>(a);
     } else if (a.elem_bytes == 4) {

@@ -361,8 +361,10 @@ pub fn run_jacobi<B: Backend>(
         shell: &shell,
         stream: &stream,
     };
+    // Step s reads u and writes v when s is even, the other way round when odd.
+    let fields = |s: u32| if s % 2 == 0 { (&u, &v) } else { (&v, &u) };
     let mut graph = if config.graph {
-        Some(step.capture(comm, &mut exchange, [(&u, &v), (&v, &u)])?)
+        Some(step.capture(comm, &mut exchange, [fields(0), fields(1)])?)
     } else {
         None
     };
@@ -378,8 +380,7 @@ pub fn run_jacobi<B: Backend>(
                 2
             }
             _ => {
-                let fields = if done % 2 == 0 { (&u, &v) } else { (&v, &u) };
-                step.queue(&mut exchange, fields)?;
+                step.queue(&mut exchange, fields(done))?;
                 1
             }
         };
@@ -409,14 +410,10 @@ pub fn run_jacobi<B: Backend>(
     let gathered = gather(backend, comm, &spec, d, &last, &stream, deadline())?;
     // The fields' values no longer matter: the same updates again, without the exchange.
     let mut compute_seconds = Vec::with_capacity(config.compute_steps as usize);
-    for step in 0..config.compute_steps {
-        let (cur, next) = if step % 2 == 0 { (&u, &v) } else { (&v, &u) };
+    for s in 0..config.compute_steps {
         let t0 = Instant::now();
-        for boxes in [std::slice::from_ref(&inner), &shell[..]] {
-            for ((a, b), kind) in cur.iter().zip(next).zip(&launches) {
-                sweep(backend, kind, a, b, boxes, &stream)?;
-            }
-        }
+        step.update(fields(s), &[inner])?;
+        step.update(fields(s), &shell)?;
         backend.stream_synchronize(&stream, deadline())?;
         compute_seconds.push(t0.elapsed().as_secs_f64());
     }
@@ -561,12 +558,15 @@ impl<B: Backend> Step<'_, B> {
     ) -> Result<()> {
         let cur_refs: Vec<&Field<B>> = cur.iter().collect();
         exchange.start(&cur_refs, self.stream)?;
-        for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-            sweep(self.backend, kind, a, b, &[self.inner], self.stream)?;
-        }
+        self.update((cur, next), &[self.inner])?;
         exchange.finish(self.stream)?;
+        self.update((cur, next), self.shell)
+    }
+
+    /// Queues the update of every field from `cur` into `next` over `boxes`.
+    fn update(&self, (cur, next): StepFields<'_, B>, boxes: &[[[u64; 2]; 3]]) -> Result<()> {
         for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-            sweep(self.backend, kind, a, b, self.shell, self.stream)?;
+            sweep(self.backend, kind, a, b, boxes, self.stream)?;
         }
         Ok(())
     }

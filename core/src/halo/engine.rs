@@ -704,14 +704,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             // The unpack reads what the pack (on another stream) wrote for local neighbours.
             self.backend.stream_wait_event(stream, &self.last_pack)?;
         }
-        if self.capture.is_some() {
+        let capturing = self.capture.is_some();
+        self.unrecorded = !capturing;
+        self.launch(&self.current, false, stream)?;
+        if capturing {
             // Captured, not run: nothing to record or wait for (see `graph`).
-            self.launch(&self.current, false, stream)?;
             self.phase = Phase::Finished;
             return Ok(());
         }
-        self.unrecorded = true;
-        self.launch(&self.current, false, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
         self.unrecorded = false;
         self.unpack_recorded = true;

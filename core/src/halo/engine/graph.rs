@@ -144,36 +144,32 @@ impl<B: Backend> MessageExchange<'_, B> {
             .take()
             .ok_or_else(|| Error::Usage("end_capture called without begin_capture".into()))?;
         let exchanges = self.epoch - capture.first_epoch;
-        let whole = self.phase != Phase::Started;
+        let unusable = if self.phase == Phase::Started {
+            Some(Error::Usage(
+                "the capture ended between start and finish: capture whole exchanges".into(),
+            ))
+        } else if exchanges == 0 || exchanges % 2 == 1 {
+            Some(Error::Usage(format!(
+                "a graph must hold an even number of exchanges (the receive slots alternate from one exchange to the next); this capture held {exchanges}"
+            )))
+        } else {
+            None
+        };
         self.epoch = capture.first_epoch;
         self.phase = capture.phase;
-        let usable = whole && exchanges > 0 && exchanges % 2 == 0 && self.failed.is_none();
-        // The graph's last node moves its epochs on for the next replay.
-        let step = hp_epoch_args {
-            word: capture.base.device_addr(),
-            value: exchanges,
-            set: 0,
-            reserved: 0,
-        };
-        let queued = if usable {
+        let queued = if unusable.is_none() && self.failed.is_none() {
+            // The graph's last node moves its epochs on for the next replay.
             // SAFETY: the word lives in the graph's parts, which every replay keeps alive
             // until it completed.
-            unsafe { self.launch_epoch_step(&step, stream) }
+            unsafe { self.launch_epoch_step(capture.base.device_addr(), exchanges, false, stream) }
         } else {
             Ok(())
         };
         // Always ended, so that the stream is usable again whatever failed.
         let graph = self.backend.end_capture(stream);
         self.usable()?;
-        if !whole {
-            return Err(Error::Usage(
-                "the capture ended between start and finish: capture whole exchanges".into(),
-            ));
-        }
-        if exchanges == 0 || exchanges % 2 == 1 {
-            return Err(Error::Usage(format!(
-                "a graph must hold an even number of exchanges (the receive slots alternate from one exchange to the next); this capture held {exchanges}"
-            )));
+        if let Some(e) = unusable {
+            return Err(e);
         }
         queued?;
         Ok(ExchangeGraph {
@@ -232,15 +228,10 @@ impl<B: Backend> MessageExchange<'_, B> {
         }
         self.unrecorded = true;
         if graph.base_after != since {
-            let set = hp_epoch_args {
-                word: graph.parts.base.device_addr(),
-                value: since,
-                set: 1,
-                reserved: 0,
-            };
+            let word = graph.parts.base.device_addr();
             // SAFETY: the word lives in the graph's parts, kept in `replayed` below until
             // the replay is seen complete.
-            unsafe { self.launch_epoch_step(&set, stream)? };
+            unsafe { self.launch_epoch_step(word, since, true, stream)? };
         }
         // SAFETY: (1) the graph's launches name the exchange's tables (pinned in its cache,
         // freed only with the exchange), counters, flags, mailboxes and status words (as for
@@ -273,17 +264,30 @@ impl<B: Backend> MessageExchange<'_, B> {
         }
     }
 
-    /// Queues `hp_epoch_step` on `stream`.
+    /// Queues `hp_epoch_step` on `stream`: the u64 at `word` becomes `value` (`set`) or grows
+    /// by it.
     ///
     /// # Safety
-    /// `args.word` is device memory of this backend that stays allocated until the launch (or
+    /// `word` is device memory of this backend that stays allocated until the launch (or
     /// every replay of the graph that captured it) completed.
-    unsafe fn launch_epoch_step(&self, args: &hp_epoch_args, stream: &B::Stream) -> Result<()> {
+    unsafe fn launch_epoch_step(
+        &self,
+        word: u64,
+        value: u64,
+        set: bool,
+        stream: &B::Stream,
+    ) -> Result<()> {
+        let args = hp_epoch_args {
+            word,
+            value,
+            set: u32::from(set),
+            reserved: 0,
+        };
         let dims = LaunchDims {
             blocks: 1,
             threads: 1,
         };
         // SAFETY: forwarded from this function's contract.
-        unsafe { self.backend.launch(Launch::EpochStep(args), dims, stream) }
+        unsafe { self.backend.launch(Launch::EpochStep(&args), dims, stream) }
     }
 }
