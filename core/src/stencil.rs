@@ -120,6 +120,9 @@ pub struct JacobiRun {
     /// reads one field and writes the other, so this is the time a step's traffic takes at the
     /// device's copy speed, measured in the same run.
     pub copy_seconds: Vec<f64>,
+    /// Wall time of [`HaloExchange::new`] on this rank (plan, buffers, IPC handles, agreement),
+    /// seconds: the set-up `haloport plan` predicts the compiling part of.
+    pub setup_seconds: f64,
     /// The final fields gathered on rank 0; `None` on other ranks.
     pub gathered: Option<GlobalFields>,
 }
@@ -319,7 +322,9 @@ pub fn run_jacobi<B: Backend>(
         Ok((u, v))
     })();
     let (u, v) = agree(comm, "allocating the stencil's fields", allocated)?;
+    let setup_started = Instant::now();
     let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
+    let setup_seconds = setup_started.elapsed().as_secs_f64();
     let deadline = || crate::backend::deadline_in(config.options.timeout);
     // Declared after the fields, so that on any early return it is dropped (and drained of the
     // sweeps queued on it) before they are freed.
@@ -446,6 +451,7 @@ pub fn run_jacobi<B: Backend>(
         exchange_seconds,
         compute_seconds,
         copy_seconds,
+        setup_seconds,
         gathered,
     })
 }

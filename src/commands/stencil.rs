@@ -81,6 +81,10 @@ pub(crate) struct StencilResult {
     copy_median_us: f64,
     /// copy_median_us / compute_median_us: the compute's speed as a fraction of the copy's.
     compute_speed_of_copy: f64,
+    /// The exchange's set-up (`HaloExchange::new`: plan, buffers, IPC handles, agreement) on
+    /// the slowest rank, microseconds; older results lack it.
+    #[serde(default)]
+    setup_us: f64,
     /// Order-independent checksum of the gathered final fields (hex).
     checksum: String,
     pub(crate) verified: bool,
@@ -214,6 +218,7 @@ pub(crate) fn measured<B: Backend>(
         let exchanges = all_gather(world, Ok(run.exchange_seconds.clone()), collective)?;
         let computes = all_gather(world, Ok(run.compute_seconds.clone()), collective)?;
         let copies = all_gather(world, Ok(run.copy_seconds.clone()), collective)?;
+        let setups = all_gather(world, Ok(vec![run.setup_seconds]), collective)?;
         let Some(gathered) = run.gathered else {
             return Ok(None);
         };
@@ -307,6 +312,7 @@ pub(crate) fn measured<B: Backend>(
             } else {
                 0.0
             },
+            setup_us: slowest(&setups).first().copied().unwrap_or(0.0),
             step_us,
             checksum: format!("{:016x}", gathered.checksum()),
             verified,
@@ -352,6 +358,10 @@ fn print_summary(r: &StencilResult) {
         r.copy_median_us,
         r.exposed_exchange_us,
         100.0 * r.hidden_fraction
+    );
+    println!(
+        "  set-up of the exchange {:.1} us (slowest rank)",
+        r.setup_us
     );
     println!("  checksum {}", r.checksum);
     println!("  verified: {} ({})", r.verified, r.verification);
