@@ -459,16 +459,20 @@ typedef struct hp_stencil_args {
 #define HP_MARCH_MIN_Z 4u
 /* hp_stencil27_marching, the march form as an entry of its own (blocks of at most
  * HP_MARCHING_MAX_THREADS threads, a multiple of HP_MARCH_X): without the point paths beside it
- * the compiler keeps fewer registers, and its tiles are chosen per element type. f64: 4 rows x 1
- * column x 32 planes a thread; f32: 4 rows x 1 column x 16 planes (one H100:
- * results/2026-11-25-h100-graph; 2 rows x 2 columns took f64 to 67 % of the copy speed). */
+ * the compiler keeps fewer registers, and its tiles are chosen per element type. f64: 2 rows x 2
+ * columns x 32 planes a thread (the bench's k_wide, 83 % of the copy speed on one H100:
+ * results/2026-11-25-h100-step-fast; 64 registers, 4 blocks an SM); f32: 4 rows x 1 column x
+ * 16 planes (results/2026-11-25-h100-graph). */
 #define HP_MARCHING_MAX_THREADS 256u
-#define HP_MARCH64_ROWS 4u
-#define HP_MARCH64_COLS 1u
+#define HP_MARCH64_ROWS 2u
+#define HP_MARCH64_COLS 2u
 #define HP_MARCH64_Z 32u
 #define HP_MARCH32_ROWS 4u
 #define HP_MARCH32_COLS 1u
 #define HP_MARCH32_Z 16u
+/* hp_stencil27_marching over a box at least HP_MARCH_MIN_Z planes deep but too thin for tiles
+ * (a shell's x and y slabs): a thread per column of HP_SLAB_Z planes (hp_stencil27_slab). */
+#define HP_SLAB_Z 8u
 
 /* hp_stencil_args.shape: bit HP_STENCIL_LO << k reads offset -1 in dimension k (x, y, z = 0, 1,
  * 2), bit HP_STENCIL_HI << k offset +1; HP_STENCIL_FACES reads only points that differ from the

@@ -621,7 +621,12 @@ HP_DEVICE void hp_march_plane(T (&sums)[ROWS], const T* __restrict__ q, int64_t 
  * loads a row: (ROWS + 2) * 3 / ROWS a point), sums each row once and each plane's three rows
  * once (hp_march_plane), and keeps the plane sums of the two planes before, so a point costs
  * (ROWS + 2) * 2 / ROWS + 4 additions and a product where the point form does 26:
- * hp_stencil_sum's order, the same bits. */
+ * hp_stencil_sum's order, the same bits.
+ *
+ * A column past the box's end (the last tile of a box whose width is no multiple of the tile's)
+ * reads column x again (`at`, a select) and stores nothing: no branch lies between the columns'
+ * loads, so a plane's loads of every column issue together (one memory latency a plane, not
+ * one a column) and the compiler keeps k_wide's registers (results/2026-11-25-h100-step-wide). */
 template <typename T, int ROWS, int DEPTH, int COLS>
 HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;
@@ -642,8 +647,11 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
         const uint64_t x = a.begin[0] + (t % tiles_x) * width + tx;
         const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty * ROWS;
         if (x >= a.end[0] || y >= a.end[1]) continue;
-        /* Column c (x + 32 c) lies in the box for c < cols. */
+        /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. */
         const int cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
+        int at[COLS];
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
         const int live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
         const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
         const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
@@ -652,24 +660,20 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
         T lo[COLS][ROWS], mid[COLS][ROWS], hi[COLS][ROWS];
 #pragma unroll
         for (int c = 0; c < COLS; ++c) {
-            if (c < cols) {
-                hp_march_plane(lo[c], q + c * HP_MARCH_X, ax, live);
-                hp_march_plane(mid[c], q + c * HP_MARCH_X + plane, ax, live);
-            }
+            hp_march_plane(lo[c], q + at[c], ax, live);
+            hp_march_plane(mid[c], q + at[c] + plane, ax, live);
         }
         q += 2 * plane;
         for (int z = 0; z < depth; ++z, q += plane, o += plane) {
 #pragma unroll
-            for (int c = 0; c < COLS; ++c) {
-                if (c < cols) hp_march_plane(hi[c], q + c * HP_MARCH_X, ax, live);
-            }
+            for (int c = 0; c < COLS; ++c) hp_march_plane(hi[c], q + at[c], ax, live);
 #pragma unroll
             for (int c = 0; c < COLS; ++c) {
-                if (c >= cols) continue;
 #pragma unroll
                 for (int i = 0; i < ROWS; ++i) {
-                    if (i < live) {
-                        o[c * HP_MARCH_X + i * ax] = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                    if (c < cols && i < live) {
+                        o[c * (int)HP_MARCH_X + i * ax] =
+                            ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
                     }
                     lo[c][i] = mid[c][i];
                     mid[c][i] = hi[c][i];
@@ -679,11 +683,64 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     }
 }
 
-/* Whether a launch of the full stencil over one component marches (haloport_core::regions::
- * stencil_marches): the march form asked for, blocks of whole warps, and a box of at least
- * HP_MARCH_X x HP_MARCH_ROWS x HP_MARCH_MIN_Z points (one column a thread). A thinner box (a shell's slab) takes the
- * point form, where every thread has a point: marching it would leave most lanes idle and
- * walk its few tiles plane after plane. */
+/* The full 27-point stencil over one component for a box too thin for march tiles but at least
+ * HP_MARCH_MIN_Z planes deep (a shell's x and y slabs, HP_STENCIL_FORM_MARCH): a thread per
+ * (x, y) column of HP_SLAB_Z planes, threads numbered x fastest (so along y in a slab one
+ * point wide), marching in z: per plane it loads the 9 points of rows y - 1 .. y + 1
+ * (hp_march_plane with one row) and keeps the plane sums of the two planes before, so a point
+ * costs 9 (HP_SLAB_Z + 2) / HP_SLAB_Z loads where the point form makes 27: in a slab one
+ * point wide every lane's row is a line of its own, so the loads, not the additions, set the
+ * time. hp_stencil_sum's order, the same bits. Threads stride over the columns, so any grid
+ * covers the box. I numbers the columns (uint32_t when they fit). */
+template <typename T, typename I, int DEPTH>
+HP_DEVICE void hp_stencil27_slab_as(const hp_stencil_args& a, I n) {
+    const T* __restrict__ in = (const T*)a.in;
+    T* __restrict__ out = (T*)a.out;
+    const int64_t ax = (int64_t)a.alloc[0];
+    const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
+    const I bx = (I)(a.end[0] - a.begin[0]);
+    const I by = (I)(a.end[1] - a.begin[1]);
+    const T scale = T(1) / T(27u);
+    const I step = (I)gridDim.x * (I)blockDim.x;
+    for (I u = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; u < n; u += step) {
+        const I rest = u / bx;
+        const uint64_t x = a.begin[0] + (uint64_t)(u % bx);
+        const uint64_t y = a.begin[1] + (uint64_t)(rest % by);
+        const uint64_t z0 = a.begin[2] + (uint64_t)(rest / by) * DEPTH;
+        const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
+        const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
+        T* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
+        T lo[1], mid[1], hi[1];
+        hp_march_plane(lo, q, ax, 1);
+        hp_march_plane(mid, q + plane, ax, 1);
+        q += 2 * plane;
+        for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+            hp_march_plane(hi, q, ax, 1);
+            *o = ((lo[0] + mid[0]) + hi[0]) * scale;
+            lo[0] = mid[0];
+            mid[0] = hi[0];
+        }
+    }
+}
+
+template <typename T, int DEPTH>
+HP_DEVICE void hp_stencil27_slab(const hp_stencil_args& a) {
+    const uint64_t n = (a.end[0] - a.begin[0]) * (a.end[1] - a.begin[1]) *
+                       ((a.end[2] - a.begin[2] + DEPTH - 1) / DEPTH);
+    const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
+    if (n + step <= 0xffffffffull) {
+        hp_stencil27_slab_as<T, uint32_t, DEPTH>(a, (uint32_t)n);
+    } else {
+        hp_stencil27_slab_as<T, uint64_t, DEPTH>(a, n);
+    }
+}
+
+/* Whether a launch of the full stencil over one component marches in tiles (haloport_core::
+ * regions::stencil_marches): the march form asked for, blocks of whole warps, and a box of at
+ * least HP_MARCH_X x HP_MARCH_ROWS x HP_MARCH_MIN_Z points (one column a thread). A thinner box
+ * (a shell's slab) takes the point form in hp_stencil27, where every thread has a point
+ * (marching it in tiles would leave most lanes idle), and marches in columns
+ * (hp_stencil27_slab) in hp_stencil27_marching. */
 HP_DEVICE bool hp_stencil_marches(const hp_stencil_args& a) {
     return a.form == HP_STENCIL_FORM_MARCH && blockDim.x % HP_MARCH_X == 0u &&
            a.end[0] - a.begin[0] >= HP_MARCH_X && a.end[1] - a.begin[1] >= HP_MARCH_ROWS &&
@@ -740,15 +797,26 @@ HP_DEVICE bool hp_stencil_box_empty(const hp_stencil_args& a) {
 }
 
 /* The march form alone (HP_MARCHING_MAX_THREADS in haloport_shared.h): the host launches it
- * only for the full stencil over one component, a box thick enough to march (as
- * hp_stencil_marches), and blocks of whole warps. */
+ * only for the full stencil over one component, a box of at least HP_MARCH_MIN_Z planes, and
+ * blocks of whole warps (haloport_core::regions::stencil_marching). A box thick enough for
+ * tiles (hp_stencil_marches) marches in tiles; a thinner one (a shell's x or y slab) in
+ * columns (hp_stencil27_slab). */
 extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
     hp_stencil27_marching(hp_stencil_args a) {
     if (hp_stencil_box_empty(a)) return;
+    const bool tiles = hp_stencil_marches(a);
     if (a.elem_bytes == 8) {
-        hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS>(a);
+        if (tiles) {
+            hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS>(a);
+        } else {
+            hp_stencil27_slab<double, HP_SLAB_Z>(a);
+        }
     } else if (a.elem_bytes == 4) {
-        hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS>(a);
+        if (tiles) {
+            hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS>(a);
+        } else {
+            hp_stencil27_slab<float, HP_SLAB_Z>(a);
+        }
     }
 }
 

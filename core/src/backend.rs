@@ -239,7 +239,7 @@ pub enum Launch<'a> {
     EpochStep(&'a hp_epoch_args),
     /// [`Kernel::StencilMarching`]: only where
     /// [`regions::stencil_marching`](crate::regions::stencil_marching) says so (the full stencil,
-    /// one component, a box thick enough, blocks of whole warps, at most
+    /// one component, a box of at least `HP_MARCH_MIN_Z` planes, blocks of whole warps, at most
     /// `HP_MARCHING_MAX_THREADS`); [`regions::stencil_launch`](crate::regions::stencil_launch)
     /// picks it and its grid.
     StencilMarching(&'a hp_stencil_args),
@@ -305,9 +305,7 @@ impl Launch<'_> {
             }
             Launch::StencilMarching(a) if !crate::regions::stencil_marching(a, dims.threads) => {
                 invalid(format!(
-                    "the march-only stencil kernel takes the full stencil over one component, a box of at least {} x {} x {} points and blocks of whole warps up to {} threads (box {:?}..{:?}, shape {}, {} components, {} threads)",
-                    crate::shared::HP_MARCH_X,
-                    crate::shared::HP_MARCH_ROWS,
+                    "the march-only stencil kernel takes the full stencil over one component, a box of at least {} planes and blocks of whole warps up to {} threads (box {:?}..{:?}, shape {}, {} components, {} threads)",
                     crate::shared::HP_MARCH_MIN_Z,
                     crate::shared::HP_MARCHING_MAX_THREADS,
                     a.begin,

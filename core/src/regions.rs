@@ -373,8 +373,10 @@ pub fn stencil_components(args: &hp_stencil_args) -> u32 {
 
 /// Whether the kernels walk this launch in the march form ([`shared::HP_STENCIL_FORM_MARCH`]):
 /// the full 27-point stencil over one component, in blocks of whole warps, over a box of at
-/// least `HP_MARCH_X` x `HP_MARCH_ROWS` x `HP_MARCH_MIN_Z` points (the kernels'
-/// `hp_stencil_marches`; a shell's thin slabs take the point form).
+/// least `HP_MARCH_X` x `HP_MARCH_ROWS` x `HP_MARCH_MIN_Z` points, in tiles (the kernels'
+/// `hp_stencil_marches`). A shell's thinner slabs take the point form in
+/// [`Kernel::Stencil27`](crate::Kernel::Stencil27) and march in columns in the march form's own
+/// kernel ([`stencil_marching`]).
 pub fn stencil_marches(args: &hp_stencil_args, threads: u32) -> bool {
     let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
     args.form == shared::HP_STENCIL_FORM_MARCH
@@ -387,18 +389,27 @@ pub fn stencil_marches(args: &hp_stencil_args, threads: u32) -> bool {
 }
 
 /// Whether a sweep of `args` with `threads` a block runs the march form's own kernel
-/// ([`Kernel::StencilMarching`](crate::Kernel::StencilMarching)): where the march form applies
-/// ([`stencil_marches`]), in blocks of at most `HP_MARCHING_MAX_THREADS`, for 4- and 8-byte
-/// elements.
+/// ([`Kernel::StencilMarching`](crate::Kernel::StencilMarching)): the full 27-point stencil over
+/// one component in the march form, in blocks of whole warps up to `HP_MARCHING_MAX_THREADS`,
+/// for 4- and 8-byte elements, over a box of at least `HP_MARCH_MIN_Z` planes. A box thick
+/// enough for tiles ([`stencil_marches`]) marches in tiles; a thinner one (a shell's x and y
+/// slabs) in columns of `HP_SLAB_Z` planes, a thread each (the kernels' `hp_stencil27_slab`).
 pub fn stencil_marching(args: &hp_stencil_args, threads: u32) -> bool {
-    stencil_marches(args, threads)
+    let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
+    args.form == shared::HP_STENCIL_FORM_MARCH
+        && stencil_shape(args.shape) == shared::HP_STENCIL_FULL
+        && stencil_components(args) == 1
+        && threads % shared::HP_MARCH_X == 0
+        && threads > 0
         && threads <= shared::HP_MARCHING_MAX_THREADS
         && matches!(args.elem_bytes, 4 | 8)
+        && extent(2) >= u64::from(shared::HP_MARCH_MIN_Z)
 }
 
 /// The launch of one sweep of `args` with `threads` a block, and its grid: the march form's own
-/// kernel where [`stencil_marching`] says so (a block per tile of its element type's shape),
-/// else [`Kernel::Stencil27`](crate::Kernel::Stencil27) with [`stencil_blocks`].
+/// kernel where [`stencil_marching`] says so (a block per tile of its element type's shape, or
+/// in a slab a thread per column of `HP_SLAB_Z` planes), else
+/// [`Kernel::Stencil27`](crate::Kernel::Stencil27) with [`stencil_blocks`].
 pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, LaunchDims) {
     if !stencil_marching(args, threads) {
         let dims = LaunchDims {
@@ -406,6 +417,17 @@ pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, Laun
             threads,
         };
         return (Launch::Stencil27(args), dims);
+    }
+    if !stencil_marches(args, threads) {
+        let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
+        let columns = extent(0)
+            .saturating_mul(extent(1))
+            .saturating_mul(extent(2).div_ceil(u64::from(shared::HP_SLAB_Z)));
+        let dims = LaunchDims {
+            blocks: blocks_for(columns, threads, 1),
+            threads,
+        };
+        return (Launch::StencilMarching(args), dims);
     }
     let (rows, cols, depth) = if args.elem_bytes == 8 {
         (
@@ -949,10 +971,10 @@ mod tests {
         };
         assert!(!stencil_marches(&slab_y, 256));
         // The march form's own kernel: blocks of at most 256 threads, tiles per element type
-        // (f64: 32 columns, 8 warps x 4 rows, 32 planes over 70 x 20 x 40: 3 x 1 x 2; f32: 16
-        // planes: 3 x 1 x 3); larger blocks take hp_stencil27.
+        // (f64: 64 columns, 8 warps x 2 rows, 32 planes over 70 x 20 x 40: 2 x 2 x 2; f32: 32
+        // columns, 8 warps x 4 rows, 16 planes: 3 x 1 x 3); larger blocks take hp_stencil27.
         let (launch, dims) = stencil_launch(&big, 256);
-        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 6));
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 8));
         let with_fields = hp_stencil_args {
             in_: 0x1000,
             out: 0x2000,
@@ -971,6 +993,23 @@ mod tests {
         assert_eq!(launch.kernel(), Kernel::Stencil27);
         assert_eq!(dims.blocks, stencil_blocks(&big, 512));
         assert_eq!(stencil_launch(&slab_z, 256).0.kernel(), Kernel::Stencil27);
+        // A slab at least HP_MARCH_MIN_Z planes deep but too thin for tiles marches in
+        // columns of HP_SLAB_Z = 8 planes, a thread each: 70 x 3 x 5 columns in 5 blocks, and
+        // a slab one point wide, 1 x 20 x 5, in 1.
+        let (launch, dims) = stencil_launch(&slab_y, 256);
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 5));
+        let slab_x = hp_stencil_args {
+            begin: [70, 1, 1],
+            ..big
+        };
+        let (launch, dims) = stencil_launch(&slab_x, 256);
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 1));
+        let slab_x = hp_stencil_args {
+            in_: 0x1000,
+            out: 0x2000,
+            ..slab_x
+        };
+        assert!(Launch::StencilMarching(&slab_x).check("host", dims).is_ok());
         // Launched by hand where it does not apply, it is refused.
         let dims = LaunchDims {
             blocks: 8,

@@ -1125,12 +1125,18 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
             let points = HP_STENCIL_FORM_POINTS;
             stencil_launch(backend, eb, 0, 1, alloc, bounds, None, 256, points)?;
         }
-        // Slabs thinner than a march tile asks (a shell's), in the march form: they take the
-        // point form, with the grid regions::stencil_blocks gives them and with 3 blocks.
+        // Slabs thinner than a march tile asks (a shell's), in the march form, with the grid
+        // regions::stencil_launch gives them and with 3 blocks: one 3 planes deep takes the
+        // point form; the others (3 or 1 rows, 30 or 1 columns, at either end) march in
+        // columns of HP_SLAB_Z planes in the march-only kernel, 40 planes: 5 columns deep.
         for bounds in [
             ([1, 2, 1], [71, 25, 4]),
             ([1, 2, 1], [71, 5, 41]),
             ([1, 2, 1], [31, 25, 41]),
+            ([1, 2, 1], [101, 3, 41]),
+            ([1, 24, 1], [101, 25, 41]),
+            ([1, 2, 1], [2, 25, 41]),
+            ([100, 2, 2], [101, 25, 40]),
         ] {
             for blocks in [None, Some(3)] {
                 let form = HP_STENCIL_FORM_MARCH;
