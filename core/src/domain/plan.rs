@@ -163,8 +163,8 @@ impl HaloPlan {
 /// merged send and receive regions of [`Decomposition::halo_boxes`]. They depend on the part's
 /// local extents and the declaration's halos and padding, not on where the part lies, so parts
 /// of equal extents share them: a rank's set-up computes them once per distinct extents among
-/// itself and its neighbours (one in an evenly split grid, at most 8), and gives each
-/// neighbour a copy with that part's peers ([`Regions::with_peers`]).
+/// itself and its neighbours (one in an evenly split grid, at most 8), and of each neighbour
+/// records only which of these messages it has and with which peers ([`Regions::peers`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Regions {
     /// What they were computed for: the part's `local`, `halo`, `halo_hi` and `alloc`.
@@ -212,7 +212,7 @@ impl Regions {
         [d.local, d.halo, d.halo_hi, d.alloc]
     }
 
-    /// The messages, each with rank -1: what [`Regions::with_peers`] completes.
+    /// The messages, each with rank -1: what [`Regions::peers`] completes.
     pub(crate) fn unpeered(&self) -> &[Neighbour] {
         &self.unpeered
     }
@@ -221,30 +221,27 @@ impl Regions {
     /// direction of the declared neighbourhood that has a neighbour and a halo on either
     /// side, in increasing [`direction_tag`].
     pub(crate) fn neighbours(&self, decomposition: &Decomposition) -> Vec<Neighbour> {
-        self.with_peers(decomposition, self.unpeered.clone(), |n, rank| {
-            n.rank = rank
-        })
+        self.peers(decomposition)
+            .map(|(i, rank)| Neighbour {
+                rank,
+                ..self.unpeered[i].clone()
+            })
+            .collect()
     }
 
-    /// `items`, one per message of [`Regions::unpeered`] and in its order (the same messages
-    /// in another form), each given its peer in the part `decomposition` (of these extents)
-    /// by `set`, without those whose direction has no neighbour there (past a non-periodic
-    /// boundary).
-    pub(crate) fn with_peers<T>(
-        &self,
+    /// The messages of the part `decomposition` (of these extents), as the index of each in
+    /// [`Regions::unpeered`] and its peer there, in order: every message but those whose
+    /// direction has no neighbour (past a non-periodic boundary).
+    pub(crate) fn peers<'a>(
+        &'a self,
         decomposition: &Decomposition,
-        mut items: Vec<T>,
-        set: impl Fn(&mut T, i32),
-    ) -> Vec<T> {
+    ) -> impl Iterator<Item = (usize, i32)> + 'a {
         debug_assert!(self.fit(decomposition), "regions of another part's extents");
-        debug_assert_eq!(items.len(), self.unpeered.len());
         let ranks = decomposition.neighbour_ranks();
-        let mut directions = self.unpeered.iter().map(|n| n.direction);
-        items.retain_mut(|item| {
-            let peer = directions.next().and_then(|d| ranks.get(d));
-            peer.inspect(|&rank| set(item, rank)).is_some()
-        });
-        items
+        self.unpeered
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, n)| ranks.get(n.direction).map(|rank| (i, rank)))
     }
 }
 

@@ -28,7 +28,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 
 use super::exchange::{HaloFault, HaloOptions, HaloStrategy};
 use super::field::FieldMemory;
-use super::layout::{receiving_entry, sending_entry, Entry, Link, Mailbox, Side};
+use super::layout::{receiving_entry, sending_entry, Entry, EntryTable, Link, Mailbox, Side};
 use crate::backend::{
     deadline_in, upload_table, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
 };
@@ -234,7 +234,7 @@ unsafe impl<B: Backend> Send for Staging<B> {}
 pub(crate) struct Messages {
     /// The entries of this rank and of each of its peers, by rank (peers' layouts give the
     /// addresses we store into); no other rank's are needed.
-    pub entries: BTreeMap<i32, Vec<Entry>>,
+    pub entries: EntryTable,
     /// Bytes of one cell of each field (one region per field in every message); a synthetic
     /// block is one field of 8-byte cells.
     pub cells: Vec<u64>,
@@ -290,9 +290,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             }
             let layouts: BTreeMap<i32, Mailbox> = entries
                 .iter()
-                .map(|(&r, e)| Ok((r, Mailbox::of(e, cells)?)))
+                .map(|(r, e)| Ok((r, Mailbox::of(e.iter(), cells)?)))
                 .collect::<Result<_>>()?;
-            let ours = entries.get(&rank).ok_or_else(|| known(rank))?.clone();
+            let ours = entries.get(rank).ok_or_else(|| known(rank))?.to_vec();
             let mine = layouts.get(&rank).ok_or_else(|| known(rank))?.clone();
             let mailbox_bytes = to_usize(mine.bytes(), "the exchange's receive slots")?;
             let slot_bytes = to_usize(mine.slot_bytes, "the exchange's staging")?;
@@ -364,7 +364,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 Link::Staged
             };
             let theirs = layouts.get(&peer).ok_or_else(|| known(peer))?;
-            let their_entries = entries.get(&peer).ok_or_else(|| known(peer))?;
+            let their_entries = entries.get(peer).ok_or_else(|| known(peer))?;
             let missing = |what: &str| {
                 Error::Internal(format!(
                     "rank {peer} has no {what} entry for rank {rank}'s {} message",
@@ -374,12 +374,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             // Which of the peer's entries receives what we send, and sends what we receive
             // (0 where we send or receive nothing: such an address is never used).
             let j = match entry.send {
-                Some(_) => receiving_entry(their_entries, rank, entry.send_tag)
+                Some(_) => receiving_entry(their_entries.iter(), rank, entry.send_tag)
                     .ok_or_else(|| missing("receiving"))?,
                 None => 0,
             };
             let k = match entry.recv {
-                Some(_) => sending_entry(their_entries, rank, entry.recv_tag)
+                Some(_) => sending_entry(their_entries.iter(), rank, entry.recv_tag)
                     .ok_or_else(|| missing("sending"))?,
                 None => 0,
             };

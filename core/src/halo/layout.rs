@@ -7,10 +7,17 @@
 //! memory, exported to same-node peers) holds two receive slots (epoch parity: an exchange
 //! never overwrites what the peer still unpacks) and then the flags: arrival flag j per
 //! incoming message, credit flag i per outgoing message.
+//!
+//! An [`EntryTable`] holds the entries of a rank and of each rank it exchanges with, sharing
+//! what ranks of the same extents have in common.
+
+use std::borrow::Borrow;
 
 use serde::Serialize;
 
-use crate::domain::{HaloPlan, Neighbour, Subarray};
+#[cfg(test)]
+use crate::domain::HaloPlan;
+use crate::domain::{Neighbour, Subarray};
 
 /// One entry of a rank's exchange: what it sends to and receives from one peer (either may be
 /// absent). The peer's entry for this rank with the matching tag holds the other ends. Plain
@@ -56,24 +63,23 @@ pub(crate) enum Side {
 }
 
 impl Entry {
-    /// The entries of a halo plan: one per neighbour, both ways.
+    /// The entries of a halo plan: one per neighbour, both ways (what tests compare set-up's
+    /// [`EntryTable`] with).
+    #[cfg(test)]
     pub fn of_plan(plan: &HaloPlan) -> Vec<Entry> {
-        Entry::of_neighbours(&plan.neighbours)
+        plan.neighbours.iter().map(Entry::of_neighbour).collect()
     }
 
-    /// The entries of a plan's neighbours.
-    pub fn of_neighbours(neighbours: &[Neighbour]) -> Vec<Entry> {
-        neighbours
-            .iter()
-            .map(|n| Entry {
-                peer: n.rank,
-                send_tag: n.send_tag,
-                recv_tag: n.recv_tag,
-                send: n.send,
-                recv: n.recv,
-                name: EntryName::Halo(n.direction),
-            })
-            .collect()
+    /// The entry of one of a plan's neighbours.
+    pub fn of_neighbour(n: &Neighbour) -> Entry {
+        Entry {
+            peer: n.rank,
+            send_tag: n.send_tag,
+            recv_tag: n.recv_tag,
+            send: n.send,
+            recv: n.recv,
+            name: EntryName::Halo(n.direction),
+        }
     }
 
     /// True when something travels on `side`.
@@ -89,6 +95,125 @@ impl Entry {
             Side::Send => self.send.map_or(0, |s| s.elems()),
             Side::Recv => self.recv.map_or(0, |s| s.elems()),
         }
+    }
+}
+
+/// The entries of a rank and of each rank it exchanges with, by rank: what an exchange's
+/// set-up reads of every peer (a peer's entries give the layout of the mailbox it stores
+/// into, and which of its messages pairs with each of ours).
+///
+/// Ranks whose parts have the same extents have the same entries but for their peers (one
+/// list in an evenly split grid, at most 8 in a halo exchange), so the table holds each
+/// distinct list once, as a *form* whose peers it ignores, and per rank which entries of a
+/// form it has and with which peers: 8 bytes an entry rather than an entry's 160, in three
+/// allocations for all ranks. A rank's set-up writes only that much per neighbour.
+///
+/// Invariant: `ranks` increases strictly, and every item indexes `forms`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EntryTable {
+    /// Every form's entries, form after form.
+    forms: Vec<Entry>,
+    /// The known ranks in increasing order, each with the end of its items (its start is the
+    /// previous rank's end).
+    ranks: Vec<(i32, usize)>,
+    /// Every known rank's entries, rank after rank: an index into `forms`, and the peer.
+    items: Vec<(u32, i32)>,
+}
+
+impl EntryTable {
+    /// An empty table with room for `forms` entries of forms, `ranks` ranks and `items`
+    /// entries of ranks.
+    pub fn with_capacity(forms: usize, ranks: usize, items: usize) -> EntryTable {
+        EntryTable {
+            forms: Vec::with_capacity(forms),
+            ranks: Vec::with_capacity(ranks),
+            items: Vec::with_capacity(items),
+        }
+    }
+
+    /// Adds a form, `entries` (their peers are never read), and returns the index of its first
+    /// entry: what [`EntryTable::push`] adds to an index within it.
+    ///
+    /// # Panics
+    /// When the table would hold more than `u32::MAX` entries of forms.
+    pub fn add_form(&mut self, entries: impl IntoIterator<Item = Entry>) -> usize {
+        let first = self.forms.len();
+        self.forms.extend(entries);
+        assert!(
+            u32::try_from(self.forms.len()).is_ok(),
+            "more than u32::MAX entries of forms"
+        );
+        first
+    }
+
+    /// Adds `rank`'s entries, each an entry of a form (its index in the table, as
+    /// [`EntryTable::add_form`] gives them) with its peer.
+    ///
+    /// # Panics
+    /// When `rank` is not greater than every rank added before it. An index that is not that
+    /// of an entry of a form panics where the entry is read.
+    pub fn push(&mut self, rank: i32, entries: impl IntoIterator<Item = (usize, i32)>) {
+        assert!(
+            self.ranks.last().is_none_or(|&(last, _)| last < rank),
+            "rank {rank} added out of order"
+        );
+        // An index past the forms' entries panics where it is read; one within them is below
+        // `forms.len()`, which add_form keeps within u32.
+        let items = entries.into_iter().map(|(i, peer)| (i as u32, peer));
+        self.items.extend(items);
+        self.ranks.push((rank, self.items.len()));
+    }
+
+    /// Adds `rank`'s `entries` as a form of their own.
+    ///
+    /// # Panics
+    /// Those of [`EntryTable::push`] and [`EntryTable::add_form`].
+    pub fn push_list(&mut self, rank: i32, entries: &[Entry]) {
+        let first = self.add_form(entries.iter().copied());
+        let peers = entries.iter().enumerate().map(|(i, e)| (first + i, e.peer));
+        self.push(rank, peers);
+    }
+
+    /// The entries of `rank`, when known.
+    pub fn get(&self, rank: i32) -> Option<RankEntries<'_>> {
+        let k = self.ranks.binary_search_by_key(&rank, |&(r, _)| r).ok()?;
+        Some(self.rank_entries(k))
+    }
+
+    /// Every known rank and its entries, in increasing rank.
+    pub fn iter(&self) -> impl Iterator<Item = (i32, RankEntries<'_>)> {
+        (0..self.ranks.len()).map(|k| (self.ranks[k].0, self.rank_entries(k)))
+    }
+
+    fn rank_entries(&self, k: usize) -> RankEntries<'_> {
+        let start = k.checked_sub(1).map_or(0, |p| self.ranks[p].1);
+        RankEntries {
+            forms: &self.forms,
+            items: &self.items[start..self.ranks[k].1],
+        }
+    }
+}
+
+/// One rank's entries in an [`EntryTable`], in order.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RankEntries<'a> {
+    forms: &'a [Entry],
+    items: &'a [(u32, i32)],
+}
+
+impl<'a> RankEntries<'a> {
+    /// The entries, each made whole (its form's entry with this rank's peer).
+    pub fn iter(self) -> impl Iterator<Item = Entry> + 'a {
+        let forms = self.forms;
+        self.items.iter().map(move |&(i, peer)| Entry {
+            peer,
+            ..forms[i as usize]
+        })
+    }
+
+    /// The entries, made whole, in a vector of their own.
+    pub fn to_vec(self) -> Vec<Entry> {
+        self.iter().collect()
     }
 }
 
@@ -143,7 +268,10 @@ impl Mailbox {
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) when the sizes overflow 64 bits
     /// (checked, never wrapped).
-    pub fn of(entries: &[Entry], cells: &[u64]) -> crate::Result<Mailbox> {
+    pub fn of<E: Borrow<Entry>>(
+        entries: impl IntoIterator<Item = E>,
+        cells: &[u64],
+    ) -> crate::Result<Mailbox> {
         let overflow = || {
             crate::Error::InvalidInput(format!(
                 "the halo messages of {} fields of cells of {cells:?} bytes overflow 64-bit byte sizes",
@@ -156,8 +284,9 @@ impl Mailbox {
             .ok_or_else(overflow)?;
         let round = |bytes: u64, to: u64| bytes.checked_next_multiple_of(to);
         let message_bytes: Vec<u64> = entries
-            .iter()
+            .into_iter()
             .map(|n| {
+                let n = n.borrow();
                 let elems = n.elems(Side::Send).max(n.elems(Side::Recv));
                 elems
                     .checked_mul(elem_bytes)
@@ -214,17 +343,27 @@ impl Mailbox {
 }
 
 /// The entry among `entries` that receives what rank `from` sends with tag `tag`.
-pub(crate) fn receiving_entry(entries: &[Entry], from: i32, tag: i32) -> Option<usize> {
-    entries
-        .iter()
-        .position(|n| n.peer == from && n.recv_tag == tag && n.recv.is_some())
+pub(crate) fn receiving_entry<E: Borrow<Entry>>(
+    entries: impl IntoIterator<Item = E>,
+    from: i32,
+    tag: i32,
+) -> Option<usize> {
+    entries.into_iter().position(|n| {
+        let n = n.borrow();
+        n.peer == from && n.recv_tag == tag && n.recv.is_some()
+    })
 }
 
 /// The entry among `entries` that sends to rank `to` with tag `tag`.
-pub(crate) fn sending_entry(entries: &[Entry], to: i32, tag: i32) -> Option<usize> {
-    entries
-        .iter()
-        .position(|n| n.peer == to && n.send_tag == tag && n.send.is_some())
+pub(crate) fn sending_entry<E: Borrow<Entry>>(
+    entries: impl IntoIterator<Item = E>,
+    to: i32,
+    tag: i32,
+) -> Option<usize> {
+    entries.into_iter().position(|n| {
+        let n = n.borrow();
+        n.peer == to && n.send_tag == tag && n.send.is_some()
+    })
 }
 
 /// A direction as text: `+x`, `-x+y`, `+x-y+z`.
@@ -300,6 +439,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_table_gives_each_rank_its_entries_whether_listed_or_sharing_a_form() {
+        let spec = spec([3, 1, 2], [true, false, true]);
+        let plans: Vec<Vec<Entry>> = (0..6)
+            .map(|r| Entry::of_plan(&HaloPlan::compile(&spec, 6, r).expect("plan")))
+            .collect();
+        let mut table = EntryTable::default();
+        table.push_list(0, &plans[0]);
+        // Rank 2's entries as those of rank 0's form (the same extents, and the same
+        // directions present) with its own peers.
+        assert_eq!(plans[2].len(), plans[0].len());
+        table.push(2, plans[2].iter().enumerate().map(|(i, e)| (i, e.peer)));
+        table.push_list(5, &plans[5]);
+        for r in [0, 2, 5] {
+            let entries = table.get(r).expect("a known rank");
+            assert_eq!(entries.to_vec(), plans[r as usize], "rank {r}");
+        }
+        assert!(table.get(1).is_none() && table.get(4).is_none() && table.get(6).is_none());
+        let known: Vec<i32> = table.iter().map(|(r, _)| r).collect();
+        assert_eq!(known, [0, 2, 5]);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of order")]
+    fn a_table_refuses_ranks_out_of_order() {
+        let mut table = EntryTable::default();
+        table.push(3, []);
+        table.push(2, []);
     }
 
     #[test]

@@ -1,17 +1,15 @@
 //! What one rank computes, without communication, to set its halo exchange up: its own plan,
-//! the plans of its neighbours (each distinct neighbour once, at most 26), and the layout of
+//! the entries of its neighbours (each distinct neighbour once, at most 26), and the layout of
 //! its messages. Nothing here depends on the number of ranks beyond the arithmetic of a
-//! rank's place in the process grid: set-up never compiles more than 27 plans, however large
+//! rank's place in the process grid: set-up never looks at more than 27 parts, however large
 //! the job (fewer where the 26 directions reach fewer distinct ranks, as in small periodic
-//! jobs). A neighbour's plan costs little more than writing its entries: the regions of its
-//! messages depend only on its part's extents, so they are computed once per distinct extents
-//! (one in an evenly split grid, at most 8) and each neighbour gets a copy with its own peers.
+//! jobs). A neighbour costs little more than finding its peers: the regions of its messages
+//! depend only on its part's extents, so they are computed once per distinct extents (one in
+//! an evenly split grid, at most 8) and kept once in the [`EntryTable`], which records of
+//! each neighbour only which of them it has and with which peers.
 //! `haloport plan` shows it for any rank of any job, without MPI.
 
-use std::collections::btree_map::Entry as Slot;
-use std::collections::BTreeMap;
-
-use super::layout::{Entry, Mailbox, Side};
+use super::layout::{Entry, EntryTable, Mailbox, Side};
 use crate::domain::{Decomposition, DomainSpec, HaloPlan, Regions};
 use crate::error::Result;
 
@@ -21,7 +19,7 @@ pub struct RankSetup {
     /// This rank's plan.
     pub plan: HaloPlan,
     /// The entries of this rank and of each of its distinct neighbours, by rank.
-    pub(crate) entries: BTreeMap<i32, Vec<Entry>>,
+    pub(crate) entries: EntryTable,
     /// Bytes of this rank's receive slots and flags (device memory).
     pub mailbox_bytes: u64,
     /// Bytes of one side of its host staging (pinned memory; one for sends, one for receives).
@@ -38,36 +36,45 @@ impl RankSetup {
     /// rank), and sizes that overflow.
     pub fn compile(spec: &DomainSpec, ranks: i32, rank: i32) -> Result<RankSetup> {
         let (plan, ours) = HaloPlan::compile_with_regions(spec, ranks, rank)?;
-        let mut entries = BTreeMap::new();
-        entries.insert(rank, Entry::of_plan(&plan));
+        // This rank and its distinct neighbours, in the table's order.
+        let mut known: Vec<i32> = plan.neighbours.iter().map(|n| n.rank).collect();
+        known.push(rank);
+        known.sort_unstable();
+        known.dedup();
+        let messages = ours.unpeered().len();
+        let mut entries = EntryTable::with_capacity(messages, known.len(), known.len() * messages);
         // The declaration and its process grid were checked and chosen above, for the whole
         // job: a neighbour's part and messages are arithmetic on them, with no check or
-        // choice of the process grid repeated. Its regions are those of the first part of
-        // the same extents (this rank's, in an evenly split grid): only its neighbour ranks
-        // are its own.
+        // choice of the process grid repeated. Its messages are those of the first part of
+        // the same extents (this rank's, in an evenly split grid): only its peers are its own.
         let procs = plan.decomposition.procs;
-        let mut shapes = vec![Shape::of(ours)];
-        for n in &plan.neighbours {
-            if let Slot::Vacant(slot) = entries.entry(n.rank) {
-                let theirs = Decomposition::checked(spec, procs, n.rank);
-                let shape = match shapes.iter().position(|s| s.regions.fit(&theirs)) {
-                    Some(i) => &shapes[i],
-                    None => {
-                        shapes.push(Shape::of(Regions::of(spec, &theirs)));
-                        &shapes[shapes.len() - 1]
-                    }
-                };
-                slot.insert(shape.entries_of(&theirs));
-            }
+        let first = entries.add_form(ours.unpeered().iter().map(Entry::of_neighbour));
+        let mut shapes = vec![(ours, first)];
+        for &r in &known {
+            let theirs = Decomposition::checked(spec, procs, r);
+            let (regions, first) = match shapes.iter().position(|(s, _)| s.fit(&theirs)) {
+                Some(i) => &shapes[i],
+                None => {
+                    let regions = Regions::of(spec, &theirs);
+                    let first =
+                        entries.add_form(regions.unpeered().iter().map(Entry::of_neighbour));
+                    shapes.push((regions, first));
+                    &shapes[shapes.len() - 1]
+                }
+            };
+            let peers = regions.peers(&theirs).map(|(i, peer)| (first + i, peer));
+            entries.push(r, peers);
         }
-        let ours = &entries[&rank];
-        let layout = Mailbox::of(ours, &spec.cell_sizes())?;
+        let ours = entries
+            .get(rank)
+            .ok_or_else(|| crate::Error::Internal(format!("rank {rank} set up without itself")))?;
+        let layout = Mailbox::of(ours.iter(), &spec.cell_sizes())?;
         let message_bytes = ours
             .iter()
             .map(|e| {
                 layout
-                    .side_bytes(e, Side::Send)
-                    .max(layout.side_bytes(e, Side::Recv))
+                    .side_bytes(&e, Side::Send)
+                    .max(layout.side_bytes(&e, Side::Recv))
             })
             .collect();
         Ok(RankSetup {
@@ -86,27 +93,6 @@ impl RankSetup {
         peers.sort_unstable();
         peers.dedup();
         peers.len()
-    }
-}
-
-/// The entries of every part of one extent, before their peers are known.
-struct Shape {
-    regions: Regions,
-    /// [`Regions::unpeered`] as entries (peer -1).
-    unpeered: Vec<Entry>,
-}
-
-impl Shape {
-    fn of(regions: Regions) -> Shape {
-        let unpeered = Entry::of_neighbours(regions.unpeered());
-        Shape { regions, unpeered }
-    }
-
-    /// The entries of the part `theirs`, of these extents: those of
-    /// `Regions::neighbours(theirs)`, as a copy of this shape's with the part's peers.
-    fn entries_of(&self, theirs: &Decomposition) -> Vec<Entry> {
-        self.regions
-            .with_peers(theirs, self.unpeered.clone(), |e, peer| e.peer = peer)
     }
 }
 
@@ -238,11 +224,15 @@ mod tests {
                     "{spec:?} rank {rank}"
                 );
                 let setup = RankSetup::compile(spec, ranks, rank).expect("setup");
-                for (r, entries) in &setup.entries {
-                    assert_eq!(entries, &all[*r as usize], "{spec:?} rank {rank} peer {r}");
+                for (r, entries) in setup.entries.iter() {
+                    assert_eq!(
+                        entries.to_vec(),
+                        all[r as usize],
+                        "{spec:?} rank {rank} peer {r}"
+                    );
                 }
                 let peers = plan.neighbours.iter().map(|n| n.rank);
-                assert!(peers.chain([rank]).all(|r| setup.entries.contains_key(&r)));
+                assert!(peers.chain([rank]).all(|r| setup.entries.get(r).is_some()));
             }
         }
     }
@@ -270,15 +260,19 @@ mod tests {
                 .collect();
             for rank in 0..ranks {
                 let setup = RankSetup::compile(&spec, ranks, rank).expect("setup");
-                let mut known: Vec<i32> = setup.entries.keys().copied().collect();
+                let mut known: Vec<i32> = setup.entries.iter().map(|(r, _)| r).collect();
                 let mut wanted: Vec<i32> = setup.plan.neighbours.iter().map(|n| n.rank).collect();
                 wanted.push(rank);
                 wanted.sort_unstable();
                 wanted.dedup();
                 known.sort_unstable();
                 assert_eq!(known, wanted, "{procs:?} rank {rank}");
-                for (r, entries) in &setup.entries {
-                    assert_eq!(entries, &all[*r as usize], "{procs:?} rank {rank} peer {r}");
+                for (r, entries) in setup.entries.iter() {
+                    assert_eq!(
+                        entries.to_vec(),
+                        all[r as usize],
+                        "{procs:?} rank {rank} peer {r}"
+                    );
                 }
                 assert_eq!(
                     setup.peers(),

@@ -11,13 +11,12 @@
 //! Iterations keep the thesis protocol: each ends with an MPI barrier.
 
 use mpi::topology::{Communicator, SimpleCommunicator};
-use std::collections::BTreeMap;
 
 use crate::backend::{Backend, Coherence};
 use crate::domain::Subarray;
 use crate::error::{Error, Result};
 use crate::halo::engine::{MessageExchange, Messages, Payload};
-use crate::halo::layout::{Entry, EntryName};
+use crate::halo::layout::{Entry, EntryName, EntryTable};
 use crate::halo::HaloOptions;
 use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
@@ -87,14 +86,14 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
         exchange: ExchangeOptions,
     ) -> Result<Self> {
         let rank = world.rank();
-        let entries: BTreeMap<i32, Vec<Entry>> = patterns
-            .iter()
-            .enumerate()
-            .map(|(r, p)| (r as i32, entries_of(p)))
-            .collect();
+        let mut entries = EntryTable::default();
+        for (r, p) in patterns.iter().enumerate() {
+            entries.push_list(r as i32, &entries_of(p));
+        }
         let ours = entries
-            .get(&rank)
-            .ok_or_else(|| Error::Internal(format!("no pattern for rank {rank}")))?;
+            .get(rank)
+            .ok_or_else(|| Error::Internal(format!("no pattern for rank {rank}")))?
+            .to_vec();
         let dropped = match exchange.fault {
             None => None,
             Some(Fault::DropSend { block }) => ours
