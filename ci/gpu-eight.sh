@@ -85,8 +85,9 @@ if wants setup; then
     # The whole grid of 8 parts of PART, and the plan of its rank 0 compiled without MPI or GPU.
     IFS=x read -r px py pz <<< "$part"
     grid8=$((2 * px))x$((2 * py))x$((2 * pz))
-    step setup-stencil 300 "${mpi[@]}" "$hp" stencil "${common[@]}" --grid "$grid8" \
-        --procs 2x2x2 --transport ipc --steps 2 --json "$out/setup-stencil.json"
+    step setup-stencil 300 "${mpi[@]}" "$hp" stencil --backend cuda --periodic xyz --steps 2 \
+        --exchange-reps 2 --grid "$grid8" --procs 2x2x2 --transport ipc \
+        --json "$out/setup-stencil.json"
     step setup-plan 60 "$hp" plan --ranks 8 --rank 0 --grid "$grid8" --periodic xyz
 fi
 

@@ -461,14 +461,15 @@ typedef struct hp_stencil_args {
  * HP_MARCHING_MAX_THREADS threads, a multiple of HP_MARCH_X): without the point paths beside it
  * the compiler keeps fewer registers, and its tiles are chosen per element type. f64: 2 rows x 2
  * columns x 32 planes a thread (the bench's k_wide, 83 % of the copy speed on one H100:
- * results/2026-11-25-h100-step-fast; 64 registers, 4 blocks an SM); f32: 4 rows x 1 column x
- * 16 planes (results/2026-11-25-h100-graph). */
+ * results/2026-11-25-h100-step-fast; 64 registers, 4 blocks an SM); f32: 2 rows x 2 columns x
+ * 16 planes (554 us at 512^3 on one H100 against 643 us with 4 rows x 1 column:
+ * results/2026-11-25-h100-step-wide). */
 #define HP_MARCHING_MAX_THREADS 256u
 #define HP_MARCH64_ROWS 2u
 #define HP_MARCH64_COLS 2u
 #define HP_MARCH64_Z 32u
-#define HP_MARCH32_ROWS 4u
-#define HP_MARCH32_COLS 1u
+#define HP_MARCH32_ROWS 2u
+#define HP_MARCH32_COLS 2u
 #define HP_MARCH32_Z 16u
 /* hp_stencil27_marching over a box at least HP_MARCH_MIN_Z planes deep but too thin for tiles
  * (a shell's x and y slabs): a thread per column of HP_SLAB_Z planes (hp_stencil27_slab). */
