@@ -595,6 +595,9 @@ fn the_scaling_mode_runs_every_rank_count_verified_with_a_table_json_and_plot() 
                 row["compute_median_us"].as_f64().unwrap_or(0.0) > 0.0,
                 "{row}"
             );
+            // The 27-point stencil, periodic everywhere: every rank sends to all 26 neighbours.
+            assert_eq!(row["messages"], 26, "{row}");
+            assert!(row["setup_us"].as_f64().unwrap_or(0.0) > 0.0, "{row}");
         }
         assert_eq!(rows[0]["efficiency"].as_f64(), Some(1.0), "{result}");
         let plot = std::fs::read_to_string(&svg).expect("the plot");

@@ -30,6 +30,10 @@ struct ScalingRow {
     compute_median_us: f64,
     exposed_exchange_us: f64,
     exchange_median_us: f64,
+    /// Messages rank 0 sends per exchange (6 for the 7-point stencil's faces, 26 for all).
+    messages: usize,
+    /// The exchange's set-up on the slowest rank.
+    setup_us: f64,
     /// Strong: t(1) / (n t(n)); weak: t(1) / t(n); from the median steps.
     efficiency: f64,
     verified: bool,
@@ -105,6 +109,8 @@ pub fn run<B: Backend>(
                 compute_median_us: r.compute_median_us,
                 exposed_exchange_us: r.exposed_exchange_us,
                 exchange_median_us: r.exchange_median_us,
+                messages: r.messages,
+                setup_us: r.setup_us,
                 efficiency: 0.0,
                 verified: r.verified,
             });
@@ -155,18 +161,20 @@ fn print_table(r: &ScalingResult) {
         "{} scaling of the stencil ({} backend, {}):",
         r.mode, r.backend, r.device
     );
-    println!("| ranks | process grid | grid | step | compute alone | exposed exchange | blocking exchange | efficiency | verified |");
-    println!("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |");
+    println!("| ranks | process grid | grid | step | compute alone | exposed exchange | blocking exchange | messages | set-up | efficiency | verified |");
+    println!("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
     for row in &r.rows {
         let [px, py, pz] = row.procs;
         let [nx, ny, nz] = row.grid;
         println!(
-            "| {} | {px}x{py}x{pz} | {nx}x{ny}x{nz} | {:.1} us | {:.1} us | {:.1} us | {:.1} us | {:.0} % | {} |",
+            "| {} | {px}x{py}x{pz} | {nx}x{ny}x{nz} | {:.1} us | {:.1} us | {:.1} us | {:.1} us | {} | {:.0} us | {:.0} % | {} |",
             row.ranks,
             row.step_median_us,
             row.compute_median_us,
             row.exposed_exchange_us,
             row.exchange_median_us,
+            row.messages,
+            row.setup_us,
             100.0 * row.efficiency,
             row.verified
         );

@@ -48,7 +48,7 @@ pub(crate) struct StencilResult {
     /// 7 or 27: the points the update averages.
     stencil: u32,
     /// Messages rank 0 sends per exchange (its neighbours that receive something).
-    messages: usize,
+    pub(crate) messages: usize,
     periodic: [bool; 3],
     #[serde(rename = "type")]
     elem: String,
@@ -84,7 +84,7 @@ pub(crate) struct StencilResult {
     /// The exchange's set-up (`HaloExchange::new`: plan, buffers, IPC handles, agreement) on
     /// the slowest rank, microseconds; older results lack it.
     #[serde(default)]
-    setup_us: f64,
+    pub(crate) setup_us: f64,
     /// Order-independent checksum of the gathered final fields (hex).
     checksum: String,
     pub(crate) verified: bool,
