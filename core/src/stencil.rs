@@ -359,12 +359,22 @@ pub fn run_jacobi<B: Backend>(
             ..hp_stencil_args::default()
         })
         .collect();
+    // The shell's slabs run side by side, each after the first on a stream of its own: alone,
+    // a thin slab fills few of the device's SMs.
+    let side = (1..shell.len())
+        .map(|_| backend.create_stream())
+        .collect::<Result<Vec<_>>>()?;
+    let joins = (0..shell.len())
+        .map(|_| backend.create_marker())
+        .collect::<Result<Vec<_>>>()?;
     let step = Step {
         backend,
         launches: &launches,
         inner,
         shell: &shell,
         stream: &stream,
+        side: &side,
+        joins: &joins,
     };
     // Step s reads u and writes v when s is even, the other way round when odd.
     let fields = |s: u32| if s % 2 == 0 { (&u, &v) } else { (&v, &u) };
@@ -418,7 +428,7 @@ pub fn run_jacobi<B: Backend>(
     for s in 0..config.compute_steps {
         let t0 = Instant::now();
         step.update(fields(s), &[inner])?;
-        step.update(fields(s), &shell)?;
+        step.update_shell(fields(s))?;
         backend.stream_synchronize(&stream, deadline())?;
         compute_seconds.push(t0.elapsed().as_secs_f64());
     }
@@ -550,6 +560,11 @@ struct Step<'a, B: Backend> {
     inner: [[u64; 2]; 3],
     shell: &'a [[[u64; 2]; 3]],
     stream: &'a B::Stream,
+    /// A stream for each of the shell's slabs after the first.
+    side: &'a [B::Stream],
+    /// Markers: the first orders the side streams after the step's stream, the others join
+    /// each side stream back into it.
+    joins: &'a [B::Event],
 }
 
 /// The fields a step reads and writes.
@@ -566,7 +581,36 @@ impl<B: Backend> Step<'_, B> {
         exchange.start(&cur_refs, self.stream)?;
         self.update((cur, next), &[self.inner])?;
         exchange.finish(self.stream)?;
-        self.update((cur, next), self.shell)
+        self.update_shell((cur, next))
+    }
+
+    /// Queues the shell's update: its first slab on the step's stream, each other slab on a
+    /// side stream that starts after everything queued so far and that the step's stream
+    /// waits for, so the slabs run side by side (also inside a captured graph, where the
+    /// markers become its edges).
+    fn update_shell(&self, (cur, next): StepFields<'_, B>) -> Result<()> {
+        let Some((first, rest)) = self.shell.split_first() else {
+            return Ok(());
+        };
+        let (fork, joins) = self
+            .joins
+            .split_first()
+            .ok_or_else(|| Error::Internal("the shell's markers were not made".into()))?;
+        if !rest.is_empty() {
+            self.backend.record_event(fork, self.stream)?;
+        }
+        for (slab, (side, join)) in rest.iter().zip(self.side.iter().zip(joins)) {
+            self.backend.stream_wait_event(side, fork)?;
+            for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
+                sweep(self.backend, kind, a, b, std::slice::from_ref(slab), side)?;
+            }
+            self.backend.record_event(join, side)?;
+        }
+        self.update((cur, next), std::slice::from_ref(first))?;
+        for join in &joins[..rest.len()] {
+            self.backend.stream_wait_event(self.stream, join)?;
+        }
+        Ok(())
     }
 
     /// Queues the update of every field from `cur` into `next` over `boxes`.
