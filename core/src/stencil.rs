@@ -364,7 +364,8 @@ pub fn run_jacobi<B: Backend>(
     let side = (1..shell.len())
         .map(|_| backend.create_stream())
         .collect::<Result<Vec<_>>>()?;
-    let joins = (0..shell.len())
+    let fork = backend.create_marker()?;
+    let joins = (1..shell.len())
         .map(|_| backend.create_marker())
         .collect::<Result<Vec<_>>>()?;
     let step = Step {
@@ -374,6 +375,7 @@ pub fn run_jacobi<B: Backend>(
         shell: &shell,
         stream: &stream,
         side: &side,
+        fork: &fork,
         joins: &joins,
     };
     // Step s reads u and writes v when s is even, the other way round when odd.
@@ -562,8 +564,9 @@ struct Step<'a, B: Backend> {
     stream: &'a B::Stream,
     /// A stream for each of the shell's slabs after the first.
     side: &'a [B::Stream],
-    /// Markers: the first orders the side streams after the step's stream, the others join
-    /// each side stream back into it.
+    /// Orders the side streams after everything queued on the step's stream.
+    fork: &'a B::Event,
+    /// One per side stream: the step's stream waits for each.
     joins: &'a [B::Event],
 }
 
@@ -592,22 +595,18 @@ impl<B: Backend> Step<'_, B> {
         let Some((first, rest)) = self.shell.split_first() else {
             return Ok(());
         };
-        let (fork, joins) = self
-            .joins
-            .split_first()
-            .ok_or_else(|| Error::Internal("the shell's markers were not made".into()))?;
         if !rest.is_empty() {
-            self.backend.record_event(fork, self.stream)?;
+            self.backend.record_event(self.fork, self.stream)?;
         }
-        for (slab, (side, join)) in rest.iter().zip(self.side.iter().zip(joins)) {
-            self.backend.stream_wait_event(side, fork)?;
+        for (slab, (side, join)) in rest.iter().zip(self.side.iter().zip(self.joins)) {
+            self.backend.stream_wait_event(side, self.fork)?;
             for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
                 sweep(self.backend, kind, a, b, std::slice::from_ref(slab), side)?;
             }
             self.backend.record_event(join, side)?;
         }
         self.update((cur, next), std::slice::from_ref(first))?;
-        for join in &joins[..rest.len()] {
+        for join in self.joins {
             self.backend.stream_wait_event(self.stream, join)?;
         }
         Ok(())
