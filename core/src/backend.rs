@@ -563,6 +563,18 @@ pub trait Backend: Sized {
     /// Vendor: cuStreamCreate / hipStreamCreate.
     fn create_stream(&self) -> Result<Self::Stream>;
 
+    /// Creates a stream of the device's highest priority: its kernels' blocks are dispatched
+    /// before those of streams made by [`Self::create_stream`] whenever both wait for room, so
+    /// a short urgent launch (a halo exchange, the cells next to the halos) need not wait for
+    /// a long one (the interior's update) to drain. A backend without priorities gives a
+    /// plain stream.
+    ///
+    /// Vendor: cuCtxGetStreamPriorityRange + cuStreamCreateWithPriority /
+    /// hipDeviceGetStreamPriorityRange + hipStreamCreateWithPriority.
+    fn create_urgent_stream(&self) -> Result<Self::Stream> {
+        self.create_stream()
+    }
+
     /// True when all work queued on `stream` has completed.
     ///
     /// Vendor: cuStreamQuery / hipStreamQuery.

@@ -7,7 +7,10 @@
 //! field (never from the rank), so every decomposition starts from the same global state. Cells
 //! outside a non-periodic boundary keep their initial value (fixed boundary). Each step:
 //! `start` the exchange of the current fields, update the inner box (cells whose neighbours
-//! are all interior), `finish`, update the shell next to the halos, swap.
+//! are all interior), `finish`, update the shell next to the halos, swap. The inner box runs
+//! on a stream of its own beside the step's stream, which is urgent (the device's highest
+//! priority): the exchange and the shell take SMs as the box's blocks free them, so they run
+//! while the box does instead of after it.
 
 // Launches of the stencil kernel and copies take raw device addresses of the fields.
 #![allow(unsafe_code)]
@@ -327,8 +330,12 @@ pub fn run_jacobi<B: Backend>(
     let setup_seconds = setup_started.elapsed().as_secs_f64();
     let deadline = || crate::backend::deadline_in(config.options.timeout);
     // Declared after the fields, so that on any early return it is dropped (and drained of the
-    // sweeps queued on it) before they are freed.
-    let stream = backend.create_stream()?;
+    // sweeps queued on it) before they are freed. The step's stream carries the exchange and
+    // the shell, urgent; the inner box has a stream of its own.
+    let stream = backend.create_urgent_stream()?;
+    let inner_stream = backend.create_stream()?;
+    let inner_fork = backend.create_marker()?;
+    let inner_join = backend.create_marker()?;
     for f in 0..k {
         let initial = local_initial(d, kinds[f], f as u32);
         upload_bytes(
@@ -362,7 +369,7 @@ pub fn run_jacobi<B: Backend>(
     // The shell's slabs run side by side, each after the first on a stream of its own: alone,
     // a thin slab fills few of the device's SMs.
     let side = (1..shell.len())
-        .map(|_| backend.create_stream())
+        .map(|_| backend.create_urgent_stream())
         .collect::<Result<Vec<_>>>()?;
     let fork = backend.create_marker()?;
     let joins = (1..shell.len())
@@ -374,6 +381,9 @@ pub fn run_jacobi<B: Backend>(
         inner,
         shell: &shell,
         stream: &stream,
+        inner_stream: &inner_stream,
+        inner_fork: &inner_fork,
+        inner_join: &inner_join,
         side: &side,
         fork: &fork,
         joins: &joins,
@@ -429,8 +439,10 @@ pub fn run_jacobi<B: Backend>(
     let mut compute_seconds = Vec::with_capacity(config.compute_steps as usize);
     for s in 0..config.compute_steps {
         let t0 = Instant::now();
-        step.update(fields(s), &[inner])?;
+        step.fork_inner()?;
+        step.update_inner(fields(s))?;
         step.update_shell(fields(s))?;
+        step.join_inner()?;
         backend.stream_synchronize(&stream, deadline())?;
         compute_seconds.push(t0.elapsed().as_secs_f64());
     }
@@ -562,6 +574,12 @@ struct Step<'a, B: Backend> {
     inner: [[u64; 2]; 3],
     shell: &'a [[[u64; 2]; 3]],
     stream: &'a B::Stream,
+    /// The inner box's stream, of ordinary priority.
+    inner_stream: &'a B::Stream,
+    /// Orders the inner box after everything queued on the step's stream before it.
+    inner_fork: &'a B::Event,
+    /// The step's stream waits for it: the inner box is done.
+    inner_join: &'a B::Event,
     /// A stream for each of the shell's slabs after the first.
     side: &'a [B::Stream],
     /// Orders the side streams after everything queued on the step's stream.
@@ -574,17 +592,41 @@ struct Step<'a, B: Backend> {
 type StepFields<'a, B> = (&'a Vec<Field<B>>, &'a Vec<Field<B>>);
 
 impl<B: Backend> Step<'_, B> {
-    /// Queues one step from `cur` into `next`: `start`, the inner update, `finish`, the shell.
+    /// Queues one step from `cur` into `next`: `start`, the inner update (on its own stream,
+    /// beside the exchange), `finish`, the shell, and the step's stream waits for the inner
+    /// update. The inner box reads no halo and the shell writes none of its cells, so the
+    /// exchange and the shell may run while it does.
     fn queue(
         &self,
         exchange: &mut HaloExchange<'_, B>,
         (cur, next): StepFields<'_, B>,
     ) -> Result<()> {
         let cur_refs: Vec<&Field<B>> = cur.iter().collect();
+        // Before the pack: the inner box waits for the step before, not for the pack.
+        self.fork_inner()?;
         exchange.start(&cur_refs, self.stream)?;
-        self.update((cur, next), &[self.inner])?;
+        self.update_inner((cur, next))?;
         exchange.finish(self.stream)?;
-        self.update_shell((cur, next))
+        self.update_shell((cur, next))?;
+        self.join_inner()
+    }
+
+    /// Orders the inner stream after everything queued on the step's stream so far.
+    fn fork_inner(&self) -> Result<()> {
+        self.backend.record_event(self.inner_fork, self.stream)?;
+        self.backend
+            .stream_wait_event(self.inner_stream, self.inner_fork)
+    }
+
+    /// Queues the inner box's update on the inner stream (after [`Self::fork_inner`]).
+    fn update_inner(&self, fields: StepFields<'_, B>) -> Result<()> {
+        self.update(fields, &self.inner, self.inner_stream)
+    }
+
+    /// Makes the step's stream wait for the inner update.
+    fn join_inner(&self) -> Result<()> {
+        self.backend.record_event(self.inner_join, self.inner_stream)?;
+        self.backend.stream_wait_event(self.stream, self.inner_join)
     }
 
     /// Queues the shell's update: its first slab on the step's stream, each other slab on a
@@ -600,22 +642,25 @@ impl<B: Backend> Step<'_, B> {
         }
         for (slab, (side, join)) in rest.iter().zip(self.side.iter().zip(self.joins)) {
             self.backend.stream_wait_event(side, self.fork)?;
-            for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-                sweep(self.backend, kind, a, b, std::slice::from_ref(slab), side)?;
-            }
+            self.update((cur, next), slab, side)?;
             self.backend.record_event(join, side)?;
         }
-        self.update((cur, next), std::slice::from_ref(first))?;
+        self.update((cur, next), first, self.stream)?;
         for join in self.joins {
             self.backend.stream_wait_event(self.stream, join)?;
         }
         Ok(())
     }
 
-    /// Queues the update of every field from `cur` into `next` over `boxes`.
-    fn update(&self, (cur, next): StepFields<'_, B>, boxes: &[[[u64; 2]; 3]]) -> Result<()> {
+    /// Queues the update of every field from `cur` into `next` over `cells` on `stream`.
+    fn update(
+        &self,
+        (cur, next): StepFields<'_, B>,
+        cells: &[[u64; 2]; 3],
+        stream: &B::Stream,
+    ) -> Result<()> {
         for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-            sweep(self.backend, kind, a, b, boxes, self.stream)?;
+            sweep(self.backend, kind, a, b, std::slice::from_ref(cells), stream)?;
         }
         Ok(())
     }
