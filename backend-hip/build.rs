@@ -68,6 +68,8 @@ const FUNCTIONS: &[&str] = &[
     "hipHostGetDevicePointer",
     "hipHostFree",
     "hipStreamCreateWithFlags",
+    "hipDeviceGetStreamPriorityRange",
+    "hipStreamCreateWithPriority",
     "hipStreamQuery",
     "hipStreamSynchronize",
     "hipStreamDestroy",

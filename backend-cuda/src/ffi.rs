@@ -437,6 +437,33 @@ pub fn stream_create() -> Result<CUstream> {
     check("cuStreamCreate", stream, || "creating a stream".into())
 }
 
+/// `cuCtxGetStreamPriorityRange`, then `cuStreamCreateWithPriority(CU_STREAM_NON_BLOCKING)`
+/// at the greatest priority of the current context (the numerically lowest value: lower
+/// numbers are greater priorities; streams made by [`stream_create`] have the default, 0).
+///
+/// # Errors
+/// The driver's error.
+///
+/// Vendor: <https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html> (cuStreamCreateWithPriority).
+pub fn stream_create_urgent() -> Result<CUstream> {
+    let (mut least, mut greatest): (c_int, c_int) = (0, 0);
+    // Raw sys call: cudarc 0.18's result layer has no stream priorities.
+    // SAFETY: both are valid out-pointers; a current context exists (backend invariant).
+    let code = unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) };
+    check("cuCtxGetStreamPriorityRange", code.result(), || {
+        "asking the context's stream priorities".into()
+    })?;
+    let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as c_uint;
+    let mut stream: CUstream = std::ptr::null_mut();
+    // Raw sys call: cudarc 0.18's result layer has no stream priorities.
+    // SAFETY: stream is a valid out-pointer; a current context exists (backend invariant).
+    let code = unsafe { sys::cuStreamCreateWithPriority(&mut stream, flags, greatest) };
+    check("cuStreamCreateWithPriority", code.result(), || {
+        format!("creating a stream of priority {greatest} (least {least})")
+    })?;
+    Ok(stream)
+}
+
 /// `cuStreamQuery`: `Ok(true)` when idle, `Ok(false)` while work is pending.
 ///
 /// # Errors

@@ -292,6 +292,10 @@ impl Backend for CudaBackend {
         CudaStream::new(&self.ctx)
     }
 
+    fn create_urgent_stream(&self) -> Result<CudaStream> {
+        CudaStream::urgent(&self.ctx)
+    }
+
     fn stream_query(&self, stream: &CudaStream) -> Result<bool> {
         stream.query()
     }

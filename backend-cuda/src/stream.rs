@@ -14,8 +14,9 @@ use haloport_core::Result;
 use crate::ffi;
 use crate::Context;
 
-/// A CUDA stream: one haloport created (`cuStreamCreate`, destroyed on drop), or one the
-/// application owns, adopted with [`CudaStream::from_raw`] (never destroyed by haloport).
+/// A CUDA stream: one haloport created (`cuStreamCreate`, or `cuStreamCreateWithPriority` for
+/// an urgent one; destroyed on drop), or one the application owns, adopted with
+/// [`CudaStream::from_raw`] (never destroyed by haloport).
 pub struct CudaStream {
     pub(crate) raw: ffi::CUstream,
     /// False for an adopted stream: dropping it neither waits for nor destroys it.
@@ -30,6 +31,15 @@ impl CudaStream {
     pub(crate) fn new(ctx: &Arc<Context>) -> Result<Self> {
         Ok(CudaStream {
             raw: ffi::stream_create()?,
+            owned: true,
+            _ctx: Arc::clone(ctx),
+        })
+    }
+
+    /// A stream of the context's greatest priority.
+    pub(crate) fn urgent(ctx: &Arc<Context>) -> Result<Self> {
+        Ok(CudaStream {
+            raw: ffi::stream_create_urgent()?,
             owned: true,
             _ctx: Arc::clone(ctx),
         })

@@ -1,8 +1,9 @@
 /*
  * fake_cuda.cpp: a stand-in libcuda.so.1 for test_layer.cpp, so the layer's plumbing runs without
  * a GPU: loading the driver through cuGetProcAddress_v2, contexts, and what each HIP call hands the
- * driver (flags, the 3-D copy's fields, IPC handle bytes, the capture mode) and makes of what it
- * answers, including a stream capture's state (begin, end, instantiate, launch, destroy). Each fake
+ * driver (flags, stream priorities, the 3-D copy's fields, IPC handle bytes, the capture mode) and
+ * makes of what it answers, including a stream capture's state (begin, end, instantiate, launch,
+ * destroy). Each fake
  * records its arguments in `fake_state` and answers what the test put there. Never a real driver.
  */
 #include "fake_cuda.h"
@@ -62,6 +63,21 @@ static CUresult fMemFreeHost(void*) { return CUDA_SUCCESS; }
 static CUresult fStreamCreate(CUstream* s, unsigned int flags) {
     fake_state.stream_flags = flags;
     *s = reinterpret_cast<CUstream>(0x5);
+    return CUDA_SUCCESS;
+}
+static CUresult fCtxGetStreamPriorityRange(int* least, int* greatest) {
+    CUresult r = answer();
+    if (r != CUDA_SUCCESS) return r;
+    *least = fake_state.priority_least;
+    *greatest = fake_state.priority_greatest;
+    return CUDA_SUCCESS;
+}
+static CUresult fStreamCreateWithPriority(CUstream* s, unsigned int flags, int priority) {
+    fake_state.stream_flags = flags;
+    fake_state.stream_priority = priority;
+    CUresult r = answer();
+    if (r != CUDA_SUCCESS) return r;
+    *s = reinterpret_cast<CUstream>(0x6);
     return CUDA_SUCCESS;
 }
 static CUresult fStreamQuery(CUstream) { return answer(); }
@@ -227,6 +243,8 @@ static const Entry table[] = {
     {"cuGraphDestroy", (void*)fGraphDestroy},
     {"cuGraphLaunch", (void*)fGraphLaunch},
     {"cuGraphExecDestroy", (void*)fGraphExecDestroy},
+    {"cuCtxGetStreamPriorityRange", (void*)fCtxGetStreamPriorityRange},
+    {"cuStreamCreateWithPriority", (void*)fStreamCreateWithPriority},
 };
 
 /* The real driver's entry point (CUDA 12.0 on), by which the layer finds everything else. The

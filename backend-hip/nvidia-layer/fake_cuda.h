@@ -12,6 +12,11 @@ struct FakeState {
     CUresult next = CUDA_SUCCESS; /* answered by the fakes that answer it, then reset */
     unsigned int host_alloc_flags = 0;
     unsigned int stream_flags = 0;
+    /* Stream priorities: the range the fake answers (lower is greater, as the driver's), and the
+     * priority the last cuStreamCreateWithPriority got. */
+    int priority_least = 0;
+    int priority_greatest = -5;
+    int stream_priority = 1;
     unsigned int event_flags = 0;
     unsigned int ipc_open_flags = 0;
     char ipc_open_reserved[64] = {0};

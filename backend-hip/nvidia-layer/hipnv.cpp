@@ -52,7 +52,8 @@ namespace {
     X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuDeviceGetPCIBusId)                 \
     X(cuDeviceGetByPCIBusId) X(cuDeviceCanAccessPeer) X(cuGetErrorName)                \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)        \
-    X(cuGraphDestroy) X(cuGraphLaunch) X(cuGraphExecDestroy)
+    X(cuGraphDestroy) X(cuGraphLaunch) X(cuGraphExecDestroy)                           \
+    X(cuCtxGetStreamPriorityRange) X(cuStreamCreateWithPriority)
 
 struct Driver {
 #define HIPNV_MEMBER(name) decltype(&::name) name = nullptr;
@@ -306,6 +307,33 @@ HIPNV_EXPORT hipError_t hipStreamCreateWithFlags(hipStream_t* stream, unsigned i
     HIPNV_CONTEXT(d)
     CUstream s = nullptr;
     hipError_t e = HIPNV_CALL(d, cuStreamCreate(&s, cu_flags));
+    if (e == hipSuccess) *stream = reinterpret_cast<hipStream_t>(s);
+    return e;
+}
+
+/* Priorities are not mapped: HIP on NVIDIA answers CUDA's range (in both, lower numbers are
+ * greater priorities), and the backend creates streams only with a priority from that range (see
+ * hipnv_map.h). The driver is always given both out-pointers; a null one of the caller's is
+ * left alone. */
+HIPNV_EXPORT hipError_t hipDeviceGetStreamPriorityRange(int* least, int* greatest) {
+    HIPNV_CONTEXT(d)
+    int lo = 0, hi = 0;
+    hipError_t e = HIPNV_CALL(d, cuCtxGetStreamPriorityRange(&lo, &hi));
+    if (e != hipSuccess) return e;
+    if (least != nullptr) *least = lo;
+    if (greatest != nullptr) *greatest = hi;
+    return hipSuccess;
+}
+
+/* A priority outside the range is clamped into it, by the driver as by HIP. */
+HIPNV_EXPORT hipError_t hipStreamCreateWithPriority(hipStream_t* stream, unsigned int flags,
+                                                    int priority) {
+    if (stream == nullptr) return hipErrorInvalidValue;
+    unsigned int cu_flags = 0;
+    if (!hipnv_stream_flags(flags, &cu_flags)) return hipErrorInvalidValue;
+    HIPNV_CONTEXT(d)
+    CUstream s = nullptr;
+    hipError_t e = HIPNV_CALL(d, cuStreamCreateWithPriority(&s, cu_flags, priority));
     if (e == hipSuccess) *stream = reinterpret_cast<hipStream_t>(s);
     return e;
 }

@@ -185,7 +185,10 @@ static inline int hipnv_host_alloc_flags(unsigned int hip, unsigned int* cu) {
     return 1;
 }
 
-/* hipStreamCreateWithFlags flags: hipStreamDefault (0) and hipStreamNonBlocking. */
+/* hipStreamCreateWithFlags and hipStreamCreateWithPriority flags: hipStreamDefault (0) and
+ * hipStreamNonBlocking. A stream priority is the one value passed through unmapped, and assumes
+ * nothing: the layer's hipDeviceGetStreamPriorityRange answers the driver's own range, and the
+ * backend passes back a number from it. */
 static inline int hipnv_stream_flags(unsigned int hip, unsigned int* cu) {
     if (hip == hipStreamDefault) {
         *cu = CU_STREAM_DEFAULT;

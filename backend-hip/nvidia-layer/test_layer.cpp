@@ -2,7 +2,7 @@
  * test_layer.cpp: the layer's plumbing against fake_cuda.cpp (a stand-in libcuda.so.1 found through
  * LD_LIBRARY_PATH; ci/hip-nvidia-test.sh builds both). What each HIP call hands the driver and
  * makes of its answer: the one device, contexts set on first use, hipHostMalloc and IPC flags,
- * the 3-D copy's fields, a graph captured, instantiated, replayed and destroyed (and the capture
+ * stream priorities, the 3-D copy's fields, a graph captured, instantiated, replayed and destroyed (and the capture
  * errors), error codes mapped and an unmapped one named. Exits non-zero on failure.
  */
 #include "hipnv_map.h"
@@ -64,6 +64,35 @@ int main() {
     fake->next = CUDA_ERROR_NOT_READY;
     CHECK(hipStreamQuery(s) == hipErrorNotReady);
     CHECK(hipStreamQuery(s) == hipSuccess);
+
+    /* Stream priorities: the driver's range as it is, and a priority from it handed back
+     * unchanged with the flags mapped; on an error the caller's values are left alone. */
+    int least = 7, greatest = 7;
+    CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest) == hipSuccess);
+    CHECK(least == fake->priority_least && greatest == fake->priority_greatest);
+    greatest = 7;
+    CHECK(hipDeviceGetStreamPriorityRange(nullptr, &greatest) == hipSuccess);
+    CHECK(greatest == fake->priority_greatest);
+    least = greatest = 7;
+    fake->next = CUDA_ERROR_INVALID_CONTEXT;
+    CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest) == hipErrorInvalidContext);
+    CHECK(least == 7 && greatest == 7);
+    hipStream_t urgent = nullptr;
+    fake->stream_flags = 0;
+    CHECK(hipStreamCreateWithPriority(&urgent, hipStreamNonBlocking, fake->priority_greatest) ==
+          hipSuccess);
+    CHECK(urgent == reinterpret_cast<hipStream_t>(0x6));
+    CHECK(fake->stream_flags == CU_STREAM_NON_BLOCKING);
+    CHECK(fake->stream_priority == fake->priority_greatest);
+    fake->next = CUDA_ERROR_OUT_OF_MEMORY;
+    urgent = nullptr;
+    CHECK(hipStreamCreateWithPriority(&urgent, hipStreamNonBlocking, -1) == hipErrorOutOfMemory);
+    CHECK(urgent == nullptr);
+    /* Refused before the driver is asked: flags HIP 5.2 does not define, no stream pointer. */
+    fake->stream_priority = 1;
+    CHECK(hipStreamCreateWithPriority(&urgent, 0x2, -1) == hipErrorInvalidValue);
+    CHECK(hipStreamCreateWithPriority(nullptr, hipStreamNonBlocking, -1) == hipErrorInvalidValue);
+    CHECK(fake->stream_priority == 1);
 
     /* A CUDA result HIP has no code for: hipErrorUnknown, named with the CUDA result and call. */
     hipEvent_t e = nullptr;

@@ -162,6 +162,12 @@ static void live() {
     /* Refused before the driver is asked. */
     CHECK(hipDeviceGetAttribute(&v, hipDeviceAttributeClockRate, 0) == hipErrorInvalidValue);
     CHECK(hipHostMalloc(&p, 16, hipHostMallocCoherent | hipHostMallocNonCoherent) == hipErrorInvalidValue);
+    /* Stream priorities: the same code, the caller's values left alone. */
+    int least = 7, greatest = 7;
+    CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest) == e && least == 7 && greatest == 7);
+    hipStream_t urgent = nullptr;
+    CHECK(hipStreamCreateWithPriority(&urgent, hipStreamNonBlocking, -1) == e && urgent == 0);
+    CHECK(hipStreamCreateWithPriority(&urgent, 0x2, -1) == hipErrorInvalidValue);
     /* The graph calls: the same code, or refused before the driver is asked. */
     hipStream_t s = reinterpret_cast<hipStream_t>(0x5);
     CHECK(hipStreamBeginCapture(s, hipStreamCaptureModeRelaxed) == e);

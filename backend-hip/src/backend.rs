@@ -184,6 +184,10 @@ impl Backend for HipBackend {
         HipStream::new()
     }
 
+    fn create_urgent_stream(&self) -> Result<HipStream> {
+        HipStream::urgent()
+    }
+
     fn stream_query(&self, stream: &HipStream) -> Result<bool> {
         stream.query()
     }

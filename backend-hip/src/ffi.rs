@@ -334,6 +334,26 @@ pub fn stream_create() -> Result<hipStream_t> {
     Ok(s)
 }
 
+/// `hipDeviceGetStreamPriorityRange`, then `hipStreamCreateWithPriority(hipStreamNonBlocking)`
+/// at the current device's greatest priority (the numerically lowest value: lower numbers are
+/// greater priorities, as in CUDA).
+pub fn stream_create_urgent() -> Result<hipStream_t> {
+    let (mut least, mut greatest): (c_int, c_int) = (0, 0);
+    // SAFETY: both are valid out-pointers.
+    let code = unsafe { sys::hipDeviceGetStreamPriorityRange(&mut least, &mut greatest) };
+    check("hipDeviceGetStreamPriorityRange", code, || {
+        "asking the device's stream priorities".into()
+    })?;
+    let mut s: hipStream_t = std::ptr::null_mut();
+    // SAFETY: s is a valid out-pointer.
+    let code =
+        unsafe { sys::hipStreamCreateWithPriority(&mut s, sys::hipStreamNonBlocking, greatest) };
+    check("hipStreamCreateWithPriority", code, || {
+        format!("creating a stream of priority {greatest} (least {least})")
+    })?;
+    Ok(s)
+}
+
 /// `hipStreamQuery`: `Ok(true)` when idle.
 ///
 /// # Safety

@@ -18,8 +18,9 @@ use haloport_core::Result;
 
 use crate::ffi;
 
-/// A HIP stream: one haloport created (`hipStreamCreateWithFlags`, destroyed on drop), or one
-/// the application owns, adopted with [`HipStream::from_raw`] (never destroyed by haloport).
+/// A HIP stream: one haloport created (`hipStreamCreateWithFlags`, or
+/// `hipStreamCreateWithPriority` for an urgent one; destroyed on drop), or one the application
+/// owns, adopted with [`HipStream::from_raw`] (never destroyed by haloport).
 pub struct HipStream {
     pub(crate) raw: ffi::hipStream_t,
     /// False for an adopted stream: dropping it neither waits for nor destroys it.
@@ -33,6 +34,14 @@ impl HipStream {
     pub(crate) fn new() -> Result<Self> {
         Ok(HipStream {
             raw: ffi::stream_create()?,
+            owned: true,
+        })
+    }
+
+    /// A stream of the device's greatest priority.
+    pub(crate) fn urgent() -> Result<Self> {
+        Ok(HipStream {
+            raw: ffi::stream_create_urgent()?,
             owned: true,
         })
     }
