@@ -625,7 +625,8 @@ impl<B: Backend> Step<'_, B> {
 
     /// Makes the step's stream wait for the inner update.
     fn join_inner(&self) -> Result<()> {
-        self.backend.record_event(self.inner_join, self.inner_stream)?;
+        self.backend
+            .record_event(self.inner_join, self.inner_stream)?;
         self.backend.stream_wait_event(self.stream, self.inner_join)
     }
 
@@ -660,7 +661,14 @@ impl<B: Backend> Step<'_, B> {
         stream: &B::Stream,
     ) -> Result<()> {
         for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-            sweep(self.backend, kind, a, b, std::slice::from_ref(cells), stream)?;
+            sweep(
+                self.backend,
+                kind,
+                a,
+                b,
+                std::slice::from_ref(cells),
+                stream,
+            )?;
         }
         Ok(())
     }

@@ -10,6 +10,9 @@
  * - "box-production": hp_stencil27_marching over one N^3 box (its tiles per type);
  *   "box-tiles-RxCxZ" the production template as a kernel per tiling; "box-shfl-RxCxZ" the
  *   same tiles with the x neighbours taken from warp shuffles (shfl_march below).
+ * - "inner-production": the step's inner box (x, y, z from 2 to N - 1) in hp_stencil27_marching;
+ *   "box-vecV-RxZ" the same box in tiles of V adjacent points a lane, one vector load a row
+ *   (k_vec below).
  * - "slab-*": each shell slab of haloport stencil's step, point form and production.
  * - "step-now": the inner box and the six slabs one after another on one stream;
  *   "step-box-beside-urgent-slabs": the box on a stream of the lowest priority and each slab
@@ -135,6 +138,113 @@ __device__ void shfl_march(const hp_stencil_args& a) {
                     }
                     lo[c][i] = mid[c][i];
                     mid[c][i] = hi[c][i];
+                }
+            }
+        }
+    }
+}
+
+/* Tiles of V adjacent points a lane (one vector load of V words per row: a warp covers 32 V
+ * contiguous points), the x neighbours inside a lane's vector from itself, across lanes from
+ * shuffles, past the warp's ends from lanes 0 and 31. The same sums in the same order as the
+ * production template: the same bits. Needs the box's first column at a multiple of V in the
+ * allocation (vectors aligned): step_bench's inner box starts at x = 2. Vectors past the box's
+ * end read the vector holding the box's end column and store nothing. */
+template <typename T, int V>
+struct alignas(sizeof(T) * V) vec_of {
+    T v[V];
+};
+
+template <typename T, int V, int ROWS>
+__device__ __forceinline__ void vec_plane(T (&sums)[V][ROWS], const T* __restrict__ q, int at,
+                                          int edge, int64_t ax, int live, int lane) {
+    T row[V][ROWS + 2];
+#pragma unroll
+    for (int i = 0; i < ROWS + 2; ++i) {
+        const T* r = q + (i - 1) * ax;
+        const bool load = i <= live + 1;
+        vec_of<T, V> w;
+        if (load) {
+            w = *(const vec_of<T, V>*)(r + at);
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; ++j) w.v[j] = T(0);
+        }
+        const T e = (load && (lane == 0 || lane == 31)) ? r[edge] : T(0);
+        const T up = shfl_up1(w.v[V - 1]);
+        const T down = shfl_down1(w.v[0]);
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            const T left = j > 0 ? w.v[j > 0 ? j - 1 : 0] : (lane == 0 ? e : up);
+            const T right = j < V - 1 ? w.v[j < V - 1 ? j + 1 : 0] : (lane == 31 ? e : down);
+            row[j][i] = (left + w.v[j]) + right;
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) sums[j][i] = (row[j][i] + row[j][i + 1]) + row[j][i + 2];
+    }
+}
+
+template <typename T, int V, int ROWS, int DEPTH>
+__global__ void __launch_bounds__(256) k_vec(hp_stencil_args a) {
+    const T* __restrict__ in = (const T*)a.in;
+    T* __restrict__ out = (T*)a.out;
+    const int64_t ax = (int64_t)a.alloc[0];
+    const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
+    const uint64_t rows = (uint64_t)(blockDim.x / HP_MARCH_X) * ROWS;
+    const uint64_t width = (uint64_t)HP_MARCH_X * V;
+    const uint64_t bx = a.end[0] - a.begin[0], by = a.end[1] - a.begin[1],
+                   bz = a.end[2] - a.begin[2];
+    const uint64_t tiles_x = (bx + width - 1) / width;
+    const uint64_t tiles_y = (by + rows - 1) / rows;
+    const uint64_t tiles = tiles_x * tiles_y * ((bz + DEPTH - 1) / DEPTH);
+    const int lane = (int)(threadIdx.x % HP_MARCH_X);
+    const uint64_t ty = threadIdx.x / HP_MARCH_X;
+    const T scale = T(1) / T(27u);
+    /* The vector holding the box's end column (the last right neighbour the box needs). */
+    const uint64_t last_vec = a.end[0] - a.end[0] % V;
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint64_t rest = t / tiles_x;
+        const uint64_t x0 = a.begin[0] + (t % tiles_x) * width;
+        const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty * ROWS;
+        if (y >= a.end[1]) continue;
+        const int live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
+        const uint64_t x = x0 + (uint64_t)(V * lane);
+        const int at = (int)((x < last_vec ? x : last_vec) - x0);
+        const uint64_t right_edge = x0 + width < a.end[0] ? x0 + width : a.end[0];
+        const int edge = lane == 0 ? -1 : (int)(right_edge - x0);
+        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
+        const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
+        const T* q = in + (x0 + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
+        T* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
+        const bool whole = x + V <= a.end[0];
+        T lo[V][ROWS], mid[V][ROWS], hi[V][ROWS];
+        vec_plane<T, V, ROWS>(lo, q, at, edge, ax, live, lane);
+        vec_plane<T, V, ROWS>(mid, q + plane, at, edge, ax, live, lane);
+        q += 2 * plane;
+        for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+            vec_plane<T, V, ROWS>(hi, q, at, edge, ax, live, lane);
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i) {
+                vec_of<T, V> r;
+#pragma unroll
+                for (int j = 0; j < V; ++j) r.v[j] = ((lo[j][i] + mid[j][i]) + hi[j][i]) * scale;
+                if (i < live) {
+                    if (whole) {
+                        *(vec_of<T, V>*)(o + i * ax) = r;
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < V; ++j) {
+                            if (x + j < a.end[0]) o[i * ax + j] = r.v[j];
+                        }
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    lo[j][i] = mid[j][i];
+                    mid[j][i] = hi[j][i];
                 }
             }
         }
@@ -308,6 +418,27 @@ static void run(const char* tname, uint64_t N, int reps) {
     TILES(2, 4, 16);
     TILES(8, 1, 16);
     TILES(4, 2, 32);
+#define VEC(V, R, Z) \
+    time("box-vec" #V "-" #R "x" #Z, {{k_vec<T, V, R, Z>, tiles(a, R, V, Z), a}})
+    // The inner box of the step (x from 2): vectors aligned.
+    {
+        hp_stencil_args in_box = a;
+        for (int k = 0; k < 3; ++k) in_box.begin[k] = 2, in_box.end[k] = N;
+        const hp_stencil_args keep = a;
+        a = in_box;
+        time("inner-production", {{hp_stencil27_marching, tiles(a, prow, pcol, pz), a}});
+        VEC(2, 2, 32);
+        VEC(2, 4, 32);
+        VEC(2, 2, 16);
+        VEC(2, 4, 16);
+        if (!f64) {
+            VEC(4, 2, 16);
+            VEC(4, 2, 32);
+            VEC(4, 4, 16);
+        }
+        a = keep;
+    }
+#undef VEC
 #undef TILES
     time("box-production-again", {{hp_stencil27_marching, tiles(a, prow, pcol, pz), a}});
     // The step's boxes (core/src/stencil.rs boxes()): the inner box, then the slabs.
