@@ -313,6 +313,47 @@ pub fn copies_round_trip_and_events_complete<B: Backend>(backend: &B) -> Check {
     )
 }
 
+/// An urgent stream runs copies like any stream and orders after a plain one through a marker
+/// (as the stencil's step forks and joins its streams): bytes uploaded on a plain stream come
+/// back unchanged through an urgent one that waited for the upload.
+pub fn urgent_streams_order_after_plain_ones<B: Backend>(backend: &B) -> Check {
+    const N: usize = 1 << 20;
+    let src = backend.alloc_pinned(N, Coherence::Coherent).map_err(e)?;
+    let dst = backend.alloc_pinned(N, Coherence::Coherent).map_err(e)?;
+    let dev = backend.alloc_device(N).map_err(e)?;
+    // SAFETY: src and dst are valid for N bytes and no copy is queued yet.
+    unsafe {
+        let bytes = std::slice::from_raw_parts_mut(src.host_ptr(), N);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (i % 241) as u8;
+        }
+        std::ptr::write_bytes(dst.host_ptr(), 0, N);
+    }
+    let plain = backend.create_stream().map_err(e)?;
+    let urgent = backend.create_urgent_stream().map_err(e)?;
+    let uploaded = backend.create_marker().map_err(e)?;
+    // SAFETY: (1) src, dev and dst live until the end of this function, after both streams
+    // are synchronized; (2) the download waits for the upload through the marker.
+    unsafe {
+        backend
+            .copy_to_device_async(&dev, 0, &src, 0, N, &plain)
+            .map_err(e)?;
+        backend.record_event(&uploaded, &plain).map_err(e)?;
+        backend.stream_wait_event(&urgent, &uploaded).map_err(e)?;
+        backend
+            .copy_to_host_async(&dst, 0, &dev, 0, N, &urgent)
+            .map_err(e)?;
+    }
+    backend.stream_synchronize(&urgent, deadline()).map_err(e)?;
+    backend.stream_synchronize(&plain, deadline()).map_err(e)?;
+    // SAFETY: dst is valid for N bytes; both streams are idle.
+    let back = unsafe { std::slice::from_raw_parts(dst.host_ptr(), N) };
+    ensure(
+        back.iter().enumerate().all(|(i, &b)| b == (i % 241) as u8),
+        || "bytes copied back on an urgent stream after the upload differ".into(),
+    )
+}
+
 /// Copies outside an allocation are refused with an error, not performed.
 pub fn out_of_range_copies_are_refused<B: Backend>(backend: &B) -> Check {
     let src = backend.alloc_pinned(64, Coherence::Coherent).map_err(e)?;
@@ -372,6 +413,7 @@ macro_rules! backend_conformance_tests {
             non_coherent_buffers_work_and_report_what_they_are,
             kernels_stamp_device_times_in_order,
             copies_round_trip_and_events_complete,
+            urgent_streams_order_after_plain_ones,
             out_of_range_copies_are_refused,
             clock_ping_pong_fits_the_reported_timer_rate,
             occupancy_is_reported,

@@ -7,10 +7,11 @@
 //! field (never from the rank), so every decomposition starts from the same global state. Cells
 //! outside a non-periodic boundary keep their initial value (fixed boundary). Each step:
 //! `start` the exchange of the current fields, update the inner box (cells whose neighbours
-//! are all interior), `finish`, update the shell next to the halos, swap. The inner box runs
-//! on a stream of its own beside the step's stream, which is urgent (the device's highest
-//! priority): the exchange and the shell take SMs as the box's blocks free them, so they run
-//! while the box does instead of after it.
+//! are all interior), `finish`, update the shell next to the halos, swap. The exchange runs on
+//! the step's stream, which is urgent (the device's highest priority), so its kernels take SMs
+//! as the box's blocks free them; the inner box and each slab of the shell run on streams of
+//! their own, of ordinary priority, beside it (results/2026-11-25-h100-step-overlap: faster
+//! than the shell urgent too, or everything on one stream).
 
 // Launches of the stencil kernel and copies take raw device addresses of the fields.
 #![allow(unsafe_code)]
@@ -330,8 +331,8 @@ pub fn run_jacobi<B: Backend>(
     let setup_seconds = setup_started.elapsed().as_secs_f64();
     let deadline = || crate::backend::deadline_in(config.options.timeout);
     // Declared after the fields, so that on any early return it is dropped (and drained of the
-    // sweeps queued on it) before they are freed. The step's stream carries the exchange and
-    // the shell, urgent; the inner box has a stream of its own.
+    // sweeps queued on it) before they are freed. The step's stream carries the exchange,
+    // urgent; the inner box has a stream of its own.
     let stream = backend.create_urgent_stream()?;
     let inner_stream = backend.create_stream()?;
     let inner_fork = backend.create_marker()?;
@@ -366,13 +367,13 @@ pub fn run_jacobi<B: Backend>(
             ..hp_stencil_args::default()
         })
         .collect();
-    // The shell's slabs run side by side, each after the first on a stream of its own: alone,
-    // a thin slab fills few of the device's SMs.
-    let side = (1..shell.len())
-        .map(|_| backend.create_urgent_stream())
+    // The shell's slabs run side by side, each on a stream of its own: alone, a thin slab
+    // fills few of the device's SMs.
+    let side = (0..shell.len())
+        .map(|_| backend.create_stream())
         .collect::<Result<Vec<_>>>()?;
     let fork = backend.create_marker()?;
-    let joins = (1..shell.len())
+    let joins = (0..shell.len())
         .map(|_| backend.create_marker())
         .collect::<Result<Vec<_>>>()?;
     let step = Step {
@@ -580,7 +581,7 @@ struct Step<'a, B: Backend> {
     inner_fork: &'a B::Event,
     /// The step's stream waits for it: the inner box is done.
     inner_join: &'a B::Event,
-    /// A stream for each of the shell's slabs after the first.
+    /// A stream for each of the shell's slabs.
     side: &'a [B::Stream],
     /// Orders the side streams after everything queued on the step's stream.
     fork: &'a B::Event,
@@ -630,23 +631,20 @@ impl<B: Backend> Step<'_, B> {
         self.backend.stream_wait_event(self.stream, self.inner_join)
     }
 
-    /// Queues the shell's update: its first slab on the step's stream, each other slab on a
-    /// side stream that starts after everything queued so far and that the step's stream
-    /// waits for, so the slabs run side by side (also inside a captured graph, where the
-    /// markers become its edges).
+    /// Queues the shell's update: each slab on a side stream of ordinary priority that starts
+    /// after everything queued on the step's stream so far (the exchange's `finish`) and that
+    /// the step's stream waits for, so the slabs run side by side and beside the inner box
+    /// (also inside a captured graph, where the markers become its edges).
     fn update_shell(&self, (cur, next): StepFields<'_, B>) -> Result<()> {
-        let Some((first, rest)) = self.shell.split_first() else {
+        if self.shell.is_empty() {
             return Ok(());
-        };
-        if !rest.is_empty() {
-            self.backend.record_event(self.fork, self.stream)?;
         }
-        for (slab, (side, join)) in rest.iter().zip(self.side.iter().zip(self.joins)) {
+        self.backend.record_event(self.fork, self.stream)?;
+        for (slab, (side, join)) in self.shell.iter().zip(self.side.iter().zip(self.joins)) {
             self.backend.stream_wait_event(side, self.fork)?;
             self.update((cur, next), slab, side)?;
             self.backend.record_event(join, side)?;
         }
-        self.update((cur, next), first, self.stream)?;
         for join in self.joins {
             self.backend.stream_wait_event(self.stream, join)?;
         }
