@@ -411,13 +411,20 @@ static void run(const char* tname, uint64_t N, int reps) {
 #define TILES(R, C, Z)                                                                   \
     time("box-tiles-" #R "x" #C "x" #Z, {{k_tiles<T, R, Z, C, false>, tiles(a, R, C, Z), a}}); \
     time("box-shfl-" #R "x" #C "x" #Z, {{k_tiles<T, R, Z, C, true>, tiles(a, R, C, Z), a}})
-    TILES(2, 2, 32);
-    TILES(2, 2, 16);
-    TILES(4, 1, 32);
-    TILES(4, 2, 16);
-    TILES(2, 4, 16);
-    TILES(8, 1, 16);
-    TILES(4, 2, 32);
+    if (getenv("BENCH_TILES_ALL")) {
+        TILES(2, 2, 32);
+        TILES(2, 2, 16);
+        TILES(4, 1, 32);
+        TILES(4, 2, 16);
+        TILES(2, 4, 16);
+        TILES(8, 1, 16);
+        TILES(4, 2, 32);
+    }
+    // Deeper tiles: fewer planes read twice (2 of every Z).
+    time("box-tiles-2x2x32", {{k_tiles<T, 2, 32, 2, false>, tiles(a, 2, 2, 32), a}});
+    time("box-tiles-2x2x64", {{k_tiles<T, 2, 64, 2, false>, tiles(a, 2, 2, 64), a}});
+    time("box-tiles-2x2x128", {{k_tiles<T, 2, 128, 2, false>, tiles(a, 2, 2, 128), a}});
+    time("box-tiles-2x2x16", {{k_tiles<T, 2, 16, 2, false>, tiles(a, 2, 2, 16), a}});
 #define VEC(V, R, Z) \
     time("box-vec" #V "-" #R "x" #Z, {{k_vec<T, V, R, Z>, tiles(a, R, V, Z), a}})
     // The inner box of the step (x from 2): vectors aligned.
@@ -431,11 +438,6 @@ static void run(const char* tname, uint64_t N, int reps) {
         VEC(2, 4, 32);
         VEC(2, 2, 16);
         VEC(2, 4, 16);
-        if (!f64) {
-            VEC(4, 2, 16);
-            VEC(4, 2, 32);
-            VEC(4, 4, 16);
-        }
         a = keep;
     }
 #undef VEC
