@@ -10,8 +10,6 @@
  *   hp_fence_acq_rel_system()        acquire-release fence at system scope: orders, without the
  *                                    global serialization of a sequentially consistent fence
  *   hp_backoff(ns)                   pause about ns nanoseconds between polls (0: none)
- *   hp_store_streaming(p, v)         a store of a value no one reads soon (evict first: the
- *                                    written field does not push the read one out of L2)
  *   HP_GRID_CONSTANT                 marks a by-value kernel parameter read through
  *                                    hp_args_in_place
  *   hp_args_in_place(a)              a reference to the kernel's one by-value parameter `a`,
@@ -84,11 +82,6 @@ HP_DEVICE uint64_t hp_double_bits(double v) { return (uint64_t)__double_as_longl
 
 HP_DEVICE void hp_backoff(uint32_t ns) {
     if (ns != 0) __nanosleep(ns);
-}
-
-template <typename T>
-HP_DEVICE void hp_store_streaming(T* p, T v) {
-    __stcs(p, v);
 }
 
 #else

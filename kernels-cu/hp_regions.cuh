@@ -672,10 +672,8 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
 #pragma unroll
                 for (int i = 0; i < ROWS; ++i) {
                     if (c < cols && i < live) {
-                        /* Streaming: no kernel of this step reads the point (f32 box 3 % faster,
-                         * results/2026-11-25-h100-step-overlap/align_bench.cu). */
-                        hp_store_streaming(o + c * (int)HP_MARCH_X + i * ax,
-                                           ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale);
+                        o[c * (int)HP_MARCH_X + i * ax] =
+                            ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
                     }
                     lo[c][i] = mid[c][i];
                     mid[c][i] = hi[c][i];

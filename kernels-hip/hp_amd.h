@@ -65,10 +65,4 @@ HP_DEVICE void hp_backoff(uint32_t ns) {
     }
 }
 
-/* A non-temporal store: the same hint as CUDA's __stcs (evict first). */
-template <typename T>
-HP_DEVICE void hp_store_streaming(T* p, T v) {
-    __builtin_nontemporal_store(v, p);
-}
-
 #endif /* HP_AMD_H */
