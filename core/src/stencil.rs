@@ -659,14 +659,7 @@ impl<B: Backend> Step<'_, B> {
         stream: &B::Stream,
     ) -> Result<()> {
         for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-            sweep(
-                self.backend,
-                kind,
-                a,
-                b,
-                std::slice::from_ref(cells),
-                stream,
-            )?;
+            sweep(self.backend, kind, a, b, cells, stream)?;
         }
         Ok(())
     }
@@ -708,36 +701,33 @@ fn agree_collectively<T>(comm: &SimpleCommunicator, step: &str, mine: Result<T>)
     })
 }
 
-/// Queues one Jacobi sweep from `from` into `to` over each non-empty box, with the layout,
-/// element size and shape of `kind` (its addresses and box are set here).
+/// Queues one Jacobi sweep from `from` into `to` over the box `b` (nothing when it is empty),
+/// with the layout, element size and shape of `kind` (its addresses and box are set here).
 fn sweep<B: Backend>(
     backend: &B,
     kind: &hp_stencil_args,
     from: &Field<B>,
     to: &Field<B>,
-    boxes: &[[[u64; 2]; 3]],
+    b: &[[u64; 2]; 3],
     stream: &B::Stream,
 ) -> Result<()> {
-    for b in boxes {
-        let points: u64 = b.iter().map(|[lo, hi]| hi.saturating_sub(*lo)).product();
-        if points == 0 {
-            continue;
-        }
-        let args = hp_stencil_args {
-            in_: from.device_addr(),
-            out: to.device_addr(),
-            begin: [b[0][0], b[1][0], b[2][0]],
-            end: [b[0][1], b[1][1], b[2][1]],
-            ..*kind
-        };
-        let (launch, dims) = stencil_launch(&args, STENCIL_THREADS);
-        // SAFETY: (1) both fields are allocated for the plan's local array and live until the
-        // caller synchronized the stream (they outlive every step); (2) every box lies inside
-        // the interior, so every point's neighbours lie inside the allocation; (3) the CPU
-        // does not touch the fields while kernels run.
-        unsafe { backend.launch(launch, dims, stream)? };
+    let points: u64 = b.iter().map(|[lo, hi]| hi.saturating_sub(*lo)).product();
+    if points == 0 {
+        return Ok(());
     }
-    Ok(())
+    let args = hp_stencil_args {
+        in_: from.device_addr(),
+        out: to.device_addr(),
+        begin: [b[0][0], b[1][0], b[2][0]],
+        end: [b[0][1], b[1][1], b[2][1]],
+        ..*kind
+    };
+    let (launch, dims) = stencil_launch(&args, STENCIL_THREADS);
+    // SAFETY: (1) both fields are allocated for the plan's local array and live until the
+    // caller synchronized the stream (they outlive every step); (2) every box lies inside the
+    // interior, so every point's neighbours lie inside the allocation; (3) the CPU does not
+    // touch the fields while kernels run.
+    unsafe { backend.launch(launch, dims, stream) }
 }
 
 /// Largest message of the gather: MPI counts are ints, and rsmpi refuses longer slices.
