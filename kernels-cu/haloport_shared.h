@@ -362,6 +362,13 @@ typedef struct hp_regions_args {
     /* Device address of hp_block_check[grid blocks] (coherent pinned) where synthetic regions'
      * unpack writes each grid block's checks, or 0 when the launch has none. */
     uint64_t checks;
+    /* Device address of hp_block_times[grid blocks] (coherent pinned), or 0: the full form's
+     * thread 0 of each grid block that serves a region stamps its two fields of this launch's
+     * side, pack_start (before its wait) and pack_end, or unpack_start (once its wait ended)
+     * and unpack_end, each end after the block's moves, count and flag. A pack and an unpack
+     * launch may share one array: each writes only its own fields. The plain form stamps
+     * nothing (the host passes 0). */
+    uint64_t times;
     uint32_t num_regions;
     /* 4 (f32) or 8 (f64): elements are moved as 32- or 64-bit words. */
     uint32_t elem_bytes;

@@ -24,7 +24,8 @@
  * region, ELEMS_PER_THREAD = 4 and 256 threads suggested.
  *
  * Messages: only blocks of a region with a message wait, count and raise flags; a region
- * without one (message == HP_NO_MESSAGE) moves its elements and returns: no barrier, no atomic.
+ * without one (message == HP_NO_MESSAGE) moves its elements and returns: no barrier, no atomic
+ * (one barrier, before its end stamp, when the launch records timestamps: a.times).
  * A region with a partner moves the partner's elements too, interleaved with its own (Pairs in
  * haloport_shared.h); the partner's record has no blocks of its own. A synthetic region (the
  * thesis's block) stores or checks the thesis's values instead of moving a field's.
@@ -362,8 +363,37 @@ HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_si
     }
 }
 
+/* Stamps this grid block's start (END false) or end of the launch's side, pack_* or unpack_*,
+ * in hp_block_times[] at `times`. Not inlined: inlined, its few registers pushed the full
+ * form's signalling (at the 64 of HP_REGIONS_MAX_THREADS) into spilling a message's counter
+ * across the moves, with timestamps off too (ptxas, sm_90); a call costs only where they are
+ * on. */
+template <bool PACK, bool END>
+__device__ __noinline__ void hp_regions_stamp_at(uint64_t times) {
+    hp_block_times* t = (hp_block_times*)times + blockIdx.x;
+    const uint64_t now = hp_timer();
+    if (PACK) {
+        if (END) {
+            t->pack_end = now;
+        } else {
+            t->pack_start = now;
+        }
+    } else if (END) {
+        t->unpack_end = now;
+    } else {
+        t->unpack_start = now;
+    }
+}
+
+/* hp_regions_stamp_at when the launch records timestamps (a.times, read from the parameters at
+ * each stamp, so that no register holds it across the block's moves). */
+template <bool PACK, bool END>
+HP_DEVICE void hp_regions_stamp(const hp_regions_args& a) {
+    if (a.times != 0) hp_regions_stamp_at<PACK, END>(a.times);
+}
+
 /* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the launch's
- * table. */
+ * table. With a.times, thread 0 stamps the block's start and end (haloport_shared.h). */
 template <bool PACK>
 __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
                                                  const hp_region* regions) {
@@ -372,7 +402,14 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
     const hp_region r = regions[ri];
     const uint32_t local_block = blockIdx.x - r.first_block;
     if (r.message == HP_NO_MESSAGE || a.messages == 0) {
+        if (threadIdx.x == 0) hp_regions_stamp<PACK, false>(a);
         hp_region_payload<PACK>(a, regions, r, local_block);
+        if (a.times != 0) {
+            /* The end once every thread moved its elements (a.times is the launch's: every
+             * thread of the block reaches the barrier). */
+            __syncthreads();
+            if (threadIdx.x == 0) hp_regions_stamp<PACK, true>(a);
+        }
         return;
     }
 
@@ -381,7 +418,10 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
     /* Only thread 0 waits and signals: only it reads the epoch. */
     const uint64_t epoch = threadIdx.x == 0 ? hp_epoch(a) : 0;
     if (threadIdx.x == 0) {
+        /* Pack's start includes its wait for the slot; unpack's starts when its data came. */
+        if (PACK) hp_regions_stamp<PACK, false>(a);
         outcome = hp_message_wait(a, m, epoch);
+        if (!PACK && outcome == HP_MESSAGE_OK) hp_regions_stamp<PACK, false>(a);
         if (outcome != HP_MESSAGE_OK && a.status != 0) {
             hp_store_release_system((uint32_t*)a.status + r.message, outcome);
         }
@@ -408,6 +448,7 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
             hp_fence_acq_rel_system();
             hp_store_release_system_u64((uint64_t*)m.flag, epoch);
         }
+        hp_regions_stamp<PACK, true>(a);
     }
 }
 

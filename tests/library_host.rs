@@ -1,6 +1,7 @@
 //! The thesis's workloads as a payload of the library's halo exchange (`lib-{base|tq}-{mpi|ipc}`)
 //! on the host backend: every variant under `mpirun -np 2` and `-np 4`, every built-in pattern,
-//! both verification modes, exact check counts; peers on other nodes; the fault and bad input.
+//! both verification modes, exact check counts; device timelines; peers on other nodes; the
+//! fault and bad input.
 
 mod common;
 
@@ -64,6 +65,46 @@ fn every_library_variant_verifies_on_2_ranks_with_every_pattern() {
 #[test]
 fn every_library_variant_verifies_on_4_ranks_with_every_pattern() {
     every_library_variant_verifies(4);
+}
+
+#[test]
+fn every_library_variant_records_a_device_timeline() {
+    // The last run's measured iterations (3 of 4), per rank and block: the pack phase (the
+    // grid blocks of the message that sends the block) and the unpack phase (those of the
+    // one that receives it), each stamped and in order, inside its iteration on the host
+    // clock. A stamp never written (zero) would land long before its iteration.
+    let dir = tempfile::tempdir().expect("temp dir");
+    for variant in LIBRARY_VARIANTS {
+        let json = dir.path().join(format!("{variant}.json"));
+        let mut args = library_args(variant, "mixed", &["--json"]);
+        args.push(json.to_str().expect("utf-8 path"));
+        let job = mpirun(2, &args);
+        assert_eq!(job.code, Some(0), "{variant}: {}", job.explain());
+        let r = read_json(&json);
+        let timelines = r["timelines"].as_array().expect("timelines");
+        assert_eq!(timelines.len(), 2, "{variant}: a timeline per rank");
+        for (rank, timeline) in timelines.iter().enumerate() {
+            let uncertainty = r["clock"][rank]["uncertainty_ns"].as_f64();
+            let slack = uncertainty.expect("a clock fit") / 1e3 + 5.0;
+            let iterations = timeline.as_array().expect("iterations");
+            assert_eq!(iterations.len(), 3, "{variant} rank {rank}");
+            for it in iterations {
+                let duration = it["duration_us"].as_f64().expect("duration");
+                let blocks = it["blocks"].as_array().expect("blocks");
+                assert_eq!(blocks.len(), 4, "{variant} rank {rank}");
+                for b in blocks {
+                    for phase in ["pack_us", "unpack_us"] {
+                        let at = |i: usize| b[phase][i].as_f64().unwrap_or(f64::NAN);
+                        let (start, end) = (at(0), at(1));
+                        assert!(
+                            start <= end && start > -slack && end < duration + slack,
+                            "{variant} rank {rank}: {phase} of {b} out of order or outside 0..{duration} us"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]

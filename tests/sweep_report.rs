@@ -568,6 +568,34 @@ fn a_sweep_and_its_report_cover_the_library_variants_beside_the_thesis_ones() {
             .map(|r| r["checked"].clone())
     };
     assert_eq!(checked("lib-tq-ipc"), checked("base-nb-wait"));
+    // Device timelines as the thesis's variants have them: per rank, per measured iteration of
+    // the last run, a phase record per block.
+    let timeline_shape = |variant: &str| {
+        let r = results
+            .iter()
+            .find(|r| r["variant"] == variant && r["workload"] == "thesis-4")
+            .expect("a result");
+        r["timelines"]
+            .as_array()
+            .expect("timelines")
+            .iter()
+            .map(|t| {
+                let iterations = t.as_array().expect("iterations");
+                iterations
+                    .iter()
+                    .map(|it| it["blocks"].as_array().map_or(0, Vec::len))
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(timeline_shape("base-nb-wait"), vec![vec![4; 3]; 2]);
+    for variant in ["lib-base-mpi", "lib-tq-mpi", "lib-base-ipc", "lib-tq-ipc"] {
+        assert_eq!(
+            timeline_shape(variant),
+            timeline_shape("base-nb-wait"),
+            "{variant}"
+        );
+    }
     let job = alone(&["report", dir.path().to_str().expect("utf-8")]);
     assert_eq!(job.code, Some(0), "{}", job.explain());
     let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");

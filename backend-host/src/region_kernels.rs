@@ -12,7 +12,8 @@
 //! `u32` or `u64` bits, never as floats. Message signalling is the kernel's step for step: wait (Acquire
 //! loads of the flag, the abort flag every 64th poll from the first), a SeqCst fence where the
 //! GPU fences at system scope, the counter through an atomic add, a second fence and a Release
-//! store of the flag by the block that completes the message.
+//! store of the flag by the block that completes the message. With `hp_regions_args.times`, a
+//! grid block stamps its start and end on [`timer_ns`] where the kernel's thread 0 does.
 //!
 //! ## Stencil
 //! Points are split into contiguous ranges, one per worker; each point's terms are added in
@@ -28,7 +29,8 @@ use std::thread;
 
 use haloport_core::regions::{self, elems, field_index};
 use haloport_core::shared::{
-    self, hp_block_check, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
+    self, hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args,
+    hp_stencil_args,
 };
 use haloport_core::verify::{check_block, note_check, packed_value, Verify};
 use haloport_core::{Kernel, LaunchDims};
@@ -169,14 +171,28 @@ unsafe fn region_block(
             unsafe { move_block(args.elem_bytes, region, partner, local_block, threads, pack) };
         }
     };
+    let stamp_now = |end: bool| {
+        // SAFETY: the timestamps, when given, hold a record per grid block (contract); only
+        // block g writes its own record's fields of this launch's side.
+        unsafe { stamp(args, g, pack, end) }
+    };
     if region.message == shared::HP_NO_MESSAGE || args.messages == 0 {
+        stamp_now(false);
         payload();
+        stamp_now(true);
         return;
     }
     // SAFETY: the message table holds an entry for every message a region names (contract).
     let m = unsafe { *(args.messages as *const hp_message_signal).add(region.message as usize) };
+    // Pack's start includes its wait for the slot; unpack's starts when its data came.
+    if pack {
+        stamp_now(false);
+    }
     // SAFETY: the wait and abort flags are live, aligned u64s accessed atomically (contract).
     let outcome = unsafe { wait(args, &m, launch_start) };
+    if outcome == shared::HP_MESSAGE_OK && !pack {
+        stamp_now(false);
+    }
     if outcome != shared::HP_MESSAGE_OK {
         if args.status != 0 {
             // SAFETY: the status table holds a u32 per message (contract).
@@ -199,6 +215,32 @@ unsafe fn region_block(
         fence(Ordering::SeqCst);
         // SAFETY: the flag is a live, aligned u64 (own or a peer's memory), accessed atomically.
         unsafe { flag64(m.flag) }.store(args.epoch, Ordering::Release);
+    }
+    stamp_now(true);
+}
+
+/// `hp_regions_stamp`: grid block `g` stamps the start (or the `end`) of this launch's side,
+/// `pack_*` or `unpack_*`, when the launch records timestamps (`args.times`).
+///
+/// # Safety
+/// `args.times`, when not 0, holds an `hp_block_times` per grid block of the launch, which
+/// nothing else touches while the launch runs but grid block `g` its own (a launch of the
+/// other side may share the records: it writes the other fields).
+unsafe fn stamp(args: &hp_regions_args, g: u32, pack: bool, end: bool) {
+    if args.times == 0 {
+        return;
+    }
+    let record = (args.times as *mut hp_block_times).wrapping_add(g as usize);
+    // SAFETY: the record lies in the allocation (contract); only its own field is written,
+    // through a raw pointer, so no reference covers the other side's fields.
+    unsafe {
+        let field = match (pack, end) {
+            (true, false) => std::ptr::addr_of_mut!((*record).pack_start),
+            (true, true) => std::ptr::addr_of_mut!((*record).pack_end),
+            (false, false) => std::ptr::addr_of_mut!((*record).unpack_start),
+            (false, true) => std::ptr::addr_of_mut!((*record).unpack_end),
+        };
+        field.write(timer_ns());
     }
 }
 

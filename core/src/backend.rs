@@ -296,9 +296,12 @@ impl Launch<'_> {
                 }
                 match a.form {
                     HP_REGIONS_FULL => Ok(()),
-                    HP_REGIONS_PLAIN if a.messages == 0 && a.checks == 0 => Ok(()),
+                    HP_REGIONS_PLAIN if a.messages == 0 && a.checks == 0 && a.times == 0 => {
+                        Ok(())
+                    }
                     HP_REGIONS_PLAIN => invalid(
-                        "the plain form of the region kernels has no message or check table".into(),
+                        "the plain form of the region kernels has no message, check or timestamp table"
+                            .into(),
                     ),
                     other => invalid(format!("region kernel form {other} (0 or 1)")),
                 }

@@ -14,7 +14,7 @@ use crate::backend::{
 };
 use crate::regions::{self, Copy3d};
 use crate::shared::{
-    hp_block_check, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
+    hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
     HP_INLINE_REGIONS, HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
     HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
 };
@@ -646,7 +646,10 @@ const CREDIT: usize = 3;
 /// 2^32), the statuses OK, and the destination the epoch's values; a region without a message
 /// in the same pack launch moves its elements too. Epochs are 64-bit: after epochs 1 and 2, the
 /// flags and counters are set as epoch 2^32 - 2 left them, and epochs 2^32 - 1 to 2^32 + 1
-/// must signal alike (a 32-bit epoch would wrap to 0 there).
+/// must signal alike (a 32-bit epoch would wrap to 0 there). Both launches share one array of
+/// timestamps (`hp_regions_args.times`), the unpack's grid as large as the pack's: every pack
+/// block stamps its pack phase and every unpack block serving a region its unpack phase, each
+/// nonzero and in order; the unpack's blocks past its last region stamp nothing.
 pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
     let eb = 8_u32;
     let dims = Dims([8, 7, 6]);
@@ -679,6 +682,10 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
         r.field = dst.device_addr();
     }
     let status = pinned_with(backend, &[0_u8; 8])?;
+    let pack_grid = regions::grid_blocks(&send).map_err(e)?;
+    let unpack_grid = regions::grid_blocks(&recv).map_err(e)?;
+    let times_bytes = pack_grid as usize * size_of::<hp_block_times>();
+    let times = pinned_with(backend, &vec![0_u8; times_bytes])?;
     // Created after the memory their work touches, so dropped (waiting for it) before it.
     let (pack_stream, unpack_stream) = (
         backend.create_stream().map_err(e)?,
@@ -732,20 +739,23 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
             num_regions: if pack { 3 } else { 2 },
             elem_bytes: eb,
             epoch,
+            times: times.device_addr(),
             ..hp_regions_args::default()
         };
         let (pack_args, unpack_args) = (args(true), args(false));
-        let grid = |r: &[hp_region]| regions::grid_blocks(r).map_err(e);
+        // One grid for both: the unpack's extra blocks return at once.
         let (pack_dims, unpack_dims) = (
             LaunchDims {
-                blocks: grid(&send)?,
+                blocks: pack_grid,
                 threads: THREADS,
             },
             LaunchDims {
-                blocks: grid(&recv)?,
+                blocks: pack_grid,
                 threads: THREADS,
             },
         );
+        // SAFETY: the streams were synchronized after the last epoch's launches (or none ran).
+        unsafe { std::ptr::write_bytes(times.host_ptr(), 0, times_bytes) };
         // SAFETY: every address in the arguments and tables points into memory that lives
         // until both streams are synchronized below (or is leaked with the tables); the
         // source copy is ordered before the pack on its stream.
@@ -810,6 +820,31 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
             ensure(
                 reference_pack(&moved, r) == reference_pack(&field, r),
                 || format!("epoch {epoch}: unpacked region {i} holds wrong values"),
+            )?;
+        }
+        let stamps = pinned_bytes(&times, 0, times_bytes);
+        for (g, t) in decode(&stamps, 8).chunks_exact(4).enumerate() {
+            let (pack, unpack) = ([t[0], t[1]], [t[2], t[3]]);
+            let stamped = |p: [u64; 2]| p[0] > 0 && p[0] <= p[1];
+            let unpacks = (g as u32) < unpack_grid;
+            ensure(
+                stamped(pack)
+                    && (if unpacks {
+                        stamped(unpack)
+                    } else {
+                        unpack == [0, 0]
+                    }),
+                || {
+                    format!(
+                        "epoch {epoch}: grid block {g}: pack stamps {pack:?}, unpack stamps \
+                         {unpack:?} (expected nonzero and in order{})",
+                        if unpacks {
+                            ""
+                        } else {
+                            "; unpack none: past its last region"
+                        }
+                    )
+                },
             )?;
         }
     }
@@ -1321,6 +1356,15 @@ pub fn region_and_stencil_launches_check_their_arguments<B: Backend>(backend: &B
                 elem_bytes: 8,
                 form: HP_REGIONS_PLAIN,
                 messages: table.device_addr(),
+                ..regions
+            }),
+        ),
+        (
+            "the plain form and timestamps",
+            Launch::UnpackRegions(&hp_regions_args {
+                elem_bytes: 8,
+                form: HP_REGIONS_PLAIN,
+                times: table.device_addr(),
                 ..regions
             }),
         ),

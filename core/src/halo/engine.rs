@@ -37,8 +37,9 @@ use crate::domain::Subarray;
 use crate::error::{Error, Result};
 use crate::regions::{blocks_for, kernel_form, pair_regions};
 use crate::shared::{
-    hp_block_check, hp_message_signal, hp_region, hp_regions_args, HP_MESSAGE_ABORTED,
-    HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_PLAIN,
+    hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args,
+    HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
+    HP_REGIONS_PLAIN,
 };
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_within_node, NodeShare};
@@ -91,8 +92,23 @@ struct Tables<B: Backend> {
     pinned: bool,
     pack: [SideTable<B::DeviceMemory>; 2],
     unpack: [SideTable<B::DeviceMemory>; 2],
+    /// Per entry, the pack grid blocks serving its outgoing message (first, count): valid
+    /// only where no regions were paired (the synthetic payload).
+    pack_ranges: Vec<Option<(u32, u32)>>,
     /// Per entry, the unpack grid blocks serving its incoming message (first, count).
     unpack_ranges: Vec<Option<(u32, u32)>>,
+}
+
+impl<B: Backend> Tables<B> {
+    /// The most grid blocks any of the launches has.
+    fn max_grid(&self) -> u32 {
+        self.pack
+            .iter()
+            .chain(&self.unpack)
+            .map(|t| t.blocks)
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// What the regions of the messages are.
@@ -126,6 +142,10 @@ struct Memory<B: Backend> {
     _mailbox: B::DeviceMemory,
     /// Synthetic payload: a check record per unpack grid block (coherent pinned).
     checks: Option<B::PinnedMemory>,
+    /// Once device times are recorded ([`MessageExchange::record_device_times`]): an
+    /// `hp_block_times` per grid block of the larger launch (coherent pinned), which pack and
+    /// unpack share (each stamps its own fields).
+    times: Option<B::PinnedMemory>,
 }
 
 /// Pinned host staging of host-staged messages.
@@ -190,6 +210,8 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     iteration: u32,
     /// Which elements a synthetic unpack checks.
     verify: Verify,
+    /// The region kernels stamp `hp_block_times` ([`Self::record_device_times`]).
+    record_times: bool,
     /// Where this rank's messages lie in its receive slots and send staging.
     layout: Mailbox,
     options: HaloOptions,
@@ -446,6 +468,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             payload,
             iteration: 0,
             verify: Verify::Full,
+            record_times: false,
             layout: mine,
             options,
             routes,
@@ -458,6 +481,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 status,
                 _mailbox: mailbox,
                 checks: None,
+                times: None,
             }),
             epoch: 0,
             phase: Phase::Idle,
@@ -548,6 +572,16 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.memory.tables.insert(key.clone(), tables);
         }
         let capturing = self.capture.is_some();
+        if self.record_times && self.memory.times.is_none() {
+            let grid = self.memory.tables.get(&key).map_or(0, Tables::max_grid);
+            let bytes = grid as usize * size_of::<hp_block_times>();
+            let times = self
+                .backend
+                .alloc_pinned(bytes.max(1), Coherence::Coherent)?;
+            // SAFETY: a fresh allocation of `bytes` bytes no kernel uses yet.
+            unsafe { std::ptr::write_bytes(times.host_ptr(), 0, bytes) };
+            self.memory.times = Some(times);
+        }
         if let Some(tables) = self.memory.tables.get_mut(&key) {
             tables.last_used = self.epoch;
             tables.pinned |= capturing;
@@ -1071,7 +1105,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             };
             Ok((table, ranges))
         };
-        let (pack0, _) = build(true, 0)?;
+        let (pack0, pack_ranges) = build(true, 0)?;
         let (pack1, _) = build(true, 1)?;
         let (unpack0, unpack_ranges) = build(false, 0)?;
         let (unpack1, _) = build(false, 1)?;
@@ -1080,6 +1114,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             pinned: false,
             pack: [pack0, pack1],
             unpack: [unpack0, unpack1],
+            pack_ranges,
             unpack_ranges,
         })
     }
@@ -1106,6 +1141,20 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             (Some(checks), false) if !plain => checks.device_addr(),
             _ => 0,
         };
+        // Only the full form stamps; a graph's launches stamp nothing (its replays would all
+        // write one exchange's records); nor does a grid larger than the records (a set of
+        // fields whose tables came after they were allocated).
+        let times = match &self.memory.times {
+            Some(times)
+                if self.record_times
+                    && !plain
+                    && self.capture.is_none()
+                    && table.blocks as usize * size_of::<hp_block_times>() <= times.len_bytes() =>
+            {
+                times.device_addr()
+            }
+            _ => 0,
+        };
         let n = self.routes.len() as u64;
         let status = self.memory.status.device_addr();
         let memory = table.memory.device_addr();
@@ -1121,6 +1170,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             timeout_ticks: (self.options.timeout.as_secs_f64()
                 * self.backend.device_info().timer_hz as f64) as u64,
             checks,
+            times,
             num_regions: table.regions.len() as u32,
             elem_bytes: self.word,
             epoch: self.epoch,
@@ -1143,10 +1193,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // SAFETY: (1) the tables, counters, status words and own mailbox live in `self`; the
         // fields are kept alive by `in_use` until the unpack is seen complete; peers' mailboxes
         // stay mapped (`_share`) and allocated until every rank passed the closing barrier of
-        // `drop`; host staging and check records live in `self`. (2) The tables were built
-        // from the entries' layouts, every range inside its allocation; the check records hold
-        // one per unpack grid block. (3) The CPU touches staging only between
-        // kernels (see `staged_region`) and flags only atomically.
+        // `drop`; host staging, check records and timestamps live in `self`. (2) The tables
+        // were built from the entries' layouts, every range inside its allocation; the check
+        // records hold one per unpack grid block, the timestamps one per grid block (checked
+        // above). (3) The CPU touches staging only between kernels (see `staged_region`),
+        // check records and timestamps only once the last unpack was seen complete, and flags
+        // only atomically.
         unsafe { self.backend.launch(launch, dims, stream) }
     }
 }
@@ -1203,6 +1255,14 @@ impl<B: Backend> MessageExchange<'_, B> {
         self.verify = verify;
     }
 
+    /// Whether the region kernels of later exchanges stamp each grid block's start and end
+    /// (`hp_regions_args.times`). Off unless told; off, a stamp costs the kernels one branch
+    /// on a parameter. The records are allocated at the next [`Self::start`], for its tables;
+    /// launches captured into a graph, and those of the plain form, stamp nothing.
+    pub fn record_device_times(&mut self, on: bool) {
+        self.record_times = on;
+    }
+
     /// True once an exchange was started.
     pub fn has_run(&self) -> bool {
         self.phase != Phase::Idle
@@ -1255,6 +1315,71 @@ impl<B: Backend> MessageExchange<'_, B> {
                     merge_checks(&mut folded, c);
                 }
                 folded
+            })
+            .collect())
+    }
+
+    /// Synthetic payload, device times recorded ([`Self::record_device_times`]): per entry,
+    /// the last exchange's stamps folded over the grid blocks of its outgoing message
+    /// (`pack_*`) and of its incoming one (`unpack_*`): the earliest start and the latest end
+    /// of each, zero for a direction the entry does not travel or a block that never stamped.
+    /// Zeroes the records, so that a later exchange's block that never ran shows as zero.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] while kernels may still run (call after [`Self::wait`]), or
+    /// without a synthetic exchange run with device times recorded (fields' regions may be
+    /// paired across entries: their grid blocks are not per entry).
+    pub fn take_device_times(&mut self) -> Result<Vec<hp_block_times>> {
+        if self.unpack_recorded || self.unrecorded || self.phase != Phase::Finished {
+            return Err(Error::Internal(
+                "timestamps read while the exchange's kernels may still run".into(),
+            ));
+        }
+        let (Payload::Synthetic, Some(times), Some(tables)) = (
+            self.payload,
+            &self.memory.times,
+            self.memory.tables.get(&self.current),
+        ) else {
+            return Err(Error::Internal(
+                "no synthetic exchange has run with device times recorded".into(),
+            ));
+        };
+        let ptr = times.host_ptr().cast::<hp_block_times>();
+        let grid = times.len_bytes() / size_of::<hp_block_times>();
+        // SAFETY: the allocation holds `grid` records; no kernel writes them: the last unpack
+        // was seen complete (checked above), and its pack before it.
+        let records = unsafe {
+            let taken = std::slice::from_raw_parts(ptr, grid).to_vec();
+            std::ptr::write_bytes(ptr, 0, grid);
+            taken
+        };
+        // The earliest start and the latest end over a message's grid blocks, (0, 0) without
+        // one; a block that never stamped its start keeps the start at zero.
+        let fold = |range: Option<(u32, u32)>, stamps: fn(&hp_block_times) -> (u64, u64)| {
+            let Some((first, count)) = range else {
+                return (0, 0);
+            };
+            records
+                .get(first as usize..(first + count) as usize)
+                .unwrap_or_default()
+                .iter()
+                .map(stamps)
+                .reduce(|(s, e), (t, f)| (s.min(t), e.max(f)))
+                .unwrap_or_default()
+        };
+        Ok(tables
+            .pack_ranges
+            .iter()
+            .zip(&tables.unpack_ranges)
+            .map(|(&pack, &unpack)| {
+                let (pack_start, pack_end) = fold(pack, |t| (t.pack_start, t.pack_end));
+                let (unpack_start, unpack_end) = fold(unpack, |t| (t.unpack_start, t.unpack_end));
+                hp_block_times {
+                    pack_start,
+                    pack_end,
+                    unpack_start,
+                    unpack_end,
+                }
             })
             .collect())
     }

@@ -9,6 +9,13 @@
 //! A block whose destination and source are one peer is one entry both ways; otherwise it is
 //! two, one to the destination and one from the source, each tagged with the block's id.
 //! Iterations keep the thesis protocol: each ends with an MPI barrier.
+//!
+//! Device timelines: the region kernels stamp every grid block of every exchange, as the
+//! thesis's kernels stamp every block (the measurement keeps the last run's); a pattern block's
+//! pack phase spans the grid blocks of the message that sends it, from the first one's start
+//! (before its wait for the slot) to the last one's end (after its count and flag), its unpack
+//! phase those of the message that receives it (from the end of the first one's wait for the
+//! data).
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 
@@ -21,7 +28,7 @@ use crate::halo::HaloOptions;
 use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
 use crate::regions::ELEMS_PER_THREAD;
-use crate::shared::hp_block_check;
+use crate::shared::{hp_block_check, hp_block_times};
 use crate::strategy::{ExchangeOptions, Fault, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::variant::LibraryOptions;
@@ -32,6 +39,8 @@ pub struct LibraryExchange<'b, B: Backend> {
     // Drop order: the exchange waits for its kernels before the stream goes.
     exchange: MessageExchange<'b, B>,
     stream: B::Stream,
+    /// Per pattern block, the entry that sends it.
+    sending: Vec<usize>,
     /// Per pattern block, the entry that receives it.
     receiving: Vec<usize>,
     /// Per pattern block, the checks unpack makes (the thesis's sample, or every element).
@@ -106,13 +115,23 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
             }
         };
         let pattern = &patterns[rank as usize];
-        let receiving = (0..pattern.blocks.len())
-            .map(|b| {
-                ours.iter()
-                    .position(|e| e.recv.is_some() && e.recv_tag == b as i32)
-                    .ok_or_else(|| Error::Internal(format!("block {b} has no receiving entry")))
-            })
-            .collect::<Result<_>>()?;
+        let entry_of = |b: usize, send: bool| {
+            ours.iter()
+                .position(|e| {
+                    if send {
+                        e.send.is_some() && e.send_tag == b as i32
+                    } else {
+                        e.recv.is_some() && e.recv_tag == b as i32
+                    }
+                })
+                .ok_or_else(|| {
+                    let way = if send { "sending" } else { "receiving" };
+                    Error::Internal(format!("block {b} has no {way} entry"))
+                })
+        };
+        let (sending, receiving) = (0..pattern.blocks.len())
+            .map(|b| Ok((entry_of(b, true)?, entry_of(b, false)?)))
+            .collect::<Result<(Vec<_>, Vec<_>)>>()?;
         let halo = HaloOptions {
             transport: options.transport,
             strategy: options.strategy,
@@ -131,9 +150,11 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
         };
         let mut engine = MessageExchange::new(backend, world, &messages, halo, dropped)?;
         engine.set_verify(exchange.verify);
+        engine.record_device_times(true);
         Ok(LibraryExchange {
             exchange: engine,
             stream: backend.create_stream()?,
+            sending,
             receiving,
             planned: pattern
                 .blocks
@@ -174,6 +195,23 @@ impl<B: Backend> Strategy for LibraryExchange<'_, B> {
             planned: &self.planned,
             state: &|_| None,
         });
+        // Taken after every exchange (which zeroes them), kept only when wanted.
+        if self.exchange.has_run() {
+            let per_entry = self.exchange.take_device_times()?;
+            if observer.wants_device_times() {
+                let times: Vec<hp_block_times> = self
+                    .sending
+                    .iter()
+                    .zip(&self.receiving)
+                    .map(|(&s, &r)| hp_block_times {
+                        unpack_start: per_entry[r].unpack_start,
+                        unpack_end: per_entry[r].unpack_end,
+                        ..per_entry[s]
+                    })
+                    .collect();
+                observer.device_times(&times);
+            }
+        }
         observer.cpu_events(std::mem::take(&mut self.events));
         Ok(())
     }
