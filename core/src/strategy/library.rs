@@ -162,7 +162,7 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
                 .map(|b| planned_checks(exchange.verify, threads, b.elems))
                 .collect(),
             timeout: exchange.timeout,
-            events: Vec::with_capacity(4),
+            events: Vec::with_capacity(8),
         })
     }
 }
@@ -171,7 +171,10 @@ impl<B: Backend> Strategy for LibraryExchange<'_, B> {
     fn iteration(&mut self, iteration: u32) -> Result<()> {
         self.exchange.set_iteration(iteration);
         self.exchange.start(Vec::new(), Vec::new(), &self.stream)?;
+        // Two launches: when the host had queued the pack, then the unpack.
+        self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
         self.exchange.finish(&self.stream)?;
+        self.events.push(CpuEvent::now(CpuEventKind::Launch, None));
         self.exchange.wait()?;
         self.events
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
