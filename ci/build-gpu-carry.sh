@@ -7,11 +7,27 @@ cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 mkdir -p carry
 rm -rf carry/*
-cargo build --release --features cuda
-cp "${CARGO_TARGET_DIR:-target}/release/haloport" carry/haloport
+# built NAME CARGO_ARGS...: builds and copies target NAME's executable into carry/, from the path
+# cargo reports (target/release/NAME may still be a build with other features: cargo does not
+# copy a binary up there again when it finds it fresh).
+built() {
+    local name=$1
+    shift
+    cargo build "$@"
+    cargo build "$@" --message-format=json 2>/dev/null | python3 -c '
+import json, shutil, sys
+name = sys.argv[1]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("executable") and msg.get("target", {}).get("name") == name:
+        shutil.copy(msg["executable"], "carry/" + name)
+        print("carry/" + name)
+' "$name"
+    [ -f "carry/$name" ] || { echo "build-gpu-carry: carry/$name was not built"; exit 1; }
+}
+built haloport --release --features cuda
 # The example whose update is the application's own kernel on its own stream (NVRTC + cudarc).
-cargo build --release --features cuda --example app_kernel
-cp "${CARGO_TARGET_DIR:-target}/release/examples/app_kernel" carry/app_kernel
+built app_kernel --release --features cuda --example app_kernel
 # Test binaries: cargo prints where each one is.
 cargo test --release --workspace --features cuda --no-run --message-format=json 2>/dev/null |
     python3 -c '
