@@ -466,18 +466,29 @@ typedef struct hp_stencil_args {
 #define HP_MARCH_MIN_Z 4u
 /* hp_stencil27_marching, the march form as an entry of its own (blocks of at most
  * HP_MARCHING_MAX_THREADS threads, a multiple of HP_MARCH_X): without the point paths beside it
- * the compiler keeps fewer registers, and its tiles are chosen per element type. f64: 2 rows x 2
- * columns x 32 planes a thread (the bench's k_wide, 83 % of the copy speed on one H100:
- * results/2026-11-25-h100-step-fast; 64 registers, 4 blocks an SM); f32: 2 rows x 2 columns x
- * 16 planes (554 us at 512^3 on one H100 against 643 us with 4 rows x 1 column:
- * results/2026-11-25-h100-step-wide). */
+ * the compiler keeps fewer registers, and its tiles are chosen per element type. f32: 2 rows x
+ * 2 columns x 16 planes (554 us at 512^3 on one H100 against 643 us with 4 rows x 1 column:
+ * results/2026-11-25-h100-step-wide; 391 us on one H200, 68 % of the copy speed, better than
+ * any other tiling or register floor there: results/2026-11-26-h200-tiles). f64 tiles march in
+ * an entry of their own, hp_stencil27_march64: 4 rows x 1 column x 16 planes, at least
+ * HP_MARCH64_MIN_BLOCKS blocks an SM (80 registers): 642 us over the step's inner box at 512^3
+ * on one H200, 80 % of the copy speed, where 2 x 2 x 32 tiles in this entry took 714 us and the
+ * same 4 x 1 x 16 tiles beside this entry's other paths 660 us (results/2026-11-26-h200-tiles). */
 #define HP_MARCHING_MAX_THREADS 256u
-#define HP_MARCH64_ROWS 2u
-#define HP_MARCH64_COLS 2u
-#define HP_MARCH64_Z 32u
+#define HP_MARCH64_ROWS 4u
+#define HP_MARCH64_COLS 1u
+#define HP_MARCH64_Z 16u
+#define HP_MARCH64_MIN_BLOCKS 3
 #define HP_MARCH32_ROWS 2u
 #define HP_MARCH32_COLS 2u
 #define HP_MARCH32_Z 16u
+/* hp_stencil27_marching's own f64 tiles, 2 x 2 x 32 (83 % of the copy speed on one H100 in
+ * results/2026-11-25-h100-step-fast, 72 % on one H200): the host sends f64 tiles to
+ * hp_stencil27_march64, but the entry keeps them, and with them the 64 registers its f32 code
+ * was measured with (without them ptxas gives it 48). */
+#define HP_MARCHING64_ROWS 2u
+#define HP_MARCHING64_COLS 2u
+#define HP_MARCHING64_Z 32u
 /* hp_stencil27_marching over a box at least HP_MARCH_MIN_Z planes deep but too thin for tiles
  * (a shell's x and y slabs): a thread per column of HP_SLAB_Z planes (hp_stencil27_slab). */
 #define HP_SLAB_Z 8u

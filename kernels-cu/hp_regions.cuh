@@ -5,6 +5,7 @@
  *   hp_unpack_regions  packed buffer -> field
  *   hp_{pack|unpack}_regions_w4, _w8   their plain form (HP_REGIONS_PLAIN in haloport_shared.h)
  *   hp_stencil27       one Jacobi sweep of the 27-point stencil over a box (the application)
+ *   hp_stencil27_marching, hp_stencil27_march64   its march form (haloport_shared.h)
  *
  * Included, after hp_kernels.cuh, by the entries (kernels-cu/haloport.cu,
  * kernels-hip/haloport.hip); the host backend mirrors them in
@@ -841,14 +842,16 @@ HP_DEVICE bool hp_stencil_box_empty(const hp_stencil_args& a) {
  * only for the full stencil over one component, a box of at least HP_MARCH_MIN_Z planes, and
  * blocks of whole warps (haloport_core::regions::stencil_marching). A box thick enough for
  * tiles (hp_stencil_marches) marches in tiles; a thinner one (a shell's x or y slab) in
- * columns (hp_stencil27_slab). */
+ * columns (hp_stencil27_slab). The host sends f64 tiles to hp_stencil27_march64; this entry's
+ * own f64 tiles (HP_MARCHING64_*) stay, so that its registers, and with them its f32 code, stay
+ * those measured. */
 extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
     hp_stencil27_marching(hp_stencil_args a) {
     if (hp_stencil_box_empty(a)) return;
     const bool tiles = hp_stencil_marches(a);
     if (a.elem_bytes == 8) {
         if (tiles) {
-            hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS>(a);
+            hp_stencil27_march<double, HP_MARCHING64_ROWS, HP_MARCHING64_Z, HP_MARCHING64_COLS>(a);
         } else {
             hp_stencil27_slab<double, HP_SLAB_Z>(a);
         }
@@ -859,6 +862,16 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
             hp_stencil27_slab<float, HP_SLAB_Z>(a);
         }
     }
+}
+
+/* The march form's f64 tiles, alone in their entry with a floor of resident blocks
+ * (HP_MARCH64_MIN_BLOCKS in haloport_shared.h): the host launches it only for 8-byte elements
+ * and a box that marches in tiles (haloport_core::regions::stencil_marches); anything else
+ * updates nothing, and the host refuses such a launch up front. */
+extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64_MIN_BLOCKS)
+    hp_stencil27_march64(hp_stencil_args a) {
+    if (hp_stencil_box_empty(a) || a.elem_bytes != 8 || !hp_stencil_marches(a)) return;
+    hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS>(a);
 }
 
 extern "C" __global__ void hp_stencil27(hp_stencil_args a) {

@@ -281,7 +281,9 @@ impl Backend for HostBackend {
                 HostLaunch::Regions(launch.kernel(), Box::new(*args))
             }
             // The march-only kernel computes the same bits as the point form.
-            Launch::Stencil27(args) | Launch::StencilMarching(args) => HostLaunch::Stencil(*args),
+            Launch::Stencil27(args)
+            | Launch::StencilMarching(args)
+            | Launch::StencilMarch64(args) => HostLaunch::Stencil(*args),
             Launch::EpochStep(args) => HostLaunch::EpochStep(*args),
             other => {
                 return Err(Error::Unsupported {

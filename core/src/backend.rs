@@ -147,8 +147,11 @@ pub enum Kernel {
     /// Moves a replayed graph's epochs on ([`hp_epoch_args`]): one thread.
     EpochStep,
     /// [`Kernel::Stencil27`]'s march form as a kernel of its own
-    /// (`HP_MARCHING_MAX_THREADS`): fewer registers, tiles per element type.
+    /// (`HP_MARCHING_MAX_THREADS`): fewer registers; f32 tiles, and columns for thin boxes.
     StencilMarching,
+    /// The march form's f64 tiles, alone in their kernel with a floor of resident blocks
+    /// (`HP_MARCH64_MIN_BLOCKS`): its own registers (results/2026-11-26-h200-tiles).
+    StencilMarch64,
 }
 
 impl Kernel {
@@ -172,6 +175,7 @@ impl Kernel {
             Kernel::StencilCells => "hp_stencil_cells",
             Kernel::EpochStep => "hp_epoch_step",
             Kernel::StencilMarching => "hp_stencil27_marching",
+            Kernel::StencilMarch64 => "hp_stencil27_march64",
         }
     }
 
@@ -186,7 +190,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 17] = [
+    pub const ALL: [Kernel; 18] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -204,6 +208,7 @@ impl Kernel {
         Kernel::StencilCells,
         Kernel::EpochStep,
         Kernel::StencilMarching,
+        Kernel::StencilMarch64,
     ];
 }
 
@@ -243,6 +248,11 @@ pub enum Launch<'a> {
     /// `HP_MARCHING_MAX_THREADS`); [`regions::stencil_launch`](crate::regions::stencil_launch)
     /// picks it and its grid.
     StencilMarching(&'a hp_stencil_args),
+    /// [`Kernel::StencilMarch64`]: only for 8-byte elements where
+    /// [`regions::stencil_marches`](crate::regions::stencil_marches) says so (a box thick enough
+    /// for tiles); [`regions::stencil_launch`](crate::regions::stencil_launch) picks it and its
+    /// grid, a block per tile.
+    StencilMarch64(&'a hp_stencil_args),
 }
 
 impl Launch<'_> {
@@ -257,7 +267,9 @@ impl Launch<'_> {
                 std::ptr::from_ref(*a).cast()
             }
             Launch::PackRegions(a) | Launch::UnpackRegions(a) => std::ptr::from_ref(*a).cast(),
-            Launch::Stencil27(a) | Launch::StencilMarching(a) => std::ptr::from_ref(*a).cast(),
+            Launch::Stencil27(a) | Launch::StencilMarching(a) | Launch::StencilMarch64(a) => {
+                std::ptr::from_ref(*a).cast()
+            }
             Launch::EpochStep(a) => std::ptr::from_ref(*a).cast(),
         }
     }
@@ -318,7 +330,26 @@ impl Launch<'_> {
                     dims.threads
                 ))
             }
-            Launch::Stencil27(a) | Launch::StencilMarching(a) => {
+            Launch::StencilMarch64(a)
+                if a.elem_bytes != 8
+                    || !crate::regions::stencil_marching(a, dims.threads)
+                    || !crate::regions::stencil_marches(a, dims.threads) =>
+            {
+                invalid(format!(
+                    "the f64 march kernel takes the full stencil over one component of 8-byte elements, a box of at least {}x{}x{} points and blocks of whole warps up to {} threads (box {:?}..{:?}, {}-byte elements, shape {}, {} components, {} threads)",
+                    crate::shared::HP_MARCH_X,
+                    crate::shared::HP_MARCH_ROWS,
+                    crate::shared::HP_MARCH_MIN_Z,
+                    crate::shared::HP_MARCHING_MAX_THREADS,
+                    a.begin,
+                    a.end,
+                    a.elem_bytes,
+                    a.shape,
+                    a.components,
+                    dims.threads
+                ))
+            }
+            Launch::Stencil27(a) | Launch::StencilMarching(a) | Launch::StencilMarch64(a) => {
                 crate::regions::check_stencil(a).or_else(|e| invalid(e.to_string()))?;
                 if a.in_ == 0 || a.out == 0 || a.in_ == a.out {
                     return invalid(format!(
@@ -356,6 +387,7 @@ impl Launch<'_> {
             Launch::Stencil27(_) => Kernel::Stencil27,
             Launch::EpochStep(_) => Kernel::EpochStep,
             Launch::StencilMarching(_) => Kernel::StencilMarching,
+            Launch::StencilMarch64(_) => Kernel::StencilMarch64,
         }
     }
 }

@@ -406,10 +406,12 @@ pub fn stencil_marching(args: &hp_stencil_args, threads: u32) -> bool {
         && extent(2) >= u64::from(shared::HP_MARCH_MIN_Z)
 }
 
-/// The launch of one sweep of `args` with `threads` a block, and its grid: the march form's own
-/// kernel where [`stencil_marching`] says so (a block per tile of its element type's shape, or
-/// in a slab a thread per column of `HP_SLAB_Z` planes), else
-/// [`Kernel::Stencil27`](crate::Kernel::Stencil27) with [`stencil_blocks`].
+/// The launch of one sweep of `args` with `threads` a block, and its grid: where
+/// [`stencil_marching`] says so, the march form's own kernels: in a box thick enough for tiles
+/// ([`stencil_marches`]) a block per tile of its element type's shape, f64 tiles in
+/// [`Kernel::StencilMarch64`](crate::Kernel::StencilMarch64); in a slab a thread per column of
+/// `HP_SLAB_Z` planes. Else [`Kernel::Stencil27`](crate::Kernel::Stencil27) with
+/// [`stencil_blocks`].
 pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, LaunchDims) {
     if !stencil_marching(args, threads) {
         let dims = LaunchDims {
@@ -429,21 +431,27 @@ pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, Laun
         };
         return (Launch::StencilMarching(args), dims);
     }
-    let (rows, cols, depth) = if args.elem_bytes == 8 {
-        (
-            shared::HP_MARCH64_ROWS,
-            shared::HP_MARCH64_COLS,
-            shared::HP_MARCH64_Z,
-        )
-    } else {
-        (
+    if args.elem_bytes == 8 {
+        let dims = LaunchDims {
+            blocks: march_tiles(
+                args,
+                threads,
+                shared::HP_MARCH64_ROWS,
+                shared::HP_MARCH64_COLS,
+                shared::HP_MARCH64_Z,
+            ),
+            threads,
+        };
+        return (Launch::StencilMarch64(args), dims);
+    }
+    let dims = LaunchDims {
+        blocks: march_tiles(
+            args,
+            threads,
             shared::HP_MARCH32_ROWS,
             shared::HP_MARCH32_COLS,
             shared::HP_MARCH32_Z,
-        )
-    };
-    let dims = LaunchDims {
-        blocks: march_tiles(args, threads, rows, cols, depth),
+        ),
         threads,
     };
     (Launch::StencilMarching(args), dims)
@@ -970,19 +978,34 @@ mod tests {
             ..big
         };
         assert!(!stencil_marches(&slab_y, 256));
-        // The march form's own kernel: blocks of at most 256 threads, tiles per element type
-        // (f64: 64 columns, 8 warps x 2 rows, 32 planes over 70 x 20 x 40: 2 x 2 x 2; f32: 64
-        // columns, 8 warps x 2 rows, 16 planes: 2 x 2 x 3); larger blocks take hp_stencil27.
+        // The march form's own kernels: blocks of at most 256 threads, tiles per element type
+        // (f64, in a kernel of its own: 32 columns, 8 warps x 4 rows, 16 planes over 70 x 20 x
+        // 40: 3 x 1 x 3; f32: 64 columns, 8 warps x 2 rows, 16 planes: 2 x 2 x 3); larger
+        // blocks take hp_stencil27.
         let (launch, dims) = stencil_launch(&big, 256);
-        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 8));
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch64, 9));
         let with_fields = hp_stencil_args {
             in_: 0x1000,
             out: 0x2000,
             ..big
         };
+        assert!(Launch::StencilMarch64(&with_fields)
+            .check("host", dims)
+            .is_ok());
         assert!(Launch::StencilMarching(&with_fields)
             .check("host", dims)
             .is_ok());
+        // The f64 kernel takes only 8-byte elements in a box thick enough for tiles.
+        let four = hp_stencil_args {
+            elem_bytes: 4,
+            ..with_fields
+        };
+        assert!(Launch::StencilMarch64(&four).check("host", dims).is_err());
+        let flat = hp_stencil_args {
+            end: [71, 21, 4],
+            ..with_fields
+        };
+        assert!(Launch::StencilMarch64(&flat).check("host", dims).is_err());
         let big32 = hp_stencil_args {
             elem_bytes: 4,
             ..big
