@@ -1178,6 +1178,16 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
                 stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, 256, form)?;
             }
         }
+        // Boxes one point wide in x (a shell's x slabs), 68 rows and 10 planes (columns of
+        // HP_SLAB_Z = 8 planes, the last of 2), at the low and the high side, with their grid,
+        // 1 block striding and blocks of 2 warps.
+        let alloc = [4, 70, 12];
+        for bounds in [([1, 1, 1], [2, 69, 11]), ([2, 1, 1], [3, 69, 11])] {
+            for (blocks, threads) in [(None, 256), (Some(1), 256), (None, 64)] {
+                let form = HP_STENCIL_FORM_MARCH;
+                stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
+            }
+        }
     }
     Ok(())
 }
