@@ -431,30 +431,30 @@ pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, Laun
         };
         return (Launch::StencilMarching(args), dims);
     }
-    if args.elem_bytes == 8 {
-        let dims = LaunchDims {
-            blocks: march_tiles(
-                args,
-                threads,
+    let (launch, (rows, cols, depth)) = if args.elem_bytes == 8 {
+        (
+            Launch::StencilMarch64(args),
+            (
                 shared::HP_MARCH64_ROWS,
                 shared::HP_MARCH64_COLS,
                 shared::HP_MARCH64_Z,
             ),
-            threads,
-        };
-        return (Launch::StencilMarch64(args), dims);
-    }
+        )
+    } else {
+        (
+            Launch::StencilMarching(args),
+            (
+                shared::HP_MARCH32_ROWS,
+                shared::HP_MARCH32_COLS,
+                shared::HP_MARCH32_Z,
+            ),
+        )
+    };
     let dims = LaunchDims {
-        blocks: march_tiles(
-            args,
-            threads,
-            shared::HP_MARCH32_ROWS,
-            shared::HP_MARCH32_COLS,
-            shared::HP_MARCH32_Z,
-        ),
+        blocks: march_tiles(args, threads, rows, cols, depth),
         threads,
     };
-    (Launch::StencilMarching(args), dims)
+    (launch, dims)
 }
 
 /// The march form's tiles over `args`'s box: `cols` columns 32 apart and `rows` rows a thread,
