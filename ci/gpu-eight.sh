@@ -13,7 +13,8 @@
 #   faults   a dropped send (--inject drop-send=+x) and a stopped rank (SIGSTOP to one rank
 #            mid-run) on 8 ranks: every other rank must end with a time-out naming the halo,
 #            none may hang (each run has a limit).
-# usage: ci/gpu-eight.sh DIR OUT [PART...]   (env: PART, STRONG, STEPS, RANKS)
+# usage: ci/gpu-eight.sh DIR OUT [PART...]   (env: PART, STRONG, STEPS, RANKS; POINTS and RUNS
+#   choose weak's stencils and runs, by default "27 7" and "ipc-plain ipc-graph mpi-plain")
 set -uo pipefail
 dir=$(cd "${1:?usage: ci/gpu-eight.sh DIR OUT [PART...]}" && pwd)
 out=${2:?usage: ci/gpu-eight.sh DIR OUT [PART...]}
@@ -23,6 +24,9 @@ part=${PART:-512x512x512}
 strong=${STRONG:-1024x1024x1024}
 steps=${STEPS:-20}
 ranks=${RANKS:-8}
+# The process grid of RANKS ranks for set-up and faults: 2x2x2, 2x2x1 or RANKSx1x1.
+case $ranks in 8) procs=2x2x2 ;; 4) procs=2x2x1 ;; *) procs=${ranks}x1x1 ;; esac
+IFS=x read -r gx gy gz <<< "$procs"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -f "$dir/bins.tar.xz" ] && [ ! -x "$dir/haloport" ]; then
@@ -60,8 +64,8 @@ fi
 common=(--backend cuda --periodic xyz --steps "$steps" --exchange-reps 20)
 
 if wants weak; then
-    for points in 27 7; do
-        for run in ipc-plain ipc-graph mpi-plain; do
+    for points in ${POINTS:-27 7}; do
+        for run in ${RUNS:-ipc-plain ipc-graph mpi-plain}; do
             transport=${run%-*}
             extra=(); [ "${run#*-}" = graph ] && extra=(--graph)
             name=weak-$points-$run
@@ -82,13 +86,14 @@ if wants strong; then
 fi
 
 if wants setup; then
-    # The whole grid of 8 parts of PART, and the plan of its rank 0 compiled without MPI or GPU.
+    # The whole grid of RANKS parts of PART, and the plan of its rank 0 compiled without MPI or
+    # GPU.
     IFS=x read -r px py pz <<< "$part"
-    grid8=$((2 * px))x$((2 * py))x$((2 * pz))
+    grid=$((gx * px))x$((gy * py))x$((gz * pz))
     step setup-stencil 300 "${mpi[@]}" "$hp" stencil --backend cuda --periodic xyz --steps 2 \
-        --exchange-reps 2 --grid "$grid8" --procs 2x2x2 --transport ipc \
+        --exchange-reps 2 --grid "$grid" --procs "$procs" --transport ipc \
         --json "$out/setup-stencil.json"
-    step setup-plan 60 "$hp" plan --ranks 8 --rank 0 --grid "$grid8" --periodic xyz
+    step setup-plan 60 "$hp" plan --ranks "$ranks" --rank 0 --grid "$grid" --periodic xyz
 fi
 
 if wants faults; then
@@ -96,16 +101,17 @@ if wants faults; then
     small=$((px / 4))x$((py / 4))x$((pz / 4))
     # A lost message: every rank must end with a time-out naming the halo, and a non-zero exit.
     timeout 120 "${mpi[@]}" "$hp" stencil --backend cuda --periodic xyz --grid "$small" \
-        --procs 2x2x2 --transport ipc --steps 4 --timeout 5 --inject drop-send=+x \
+        --procs "$procs" --transport ipc --steps 4 --timeout 5 --inject drop-send=+x \
         > "$out/fault-drop-send.log" 2>&1
     rc=$?
     echo "=== drop-send=+x: exit $rc (want non-zero, not 124)"
     grep -ciE "timed out|time-out" "$out/fault-drop-send.log" | sed 's/^/lines naming a time-out: /'
     grep -iE "timed out|time-out" "$out/fault-drop-send.log" | head -n 3
     if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then status=1; failed+=("fault-drop-send (exit $rc)"); fi
-    # A stopped rank: rank 3 receives SIGSTOP once the job runs; the others must time out.
+    # A stopped rank: the fourth rank process receives SIGSTOP once the job runs; the others
+    # must time out.
     timeout 180 "${mpi[@]}" "$hp" stencil --backend cuda --periodic xyz --grid "$small" \
-        --procs 2x2x2 --transport ipc --steps 200000 --timeout 5 \
+        --procs "$procs" --transport ipc --steps 200000 --timeout 5 \
         > "$out/fault-stopped-rank.log" 2>&1 &
     job=$!
     sleep 15

@@ -470,14 +470,15 @@ typedef struct hp_stencil_args {
  * 2 columns x 16 planes (554 us at 512^3 on one H100 against 643 us with 4 rows x 1 column:
  * results/2026-11-25-h100-step-wide; 391 us on one H200, 68 % of the copy speed, better than
  * any other tiling or register floor there: results/2026-11-26-h200-tiles). f64 tiles march in
- * an entry of their own, hp_stencil27_march64: 4 rows x 1 column x 16 planes, at least
- * HP_MARCH64_MIN_BLOCKS blocks an SM (80 registers): 642 us over the step's inner box at 512^3
- * on one H200, 80 % of the copy speed, where 2 x 2 x 32 tiles in this entry took 714 us and the
- * same 4 x 1 x 16 tiles beside this entry's other paths 660 us (results/2026-11-26-h200-tiles). */
+ * an entry of their own, hp_stencil27_march64: 4 rows x 1 column, at least
+ * HP_MARCH64_MIN_BLOCKS blocks an SM (80 registers), where 2 x 2 x 32 tiles in this entry were
+ * 9 % slower and the same tiles beside this entry's other paths 3 % (results/2026-11-26-h200-
+ * tiles); 8 planes deep, 2 % faster than 16 over the step's inner box at 512^3 on one H200
+ * (667 against 682 us, results/2026-11-26-h200-march-prefetch/order_bench.csv). */
 #define HP_MARCHING_MAX_THREADS 256u
 #define HP_MARCH64_ROWS 4u
 #define HP_MARCH64_COLS 1u
-#define HP_MARCH64_Z 16u
+#define HP_MARCH64_Z 8u
 #define HP_MARCH64_MIN_BLOCKS 3
 #define HP_MARCH32_ROWS 2u
 #define HP_MARCH32_COLS 2u

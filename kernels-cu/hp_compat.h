@@ -3,6 +3,8 @@
  *
  *   hp_timer()                       the device's global timer (ticks at DeviceInfo::timer_hz)
  *   hp_load_acquire_system(p)        32-bit load, acquire, system scope (CPU writes are seen)
+ *   hp_load_relaxed_system(p)        32-bit load, relaxed, system scope (polling: see below)
+ *   hp_load_relaxed_system_u64       the same, 64 bits
  *   hp_store_release_system(p, v)    32-bit store, release, system scope (CPU sees prior writes)
  *   hp_store_release_system_u64      the same, 64 bits
  *   hp_store_relaxed_system(p, v)    32-bit store, relaxed, system scope (progress reports only)
@@ -55,6 +57,23 @@ HP_DEVICE uint32_t hp_load_acquire_system(const uint32_t* p) {
 
 HP_DEVICE void hp_store_release_system(uint32_t* p, uint32_t v) {
     asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+/* Polls read relaxed: on sm_90 an acquire load is a strong load followed by CCTL.IVALL, which
+ * invalidates the whole L1 of the SM, so a loop of them spoils the L1 of every block beside the
+ * waiting one (a stencil's neighbour loads). A wait polls relaxed and, once it sees its flag,
+ * reads it again with acquire, ordering what follows after the writer's release (the value
+ * of that read is not needed: a later value comes from a later release by the same writer). */
+HP_DEVICE uint32_t hp_load_relaxed_system(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+HP_DEVICE uint64_t hp_load_relaxed_system_u64(const uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
 }
 
 HP_DEVICE void hp_store_relaxed_system(uint32_t* p, uint32_t v) {

@@ -192,10 +192,14 @@ HP_DEVICE uint32_t* hp_tq_flag(uint64_t base, uint32_t stride, uint32_t b) {
 HP_DEVICE uint32_t hp_tq_wait(const hp_taskqueue_args& a, const uint32_t* flag) {
     const uint64_t since = hp_timer();
     for (uint32_t spins = 0;; ++spins) {
-        if (hp_load_acquire_system(flag) == a.epoch) return 0;
+        /* Relaxed polls, one acquire once the flag is seen (hp_load_relaxed_system). */
+        if (hp_load_relaxed_system(flag) == a.epoch) {
+            hp_load_acquire_system(flag);
+            return 0;
+        }
         /* The abort flag is a second PCIe read: look at it every 16th spin only. */
         if ((spins & 15u) == 15u) {
-            if (hp_load_acquire_system((const uint32_t*)a.abort_flag) == a.epoch) return HP_TQ_ABORTED;
+            if (hp_load_relaxed_system((const uint32_t*)a.abort_flag) == a.epoch) return HP_TQ_ABORTED;
             if (hp_timer() - since > a.timeout_ticks) return HP_TQ_TIMED_OUT;
         }
         hp_backoff(a.poll_backoff_ns);
@@ -294,10 +298,14 @@ HP_DEVICE uint32_t* hp_ipc_flag(uint64_t base, uint64_t parity_bytes, uint32_t e
 HP_DEVICE uint32_t hp_ipc_wait(const hp_ipc_args& a, const uint32_t* flag, uint32_t target) {
     const uint64_t since = hp_timer();
     for (uint32_t spins = 0;; ++spins) {
-        if (hp_load_acquire_system(flag) >= target) return 0;
+        /* Relaxed polls, one acquire once the flag is seen (hp_load_relaxed_system). */
+        if (hp_load_relaxed_system(flag) >= target) {
+            hp_load_acquire_system(flag);
+            return 0;
+        }
         /* The abort flag and the timer are PCIe and clock reads: look every 256th poll. */
         if ((spins & 255u) == 255u) {
-            if (hp_load_acquire_system((const uint32_t*)a.abort_flag) == a.epoch) return HP_IPC_ABORTED;
+            if (hp_load_relaxed_system((const uint32_t*)a.abort_flag) == a.epoch) return HP_IPC_ABORTED;
             if (hp_timer() - since > a.timeout_ticks) return HP_IPC_TIMED_OUT;
         }
         hp_backoff(a.poll_backoff_ns);

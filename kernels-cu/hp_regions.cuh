@@ -352,11 +352,15 @@ HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_si
     const uint64_t* abort_flag = (const uint64_t*)a.abort_flag;
     const uint64_t since = hp_timer();
     for (uint32_t spins = 0;; ++spins) {
-        if (hp_load_acquire_system_u64(flag) >= wait_min) return HP_MESSAGE_OK;
+        /* Relaxed polls, one acquire once the flag is seen (hp_load_relaxed_system). */
+        if (hp_load_relaxed_system_u64(flag) >= wait_min) {
+            hp_load_acquire_system_u64(flag);
+            return HP_MESSAGE_OK;
+        }
         /* The abort flag and the timer are a second (PCIe) read and a clock read: look at them
          * every 64th poll only (the first included, so a raised abort is seen at once). */
         if ((spins & 63u) == 0u) {
-            if (abort_flag && hp_load_acquire_system_u64(abort_flag) >= epoch) {
+            if (abort_flag && hp_load_relaxed_system_u64(abort_flag) >= epoch) {
                 return HP_MESSAGE_ABORTED;
             }
             if (hp_timer() - since > a.timeout_ticks) return HP_MESSAGE_TIMED_OUT;
