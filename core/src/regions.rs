@@ -979,11 +979,11 @@ mod tests {
         };
         assert!(!stencil_marches(&slab_y, 256));
         // The march form's own kernels: blocks of at most 256 threads, tiles per element type
-        // (f64, in a kernel of its own: 32 columns, 8 warps x 4 rows, 16 planes over 70 x 20 x
-        // 40: 3 x 1 x 3; f32: 64 columns, 8 warps x 2 rows, 16 planes: 2 x 2 x 3); larger
+        // (f64, in a kernel of its own: 32 columns, 8 warps x 4 rows, 8 planes over 70 x 20 x
+        // 40: 3 x 1 x 5; f32: 64 columns, 8 warps x 2 rows, 16 planes: 2 x 2 x 3); larger
         // blocks take hp_stencil27.
         let (launch, dims) = stencil_launch(&big, 256);
-        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch64, 9));
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch64, 15));
         let with_fields = hp_stencil_args {
             in_: 0x1000,
             out: 0x2000,

@@ -1143,22 +1143,26 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
         // A side the shape does not read may reach the allocation's edge.
         stencil_case(backend, eb, one_sided, 1, [1, 1, 0], [13, 10, 8], None)?;
         // Boxes of several march tiles, partial in every dimension (100 x 21..23 x 40 points:
-        // tiles of 32 or 64 columns (HP_MARCH_COLS 1 or 2), 8 or 32 rows, HP_MARCH_Z = 32
-        // planes), whose last rows leave a thread 1, 2 or 3 of its HP_MARCH_ROWS = 4, in
-        // blocks of 2 and 8 warps (the march-only kernel: its own tiles, 32 planes in f64, 16
-        // in f32) and 16 warps (hp_stencil27's march form), with a
-        // grid of every tile and of 3 blocks striding; and the point form over the same boxes.
+        // tiles of 32 or 64 columns, 8 or 32 rows, 8 to 32 planes), whose last rows leave a
+        // thread 1, 2 or 3 of its rows, in blocks of 2 and 8 warps (the march-only kernels,
+        // tiles per element type) and 16 warps (hp_stencil27's march form), with a grid of
+        // every tile and of 3 blocks striding; and the point form over the same boxes. The
+        // 7-point stencil takes the point form over them at every block size.
         let alloc = [102, 26, 42];
         for y_end in [23, 24, 25] {
             let bounds = ([1, 2, 1], [101, y_end, 41]);
-            for threads in [64, 256, 512] {
-                for blocks in [None, Some(3)] {
-                    let form = HP_STENCIL_FORM_MARCH;
-                    stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
+            for shape in [0, HP_STENCIL_FACES | HP_STENCIL_FULL] {
+                for threads in [64, 256, 512] {
+                    for blocks in [None, Some(3)] {
+                        let form = HP_STENCIL_FORM_MARCH;
+                        stencil_launch(
+                            backend, eb, shape, 1, alloc, bounds, blocks, threads, form,
+                        )?;
+                    }
                 }
+                let points = HP_STENCIL_FORM_POINTS;
+                stencil_launch(backend, eb, shape, 1, alloc, bounds, None, 256, points)?;
             }
-            let points = HP_STENCIL_FORM_POINTS;
-            stencil_launch(backend, eb, 0, 1, alloc, bounds, None, 256, points)?;
         }
         // Slabs thinner than a march tile asks (a shell's), in the march form, with the grid
         // regions::stencil_launch gives them and with 3 blocks: one 3 planes deep takes the
