@@ -63,7 +63,8 @@ HP_DEVICE void hp_store_release_system(uint32_t* p, uint32_t v) {
  * invalidates the whole L1 of the SM, so a loop of them spoils the L1 of every block beside the
  * waiting one (a stencil's neighbour loads). A wait polls relaxed and, once it sees its flag,
  * reads it again with acquire, ordering what follows after the writer's release (the value
- * of that read is not needed: a later value comes from a later release by the same writer). */
+ * of that read is not needed: flags only grow, and a later value was released after the one
+ * waited for, by work ordered after it). */
 HP_DEVICE uint32_t hp_load_relaxed_system(const uint32_t* p) {
     uint32_t v;
     asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
