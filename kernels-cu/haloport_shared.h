@@ -457,13 +457,15 @@ typedef struct hp_stencil_args {
 #define HP_STENCIL_FORM_POINTS 1u
 /* A march tile: 32 threads in x (a warp) by blockDim.x / 32 threads in y, each thread
  * HP_MARCH_COLS columns 32 apart of HP_MARCH_ROWS rows, HP_MARCH_Z planes deep: HP_MARCH_X *
- * HP_MARCH_COLS points wide. Only boxes of at least HP_MARCH_X x HP_MARCH_ROWS x
- * HP_MARCH_MIN_Z points march; thinner ones (a shell's slabs) take the point form. */
+ * HP_MARCH_COLS points wide. Boxes of at least HP_MARCH_X x HP_MARCH_ROWS x HP_MARCH_MIN_Z
+ * points march in tiles: a shell's z slabs, one plane deep, too (3 planes loaded a plane
+ * stored, where the point form they took before loads 27 points a point). Thinner boxes (a
+ * shell's x and y slabs) march in columns in hp_stencil27_marching. */
 #define HP_MARCH_X 32u
 #define HP_MARCH_COLS 1u
 #define HP_MARCH_ROWS 4u
 #define HP_MARCH_Z 32u
-#define HP_MARCH_MIN_Z 4u
+#define HP_MARCH_MIN_Z 1u
 /* hp_stencil27_marching, the march form as an entry of its own (blocks of at most
  * HP_MARCHING_MAX_THREADS threads, a multiple of HP_MARCH_X): without the point paths beside it
  * the compiler keeps fewer registers, and its tiles are chosen per element type. f32: 2 rows x
@@ -490,9 +492,19 @@ typedef struct hp_stencil_args {
 #define HP_MARCHING64_ROWS 2u
 #define HP_MARCHING64_COLS 2u
 #define HP_MARCHING64_Z 32u
+/* How many planes ahead of its loads a thread of hp_stencil27_march64 prefetches its rows into
+ * L2: with 2 the stencil's compute at 512^3 f64 on one H200 took 689 against 745 us, the inner
+ * box alone 617 us, 84 % of the copy speed (results/2026-11-26-h200-l2-prefetch); 1 and 3 did as
+ * well as 2, and prefetching the rows beside a warp's too, or a row per warp in bulk, was
+ * slower. The f32 tiles in hp_stencil27_marching do not prefetch: in that entry it took 74 to 78
+ * registers against 64 and was 2 to 22 % slower; 2 x 2 x 8 tiles in a kernel of their own gained
+ * 2 % (f32_bench.csv there), not worth an entry. */
+#define HP_MARCH_PREFETCH 2u
 /* hp_stencil27_marching over a box at least HP_MARCH_MIN_Z planes deep but too thin for tiles
- * (a shell's x and y slabs): a thread per column of HP_SLAB_Z planes (hp_stencil27_slab). */
-#define HP_SLAB_Z 8u
+ * (a shell's x and y slabs): a thread per column of HP_SLAB_Z planes (hp_stencil27_slab). 4
+ * planes rather than 8 (twice the threads for a latency-bound slab): the stencil's compute at
+ * 512^3 on one H200 6 us faster in f64 and f32 (results/2026-11-26-h200-l2-prefetch). */
+#define HP_SLAB_Z 4u
 
 /* hp_stencil_args.shape: bit HP_STENCIL_LO << k reads offset -1 in dimension k (x, y, z = 0, 1,
  * 2), bit HP_STENCIL_HI << k offset +1; HP_STENCIL_FACES reads only points that differ from the

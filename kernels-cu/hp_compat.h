@@ -12,6 +12,8 @@
  *   hp_fence_acq_rel_system()        acquire-release fence at system scope: orders, without the
  *                                    global serialization of a sequentially consistent fence
  *   hp_backoff(ns)                   pause about ns nanoseconds between polls (0: none)
+ *   hp_prefetch_l2(p)                ask L2 for the line holding p ahead of its loads (a hint:
+ *                                    no register is held for it, and no fault is raised)
  *   HP_GRID_CONSTANT                 marks a by-value kernel parameter read through
  *                                    hp_args_in_place
  *   hp_args_in_place(a)              a reference to the kernel's one by-value parameter `a`,
@@ -103,6 +105,8 @@ HP_DEVICE uint64_t hp_double_bits(double v) { return (uint64_t)__double_as_longl
 HP_DEVICE void hp_backoff(uint32_t ns) {
     if (ns != 0) __nanosleep(ns);
 }
+
+HP_DEVICE void hp_prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 #else
 #error "hp_compat.h needs nvcc (__CUDACC__) or hipcc (__HIPCC__)"

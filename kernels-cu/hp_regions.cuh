@@ -672,8 +672,23 @@ HP_DEVICE void hp_march_plane(T (&sums)[ROWS], const T* __restrict__ q, int64_t 
  * A column past the box's end (the last tile of a box whose width is no multiple of the tile's)
  * reads column x again (`at`, a select) and stores nothing: no branch lies between the columns'
  * loads, so a plane's loads of every column issue together (one memory latency a plane, not
- * one a column) and the compiler keeps k_wide's registers (results/2026-11-25-h100-step-wide). */
-template <typename T, int ROWS, int DEPTH, int COLS>
+ * one a column) and the compiler keeps k_wide's registers (results/2026-11-25-h100-step-wide).
+ *
+ * With PF > 0, each thread asks L2 for its rows of the plane PF ahead of the one it loads
+ * (hp_march_prefetch): the loads in flight then no longer depend on how many warps the
+ * registers let an SM hold (HP_MARCH_PREFETCH in haloport_shared.h). */
+template <typename T, int ROWS, int COLS>
+HP_DEVICE void hp_march_prefetch(const T* q, int64_t ax, const int (&at)[COLS], int live) {
+#pragma unroll
+    for (int c = 0; c < COLS; ++c) {
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            if (i < live) hp_prefetch_l2(q + at[c] + i * ax);
+        }
+    }
+}
+
+template <typename T, int ROWS, int DEPTH, int COLS, int PF>
 HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
@@ -703,6 +718,12 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
         const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
         const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
         T* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
+        /* The planes the first PF steps load (planes past the tile's last are never asked
+         * for). */
+#pragma unroll
+        for (int d = 2; d < 2 + PF; ++d) {
+            if (d <= depth) hp_march_prefetch<T, ROWS, COLS>(q + d * plane, ax, at, live);
+        }
         T lo[COLS][ROWS], mid[COLS][ROWS], hi[COLS][ROWS];
 #pragma unroll
         for (int c = 0; c < COLS; ++c) {
@@ -711,6 +732,9 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
         }
         q += 2 * plane;
         for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+            if (PF > 0 && z + 1 + PF <= depth) {
+                hp_march_prefetch<T, ROWS, COLS>(q + PF * plane, ax, at, live);
+            }
 #pragma unroll
             for (int c = 0; c < COLS; ++c) hp_march_plane(hi[c], q + at[c], ax, live);
 #pragma unroll
@@ -797,7 +821,7 @@ template <typename T>
 HP_DEVICE void hp_stencil_shaped(const hp_stencil_args& a) {
     if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
         if (hp_stencil_marches(a)) {
-            hp_stencil27_march<T, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS>(a);
+            hp_stencil27_march<T, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS, 0>(a);
         } else {
             hp_stencil27_points<T, true>(a);
         }
@@ -855,13 +879,13 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
     const bool tiles = hp_stencil_marches(a);
     if (a.elem_bytes == 8) {
         if (tiles) {
-            hp_stencil27_march<double, HP_MARCHING64_ROWS, HP_MARCHING64_Z, HP_MARCHING64_COLS>(a);
+            hp_stencil27_march<double, HP_MARCHING64_ROWS, HP_MARCHING64_Z, HP_MARCHING64_COLS, 0>(a);
         } else {
             hp_stencil27_slab<double, HP_SLAB_Z>(a);
         }
     } else if (a.elem_bytes == 4) {
         if (tiles) {
-            hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS>(a);
+            hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS, 0>(a);
         } else {
             hp_stencil27_slab<float, HP_SLAB_Z>(a);
         }
@@ -875,7 +899,8 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
 extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64_MIN_BLOCKS)
     hp_stencil27_march64(hp_stencil_args a) {
     if (hp_stencil_box_empty(a) || a.elem_bytes != 8 || !hp_stencil_marches(a)) return;
-    hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS>(a);
+    hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS,
+                       (int)HP_MARCH_PREFETCH>(a);
 }
 
 extern "C" __global__ void hp_stencil27(hp_stencil_args a) {

@@ -8,6 +8,7 @@
  *   fences:  __threadfence_system().
  *   back-off: s_sleep, ~64 clocks per unit (thesis 4.6.2: constant polling slowed flag
  *            propagation on MI50s; a pause between polls lets it through).
+ *   L2 prefetch: none (hp_prefetch_l2 is a no-op).
  * Wavefronts are 64 threads wide; nothing in the kernels depends on the width.
  */
 #ifndef HP_AMD_H
@@ -72,5 +73,9 @@ HP_DEVICE void hp_backoff(uint32_t ns) {
         __builtin_amdgcn_s_sleep(1);
     }
 }
+
+/* gfx9 has no load that only fills L2 (a plain load would hold a register until it lands),
+ * so the hint is dropped; the march form is correct and unchanged without it. */
+HP_DEVICE void hp_prefetch_l2(const void* p) { (void)p; }
 
 #endif /* HP_AMD_H */

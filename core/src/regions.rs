@@ -963,16 +963,14 @@ mod tests {
         assert!(stencil_marches(&big, 256));
         assert_eq!(stencil_blocks(&big, 256), 6);
         assert_eq!(stencil_blocks(&big, 64), 18);
-        // Slabs thinner than HP_MARCH_ROWS rows or HP_MARCH_MIN_Z planes take the point form.
+        // A slab one plane deep (a shell's z slab) marches in tiles one plane deep; one
+        // thinner than HP_MARCH_ROWS rows cannot.
         let slab_z = hp_stencil_args {
-            end: [71, 21, 4],
+            end: [71, 21, 2],
             ..big
         };
-        assert!(!stencil_marches(&slab_z, 256));
-        assert_eq!(
-            stencil_blocks(&slab_z, 256),
-            (70 * 20 * 3_u32).div_ceil(256)
-        );
+        assert!(stencil_marches(&slab_z, 256));
+        assert_eq!(stencil_blocks(&slab_z, 256), 3);
         let slab_y = hp_stencil_args {
             end: [71, 4, 41],
             ..big
@@ -1002,7 +1000,7 @@ mod tests {
         };
         assert!(Launch::StencilMarch64(&four).check("host", dims).is_err());
         let flat = hp_stencil_args {
-            end: [71, 21, 4],
+            end: [71, 4, 41],
             ..with_fields
         };
         assert!(Launch::StencilMarch64(&flat).check("host", dims).is_err());
@@ -1018,12 +1016,12 @@ mod tests {
         let (launch, dims) = stencil_launch(&big, 512);
         assert_eq!(launch.kernel(), Kernel::Stencil27);
         assert_eq!(dims.blocks, stencil_blocks(&big, 512));
-        assert_eq!(stencil_launch(&slab_z, 256).0.kernel(), Kernel::Stencil27);
-        // A slab at least HP_MARCH_MIN_Z planes deep but too thin for tiles marches in
-        // columns of HP_SLAB_Z = 8 planes, a thread each: 70 x 3 x 5 columns in 5 blocks, and
-        // a slab one point wide, 1 x 20 x 5, in 1.
+        let (launch, dims) = stencil_launch(&slab_z, 256);
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch64, 3));
+        // A slab too thin for tiles marches in columns of HP_SLAB_Z = 4 planes, a thread
+        // each: 70 x 3 x 10 columns in 9 blocks, and a slab one point wide, 1 x 20 x 10, in 1.
         let (launch, dims) = stencil_launch(&slab_y, 256);
-        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 5));
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarching, 9));
         let slab_x = hp_stencil_args {
             begin: [70, 1, 1],
             ..big
@@ -1045,7 +1043,7 @@ mod tests {
             .check("host", dims)
             .is_err());
         let thin = hp_stencil_args {
-            end: [71, 21, 4],
+            shape: shared::HP_STENCIL_FACES | shared::HP_STENCIL_FULL,
             ..with_fields
         };
         assert!(Launch::StencilMarching(&thin)

@@ -1165,11 +1165,14 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
             }
         }
         // Slabs thinner than a march tile asks (a shell's), in the march form, with the grid
-        // regions::stencil_launch gives them and with 3 blocks: one 3 planes deep takes the
-        // point form; the others (3 or 1 rows, 30 or 1 columns, at either end) march in
-        // columns of HP_SLAB_Z planes in the march-only kernel, 40 planes: 5 columns deep.
+        // regions::stencil_launch gives them and with 3 blocks: ones 3 planes and 1 plane deep
+        // (at either end) march in tiles of that depth; the others (3 or 1 rows, 30 or 1
+        // columns, at either end) march in columns of HP_SLAB_Z planes in the march-only
+        // kernel, 40 planes: 10 columns deep.
         for bounds in [
             ([1, 2, 1], [71, 25, 4]),
+            ([1, 2, 1], [71, 25, 2]),
+            ([1, 2, 40], [71, 25, 41]),
             ([1, 2, 1], [71, 5, 41]),
             ([1, 2, 1], [31, 25, 41]),
             ([1, 2, 1], [101, 3, 41]),
@@ -1183,7 +1186,7 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
             }
         }
         // Boxes one point wide in x (a shell's x slabs), 68 rows and 10 planes (columns of
-        // HP_SLAB_Z = 8 planes, the last of 2), at the low and the high side, with their grid,
+        // HP_SLAB_Z = 4 planes, the last of 2), at the low and the high side, with their grid,
         // 1 block striding and blocks of 2 warps.
         let alloc = [4, 70, 12];
         for bounds in [([1, 1, 1], [2, 69, 11]), ([2, 1, 1], [3, 69, 11])] {
