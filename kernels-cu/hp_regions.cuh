@@ -660,6 +660,50 @@ HP_DEVICE void hp_march_plane(T (&sums)[ROWS], const T* __restrict__ q, int64_t 
     for (int i = 0; i < ROWS; ++i) sums[i] = (row[i] + row[i + 1]) + row[i + 2];
 }
 
+/* The march form's tiles over a box: HP_MARCH_X * COLS x (blockDim.x / HP_MARCH_X * ROWS) x
+ * DEPTH points, numbered x fastest, a block per tile, blocks striding over tiles
+ * (hp_stencil7_march's). hp_stencil27_march spells the same arithmetic out: through these
+ * structs ptxas scheduled hp_stencil27_marching's f32 tiles otherwise (the same 64 registers),
+ * 38 % slower at 512^3 on one H200 (results/2026-11-26-h200-march7b). */
+template <int ROWS, int DEPTH, int COLS>
+struct hp_march_tiles {
+    uint64_t rows, width, tiles_x, tiles_y, tiles, tx, ty;
+    HP_DEVICE explicit hp_march_tiles(const hp_stencil_args& a)
+        : rows((uint64_t)(blockDim.x / HP_MARCH_X) * ROWS),
+          width((uint64_t)HP_MARCH_X * COLS),
+          tiles_x((a.end[0] - a.begin[0] + width - 1) / width),
+          tiles_y((a.end[1] - a.begin[1] + rows - 1) / rows),
+          tiles(tiles_x * tiles_y * ((a.end[2] - a.begin[2] + DEPTH - 1) / DEPTH)),
+          tx(threadIdx.x % HP_MARCH_X),
+          ty(threadIdx.x / HP_MARCH_X) {}
+};
+
+/* One thread's part of march tile t: columns x, x + 32, ... (COLS; column c lies in the box for
+ * c < cols, the others read column x: at[c]), rows y .. y + live - 1 of its ROWS, planes z0 ..
+ * z0 + depth - 1 from (x, y, z0), index `first` of the field. False when the thread has no
+ * point in the box (a partial tile). */
+template <int ROWS, int DEPTH, int COLS>
+struct hp_march_part {
+    int cols, live, depth;
+    int at[COLS];
+    uint64_t first;
+    HP_DEVICE bool take(const hp_stencil_args& a, const hp_march_tiles<ROWS, DEPTH, COLS>& g,
+                        uint64_t t) {
+        const uint64_t rest = t / g.tiles_x;
+        const uint64_t x = a.begin[0] + (t % g.tiles_x) * g.width + g.tx;
+        const uint64_t y = a.begin[1] + (rest % g.tiles_y) * g.rows + g.ty * ROWS;
+        if (x >= a.end[0] || y >= a.end[1]) return false;
+        cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
+        live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
+        const uint64_t z0 = a.begin[2] + (rest / g.tiles_y) * DEPTH;
+        depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
+        first = x + a.alloc[0] * (y + a.alloc[1] * z0);
+        return true;
+    }
+};
+
 /* The full 27-point stencil over one component, marching in z (HP_STENCIL_FORM_MARCH): tiles of
  * HP_MARCH_X * COLS x (blockDim.x / HP_MARCH_X * ROWS) x DEPTH points, a block per tile,
  * blocks striding over tiles. A thread owns ROWS rows of the columns x, x + 32, ... (COLS of
@@ -753,6 +797,74 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     }
 }
 
+/* One plane of the 7-point march for rows y .. y + ROWS - 1 from `q` at (x, y): each row's
+ * centre, and its in-plane sum ((y - 1 + ((x - 1 + x) + x + 1)) + y + 1) (hp_stencil_sum's
+ * order for the faces). Rows past the first `live` are not loaded (their results unused). */
+template <typename T, int ROWS>
+HP_DEVICE void hp_march7_plane(T (&centre)[ROWS], T (&flat)[ROWS], const T* __restrict__ q,
+                               int64_t ax, int live) {
+    T col[ROWS + 2];
+#pragma unroll
+    for (int i = 0; i < ROWS + 2; ++i) col[i] = i <= live + 1 ? q[(i - 1) * ax] : T(0);
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+        const T* r = q + i * ax;
+        const T row = i < live ? (r[-1] + col[i + 1]) + r[1] : T(0);
+        flat[i] = (col[i] + row) + col[i + 2];
+        centre[i] = col[i + 1];
+    }
+}
+
+/* The 7-point stencil (faces, every side read) over one component, marching in z in the same
+ * tiles as hp_stencil27_march: per plane and column a thread loads the centres of rows y - 1 ..
+ * y + ROWS and x - 1, x + 1 of its own rows (3 ROWS + 2 loads for ROWS points, where the point
+ * form makes 7 a point) and keeps the centres of the plane before and the in-plane sums of its
+ * own: ((z - 1 + in-plane) + z + 1), hp_stencil_sum's order, the same bits. */
+template <typename T, int ROWS, int DEPTH, int COLS>
+HP_DEVICE void hp_stencil7_march(const hp_stencil_args& a) {
+    const T* __restrict__ in = (const T*)a.in;
+    T* __restrict__ out = (T*)a.out;
+    const int64_t ax = (int64_t)a.alloc[0];
+    const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
+    const hp_march_tiles<ROWS, DEPTH, COLS> g(a);
+    const T scale = T(1) / T(7u);
+    for (uint64_t t = blockIdx.x; t < g.tiles; t += gridDim.x) {
+        hp_march_part<ROWS, DEPTH, COLS> p;
+        if (!p.take(a, g, t)) continue;
+        const T* q = in + p.first;
+        T* o = out + p.first;
+        T below[COLS][ROWS], centre[COLS][ROWS], flat[COLS][ROWS];
+        T above[COLS][ROWS], next[COLS][ROWS];
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) {
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i) {
+                below[c][i] = i < p.live ? q[p.at[c] + i * ax - plane] : T(0);
+            }
+            hp_march7_plane(centre[c], flat[c], q + p.at[c], ax, p.live);
+        }
+        for (int z = 0; z < p.depth; ++z, q += plane, o += plane) {
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+                hp_march7_plane(above[c], next[c], q + p.at[c] + plane, ax, p.live);
+            }
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+#pragma unroll
+                for (int i = 0; i < ROWS; ++i) {
+                    if (c < p.cols && i < p.live) {
+                        o[c * (int)HP_MARCH_X + i * ax] =
+                            ((below[c][i] + flat[c][i]) + above[c][i]) * scale;
+                    }
+                    below[c][i] = centre[c][i];
+                    centre[c][i] = above[c][i];
+                    flat[c][i] = next[c][i];
+                }
+            }
+        }
+    }
+}
+
 /* The full 27-point stencil over one component for a box too thin for march tiles but at least
  * HP_MARCH_MIN_Z planes deep (a shell's x and y slabs, HP_STENCIL_FORM_MARCH): a thread per
  * (x, y) column of HP_SLAB_Z planes, threads numbered x fastest (so along y in a slab one
@@ -825,6 +937,8 @@ HP_DEVICE void hp_stencil_shaped(const hp_stencil_args& a) {
         } else {
             hp_stencil27_points<T, true>(a);
         }
+    } else if (a.shape == (HP_STENCIL_FACES | HP_STENCIL_FULL) && hp_stencil_marches(a)) {
+        hp_stencil7_march<T, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS>(a);
     } else {
         hp_stencil27_points<T, false>(a);
     }

@@ -372,15 +372,18 @@ pub fn stencil_components(args: &hp_stencil_args) -> u32 {
 }
 
 /// Whether the kernels walk this launch in the march form ([`shared::HP_STENCIL_FORM_MARCH`]):
-/// the full 27-point stencil over one component, in blocks of whole warps, over a box of at
-/// least `HP_MARCH_X` x `HP_MARCH_ROWS` x `HP_MARCH_MIN_Z` points, in tiles (the kernels'
-/// `hp_stencil_marches`). A shell's thinner slabs take the point form in
+/// the full 27-point stencil or the 7-point one (every face read) over one component, in
+/// blocks of whole warps, over a box of at least `HP_MARCH_X` x `HP_MARCH_ROWS` x
+/// `HP_MARCH_MIN_Z` points, in tiles (the kernels' `hp_stencil_marches`; the 7-point stencil
+/// in [`Kernel::Stencil27`](crate::Kernel::Stencil27)'s `hp_stencil7_march`). A shell's thinner slabs take the point form in
 /// [`Kernel::Stencil27`](crate::Kernel::Stencil27) and march in columns in the march form's own
 /// kernel ([`stencil_marching`]).
 pub fn stencil_marches(args: &hp_stencil_args, threads: u32) -> bool {
     let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
+    let shape = stencil_shape(args.shape);
     args.form == shared::HP_STENCIL_FORM_MARCH
-        && stencil_shape(args.shape) == shared::HP_STENCIL_FULL
+        && (shape == shared::HP_STENCIL_FULL
+            || shape == shared::HP_STENCIL_FACES | shared::HP_STENCIL_FULL)
         && stencil_components(args) == 1
         && threads % shared::HP_MARCH_X == 0
         && extent(0) >= u64::from(shared::HP_MARCH_X)
@@ -1018,6 +1021,20 @@ mod tests {
         assert_eq!(dims.blocks, stencil_blocks(&big, 512));
         let (launch, dims) = stencil_launch(&slab_z, 256);
         assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch64, 3));
+        // The 7-point stencil marches in hp_stencil27, in its tiles (3 x 1 x 2); a one-sided
+        // one takes the point form.
+        let faces = hp_stencil_args {
+            shape: shared::HP_STENCIL_FACES | shared::HP_STENCIL_FULL,
+            ..big
+        };
+        assert!(stencil_marches(&faces, 256));
+        let (launch, dims) = stencil_launch(&faces, 256);
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::Stencil27, 6));
+        let one_sided = hp_stencil_args {
+            shape: shared::HP_STENCIL_FACES | (shared::HP_STENCIL_FULL & !shared::HP_STENCIL_HI),
+            ..big
+        };
+        assert!(!stencil_marches(&one_sided, 256));
         // A slab too thin for tiles marches in columns of HP_SLAB_Z = 4 planes, a thread
         // each: 70 x 3 x 10 columns in 9 blocks, and a slab one point wide, 1 x 20 x 10, in 1.
         let (launch, dims) = stencil_launch(&slab_y, 256);

@@ -1147,7 +1147,7 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
         // thread 1, 2 or 3 of its rows, in blocks of 2 and 8 warps (the march-only kernels,
         // tiles per element type) and 16 warps (hp_stencil27's march form), with a grid of
         // every tile and of 3 blocks striding; and the point form over the same boxes. The
-        // 7-point stencil takes the point form over them at every block size.
+        // 7-point stencil marches in hp_stencil27 at every block size.
         let alloc = [102, 26, 42];
         for y_end in [23, 24, 25] {
             let bounds = ([1, 2, 1], [101, y_end, 41]);
@@ -1168,7 +1168,8 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
         // regions::stencil_launch gives them and with 3 blocks: ones 3 planes and 1 plane deep
         // (at either end) march in tiles of that depth; the others (3 or 1 rows, 30 or 1
         // columns, at either end) march in columns of HP_SLAB_Z planes in the march-only
-        // kernel, 40 planes: 10 columns deep.
+        // kernel, 40 planes: 10 columns deep. The 7-point stencil over the same slabs marches
+        // in tiles where they are thick enough in x and y, and takes the point form elsewhere.
         for bounds in [
             ([1, 2, 1], [71, 25, 4]),
             ([1, 2, 1], [71, 25, 2]),
@@ -1180,9 +1181,11 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
             ([1, 2, 1], [2, 25, 41]),
             ([100, 2, 2], [101, 25, 40]),
         ] {
-            for blocks in [None, Some(3)] {
-                let form = HP_STENCIL_FORM_MARCH;
-                stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, 256, form)?;
+            for shape in [0, HP_STENCIL_FACES | HP_STENCIL_FULL] {
+                for blocks in [None, Some(3)] {
+                    let form = HP_STENCIL_FORM_MARCH;
+                    stencil_launch(backend, eb, shape, 1, alloc, bounds, blocks, 256, form)?;
+                }
             }
         }
         // Boxes one point wide in x (a shell's x slabs), 68 rows and 10 planes (columns of
