@@ -993,7 +993,8 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
     const bool tiles = hp_stencil_marches(a);
     if (a.elem_bytes == 8) {
         if (tiles) {
-            hp_stencil27_march<double, HP_MARCHING64_ROWS, HP_MARCHING64_Z, HP_MARCHING64_COLS, 0>(a);
+            hp_stencil27_march<double, HP_MARCHING64_ROWS, HP_MARCHING64_Z, HP_MARCHING64_COLS,
+                               0>(a);
         } else {
             hp_stencil27_slab<double, HP_SLAB_Z>(a);
         }
