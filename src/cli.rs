@@ -217,7 +217,8 @@ impl ScalingMode {
 /// How the stencil's update kernel walks its box.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StencilForm {
-    /// Threads march along z, three planes of neighbours in registers (27-point, one component).
+    /// Threads march along z, three planes of neighbours in registers (27- and 7-point, one
+    /// component).
     March,
     /// A thread per point.
     Points,
@@ -621,9 +622,9 @@ pub struct StencilArgs {
     /// Blocking exchanges timed after the steps (the exchange's share of a step).
     #[arg(long, default_value_t = 20)]
     pub exchange_reps: u32,
-    /// How the update kernel walks its box: march (the 27-point stencil's threads march along
-    /// z with their neighbourhood in registers) or points (a thread per point); the same bits
-    /// either way, for benchmarks.
+    /// How the update kernel walks its box: march (the 27- and 7-point stencils' threads march
+    /// along z with their neighbourhood in registers) or points (a thread per point); the same
+    /// bits either way, for benchmarks.
     #[arg(long, value_enum, default_value = "march")]
     pub stencil_form: StencilForm,
     /// Capture two steps (interior update, start, finish, shell update, twice) into a CUDA or
