@@ -375,9 +375,9 @@ pub fn stencil_components(args: &hp_stencil_args) -> u32 {
 /// the full 27-point stencil or the 7-point one (every face read) over one component, in
 /// blocks of whole warps, over a box of at least `HP_MARCH_X` x `HP_MARCH_ROWS` x
 /// `HP_MARCH_MIN_Z` points, in tiles (the kernels' `hp_stencil_marches`; the 7-point stencil
-/// in [`Kernel::Stencil27`](crate::Kernel::Stencil27)'s `hp_stencil7_march`). A shell's thinner slabs take the point form in
-/// [`Kernel::Stencil27`](crate::Kernel::Stencil27) and march in columns in the march form's own
-/// kernel ([`stencil_marching`]).
+/// in [`Kernel::Stencil27`](crate::Kernel::Stencil27)'s `hp_stencil7_march`). A shell's
+/// thinner slabs take the point form in [`Kernel::Stencil27`](crate::Kernel::Stencil27) and
+/// march in columns in the march form's own kernel ([`stencil_marching`]).
 pub fn stencil_marches(args: &hp_stencil_args, threads: u32) -> bool {
     let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
     let shape = stencil_shape(args.shape);
