@@ -88,33 +88,41 @@ fn every_decomposition_verifies_and_agrees_on_the_checksum() {
 
 #[test]
 fn other_problems_verify_on_both_transports_and_element_types() {
-    for (np, transport, extra) in [
-        (2, "ipc", vec!["--grid", "16x16x8", "--periodic", "xyz"]),
-        // Every neighbour device-direct (none local, none host-staged).
-        (2, "ipc", vec!["--grid", "16x12x8", "--periodic", "x"]),
+    // all_direct: every neighbour device-direct (none local, none host-staged).
+    for (np, transport, all_direct, extra) in [
+        (
+            2,
+            "ipc",
+            false,
+            vec!["--grid", "16x16x8", "--periodic", "xyz"],
+        ),
+        (2, "ipc", true, vec!["--grid", "16x12x8", "--periodic", "x"]),
         (
             4,
             "ipc",
+            false,
             vec!["--grid", "17x9x8", "--periodic", "y", "--type", "f64"],
         ),
         (
             4,
             "mpi",
+            false,
             vec!["--grid", "17x9x8", "--periodic", "none", "--halo", "1"],
         ),
         (
             3,
             "mpi",
+            false,
             vec!["--grid", "10x10x9", "--procs", "1x1x3", "--fields", "3"],
         ),
         // Fields from the application's own allocations, through Field::adopt.
         (
             2,
             "ipc",
+            false,
             vec!["--grid", "12x10x8", "--adopt", "--variant", "tq"],
         ),
     ] {
-        let all_direct = extra == ["--grid", "16x12x8", "--periodic", "x"];
         let mut args = vec!["--transport", transport, "--steps", "4"];
         args.extend(extra);
         let result = verified_run(np, &args);
