@@ -310,8 +310,11 @@ typedef struct hp_region {
  * the abort flag) until *wait + wait_lag >= epoch (no wait when wait == 0): a lag, not a value, so
  * one table serves every epoch. After its
  * stores, it fences at system scope and adds 1 to *counter (monotonic, never reset); the block
- * that brings *counter to epoch * blocks fences again and stores epoch into *flag with release
- * semantics (no store when flag == 0). So every epoch must run every block of the message once.
+ * that brings *counter to epoch * blocks fences again and stores epoch into *flag (the fence and
+ * the strong store a release; no store when flag == 0). A message of one block counts nothing:
+ * its block stores the flag after its fence. So every epoch must run every block of the message
+ * once. The abort flag lies in device memory: polled across PCIe, it slowed every kernel beside
+ * the waiting blocks.
  *   pack:    wait = own credit flag (the peer unpacked the slot), flag = the peer's arrival flag
  *   unpack:  wait = own arrival flag (>= epoch),                  flag = the peer's credit flag
  */

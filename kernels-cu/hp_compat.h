@@ -7,7 +7,9 @@
  *   hp_load_relaxed_system_u64       the same, 64 bits
  *   hp_store_release_system(p, v)    32-bit store, release, system scope (CPU sees prior writes)
  *   hp_store_release_system_u64      the same, 64 bits
- *   hp_store_relaxed_system(p, v)    32-bit store, relaxed, system scope (progress reports only)
+ *   hp_store_relaxed_system(p, v)    32-bit store, relaxed, system scope (progress reports, or
+ *                                    a release after hp_fence_acq_rel_system)
+ *   hp_store_relaxed_system_u64      the same, 64 bits
  *   hp_fence_system()                fence ordering this thread's writes for the CPU
  *   hp_fence_acq_rel_system()        acquire-release fence at system scope: orders, without the
  *                                    global serialization of a sequentially consistent fence
@@ -85,6 +87,10 @@ HP_DEVICE void hp_store_relaxed_system(uint32_t* p, uint32_t v) {
 
 HP_DEVICE void hp_store_release_system_u64(uint64_t* p, uint64_t v) {
     asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+HP_DEVICE void hp_store_relaxed_system_u64(uint64_t* p, uint64_t v) {
+    asm volatile("st.relaxed.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 HP_DEVICE uint64_t hp_load_acquire_system_u64(const uint64_t* p) {

@@ -444,14 +444,18 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
     __syncthreads();
     if (threadIdx.x == 0) {
         hp_fence_acq_rel_system();
-        /* A u32 count compared modulo 2^32: it gains exactly m.blocks per epoch. */
-        const uint32_t done = atomicAdd((unsigned int*)m.counter, 1u) + 1u;
-        if (done == (uint32_t)(epoch * m.blocks) && m.flag != 0) {
+        /* A message of one block raises its flag at once; others count their blocks. A u32
+         * count compared modulo 2^32: it gains exactly m.blocks per epoch. */
+        const bool last =
+            m.blocks == 1u || atomicAdd((unsigned int*)m.counter, 1u) + 1u == (uint32_t)(epoch * m.blocks);
+        if (last && m.flag != 0) {
             /* The last block of the message: every other block's fence and count happened
              * before its count was seen here (a release sequence on the counter); acquire
-             * them, then release all of them with the flag. */
-            hp_fence_acq_rel_system();
-            hp_store_release_system_u64((uint64_t*)m.flag, epoch);
+             * them, then release all of them with the flag: the fence followed by a strong
+             * store is a release pattern (PTX memory model), so the store needs no fence of
+             * its own (each costs a round trip to the peer's memory). */
+            if (m.blocks != 1u) hp_fence_acq_rel_system();
+            hp_store_relaxed_system_u64((uint64_t*)m.flag, epoch);
         }
         hp_regions_stamp<PACK, true>(a);
     }

@@ -55,6 +55,10 @@ HP_DEVICE void hp_store_release_system_u64(uint64_t* p, uint64_t v) {
     __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
 }
 
+HP_DEVICE void hp_store_relaxed_system_u64(uint64_t* p, uint64_t v) {
+    __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+}
+
 HP_DEVICE uint64_t hp_load_acquire_system_u64(const uint64_t* p) {
     return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
 }

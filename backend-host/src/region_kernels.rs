@@ -12,7 +12,8 @@
 //! `u32` or `u64` bits, never as floats. Message signalling is the kernel's step for step: wait (Acquire
 //! loads of the flag, the abort flag every 64th poll from the first), a SeqCst fence where the
 //! GPU fences at system scope, the counter through an atomic add, a second fence and a Release
-//! store of the flag by the block that completes the message. With `hp_regions_args.times`, a
+//! store of the flag by the block that completes the message (a message of one block counts
+//! nothing: its block stores the flag after its fence). With `hp_regions_args.times`, a
 //! grid block stamps its start and end on [`timer_ns`] where the kernel's thread 0 does.
 //!
 //! ## Stencil
@@ -204,12 +205,15 @@ unsafe fn region_block(
     payload();
     // As __threadfence_system() before the count: this block's stores are ordered before it.
     fence(Ordering::SeqCst);
+    // A message of one block counts nothing; others count their blocks, a u32 count compared
+    // modulo 2^32: it gains exactly m.blocks per epoch.
     // SAFETY: the counter is a live, aligned u32 in this process's device memory (contract).
-    let done = unsafe { flag(m.counter) }
-        .fetch_add(1, Ordering::Relaxed)
-        .wrapping_add(1);
-    // A u32 count compared modulo 2^32: it gains exactly m.blocks per epoch.
-    if done == args.epoch.wrapping_mul(u64::from(m.blocks)) as u32 && m.flag != 0 {
+    let last = m.blocks == 1
+        || unsafe { flag(m.counter) }
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1)
+            == args.epoch.wrapping_mul(u64::from(m.blocks)) as u32;
+    if last && m.flag != 0 {
         // Every other block's fence and count came before the count seen above: this fence
         // orders all their stores before the flag.
         fence(Ordering::SeqCst);

@@ -30,7 +30,8 @@ use super::exchange::{HaloFault, HaloOptions, HaloStrategy};
 use super::field::FieldMemory;
 use super::layout::{receiving_entry, sending_entry, Entry, EntryTable, Link, Mailbox, Side};
 use crate::backend::{
-    deadline_in, upload_table, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
+    deadline_in, upload_table, Backend, Coherence, DeviceMemory, Kernel, Launch, LaunchDims,
+    PinnedMemory,
 };
 use crate::collective::agree;
 use crate::domain::Subarray;
@@ -59,6 +60,13 @@ struct Route {
     recv: [u64; 2],
     arrival: u64,
     source_credit: u64,
+}
+
+/// The stream an unpack runs on beside its pack, and the marker that orders it after what
+/// came before the pack.
+struct Beside<B: Backend> {
+    stream: B::Stream,
+    fork: B::Event,
 }
 
 /// The region table of one side (pack or unpack) for one slot parity.
@@ -92,6 +100,10 @@ struct Tables<B: Backend> {
     pinned: bool,
     pack: [SideTable<B::DeviceMemory>; 2],
     unpack: [SideTable<B::DeviceMemory>; 2],
+    /// The pack's and the unpack's blocks of every rank on the device (taken as this rank's
+    /// times their number) fit on it at once, so no rank's unpack waiting beside its pack can
+    /// hold SMs that a pack still needs.
+    fit_together: bool,
     /// Per entry, the pack grid blocks serving its outgoing message (first, count): valid
     /// only where no regions were paired (the synthetic payload).
     pack_ranges: Vec<Option<(u32, u32)>>,
@@ -133,6 +145,7 @@ struct Memory<B: Backend> {
     /// recorded after their last use is seen complete.
     retired: Vec<Tables<B>>,
     counters: B::DeviceMemory,
+    abort: Box<DeviceAbort<B>>,
     staging: Staging<B>,
     /// Pinned: u32 pack status per message, u32 unpack status per message, then at the next
     /// 8-byte boundary the u64 abort flag and (taskqueue) a u64 packed flag and a u64 arrived
@@ -148,6 +161,15 @@ struct Memory<B: Backend> {
     times: Option<B::PinnedMemory>,
 }
 
+/// The u64 abort word the kernels' waits poll, in device memory: polled in pinned host memory,
+/// each poll a read across PCIe, it slowed every kernel beside the waiting blocks 150-fold
+/// (results/2026-11-26-h200-pack-beside-waiters). The CPU raises it by a copy from the status
+/// block's abort word on `stream`.
+struct DeviceAbort<B: Backend> {
+    word: B::DeviceMemory,
+    stream: B::Stream,
+}
+
 /// Pinned host staging of host-staged messages.
 struct Staging<B: Backend> {
     send: Arc<Mutex<B::PinnedMemory>>,
@@ -157,7 +179,8 @@ struct Staging<B: Backend> {
 }
 
 /// Where the words of the pinned status block lie, in bytes: u32 pack outcomes and u32
-/// unpack outcomes (one per message each), then the u64 abort flag, then u64 packed and u64
+/// unpack outcomes (one per message each), then the u64 abort flag (the source of the device's
+/// copy, [`DeviceAbort`]), then u64 packed and u64
 /// arrived flags (one per message each). `8 * messages` keeps the u64s 8-byte aligned.
 #[derive(Debug, Clone, Copy)]
 struct StatusLayout {
@@ -229,6 +252,18 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     /// The stream of the last unpack.
     unpack_stream: u64,
     unpack_recorded: bool,
+    /// Where the unpack runs beside the pack when every message is device-direct: queued by
+    /// `start`, its blocks wait on the device for each message and unpack it as it comes, as
+    /// ipc-tq's do, instead of starting once the whole pack is done (`None`: some message is
+    /// local or host-staged, and the unpack follows the pack on the caller's stream).
+    beside: Option<Box<Beside<B>>>,
+    /// Ranks of this node on this rank's device, itself included: each may queue its own
+    /// waiting unpack beside its pack ([`Tables::fit_together`]).
+    ranks_on_device: u32,
+    /// The started exchange's unpack was queued by `start` on `beside`'s stream.
+    unpacked_beside: bool,
+    /// The stream the last `finish` made wait for an unpack queued beside.
+    joined: Option<u64>,
     /// A pack was queued with no event after it yet (between `start` and `finish`, or a
     /// `start` that failed after its launch): `drop` cannot know when it ends.
     unrecorded: bool,
@@ -356,13 +391,21 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 None => backend.alloc_device(mailbox_bytes)?,
             };
             let counters = backend.alloc_device(8 * n.max(1))?;
+            let abort = Box::new(DeviceAbort {
+                word: backend.alloc_device(8)?,
+                stream: backend.create_stream()?,
+            });
             let status = backend.alloc_pinned(status_layout.bytes(), Coherence::Coherent)?;
             let send = backend.alloc_pinned(slot_bytes, Coherence::Coherent)?;
             let recv = backend.alloc_pinned(slot_bytes, Coherence::Coherent)?;
             let events = (backend.create_marker()?, backend.create_marker()?);
-            Ok((mailbox, counters, status, send, recv, events))
+            let beside = Beside {
+                stream: backend.create_urgent_stream()?,
+                fork: backend.create_marker()?,
+            };
+            Ok((mailbox, counters, abort, status, send, recv, events, beside))
         })();
-        let (mailbox, counters, status, send, recv, (last_pack, last_unpack)) =
+        let (mailbox, counters, abort, status, send, recv, (last_pack, last_unpack), beside) =
             agree(world, "allocating the halo exchange's buffers", local)?;
         let staging = Staging {
             send_host: send.host_ptr(),
@@ -448,6 +491,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             };
             routes.push(route);
         }
+        // Beside the pack only where every message is device-direct: a local or host-staged
+        // one needs the pack done (or the CPU) before its unpack.
+        let all_direct = !routes.is_empty() && routes.iter().all(|r| r.link == Link::Direct);
+        let ranks_on_device = share.as_ref().map_or(1, NodeShare::ranks_on_device);
         let mut mpi = MpiTransport::new(world, options.timeout)?;
         mpi.prepare_tagged(
             ours.iter().map(|n| n.recv_tag).collect(),
@@ -459,6 +506,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             pack_stream: 0,
             last_unpack,
             unpack_stream: 0,
+            beside: all_direct.then(|| Box::new(beside)),
+            ranks_on_device,
+            unpacked_beside: false,
+            joined: None,
             backend,
             rank,
             entries: ours,
@@ -477,6 +528,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 tables: HashMap::new(),
                 retired: Vec::new(),
                 counters,
+                abort,
                 staging,
                 status,
                 _mailbox: mailbox,
@@ -546,7 +598,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.unpack_done();
         }
         let id = self.backend.stream_id(stream);
-        if self.unpack_recorded && id != self.unpack_stream {
+        if self.unpack_recorded && id != self.unpack_stream && self.joined != Some(id) {
             // The pack must not overwrite what the last unpack (on another stream) still
             // reads: a local neighbour's slot, a field it unpacks into.
             self.backend.stream_wait_event(stream, &self.last_unpack)?;
@@ -596,10 +648,28 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             }
         }
         self.unrecorded = !capturing;
+        let fit = self.memory.tables.get(&key).is_some_and(|t| t.fit_together);
+        let beside = self.beside.as_ref().filter(|_| fit && !capturing);
+        if let Some(beside) = beside {
+            // The unpack beside starts after what came before the pack on `stream` (the
+            // previous step's readers of the halos), not after the pack.
+            self.backend.record_event(&beside.fork, stream)?;
+        }
         self.launch(&key, true, stream)?;
         if !capturing {
             self.backend.record_event(&self.last_pack, stream)?;
         }
+        if let Some(beside) = beside {
+            self.backend
+                .stream_wait_event(&beside.stream, &beside.fork)?;
+            self.launch(&key, false, &beside.stream)?;
+            self.backend
+                .record_event(&self.last_unpack, &beside.stream)?;
+            self.unpack_recorded = true;
+            self.unpack_stream = self.backend.stream_id(&beside.stream);
+        }
+        self.unpacked_beside = beside.is_some();
+        self.joined = None;
         self.unrecorded = false;
         self.pack_stream = id;
         self.current = key;
@@ -735,8 +805,19 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }
         let id = self.backend.stream_id(stream);
         if id != self.pack_stream {
-            // The unpack reads what the pack (on another stream) wrote for local neighbours.
+            // The unpack reads what the pack (on another stream) wrote for local neighbours;
+            // work after `finish` may overwrite what the pack reads.
             self.backend.stream_wait_event(stream, &self.last_pack)?;
+        }
+        if self.unpacked_beside {
+            // Queued by `start`: work after `finish` waits for it.
+            self.backend.stream_wait_event(stream, &self.last_unpack)?;
+            self.joined = Some(id);
+            self.phase = Phase::Finished;
+            if self.options.checked {
+                self.wait_inner()?;
+            }
+            return Ok(());
         }
         let capturing = self.capture.is_some();
         self.unrecorded = !capturing;
@@ -791,8 +872,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // The kernels' own waits may each take the time-out: allow for one more.
         let deadline = deadline_in(self.options.timeout.saturating_mul(2));
         // A finished exchange's unpack runs after its pack (same stream, or ordered after it):
-        // its event alone says both are done.
-        if self.phase == Phase::Started || !self.unpack_recorded {
+        // its event alone says both are done; an unpack beside the pack says nothing of it.
+        if self.phase == Phase::Started || !self.unpack_recorded || self.unpacked_beside {
             self.backend.event_synchronize(&self.last_pack, deadline)?;
         }
         if self.unpack_recorded {
@@ -856,8 +937,42 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.failed = Some(e.again(""));
             self.epoch_word(self.status_layout().abort())
                 .store(self.epoch.max(1), Ordering::Release);
+            self.raise_device_abort();
         }
         result
+    }
+
+    /// Copies the status block's abort word to the device's, where the waits poll it, and waits
+    /// for the copy (bounded). A copy that fails or is late is only logged: the failure it
+    /// follows is the error the caller gets, and every device wait ends by its own time-out.
+    fn raise_device_abort(&self) {
+        let memory = &self.memory;
+        let offset = self.status_layout().abort();
+        // SAFETY: (1) the status block and the abort word live in `memory`, freed only in
+        // `close` after every kernel and this copy completed (or leaked when that is not seen);
+        // (2) kernels only read the abort word, and the CPU writes the source word only here,
+        // once the exchange failed.
+        let copied = unsafe {
+            self.backend.copy_to_device_async(
+                &memory.abort.word,
+                0,
+                &memory.status,
+                offset,
+                8,
+                &memory.abort.stream,
+            )
+        }
+        .and_then(|()| {
+            let wait = self.options.timeout.min(std::time::Duration::from_secs(1));
+            self.backend
+                .stream_synchronize(&memory.abort.stream, deadline_in(wait))
+        });
+        if let Err(e) = copied {
+            tracing::warn!(
+                rank = self.rank,
+                "raising the device's abort flag failed: {e}"
+            );
+        }
     }
 
     fn status_layout(&self) -> StatusLayout {
@@ -1109,11 +1224,26 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let (pack1, _) = build(true, 1)?;
         let (unpack0, unpack_ranges) = build(false, 0)?;
         let (unpack1, _) = build(false, 1)?;
+        let fit_together = self.beside.is_some() && {
+            let threads = self.options.threads;
+            let resident = self
+                .backend
+                .max_resident_blocks(Kernel::PackRegions, threads)?
+                .min(
+                    self.backend
+                        .max_resident_blocks(Kernel::UnpackRegions, threads)?,
+                );
+            let pack = pack0.blocks.max(pack1.blocks);
+            let unpack = unpack0.blocks.max(unpack1.blocks);
+            (u64::from(pack) + u64::from(unpack)) * u64::from(self.ranks_on_device)
+                <= u64::from(resident)
+        };
         Ok(Tables {
             last_used: self.epoch,
             pinned: false,
             pack: [pack0, pack1],
             unpack: [unpack0, unpack1],
+            fit_together,
             pack_ranges,
             unpack_ranges,
         })
@@ -1166,7 +1296,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 memory + std::mem::size_of_val(table.regions.as_slice()) as u64
             },
             status: status + if pack { 0 } else { 4 * n },
-            abort_flag: status + self.status_layout().abort() as u64,
+            abort_flag: self.memory.abort.word.device_addr(),
             timeout_ticks: (self.options.timeout.as_secs_f64()
                 * self.backend.device_info().timer_hz as f64) as u64,
             checks,
@@ -1411,6 +1541,12 @@ impl<B: Backend> MessageExchange<'_, B> {
             return leak(self, e);
         }
         if let Err(e) = self.kernels_done() {
+            return leak(self, e);
+        }
+        // A copy raising the device's abort word that was not seen complete.
+        let abort_stream = &self.memory.abort.stream;
+        let deadline = deadline_in(self.options.timeout);
+        if let Err(e) = self.backend.stream_synchronize(abort_stream, deadline) {
             return leak(self, e);
         }
         if self.options.transport == TransportKind::Ipc {

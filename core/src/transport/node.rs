@@ -49,9 +49,18 @@ pub struct NodeShare<B: Backend> {
     rank: i32,
     /// Per opened peer: its rank and its allocations, in the order it exported them.
     peers: Vec<(i32, Vec<B::PeerMemory>)>,
+    /// How many ranks of this node run on this rank's device, itself included.
+    ranks_on_device: u32,
 }
 
 impl<B: Backend> NodeShare<B> {
+    /// How many ranks of this node run on this rank's device, itself included (more than one
+    /// where ranks share a GPU: a kernel of one that waits for another's may hold the SMs the
+    /// other needs).
+    pub fn ranks_on_device(&self) -> u32 {
+        self.ranks_on_device
+    }
+
     /// True when rank `peer` is on this rank's node.
     pub fn same_node(&self, peer: i32) -> bool {
         self.members.binary_search(&peer).is_ok()
@@ -163,11 +172,18 @@ fn share<B: Backend>(
         Scope::World => all.iter().map(|e| e.node).collect(),
         Scope::Node => Vec::new(),
     };
+    let me = all.iter().find(|e| e.rank == rank);
+    let on_device = all
+        .iter()
+        .filter(|e| e.node == leader && me.is_some_and(|m| m.identity == e.identity))
+        .count();
+    let ranks_on_device = u32::try_from(on_device.max(1)).unwrap_or(u32::MAX);
     let share = NodeShare {
         nodes,
         members,
         rank,
         peers,
+        ranks_on_device,
     };
     Ok((memories, share))
 }
