@@ -7,7 +7,8 @@
 #            8 ranks (process grids 1x1x1, 2x1x1, 2x2x1, 2x2x2), periodic in x, y and z, over
 #            ipc (plain and --graph) and mpi, the 27-point stencil and the 7-point one (faces
 #            only: 6 messages a rank), every rank count verified against one rank;
-#   strong   --scaling strong of STRONG (default 1024^3 f64) over ipc, plain and --graph;
+#   strong   --scaling strong of STRONG (default 1024^3 f64) over ipc, plain and --graph
+#            (STRONG_MODES: those of "plain graph" to run);
 #   setup    the exchange's set-up at 8 ranks (haloport stencil's set-up time) beside
 #            haloport plan's compiled plan of the same rank;
 #   faults   a dropped send (--inject drop-send=+x) and a stopped rank (SIGSTOP to one rank
@@ -77,7 +78,7 @@ if wants weak; then
 fi
 
 if wants strong; then
-    for mode in plain graph; do
+    for mode in ${STRONG_MODES:-plain graph}; do
         extra=(); [ $mode = graph ] && extra=(--graph)
         step "strong-$mode" 480 "${mpi[@]}" "$hp" stencil "${common[@]}" --scaling strong \
             --grid "$strong" --transport ipc "${extra[@]}" --json "$out/strong-$mode.json" \
