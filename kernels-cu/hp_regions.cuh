@@ -446,8 +446,8 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
         hp_fence_acq_rel_system();
         /* A message of one block raises its flag at once; others count their blocks. A u32
          * count compared modulo 2^32: it gains exactly m.blocks per epoch. */
-        const bool last =
-            m.blocks == 1u || atomicAdd((unsigned int*)m.counter, 1u) + 1u == (uint32_t)(epoch * m.blocks);
+        const bool last = m.blocks == 1u || atomicAdd((unsigned int*)m.counter, 1u) + 1u ==
+                                                (uint32_t)(epoch * m.blocks);
         if (last && m.flag != 0) {
             /* The last block of the message: every other block's fence and count happened
              * before its count was seen here (a release sequence on the counter); acquire
