@@ -357,8 +357,10 @@ HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_si
             hp_load_acquire_system_u64(flag);
             return HP_MESSAGE_OK;
         }
-        /* The abort flag and the timer are a second (PCIe) read and a clock read: look at them
-         * every 64th poll only (the first included, so a raised abort is seen at once). */
+        /* The abort flag (device memory: read across PCIe from pinned memory, it slowed every
+         * kernel beside the waiting blocks) and the timer are a second read and a clock read:
+         * look at them every 64th poll only (the first included, so a raised abort is seen at
+         * once). */
         if ((spins & 63u) == 0u) {
             if (abort_flag && hp_load_relaxed_system_u64(abort_flag) >= epoch) {
                 return HP_MESSAGE_ABORTED;
