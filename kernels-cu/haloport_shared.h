@@ -275,8 +275,12 @@ typedef struct hp_ipc_args {
  *     its low 32 bits; element e lies at buffer index e, e < count[0] * count[1] * count[2]
  *     (field is unused). Pack stores hp_packed_value(iteration, rank, block, e); unpack checks
  *     elements against it (hp_regions_args.verify) and each grid block writes its
- *     hp_block_check at checks + blockIdx.x.
+ *     hp_block_check at checks + blockIdx.x. Each of the region's blocks serves a contiguous
+ *     run of its elements, the runs HP_SYNTHETIC_RUN_ALIGN-aligned (hp_synthetic_run), as
+ *     ipc-tq's chunks do: a block that streams through neighbouring lines stores faster than
+ *     blocks interleaved across the region.
  */
+#define HP_SYNTHETIC_RUN_ALIGN 32u
 #define HP_PAYLOAD_FIELD 0u
 #define HP_PAYLOAD_SYNTHETIC 1u
 
@@ -381,11 +385,17 @@ typedef struct hp_regions_args {
      * HP_VERIFY_SAMPLE the thesis's sample of the whole block, taken by the region's first
      * grid block (hp_check_range), the others writing records of no checks. */
     uint32_t verify;
-    /* HP_REGIONS_FULL or HP_REGIONS_PLAIN: which form of the kernels the launch runs. */
+    /* HP_REGIONS_FULL, HP_REGIONS_PLAIN or HP_REGIONS_FUSED: which form of the kernels the
+     * launch runs. */
     uint32_t form;
     /* 1: the table is inline_regions[0, num_regions) (num_regions <= HP_INLINE_REGIONS), not
-     * the one at `regions`; 0: the table at `regions`. */
+     * the one at `regions`; 0: the table at `regions`. HP_REGIONS_FUSED counts its unpack
+     * regions in both bounds. */
     uint32_t table_inline;
+    /* HP_REGIONS_FUSED only: the unpack regions, after the num_regions pack regions of the
+     * table (0 in the other forms). */
+    uint32_t num_unpack_regions;
+    uint32_t reserved;
     /* A table carried in the launch's parameters: every block of a launch reads its region
      * from the constant bank instead of searching device memory (0.8 us off a 6-face f64 pack
      * of 16 us, 1.6 us off an f32 one of 11.8: results/2026-11-22-h200x2-inline-table).
@@ -415,6 +425,15 @@ typedef struct hp_epoch_args {
  */
 #define HP_REGIONS_FULL 0u
 #define HP_REGIONS_PLAIN 1u
+/*   HP_REGIONS_FUSED  hp_exchange_regions: an exchange whose every message is device-direct, in
+ *     one launch (ipc-tq's shape: no kernel boundary between a message's pack and its unpack).
+ *     The table holds the pack regions, then the num_unpack_regions unpack regions, each side
+ *     numbering its grid blocks from 0; unpack regions name messages after the pack ones (their
+ *     signals follow the pack signals, their status words the pack ones). Grid block b packs its
+ *     pack block b, then unpacks its unpack block b, so a block waits for a peer only after its
+ *     own stores. Its waits depend on other processes' blocks only: the host launches it only
+ *     where every rank's grid on the device can be resident at once. */
+#define HP_REGIONS_FUSED 2u
 
 /* Elements a thread of the region kernels moves at once, all loads before any store, so their
  * memory latencies overlap (results/2026-11-22-h200-pack-probe: with loads issued one at a

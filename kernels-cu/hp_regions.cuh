@@ -3,6 +3,7 @@
  *
  *   hp_pack_regions    field -> packed buffer, for many regions in one launch
  *   hp_unpack_regions  packed buffer -> field
+ *   hp_exchange_regions  both, for device-direct messages (HP_REGIONS_FUSED)
  *   hp_{pack|unpack}_regions_w4, _w8   their plain form (HP_REGIONS_PLAIN in haloport_shared.h)
  *   hp_stencil27       one Jacobi sweep of the 27-point stencil over a box (the application)
  *   hp_stencil27_marching, hp_stencil27_march64   its march form (haloport_shared.h)
@@ -292,9 +293,19 @@ __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const h
     /* Any other word size moves nothing (the backends refuse such launches up front). */
 }
 
-/* This block's elements of a synthetic region (HP_PAYLOAD_SYNTHETIC in haloport_shared.h), the
- * same elements a field region's block would move: pack stores the thesis's values, unpack
- * checks every one and writes the block's check record. */
+/* The run [begin, end) of a synthetic region's n elements that its block `local_block` of
+ * `blocks` serves (haloport_shared.h; haloport_core::regions::synthetic_run). */
+HP_DEVICE void hp_synthetic_run(uint64_t n, uint32_t blocks, uint32_t local_block,
+                                uint64_t& begin, uint64_t& end) {
+    const uint64_t align = HP_SYNTHETIC_RUN_ALIGN;
+    const uint64_t per = ((n + blocks - 1) / blocks + align - 1) / align * align;
+    begin = min(n, (uint64_t)local_block * per);
+    end = min(n, begin + per);
+}
+
+/* This block's elements of a synthetic region (HP_PAYLOAD_SYNTHETIC in haloport_shared.h), its
+ * run: pack stores the thesis's values, unpack checks every one and writes the block's check
+ * record. */
 template <bool PACK>
 __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r,
                                     uint32_t local_block) {
@@ -302,10 +313,11 @@ __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r
     const int32_t rank = (int32_t)(uint32_t)(r.offset >> 32);
     const uint32_t block = (uint32_t)r.offset;
     double* buffer = (double*)r.buffer;
-    const uint64_t step = (uint64_t)r.blocks * blockDim.x;
-    uint64_t e = (uint64_t)local_block * blockDim.x + threadIdx.x;
+    uint64_t begin, end;
+    hp_synthetic_run(n, r.blocks, local_block, begin, end);
+    uint64_t e = begin + threadIdx.x;
     if (PACK) {
-        for (; e < n; e += step) buffer[e] = hp_packed_value(a.iteration, rank, block, e);
+        for (; e < end; e += blockDim.x) buffer[e] = hp_packed_value(a.iteration, rank, block, e);
         return;
     }
     if (a.checks == 0) return;
@@ -321,7 +333,9 @@ __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r
         return;
     }
     hp_thread_checks c = {0, 0, 0, 0.0, 0.0};
-    for (; e < n; e += step) hp_check_one(c, buffer, e, hp_packed_value(a.iteration, rank, block, e));
+    for (; e < end; e += blockDim.x) {
+        hp_check_one(c, buffer, e, hp_packed_value(a.iteration, rank, block, e));
+    }
     hp_fold_checks(c, check);
 }
 
@@ -399,12 +413,13 @@ HP_DEVICE void hp_regions_stamp(const hp_regions_args& a) {
     if (a.times != 0) hp_regions_stamp_at<PACK, END>(a.times);
 }
 
-/* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the launch's
- * table. With a.times, thread 0 stamps the block's start and end (haloport_shared.h). */
+/* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the side's table
+ * of `num_regions` regions. With a.times, thread 0 stamps the block's start and end
+ * (haloport_shared.h). */
 template <bool PACK>
 __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
-                                                 const hp_region* regions) {
-    const uint32_t ri = hp_region_of(regions, a.num_regions, blockIdx.x);
+                                                 const hp_region* regions, uint32_t num_regions) {
+    const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
     if (ri == HP_REGION_NONE) return;
     const hp_region r = regions[ri];
     const uint32_t local_block = blockIdx.x - r.first_block;
@@ -472,7 +487,9 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
 template <bool PACK>
 HP_DEVICE void hp_regions_launch(const hp_regions_args& a) {
     const hp_regions_args& args = hp_args_in_place(a);
-    hp_with_table(args, [&](const hp_region* regions) { hp_regions_block<PACK>(args, regions); });
+    hp_with_table(args, [&](const hp_region* regions) {
+        hp_regions_block<PACK>(args, regions, args.num_regions);
+    });
 }
 
 /* field -> buffer for every region of the launch (see the file comment). */
@@ -485,6 +502,17 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_unpack_regions(const HP_GRID_CONSTANT hp_regions_args a) {
     hp_regions_launch<false>(a);
+}
+
+/* An exchange of device-direct messages in one launch (HP_REGIONS_FUSED in haloport_shared.h):
+ * this block's pack block, then its unpack block. */
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
+    const hp_regions_args& args = hp_args_in_place(a);
+    hp_with_table(args, [&](const hp_region* regions) {
+        hp_regions_block<true>(args, regions, args.num_regions);
+        hp_regions_block<false>(args, regions + args.num_regions, args.num_unpack_regions);
+    });
 }
 
 /* Moves a graph's epochs on (hp_epoch_args). */

@@ -277,7 +277,9 @@ impl Backend for HostBackend {
             Launch::IpcPack(args) | Launch::IpcUnpack(args) | Launch::IpcTaskqueue(args) => {
                 HostLaunch::Ipc(launch.kernel(), *args)
             }
-            Launch::PackRegions(args) | Launch::UnpackRegions(args) => {
+            Launch::PackRegions(args)
+            | Launch::UnpackRegions(args)
+            | Launch::ExchangeRegions(args) => {
                 HostLaunch::Regions(launch.kernel(), Box::new(*args))
             }
             // The march-only kernel computes the same bits as the point form.

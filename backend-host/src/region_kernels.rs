@@ -31,7 +31,7 @@ use std::thread;
 use haloport_core::regions::{self, elems, field_index};
 use haloport_core::shared::{
     self, hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args,
-    hp_stencil_args,
+    hp_stencil_args, HP_REGIONS_FULL,
 };
 use haloport_core::verify::{check_block, note_check, packed_value, Verify};
 use haloport_core::{Kernel, LaunchDims};
@@ -69,6 +69,17 @@ pub(crate) unsafe fn run_regions(
     args: &hp_regions_args,
     dims: LaunchDims,
 ) -> Result<(), String> {
+    if kernel == Kernel::ExchangeRegions {
+        // `hp_exchange_regions`: on a GPU each block packs, then unpacks. Here blocks share a
+        // few workers, so a block waiting for an arrival could hold a worker that the pack it
+        // waits for needs: every pack block first, then every unpack block, the same result.
+        let (pack, unpack) = fused_sides(args);
+        // SAFETY: forwarded from this function's contract: each view is one side's table.
+        unsafe {
+            run_regions(Kernel::PackRegions, &pack, dims)?;
+            return run_regions(Kernel::UnpackRegions, &unpack, dims);
+        }
+    }
     // SAFETY: forwarded from this function's contract.
     let table = unsafe { table_of(args) };
     // Memory the program freed while this launch was queued: refuse it, rather than touch
@@ -120,6 +131,30 @@ pub(crate) unsafe fn run_regions(
         }
     });
     Ok(())
+}
+
+/// The pack and the unpack launch a one-launch exchange (`HP_REGIONS_FUSED`) stands for:
+/// each side's part of its table, in the full form.
+fn fused_sides(args: &hp_regions_args) -> (hp_regions_args, hp_regions_args) {
+    let (np, nu) = (args.num_regions as usize, args.num_unpack_regions as usize);
+    let pack = hp_regions_args {
+        form: HP_REGIONS_FULL,
+        num_unpack_regions: 0,
+        ..*args
+    };
+    let mut unpack = hp_regions_args {
+        form: HP_REGIONS_FULL,
+        num_regions: args.num_unpack_regions,
+        num_unpack_regions: 0,
+        ..*args
+    };
+    if args.table_inline != 0 {
+        // Within HP_INLINE_REGIONS together (Launch::check).
+        unpack.inline_regions.copy_within(np..np + nu, 0);
+    } else if args.regions != 0 {
+        unpack.regions = args.regions + (np * size_of::<hp_region>()) as u64;
+    }
+    (pack, unpack)
 }
 
 /// The launch's region table: in its parameters, or in device memory.
@@ -287,8 +322,7 @@ unsafe fn wait(args: &hp_regions_args, m: &hp_message_signal, since: u64) -> u32
 }
 
 /// `hp_synthetic_region`: the elements grid block `g` (the `local_block`th of `region`) serves
-/// of a synthetic block, the same ones a field region's block would move: pack stores the
-/// thesis's values; unpack checks each (or, sampling, the first grid block checks the thesis's
+/// of a synthetic block, its run ([`regions::synthetic_run`]): pack stores the thesis's values; unpack checks each (or, sampling, the first grid block checks the thesis's
 /// sample of the whole block) and writes the block's record at `checks + g`.
 ///
 /// # Safety
@@ -311,7 +345,7 @@ unsafe fn synthetic_block(
     let buffer = region.buffer as *mut f64;
     let value = |e: u64| packed_value(args.iteration, rank, block, e);
     if pack {
-        for e in block_units(n, region.blocks, local_block, threads) {
+        for e in regions::synthetic_run(n, region.blocks, local_block) {
             // SAFETY: element e lies in the region's buffer (contract); only this grid block
             // touches it.
             unsafe { buffer.wrapping_add(e as usize).write_unaligned(value(e)) };
@@ -329,7 +363,7 @@ unsafe fn synthetic_block(
         }
     } else {
         let mut record = hp_block_check::default();
-        for e in block_units(n, region.blocks, local_block, threads) {
+        for e in regions::synthetic_run(n, region.blocks, local_block) {
             // SAFETY: element e lies in the region's buffer (contract); nothing writes it
             // meanwhile.
             let found = unsafe { buffer.wrapping_add(e as usize).read_unaligned() };

@@ -20,7 +20,8 @@ use crate::error::Result;
 use crate::regions::Copy3d;
 use crate::shared::{
     hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
-    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_REGIONS_FULL, HP_REGIONS_PLAIN,
+    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_REGIONS_FULL, HP_REGIONS_FUSED,
+    HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -138,6 +139,9 @@ pub enum Kernel {
     UnpackRegionsW4,
     /// [`Kernel::UnpackRegionsW4`] for 8-byte elements.
     UnpackRegionsW8,
+    /// An exchange whose every message is device-direct in one launch (`HP_REGIONS_FUSED`):
+    /// each grid block packs its pack block, then unpacks its unpack block (ipc-tq's shape).
+    ExchangeRegions,
     /// One Jacobi sweep of the 27-point stencil over a box of a field (SPEC 13's application).
     Stencil27,
     /// [`Kernel::Stencil27`] over cells of several components: a kernel of its own, so that
@@ -171,6 +175,7 @@ impl Kernel {
             Kernel::PackRegionsW8 => "hp_pack_regions_w8",
             Kernel::UnpackRegionsW4 => "hp_unpack_regions_w4",
             Kernel::UnpackRegionsW8 => "hp_unpack_regions_w8",
+            Kernel::ExchangeRegions => "hp_exchange_regions",
             Kernel::Stencil27 => "hp_stencil27",
             Kernel::StencilCells => "hp_stencil_cells",
             Kernel::EpochStep => "hp_epoch_step",
@@ -190,7 +195,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 18] = [
+    pub const ALL: [Kernel; 19] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -204,6 +209,7 @@ impl Kernel {
         Kernel::PackRegionsW8,
         Kernel::UnpackRegionsW4,
         Kernel::UnpackRegionsW8,
+        Kernel::ExchangeRegions,
         Kernel::Stencil27,
         Kernel::StencilCells,
         Kernel::EpochStep,
@@ -237,6 +243,10 @@ pub enum Launch<'a> {
     /// [`Kernel::UnpackRegions`] (or its plain form), with the same grid as the pack of the
     /// same regions.
     UnpackRegions(&'a hp_regions_args),
+    /// [`Kernel::ExchangeRegions`]: form `HP_REGIONS_FUSED`, a grid of the larger side's
+    /// blocks. Its waits depend on other processes' blocks: launch it only where every rank's
+    /// grid on the device can be resident at once.
+    ExchangeRegions(&'a hp_regions_args),
     /// [`Kernel::Stencil27`]. Any grid covers the box (threads stride over its points);
     /// [`regions::stencil_blocks`](crate::regions::stencil_blocks) suggests one.
     Stencil27(&'a hp_stencil_args),
@@ -266,7 +276,9 @@ impl Launch<'_> {
             Launch::IpcPack(a) | Launch::IpcUnpack(a) | Launch::IpcTaskqueue(a) => {
                 std::ptr::from_ref(*a).cast()
             }
-            Launch::PackRegions(a) | Launch::UnpackRegions(a) => std::ptr::from_ref(*a).cast(),
+            Launch::PackRegions(a) | Launch::UnpackRegions(a) | Launch::ExchangeRegions(a) => {
+                std::ptr::from_ref(*a).cast()
+            }
             Launch::Stencil27(a) | Launch::StencilMarching(a) | Launch::StencilMarch64(a) => {
                 std::ptr::from_ref(*a).cast()
             }
@@ -286,18 +298,29 @@ impl Launch<'_> {
     pub fn check(&self, backend: &str, dims: LaunchDims) -> Result<()> {
         let invalid = |what: String| Err(crate::Error::InvalidInput(format!("{backend}: {what}")));
         match self {
-            Launch::PackRegions(a) | Launch::UnpackRegions(a) => {
+            Launch::PackRegions(a) | Launch::UnpackRegions(a) | Launch::ExchangeRegions(a) => {
                 crate::regions::check_word_bytes(a.elem_bytes, &format!("{:?}", self.kernel()))
                     .or_else(|e| invalid(e.to_string()))?;
+                let fused = matches!(self, Launch::ExchangeRegions(_));
+                if fused != (a.form == HP_REGIONS_FUSED) {
+                    return invalid(format!(
+                        "region kernel form {} for {:?} (form {HP_REGIONS_FUSED} is the one-launch exchange's alone)",
+                        a.form,
+                        self.kernel()
+                    ));
+                }
+                if fused && a.messages == 0 {
+                    return invalid("a one-launch exchange without its message table".into());
+                }
+                let regions = a.num_regions + if fused { a.num_unpack_regions } else { 0 };
                 match a.table_inline {
-                    0 if a.num_regions > 0 && a.regions == 0 => {
-                        return invalid(format!("{} regions but no region table", a.num_regions));
+                    0 if regions > 0 && a.regions == 0 => {
+                        return invalid(format!("{regions} regions but no region table"));
                     }
                     0 => {}
-                    1 if a.num_regions > HP_INLINE_REGIONS => {
+                    1 if regions > HP_INLINE_REGIONS => {
                         return invalid(format!(
-                            "{} regions carried in the launch's parameters (at most {HP_INLINE_REGIONS})",
-                            a.num_regions
+                            "{regions} regions carried in the launch's parameters (at most {HP_INLINE_REGIONS})"
                         ));
                     }
                     1 => {}
@@ -307,7 +330,7 @@ impl Launch<'_> {
                     return invalid("messages need an epoch of at least 1".into());
                 }
                 match a.form {
-                    HP_REGIONS_FULL => Ok(()),
+                    HP_REGIONS_FULL | HP_REGIONS_FUSED => Ok(()),
                     HP_REGIONS_PLAIN if a.messages == 0 && a.checks == 0 && a.times == 0 => {
                         Ok(())
                     }
@@ -315,7 +338,7 @@ impl Launch<'_> {
                         "the plain form of the region kernels has no message, check or timestamp table"
                             .into(),
                     ),
-                    other => invalid(format!("region kernel form {other} (0 or 1)")),
+                    other => invalid(format!("region kernel form {other} (0, 1 or 2)")),
                 }
             }
             Launch::StencilMarching(a) if !crate::regions::stencil_marching(a, dims.threads) => {
@@ -383,6 +406,7 @@ impl Launch<'_> {
                 (HP_REGIONS_PLAIN, 8) => Kernel::UnpackRegionsW8,
                 _ => Kernel::UnpackRegions,
             },
+            Launch::ExchangeRegions(_) => Kernel::ExchangeRegions,
             Launch::Stencil27(a) if a.components > 1 => Kernel::StencilCells,
             Launch::Stencil27(_) => Kernel::Stencil27,
             Launch::EpochStep(_) => Kernel::EpochStep,

@@ -50,6 +50,16 @@ pub fn merged(region: &hp_region) -> hp_region {
 /// Suggested threads per block for the region kernels and the stencil.
 pub const THREADS: u32 = 256;
 
+/// The run `begin..end` of a synthetic region's `n` elements that its block `local_block` of
+/// `blocks` serves (`HP_PAYLOAD_SYNTHETIC` in `haloport_shared.h`, `hp_synthetic_run`): runs of
+/// `ceil(n / blocks)` elements rounded up to `HP_SYNTHETIC_RUN_ALIGN`, one after another.
+pub fn synthetic_run(n: u64, blocks: u32, local_block: u32) -> std::ops::Range<u64> {
+    let align = u64::from(crate::shared::HP_SYNTHETIC_RUN_ALIGN);
+    let per = n.div_ceil(u64::from(blocks.max(1))).div_ceil(align) * align;
+    let begin = n.min(u64::from(local_block).saturating_mul(per));
+    begin..n.min(begin.saturating_add(per))
+}
+
 /// Elements of a region: the product of its counts (saturating, so a nonsense region cannot
 /// wrap to a small number).
 pub fn elems(region: &hp_region) -> u64 {
@@ -324,7 +334,8 @@ impl hp_regions_args {
     #[must_use]
     pub fn with_inline_table(mut self, table: &[hp_region]) -> Self {
         use crate::shared::HP_INLINE_REGIONS;
-        if table.len() <= HP_INLINE_REGIONS as usize && table.len() == self.num_regions as usize {
+        let regions = self.num_regions + self.num_unpack_regions;
+        if table.len() <= HP_INLINE_REGIONS as usize && table.len() == regions as usize {
             self.inline_regions[..table.len()].copy_from_slice(table);
             self.table_inline = 1;
         }
@@ -727,6 +738,23 @@ impl Copy3d {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn synthetic_runs_cover_every_element_once_in_aligned_runs() {
+        for (n, blocks) in [(0, 3), (1, 1), (1, 16), (45, 4), (1000, 7), (1_300_000, 16)] {
+            let runs: Vec<_> = (0..blocks).map(|b| synthetic_run(n, blocks, b)).collect();
+            let mut next = 0;
+            for run in &runs {
+                assert_eq!(run.start, next.min(n), "{n} over {blocks}: {runs:?}");
+                assert!(run.start % 32 == 0 || run.is_empty(), "{runs:?}");
+                next = run.end.max(next);
+            }
+            assert_eq!(next, n, "{n} over {blocks}: {runs:?}");
+            let largest = runs.iter().map(|r| r.end - r.start).max().unwrap_or(0);
+            assert!(largest <= n.div_ceil(u64::from(blocks)) + 31, "{runs:?}");
+        }
+    }
+
     use crate::Kernel;
 
     fn region(offset: u64, count: [u64; 3], stride: [u64; 3]) -> hp_region {

@@ -16,7 +16,8 @@ use crate::regions::{self, Copy3d};
 use crate::shared::{
     hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
     HP_INLINE_REGIONS, HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
-    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
+    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_PLAIN, HP_VERIFY_FULL,
+    HP_VERIFY_SAMPLE,
 };
 use crate::verify::{merge_checks, packed_value};
 
@@ -948,6 +949,171 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
             reference_pack(&have, &recv[1]) == values[plain_at..],
             || format!("{case}: the region without a message was not unpacked"),
         )?;
+    }
+    Ok(())
+}
+
+/// The one-launch exchange (`HP_REGIONS_FUSED`): one table of the pack regions (a message of
+/// two faces and a plain face), then the unpack regions (a message of the same two faces from
+/// another buffer, naming message 1: the pack's count is 1). Its unpack waits for the arrival
+/// flag its own pack raises. Every region moves; the flags and counters hold epoch 1 and
+/// the blocks; both status words stay OK. Then the unpack waits for a flag nobody raises:
+/// its status word (the second, after the pack's) says timed out, its regions stay
+/// untouched, and the pack still moves.
+pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check {
+    let dims = Dims([8, 7, 6]);
+    let n = dims.len();
+    let ctl = backend.alloc_device(64).map_err(e)?;
+    let word = |i: usize| ctl.device_addr() + 8 * i as u64;
+    let src = backend.alloc_device((n * 8) as usize).map_err(e)?;
+    let dst = backend.alloc_device((n * 8) as usize).map_err(e)?;
+    let all = dims.neighbours(false);
+    let mut send = vec![all[12], all[13], all[10]];
+    regions::assign_blocks(&mut send, THREADS, 1).map_err(e)?;
+    send[0].message = 0;
+    send[1].message = 0;
+    let message_blocks = send[0].blocks + send[1].blocks;
+    let total: u64 = send.iter().map(regions::elems).sum();
+    let packed = backend
+        .alloc_pinned((total * 8) as usize, Coherence::Coherent)
+        .map_err(e)?;
+    let (offsets, _) = lay_out(&mut send, packed.device_addr(), 8);
+    for r in &mut send {
+        r.field = src.device_addr();
+    }
+    let mut recv = vec![all[12], all[13]];
+    regions::assign_blocks(&mut recv, THREADS, 1).map_err(e)?;
+    let incoming_total: u64 = recv.iter().map(regions::elems).sum();
+    let incoming: Vec<u64> = (0..incoming_total)
+        .map(|i| (i as f64 * 0.5 - 3.0).to_bits())
+        .collect();
+    let incoming_buffer = pinned_with(backend, &encode(&incoming, 8))?;
+    lay_out(&mut recv, incoming_buffer.device_addr(), 8);
+    for r in &mut recv {
+        r.field = dst.device_addr();
+        r.message = 1;
+    }
+    let field: Vec<u64> = (0..n).map(|i| (i as f64 + 0.25).to_bits()).collect();
+    let grid = regions::grid_blocks(&send)
+        .map_err(e)?
+        .max(regions::grid_blocks(&recv).map_err(e)?);
+    let status = pinned_with(backend, &[0_u8; 8])?;
+    // Created after the memory its work touches, so dropped (waiting for it) before it.
+    let stream = backend.create_stream().map_err(e)?;
+    let hz = backend.device_info().timer_hz;
+    for (case, wait, timeout_ticks) in [
+        ("arrival", word(ARRIVAL), hz * 20),
+        ("time-out", word(5), hz / 50),
+    ] {
+        let zeroes = vec![0_u8; (n * 8) as usize];
+        let (staging, clean) = (
+            pinned_with(backend, &encode(&field, 8))?,
+            pinned_with(backend, &zeroes)?,
+        );
+        let signals = [
+            hp_message_signal {
+                counter: word(PACK_COUNTER),
+                flag: word(ARRIVAL),
+                wait: 0,
+                wait_lag: 0,
+                blocks: message_blocks,
+            },
+            hp_message_signal {
+                counter: word(UNPACK_COUNTER),
+                flag: word(CREDIT),
+                wait,
+                wait_lag: 0,
+                blocks: message_blocks,
+            },
+        ];
+        let table: Vec<hp_region> = send.iter().chain(&recv).copied().collect();
+        let tables = (
+            pinned_with(backend, &bytes_of(&table))?,
+            pinned_with(backend, &bytes_of(&signals))?,
+        );
+        let args = hp_regions_args {
+            regions: tables.0.device_addr(),
+            messages: tables.1.device_addr(),
+            status: status.device_addr(),
+            timeout_ticks,
+            num_regions: send.len() as u32,
+            num_unpack_regions: recv.len() as u32,
+            elem_bytes: 8,
+            epoch: 1,
+            form: HP_REGIONS_FUSED,
+            ..hp_regions_args::default()
+        };
+        // SAFETY: no kernel runs (the stream was synchronized after the last case).
+        unsafe { std::ptr::write_bytes(status.host_ptr(), 0, 8) };
+        let launch = LaunchDims {
+            blocks: grid,
+            threads: THREADS,
+        };
+        // SAFETY: every address points into memory that lives until the stream is
+        // synchronized (or is leaked with the tables); the copies are ordered before the
+        // launch on its stream.
+        let queued = unsafe {
+            upload_bytes(backend, &ctl, &[0_u8; 64], &stream, deadline())
+                .and_then(|()| {
+                    backend.copy_to_device_async(&src, 0, &staging, 0, zeroes.len(), &stream)
+                })
+                .and_then(|()| {
+                    backend.copy_to_device_async(&dst, 0, &clean, 0, zeroes.len(), &stream)
+                })
+                .and_then(|()| backend.launch(Launch::ExchangeRegions(&args), launch, &stream))
+        };
+        if let Err(err) = queued.and_then(|()| backend.stream_synchronize(&stream, deadline())) {
+            std::mem::forget((tables, staging, clean));
+            return Err(format!("{case}: {err}"));
+        }
+        let statuses = decode(&pinned_bytes(&status, 0, 8), 4);
+        let words = control_words(backend, &stream, &ctl)?;
+        let timed_out = case == "time-out";
+        let want_status = [
+            u64::from(HP_MESSAGE_OK),
+            u64::from(if timed_out {
+                HP_MESSAGE_TIMED_OUT
+            } else {
+                HP_MESSAGE_OK
+            }),
+        ];
+        let want_unpacked = if timed_out { 0 } else { 1 };
+        ensure(
+            statuses == want_status
+                && words[ARRIVAL] == 1
+                && words[PACK_COUNTER] == u64::from(message_blocks)
+                && words[CREDIT] == want_unpacked
+                && words[UNPACK_COUNTER] == want_unpacked * u64::from(message_blocks),
+            || {
+                format!(
+                    "{case}: statuses {statuses:?} (expected {want_status:?}), arrival {}, \
+                     credit {}, counters {} and {} (blocks {message_blocks})",
+                    words[ARRIVAL], words[CREDIT], words[PACK_COUNTER], words[UNPACK_COUNTER]
+                )
+            },
+        )?;
+        let got = decode(&pinned_bytes(&packed, 0, (total * 8) as usize), 8);
+        for (i, r) in send.iter().enumerate() {
+            let want = reference_pack(&field, r);
+            let at = offsets[i] / 8;
+            ensure(got[at..at + want.len()] == want[..], || {
+                format!("{case}: packed region {i} holds wrong values")
+            })?;
+        }
+        let moved = decode(&device_bytes(backend, &stream, &dst, (n * 8) as usize)?, 8);
+        let mut at = 0;
+        for (i, r) in recv.iter().enumerate() {
+            let len = regions::elems(r) as usize;
+            let want = if timed_out {
+                vec![0; len]
+            } else {
+                incoming[at..at + len].to_vec()
+            };
+            ensure(reference_pack(&moved, r) == want, || {
+                format!("{case}: unpacked region {i} holds wrong values")
+            })?;
+            at += len;
+        }
     }
     Ok(())
 }

@@ -1,9 +1,10 @@
 //! The machinery under every exchange of messages between ranks (SPEC 12, 13): each rank's
 //! entries, one per peer and direction of travel, each message a list of regions that the
-//! region kernels pack and unpack, in one launch each.
+//! region kernels pack and unpack.
 //!
 //! Per exchange (epoch e = 1, 2, ...): one pack launch covers every region of every message,
-//! one unpack launch every received region. How a message travels is chosen per entry
+//! one unpack launch every received region; where every message is device-direct, one launch
+//! does both (`HP_REGIONS_FUSED`, [`FusedTable`]). How a message travels is chosen per entry
 //! ([`Link`]): to this rank itself through its own receive slot; device-direct into a
 //! same-node peer's receive slot e & 1, announced by the peer's arrival flag and guarded by our
 //! credit flag (the peer unpacked slot e & 1 of epoch e - 2), all on the GPU; or host-staged:
@@ -40,7 +41,7 @@ use crate::regions::{blocks_for, kernel_form, pair_regions};
 use crate::shared::{
     hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args,
     HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
-    HP_REGIONS_PLAIN,
+    HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
 };
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_within_node, NodeShare};
@@ -62,8 +63,8 @@ struct Route {
     source_credit: u64,
 }
 
-/// The stream an unpack runs on beside its pack, and the marker that orders it after what
-/// came before the pack.
+/// The stream a started exchange's one launch runs on beside the caller's work, and the marker
+/// that orders it after what the caller queued before `start`.
 struct Beside<B: Backend> {
     stream: B::Stream,
     fork: B::Event,
@@ -76,11 +77,24 @@ struct SideTable<M> {
     /// The same regions: launches carry them in their parameters where they fit
     /// ([`hp_regions_args::with_inline_table`]).
     regions: Vec<hp_region>,
+    /// The message signals after the regions in `memory`, one per entry.
+    signals: Vec<hp_message_signal>,
     /// The launch's grid blocks.
     blocks: u32,
     /// `HP_REGIONS_*`: which form of the region kernels the side runs
     /// ([`regions::kernel_form`](crate::regions::kernel_form)).
     form: u32,
+}
+
+/// Both sides' tables of one slot parity as one (`HP_REGIONS_FUSED`): the pack regions, then
+/// the unpack regions naming messages `n..2n` (their status words follow the pack ones); in
+/// `memory` the regions, then the pack signals, then the unpack ones.
+struct FusedTable<M> {
+    memory: M,
+    regions: Vec<hp_region>,
+    pack_regions: u32,
+    /// The larger side's grid: block b packs its pack block b, then unpacks its unpack block b.
+    blocks: u32,
 }
 
 /// How many sets of fields keep their region tables: a code that exchanges ever new fields
@@ -100,10 +114,9 @@ struct Tables<B: Backend> {
     pinned: bool,
     pack: [SideTable<B::DeviceMemory>; 2],
     unpack: [SideTable<B::DeviceMemory>; 2],
-    /// The pack's and the unpack's blocks of every rank on the device (taken as this rank's
-    /// times their number) fit on it at once, so no rank's unpack waiting beside its pack can
-    /// hold SMs that a pack still needs.
-    fit_together: bool,
+    /// The one-launch exchange of each slot parity ([`MessageExchange::fuse`]), where every
+    /// message is device-direct and every rank's grid on the device fits on it at once.
+    fused: [Option<FusedTable<B::DeviceMemory>>; 2],
     /// Per entry, the pack grid blocks serving its outgoing message (first, count): valid
     /// only where no regions were paired (the synthetic payload).
     pack_ranges: Vec<Option<(u32, u32)>>,
@@ -252,16 +265,19 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     /// The stream of the last unpack.
     unpack_stream: u64,
     unpack_recorded: bool,
-    /// Where the unpack runs beside the pack when every message is device-direct: queued by
-    /// `start`, its blocks wait on the device for each message and unpack it as it comes, as
-    /// ipc-tq's do, instead of starting once the whole pack is done (`None`: some message is
-    /// local or host-staged, and the unpack follows the pack on the caller's stream).
+    /// Where a started exchange runs as one launch when every message is device-direct: its
+    /// blocks wait on the device for each message and unpack it as it comes, as ipc-tq's do,
+    /// beside whatever the caller queues between `start` and `finish` (`None`: some message
+    /// is local or host-staged, and the unpack follows the pack on the caller's stream).
     beside: Option<Box<Beside<B>>>,
     /// Ranks of this node on this rank's device, itself included: each may queue its own
-    /// waiting unpack beside its pack ([`Tables::fit_together`]).
+    /// one launch, whose blocks wait for the others' ([`MessageExchange::fuse`]).
     ranks_on_device: u32,
-    /// The started exchange's unpack was queued by `start` on `beside`'s stream.
-    unpacked_beside: bool,
+    /// The last exchange was one launch: `last_unpack` alone marks its end (`last_pack` is
+    /// not recorded).
+    one_launch: bool,
+    /// The started exchange's one launch was queued by `start` on `beside`'s stream.
+    launched_beside: bool,
     /// The stream the last `finish` made wait for an unpack queued beside.
     joined: Option<u64>,
     /// A pack was queued with no event after it yet (between `start` and `finish`, or a
@@ -508,7 +524,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             unpack_stream: 0,
             beside: all_direct.then(|| Box::new(beside)),
             ranks_on_device,
-            unpacked_beside: false,
+            one_launch: false,
+            launched_beside: false,
             joined: None,
             backend,
             rank,
@@ -584,6 +601,71 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         keep: Vec<Arc<FieldMemory<B>>>,
         stream: &B::Stream,
     ) -> Result<()> {
+        let id = self.prepare(&key, keep, stream)?;
+        self.queue_start(key, id, stream)
+    }
+
+    /// A blocking exchange: [`Self::start`] and [`Self::finish`] at once. Where every message
+    /// is device-direct (and the grids fit), one launch on `stream` packs and unpacks,
+    /// ipc-tq's shape; otherwise `start`, then `finish`. The same flags and counters move
+    /// either way, so peers may take either path.
+    ///
+    /// # Errors
+    /// As [`Self::start`] and [`Self::finish`].
+    pub fn exchange(
+        &mut self,
+        key: Vec<u64>,
+        keep: Vec<Arc<FieldMemory<B>>>,
+        stream: &B::Stream,
+    ) -> Result<()> {
+        self.usable()?;
+        if self.phase == Phase::Started {
+            return Err(Error::Usage(
+                "a blocking exchange called between start and finish".into(),
+            ));
+        }
+        let result = self.exchange_inner(key, keep, stream);
+        self.fail_on(result)
+    }
+
+    fn exchange_inner(
+        &mut self,
+        key: Vec<u64>,
+        keep: Vec<Arc<FieldMemory<B>>>,
+        stream: &B::Stream,
+    ) -> Result<()> {
+        let id = self.prepare(&key, keep, stream)?;
+        if self.fused_table(&key).is_none() {
+            self.queue_start(key, id, stream)?;
+            return self.finish_inner(stream);
+        }
+        self.unrecorded = true;
+        self.launch_fused(&key, stream)?;
+        self.backend.record_event(&self.last_unpack, stream)?;
+        self.unrecorded = false;
+        self.unpack_recorded = true;
+        self.pack_stream = id;
+        self.unpack_stream = id;
+        self.one_launch = true;
+        self.launched_beside = false;
+        self.joined = None;
+        self.current = key;
+        self.phase = Phase::Finished;
+        if self.options.checked {
+            self.wait_inner()?;
+        }
+        Ok(())
+    }
+
+    /// Everything before an exchange's first launch: earlier failures, the order after the
+    /// last unpack, the new epoch, host-staged receives posted, the region tables of `key`,
+    /// the fields kept. Returns the stream's id.
+    fn prepare(
+        &mut self,
+        key: &[u64],
+        keep: Vec<Arc<FieldMemory<B>>>,
+        stream: &B::Stream,
+    ) -> Result<u64> {
         let deadline = self.deadline();
         self.check_capturing_stream(stream)?;
         // A GPU-side wait of an earlier exchange that gave up, as far as the device got.
@@ -609,9 +691,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             let source = self.entries[j].peer;
             self.mpi.post_recv(j, region, source)?;
         }
-        if !self.memory.tables.contains_key(&key) {
+        if !self.memory.tables.contains_key(key) {
             self.evict_tables();
-            let tables = self.build_tables(&key)?;
+            let tables = self.build_tables(key)?;
             if self.payload == Payload::Synthetic && self.memory.checks.is_none() {
                 let bytes = tables.unpack[0].blocks as usize * size_of::<hp_block_check>();
                 let checks = self
@@ -621,11 +703,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 unsafe { std::ptr::write_bytes(checks.host_ptr(), 0, bytes) };
                 self.memory.checks = Some(checks);
             }
-            self.memory.tables.insert(key.clone(), tables);
+            self.memory.tables.insert(key.to_vec(), tables);
         }
         let capturing = self.capture.is_some();
         if self.record_times && self.memory.times.is_none() {
-            let grid = self.memory.tables.get(&key).map_or(0, Tables::max_grid);
+            let grid = self.memory.tables.get(key).map_or(0, Tables::max_grid);
             let bytes = grid as usize * size_of::<hp_block_times>();
             let times = self
                 .backend
@@ -634,7 +716,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             unsafe { std::ptr::write_bytes(times.host_ptr(), 0, bytes) };
             self.memory.times = Some(times);
         }
-        if let Some(tables) = self.memory.tables.get_mut(&key) {
+        if let Some(tables) = self.memory.tables.get_mut(key) {
             tables.last_used = self.epoch;
             tables.pinned |= capturing;
         }
@@ -647,31 +729,45 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 kept.push(share);
             }
         }
+        Ok(id)
+    }
+
+    /// Queues the prepared exchange's start on `stream` (id `id`): its one launch beside the
+    /// caller's stream where it has one, else its pack, and sends its host-staged messages.
+    fn queue_start(&mut self, key: Vec<u64>, id: u64, stream: &B::Stream) -> Result<()> {
+        let deadline = self.deadline();
+        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
+        let capturing = self.capture.is_some();
         self.unrecorded = !capturing;
-        let fit = self.memory.tables.get(&key).is_some_and(|t| t.fit_together);
-        let beside = self.beside.as_ref().filter(|_| fit && !capturing);
+        let beside = self
+            .beside
+            .as_deref()
+            .filter(|_| self.fused_table(&key).is_some());
         if let Some(beside) = beside {
-            // The unpack beside starts after what came before the pack on `stream` (the
-            // previous step's readers of the halos), not after the pack.
+            // The launch starts after what came before `start` on `stream` (the fields'
+            // writers, the previous step's readers of the halos), and runs beside what
+            // comes after it until `finish`.
             self.backend.record_event(&beside.fork, stream)?;
-        }
-        self.launch(&key, true, stream)?;
-        if !capturing {
-            self.backend.record_event(&self.last_pack, stream)?;
-        }
-        if let Some(beside) = beside {
             self.backend
                 .stream_wait_event(&beside.stream, &beside.fork)?;
-            self.launch(&key, false, &beside.stream)?;
+            self.launch_fused(&key, &beside.stream)?;
             self.backend
                 .record_event(&self.last_unpack, &beside.stream)?;
             self.unpack_recorded = true;
-            self.unpack_stream = self.backend.stream_id(&beside.stream);
+            let side = self.backend.stream_id(&beside.stream);
+            self.pack_stream = side;
+            self.unpack_stream = side;
+        } else {
+            self.launch(&key, true, stream)?;
+            if !capturing {
+                self.backend.record_event(&self.last_pack, stream)?;
+            }
+            self.pack_stream = id;
         }
-        self.unpacked_beside = beside.is_some();
+        self.one_launch = beside.is_some();
+        self.launched_beside = beside.is_some();
         self.joined = None;
         self.unrecorded = false;
-        self.pack_stream = id;
         self.current = key;
         if staged {
             match self.options.strategy {
@@ -686,6 +782,19 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }
         self.phase = Phase::Started;
         Ok(())
+    }
+
+    /// The one-launch table of `key` for the current epoch's slot parity, outside a capture
+    /// (a graph keeps the two launches).
+    fn fused_table(&self, key: &[u64]) -> Option<&FusedTable<B::DeviceMemory>> {
+        if self.capture.is_some() {
+            return None;
+        }
+        let slot = (self.epoch & 1) as usize;
+        self.memory
+            .tables
+            .get(key)
+            .and_then(|t| t.fused[slot].as_ref())
     }
 
     /// True when the injected fault drops outgoing message `i` (never a local one).
@@ -804,13 +913,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.raise_each_on_arrival(deadline)?;
         }
         let id = self.backend.stream_id(stream);
-        if id != self.pack_stream {
-            // The unpack reads what the pack (on another stream) wrote for local neighbours;
-            // work after `finish` may overwrite what the pack reads.
-            self.backend.stream_wait_event(stream, &self.last_pack)?;
-        }
-        if self.unpacked_beside {
-            // Queued by `start`: work after `finish` waits for it.
+        if self.launched_beside {
+            // Packed and unpacked by the one launch `start` queued: work after `finish` waits
+            // for it.
             self.backend.stream_wait_event(stream, &self.last_unpack)?;
             self.joined = Some(id);
             self.phase = Phase::Finished;
@@ -818,6 +923,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 self.wait_inner()?;
             }
             return Ok(());
+        }
+        if id != self.pack_stream {
+            // The unpack reads what the pack (on another stream) wrote for local neighbours;
+            // work after `finish` may overwrite what the pack reads.
+            self.backend.stream_wait_event(stream, &self.last_pack)?;
         }
         let capturing = self.capture.is_some();
         self.unrecorded = !capturing;
@@ -871,9 +981,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     fn kernels_done(&self) -> Result<()> {
         // The kernels' own waits may each take the time-out: allow for one more.
         let deadline = deadline_in(self.options.timeout.saturating_mul(2));
-        // A finished exchange's unpack runs after its pack (same stream, or ordered after it):
-        // its event alone says both are done; an unpack beside the pack says nothing of it.
-        if self.phase == Phase::Started || !self.unpack_recorded || self.unpacked_beside {
+        // A finished exchange's unpack runs after its pack (same stream, or ordered after it),
+        // or in the same launch: its event alone says both are done.
+        if !self.one_launch && (self.phase == Phase::Started || !self.unpack_recorded) {
             self.backend.event_synchronize(&self.last_pack, deadline)?;
         }
         if self.unpack_recorded {
@@ -1074,6 +1184,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let synthetic = self.payload == Payload::Synthetic;
         // A synthetic message is one region, whatever the key.
         let fields: &[u64] = if synthetic { &[0] } else { addrs };
+        let cap = self.signalled_cap(fields.len())?;
         type Built<M> = (SideTable<M>, Vec<Option<(u32, u32)>>);
         let build = |pack: bool, slot: usize| -> Result<Built<B::DeviceMemory>> {
             let mut regions = Vec::new();
@@ -1109,11 +1220,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                         self.options.threads,
                         u64::from(self.options.elems_per_thread),
                     );
-                    let blocks = if signalled {
-                        blocks.min(self.options.signalled_blocks.max(1))
-                    } else {
-                        blocks
-                    };
+                    let blocks = if signalled { blocks.min(cap) } else { blocks };
                     let region = hp_region {
                         field,
                         buffer: at,
@@ -1215,6 +1322,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             let table = SideTable {
                 memory,
                 regions,
+                signals,
                 blocks: grid,
                 form,
             };
@@ -1224,29 +1332,96 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let (pack1, _) = build(true, 1)?;
         let (unpack0, unpack_ranges) = build(false, 0)?;
         let (unpack1, _) = build(false, 1)?;
-        let fit_together = self.beside.is_some() && {
-            let threads = self.options.threads;
-            let resident = self
-                .backend
-                .max_resident_blocks(Kernel::PackRegions, threads)?
-                .min(
-                    self.backend
-                        .max_resident_blocks(Kernel::UnpackRegions, threads)?,
-                );
-            let pack = pack0.blocks.max(pack1.blocks);
-            let unpack = unpack0.blocks.max(unpack1.blocks);
-            (u64::from(pack) + u64::from(unpack)) * u64::from(self.ranks_on_device)
-                <= u64::from(resident)
-        };
+        let fused = [self.fuse(&pack0, &unpack0)?, self.fuse(&pack1, &unpack1)?];
         Ok(Tables {
             last_used: self.epoch,
             pinned: false,
             pack: [pack0, pack1],
             unpack: [unpack0, unpack1],
-            fit_together,
+            fused,
             pack_ranges,
             unpack_ranges,
         })
+    }
+
+    /// The most grid blocks a region of a signalled message gets, for `fields` fields: the
+    /// option's, or where every message is device-direct the largest below it at which every
+    /// rank's one-launch grid fits on the device at once (taken as this rank's times their
+    /// number, as [`Self::fuse`] does). Otherwise waiting unpack blocks could fill the device
+    /// and starve the peers' packs they wait for, whichever launches serve them.
+    fn signalled_cap(&self, fields: usize) -> Result<u32> {
+        let most = self.options.signalled_blocks.max(1);
+        if self.beside.is_none() {
+            return Ok(most);
+        }
+        let word = u64::from(self.word);
+        // Each side's uncapped blocks per region.
+        let mut sides: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
+        for entry in &self.entries {
+            for (side, sub) in sides.iter_mut().zip([entry.send, entry.recv]) {
+                let Some(sub) = sub else { continue };
+                for k in 0..fields {
+                    let cell = self.cells.get(k).copied().unwrap_or(word);
+                    let words = in_words(sub, cell / word)?;
+                    side.push(blocks_for(
+                        words.elems(),
+                        self.options.threads,
+                        u64::from(self.options.elems_per_thread),
+                    ));
+                }
+            }
+        }
+        let resident = self
+            .backend
+            .max_resident_blocks(Kernel::ExchangeRegions, self.options.threads)?;
+        let budget = u64::from(resident) / u64::from(self.ranks_on_device.max(1));
+        Ok(largest_fitting_cap(&sides, most, budget))
+    }
+
+    /// The one-launch table of a slot parity, or `None` where a message is not device-direct
+    /// (a local or host-staged one needs the kernel boundary or the CPU between its pack and
+    /// its unpack), a side runs the plain form or pairs regions, or the grids of every rank on
+    /// the device (taken as this rank's times their number: exact for symmetric
+    /// decompositions) cannot be resident at once: a block waiting for a peer's pack must not
+    /// hold an SM that pack needs.
+    fn fuse(
+        &self,
+        pack: &SideTable<B::DeviceMemory>,
+        unpack: &SideTable<B::DeviceMemory>,
+    ) -> Result<Option<FusedTable<B::DeviceMemory>>> {
+        let sides = [pack, unpack];
+        let full = sides.iter().all(|t| t.form == HP_REGIONS_FULL);
+        let paired = sides
+            .iter()
+            .any(|t| t.regions.iter().any(|r| r.partner != 0));
+        let blocks = pack.blocks.max(unpack.blocks);
+        if self.beside.is_none() || !full || paired || blocks == 0 {
+            return Ok(None);
+        }
+        let resident = self
+            .backend
+            .max_resident_blocks(Kernel::ExchangeRegions, self.options.threads)?;
+        if u64::from(blocks) * u64::from(self.ranks_on_device) > u64::from(resident) {
+            return Ok(None);
+        }
+        let n = self.routes.len() as u32;
+        let mut regions = pack.regions.clone();
+        regions.extend(unpack.regions.iter().map(|r| hp_region {
+            message: if r.message == HP_NO_MESSAGE {
+                r.message
+            } else {
+                r.message + n
+            },
+            ..*r
+        }));
+        let mut signals = pack.signals.clone();
+        signals.extend_from_slice(&unpack.signals);
+        Ok(Some(FusedTable {
+            memory: upload_table(self.backend, &regions, &signals)?,
+            pack_regions: pack.regions.len() as u32,
+            regions,
+            blocks,
+        }))
     }
 
     /// Queues the pack (or unpack) of the fields at `key` for the current epoch.
@@ -1262,53 +1437,27 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         } else {
             &tables.unpack[slot]
         };
-        // The plain form has no message or check table (no region signals or is synthetic).
-        let plain = table.form == HP_REGIONS_PLAIN;
         if table.regions.is_empty() {
             return Ok(());
         }
-        let checks = match (&self.memory.checks, pack) {
-            (Some(checks), false) if !plain => checks.device_addr(),
-            _ => 0,
-        };
-        // Only the full form stamps; a graph's launches stamp nothing (its replays would all
-        // write one exchange's records); nor does a grid larger than the records (a set of
-        // fields whose tables came after they were allocated).
-        let times = match &self.memory.times {
-            Some(times)
-                if self.record_times
-                    && !plain
-                    && self.capture.is_none()
-                    && table.blocks as usize * size_of::<hp_block_times>() <= times.len_bytes() =>
-            {
-                times.device_addr()
-            }
-            _ => 0,
-        };
-        let n = self.routes.len() as u64;
-        let status = self.memory.status.device_addr();
+        // The plain form has no message or check table (no region signals or is synthetic).
+        let plain = table.form == HP_REGIONS_PLAIN;
         let memory = table.memory.device_addr();
         let args = hp_regions_args {
-            regions: memory,
             messages: if plain {
                 0
             } else {
                 memory + std::mem::size_of_val(table.regions.as_slice()) as u64
             },
-            status: status + if pack { 0 } else { 4 * n },
-            abort_flag: self.memory.abort.word.device_addr(),
-            timeout_ticks: (self.options.timeout.as_secs_f64()
-                * self.backend.device_info().timer_hz as f64) as u64,
-            checks,
-            times,
+            status: self.memory.status.device_addr()
+                + if pack {
+                    0
+                } else {
+                    4 * self.routes.len() as u64
+                },
             num_regions: table.regions.len() as u32,
-            elem_bytes: self.word,
-            epoch: self.epoch,
-            epoch_base: self.capture.as_ref().map_or(0, |c| c.base.device_addr()),
-            iteration: self.iteration,
-            verify: self.verify.code(),
             form: table.form,
-            ..hp_regions_args::default()
+            ..self.region_args(memory, table.blocks, !pack && !plain, !plain)
         }
         .with_inline_table(&table.regions);
         let dims = LaunchDims {
@@ -1326,11 +1475,98 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // `drop`; host staging, check records and timestamps live in `self`. (2) The tables
         // were built from the entries' layouts, every range inside its allocation; the check
         // records hold one per unpack grid block, the timestamps one per grid block (checked
-        // above). (3) The CPU touches staging only between kernels (see `staged_region`),
-        // check records and timestamps only once the last unpack was seen complete, and flags
-        // only atomically.
+        // in `region_args`). (3) The CPU touches staging only between kernels (see
+        // `staged_region`), check records and timestamps only once the last unpack was seen
+        // complete, and flags only atomically.
         unsafe { self.backend.launch(launch, dims, stream) }
     }
+
+    /// Queues the one launch of the fields at `key` for the current epoch
+    /// ([`FusedTable`]).
+    fn launch_fused(&self, key: &[u64], stream: &B::Stream) -> Result<()> {
+        let fused = self
+            .fused_table(key)
+            .ok_or_else(|| Error::Internal("no one-launch table for these fields".into()))?;
+        let memory = fused.memory.device_addr();
+        let pack_regions = fused.pack_regions;
+        let args = hp_regions_args {
+            messages: memory + std::mem::size_of_val(fused.regions.as_slice()) as u64,
+            status: self.memory.status.device_addr(),
+            num_regions: pack_regions,
+            num_unpack_regions: fused.regions.len() as u32 - pack_regions,
+            form: HP_REGIONS_FUSED,
+            ..self.region_args(memory, fused.blocks, true, true)
+        }
+        .with_inline_table(&fused.regions);
+        let dims = LaunchDims {
+            blocks: fused.blocks,
+            threads: self.options.threads,
+        };
+        // SAFETY: as for `launch`: the pack's and the unpack's tables in one, the unpack
+        // messages' status words after the pack ones (as an unpack launch's `status` is), a
+        // grid of the larger side's blocks (each side's blocks number from 0, so check records
+        // and timestamps index as in two launches).
+        unsafe {
+            self.backend
+                .launch(Launch::ExchangeRegions(&args), dims, stream)
+        }
+    }
+
+    /// What every region launch of the current epoch carries over a table at `memory` of
+    /// `blocks` grid blocks: the abort flag, time-out, epoch and payload, the check records
+    /// where `checks` (an unpack of the full form) and the timestamps where `stamps` (the full
+    /// form) and they are on.
+    fn region_args(&self, memory: u64, blocks: u32, checks: bool, stamps: bool) -> hp_regions_args {
+        let checks = match &self.memory.checks {
+            Some(records) if checks => records.device_addr(),
+            _ => 0,
+        };
+        // A graph's launches stamp nothing (its replays would all write one exchange's
+        // records); nor does a grid larger than the records (a set of fields whose tables
+        // came after they were allocated).
+        let times = match &self.memory.times {
+            Some(times)
+                if self.record_times
+                    && stamps
+                    && self.capture.is_none()
+                    && blocks as usize * size_of::<hp_block_times>() <= times.len_bytes() =>
+            {
+                times.device_addr()
+            }
+            _ => 0,
+        };
+        hp_regions_args {
+            regions: memory,
+            abort_flag: self.memory.abort.word.device_addr(),
+            timeout_ticks: (self.options.timeout.as_secs_f64()
+                * self.backend.device_info().timer_hz as f64) as u64,
+            checks,
+            times,
+            elem_bytes: self.word,
+            epoch: self.epoch,
+            epoch_base: self.capture.as_ref().map_or(0, |c| c.base.device_addr()),
+            iteration: self.iteration,
+            verify: self.verify.code(),
+            ..hp_regions_args::default()
+        }
+    }
+}
+
+/// The largest cap of blocks per region, at most `most`, at which the larger side's grid (its
+/// regions' blocks in `sides`, each capped) holds at most `budget` blocks; `most` where no cap
+/// does (more regions than the budget: the exchange then takes two launches).
+fn largest_fitting_cap(sides: &[Vec<u32>; 2], most: u32, budget: u64) -> u32 {
+    let grid = |cap: u32| {
+        sides
+            .iter()
+            .map(|side| side.iter().map(|&b| u64::from(b.min(cap))).sum::<u64>())
+            .max()
+            .unwrap_or(0)
+    };
+    (1..=most)
+        .rev()
+        .find(|&cap| grid(cap) <= budget)
+        .unwrap_or(most)
 }
 
 /// `sub`, a subarray of cells (merged), as a subarray of words, `per_cell` words a cell: each
@@ -1584,4 +1820,30 @@ fn lock<M>(memory: &Mutex<M>) -> std::sync::MutexGuard<'_, M> {
     memory
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::largest_fitting_cap;
+
+    #[test]
+    fn the_cap_of_blocks_per_region_shrinks_until_every_rank_fits() {
+        // 27 regions a side of up to 254 blocks, as thesis-27's blocks of 128 threads.
+        let side: Vec<u32> = (0..27).map(|i| 1 + i * 9).collect();
+        let sides = [side.clone(), side];
+        // Room for 64 a region: the option's cap stays.
+        assert_eq!(largest_fitting_cap(&sides, 64, 100_000), 64);
+        // Two ranks sharing 1056 resident blocks: 528 each.
+        let cap = largest_fitting_cap(&sides, 64, 528);
+        let grid = |cap: u32| sides[0].iter().map(|&b| b.min(cap)).sum::<u32>();
+        assert!(
+            grid(cap) <= 528 && grid(cap + 1) > 528,
+            "cap {cap}: {}",
+            grid(cap)
+        );
+        // Fewer blocks than regions: nothing fits, the option's cap (two launches).
+        assert_eq!(largest_fitting_cap(&sides, 16, 20), 16);
+        // An empty side (a rank that only receives) takes the other's grid.
+        assert_eq!(largest_fitting_cap(&[vec![], vec![10, 10]], 16, 12), 6);
+    }
 }

@@ -296,20 +296,26 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     }
 
     /// Runs one exchange of `fields` on `stream` and waits for it: when it returns `Ok`, every
-    /// field's halo cells hold their neighbours' values.
+    /// field's halo cells hold their neighbours' values. Where every neighbour is
+    /// device-direct, its pack and unpack are one launch.
     ///
     /// # Errors
     /// As [`Self::start`], [`Self::finish`] and [`Self::wait`].
     pub fn exchange(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
-        self.start(fields, stream)?;
-        self.finish(stream)?;
+        self.check_fields(fields)?;
+        let key = fields.iter().map(|f| f.device_addr()).collect();
+        let keep = fields.iter().map(|f| f.share()).collect();
+        self.engine.exchange(key, keep, stream)?;
         self.wait()
     }
 
     /// Starts an exchange of `fields` on `stream`: queues the pack (after everything queued
     /// before on `stream`, and after the previous exchange's unpack wherever it ran), and
-    /// sends the host-staged messages once packed. Work queued on `stream` between `start` and
-    /// [`Self::finish`] must not write the cells the exchange sends nor touch halo cells.
+    /// sends the host-staged messages once packed. Where every neighbour is device-direct,
+    /// one launch packs and unpacks, on a stream of the exchange's own that starts after
+    /// what came before on `stream` and runs beside what follows it until `finish`. Work
+    /// queued on `stream` between `start` and [`Self::finish`] must not write the cells the
+    /// exchange sends nor touch halo cells.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when the fields do not fit the plan; [`Error::Usage`] when an
@@ -323,7 +329,8 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     }
 
     /// Finishes the started exchange: waits for host-staged messages and queues the unpack on
-    /// `stream` (after the pack, whichever stream `start` used). Work queued on `stream`
+    /// `stream` (after the pack, whichever stream `start` used), or makes `stream` wait for
+    /// the one launch `start` queued. Work queued on `stream`
     /// afterwards sees the halos filled. Device-direct messages are waited for on the GPU:
     /// their failures surface at the next call (see the type's docs), or here in checked mode.
     ///

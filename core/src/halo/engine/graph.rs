@@ -247,6 +247,8 @@ impl<B: Backend> MessageExchange<'_, B> {
         self.pack_stream = id;
         self.unpack_stream = id;
         self.unpack_recorded = true;
+        self.one_launch = false;
+        self.launched_beside = false;
         self.phase = Phase::Finished;
         if self.options.checked {
             self.wait_inner()?;
