@@ -109,10 +109,10 @@ if wants faults; then
     grep -ciE "timed out|time-out" "$out/fault-drop-send.log" | sed 's/^/lines naming a time-out: /'
     grep -iE "timed out|time-out" "$out/fault-drop-send.log" | head -n 3
     if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then status=1; failed+=("fault-drop-send (exit $rc)"); fi
-    # A stopped rank: the fourth rank process receives SIGSTOP once the job runs; the others
-    # must time out.
+    # A stopped rank: the fourth rank process receives SIGSTOP once the job runs (enough steps
+    # that it is still stepping 15 s in); the others must time out.
     timeout 180 "${mpi[@]}" "$hp" stencil --backend cuda --periodic xyz --grid "$small" \
-        --procs "$procs" --transport ipc --steps 200000 --timeout 5 \
+        --procs "$procs" --transport ipc --steps 2000000 --timeout 5 \
         > "$out/fault-stopped-rank.log" 2>&1 &
     job=$!
     sleep 15

@@ -15,7 +15,9 @@
 //! - in checked mode, `finish` itself reports it;
 //! - `close` returns Ok on every rank of an `ipc` exchange whose ranks span two "nodes";
 //! - capturing into a graph is refused with host-staged neighbours (naming one) and by the
-//!   host backend, and the exchange works on afterwards.
+//!   host backend, and the exchange works on afterwards;
+//! - the bounded gathers (`all_gather_until`, `send_until`, `receive_until`) deliver every
+//!   value, and give up with a time-out naming what they did where a rank stays away.
 
 #![allow(unsafe_code)] // a raw MPI_Comm, as a C or Fortran caller hands it over
 
@@ -81,7 +83,7 @@ fn child() -> ExitCode {
     let world = universe.world();
     let rank = world.rank();
     let backend = HostBackend::new(0).expect("host backend");
-    let scenarios: [(&str, Scenario); 7] = [
+    let scenarios: [(&str, Scenario); 8] = [
         ("communicators", communicators),
         ("graph refusals", graph_refusals),
         ("layouts", layouts),
@@ -89,6 +91,7 @@ fn child() -> ExitCode {
         ("device failure", device_failure),
         ("checked finish", checked_finish),
         ("symmetric close", symmetric_close),
+        ("bounded gathers", bounded_gathers),
     ];
     let only = std::env::var("HALOPORT_LIBRARY_MPI_ONLY").ok();
     for (name, scenario) in scenarios {
@@ -575,4 +578,49 @@ fn symmetric_close(backend: &HostBackend, world: &SimpleCommunicator) -> Result<
     exchange
         .close()
         .map_err(|e| format!("close after {:?}: {e}", started.elapsed()))
+}
+
+/// The gathers after a run: with every rank, every value arrives; where the last rank stays
+/// away, the others give up after their deadline with a time-out naming the gather. On a
+/// duplicate of the world, leaked at the end: the skipped collective stays pending on it.
+fn bounded_gathers(_: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    use haloport::core::collective::{all_gather_until, receive_until, send_until};
+    let comm = world.duplicate();
+    let (rank, last) = (comm.rank(), comm.size() - 1);
+    let on_error = |r: i32, m: String| Error::InvalidInput(format!("rank {r}: {m}"));
+    let all = all_gather_until(&comm, Ok(rank * 10), on_error, deadline(), "all ranks")
+        .map_err(|e| e.to_string())?;
+    let want: Vec<i32> = (0..comm.size()).map(|r| r * 10).collect();
+    if all != want {
+        return Err(format!("gathered {all:?}, expected {want:?}"));
+    }
+    if rank == 1 {
+        send_until(&comm, 0, vec![1, 2, 3], deadline(), "to rank 0").map_err(|e| e.to_string())?;
+    }
+    if rank == 0 {
+        let got =
+            receive_until(&comm, 1, 3, deadline(), "from rank 1").map_err(|e| e.to_string())?;
+        if got != [1, 2, 3] {
+            return Err(format!("received {got:?}, expected [1, 2, 3]"));
+        }
+    }
+    let soon = || Instant::now() + Duration::from_millis(300);
+    let timed_out = |result: Result<(), Error>, what: &str| match result {
+        Err(Error::Timeout { what: said, .. }) if said.contains(what) => Ok(()),
+        other => Err(format!(
+            "{what}: expected a time-out naming it, got {other:?}"
+        )),
+    };
+    if rank != last {
+        let skipped = all_gather_until(&comm, Ok(rank), on_error, soon(), "the skipped gather");
+        timed_out(skipped.map(drop), "the skipped gather")?;
+    }
+    if rank == 0 {
+        let unsent = receive_until(&comm, last, 8, soon(), "the message never sent");
+        timed_out(unsent.map(drop), "the message never sent")?;
+    }
+    // Pending requests name it (and their leaked buffers): it must never be freed.
+    std::mem::forget(comm);
+    world.barrier();
+    Ok(())
 }

@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::pattern::{validate_global, RankPattern};
 
+mod bounded;
+
+pub use bounded::{all_gather_until, receive_until, send_until};
+
 #[derive(Serialize, Deserialize)]
 enum Contribution<T> {
     Ok(T),
@@ -34,12 +38,7 @@ pub fn all_gather<T>(
 where
     T: Serialize + DeserializeOwned,
 {
-    let contribution = match mine {
-        Ok(v) => Contribution::Ok(v),
-        Err(e) => Contribution::Err(e),
-    };
-    let bytes = serde_json::to_vec(&contribution)
-        .map_err(|e| Error::InvalidInput(format!("encoding a set-up message: {e}")))?;
+    let bytes = encode_contribution(mine)?;
     let len = i32::try_from(bytes.len())
         .map_err(|_| Error::InvalidInput("a set-up message over 2 GiB".into()))?;
     let mut lens = vec![0_i32; comm.size() as usize];
@@ -58,9 +57,32 @@ where
         let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
         comm.all_gather_varcount_into(&bytes[..], &mut partition);
     }
+    decode_contributions(&all, &lens, &displs, on_error)
+}
+
+/// One rank's value (or error), as it travels.
+fn encode_contribution<T: Serialize>(mine: std::result::Result<T, String>) -> Result<Vec<u8>> {
+    let contribution = match mine {
+        Ok(v) => Contribution::Ok(v),
+        Err(e) => Contribution::Err(e),
+    };
+    serde_json::to_vec(&contribution)
+        .map_err(|e| Error::InvalidInput(format!("encoding a set-up message: {e}")))
+}
+
+/// Every rank's value from the gathered bytes `all` (rank r's at `displs[r]`, `lens[r]` long),
+/// or the lowest failing rank's error through `on_error`.
+fn decode_contributions<T: DeserializeOwned>(
+    all: &[u8],
+    lens: &[i32],
+    displs: &[i32],
+    on_error: impl Fn(i32, String) -> Error,
+) -> Result<Vec<T>> {
     let mut values = Vec::with_capacity(lens.len());
-    for (r, (&d, &l)) in displs.iter().zip(&lens).enumerate() {
-        let slice = &all[d as usize..(d + l) as usize];
+    for (r, (&d, &l)) in displs.iter().zip(lens).enumerate() {
+        let slice = all
+            .get(d.max(0) as usize..(d.max(0) as usize).saturating_add(l.max(0) as usize))
+            .ok_or_else(|| Error::InvalidInput(format!("rank {r}'s set-up message is cut")))?;
         let c: Contribution<T> = serde_json::from_slice(slice)
             .map_err(|e| Error::InvalidInput(format!("decoding rank {r}'s set-up message: {e}")))?;
         match c {

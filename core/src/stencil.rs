@@ -18,11 +18,10 @@
 
 use std::time::Instant;
 
-use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory};
-use crate::collective::agree;
+use crate::collective::{agree, receive_until, send_until};
 use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
@@ -435,7 +434,7 @@ pub fn run_jacobi<B: Backend>(
         .iter()
         .map(|f| storage(f, &own))
         .collect::<Result<_>>()?;
-    let gathered = gather(backend, comm, &spec, d, &last, &stream, deadline())?;
+    let gathered = gather(backend, comm, &spec, d, &last, &stream, deadline)?;
     // The fields' values no longer matter: the same updates again, without the exchange.
     let mut compute_seconds = Vec::with_capacity(config.compute_steps as usize);
     for s in 0..config.compute_steps {
@@ -733,8 +732,13 @@ fn sweep<B: Backend>(
 /// Largest message of the gather: MPI counts are ints, and rsmpi refuses longer slices.
 const GATHER_CHUNK: usize = 1 << 30;
 
+/// What [`gather`]'s messages do, for their time-outs.
+const GATHERING: &str = "gathering the final fields on rank 0";
+
 /// This rank's interior of every field, x fastest, gathered on rank 0 into global arrays (by
-/// point-to-point messages of at most [`GATHER_CHUNK`] bytes, so parts of any size travel).
+/// point-to-point messages of at most [`GATHER_CHUNK`] bytes, so parts of any size travel), each
+/// download and message giving up at a `deadline()` of its own: a rank that stopped must not
+/// leave the others waiting for ever.
 fn gather<B: Backend>(
     backend: &B,
     comm: &SimpleCommunicator,
@@ -742,19 +746,18 @@ fn gather<B: Backend>(
     d: &Decomposition,
     fields: &[&B::DeviceMemory],
     stream: &B::Stream,
-    deadline: Instant,
+    deadline: impl Fn() -> Instant,
 ) -> Result<Option<GlobalFields>> {
     let kinds = FieldKind::of(spec)?;
     let size = comm.size();
-    let root = comm.process_at_rank(0);
     let mut gathered = Vec::with_capacity(fields.len());
     for (field, kind) in fields.iter().zip(&kinds) {
         // Whole cells, components and all.
         let eb = kind.cell_bytes();
-        let local = download_interior(backend, d, eb, field, stream, deadline)?;
+        let local = download_interior(backend, d, eb, field, stream, deadline())?;
         if comm.rank() != 0 {
             for chunk in local.chunks(GATHER_CHUNK) {
-                root.send(chunk);
+                send_until(comm, 0, chunk.to_vec(), deadline(), GATHERING)?;
             }
             continue;
         }
@@ -764,7 +767,8 @@ fn gather<B: Backend>(
             let part = Decomposition::new(spec, size, r)?;
             let mut bytes = vec![0_u8; part.local.iter().product::<u64>() as usize * eb];
             for chunk in bytes.chunks_mut(GATHER_CHUNK) {
-                comm.process_at_rank(r).receive_into(chunk);
+                let got = receive_until(comm, r, chunk.len(), deadline(), GATHERING)?;
+                chunk.copy_from_slice(&got);
             }
             place(spec, &part, &bytes, &mut global, eb);
         }

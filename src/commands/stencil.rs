@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use haloport::core::collective::all_gather;
+use haloport::core::collective::all_gather_until;
 use haloport::core::domain::{DomainSpec, HaloPlan, Neighbourhood};
 use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy};
 use haloport::core::stats::median;
@@ -89,6 +89,17 @@ pub(crate) struct StencilResult {
     checksum: String,
     pub(crate) verified: bool,
     pub(crate) verification: String,
+}
+
+/// What one rank's run measured, as gathered by every rank.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct RankRun {
+    links: Vec<LinkRecord>,
+    steps: Vec<f64>,
+    exchanges: Vec<f64>,
+    computes: Vec<f64>,
+    copies: Vec<f64>,
+    setup: f64,
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -213,12 +224,29 @@ pub(crate) fn measured<B: Backend>(
             })
             .collect();
         let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
-        let links = all_gather(world, Ok(records), collective)?;
-        let steps = all_gather(world, Ok(run.step_seconds.clone()), collective)?;
-        let exchanges = all_gather(world, Ok(run.exchange_seconds.clone()), collective)?;
-        let computes = all_gather(world, Ok(run.compute_seconds.clone()), collective)?;
-        let copies = all_gather(world, Ok(run.copy_seconds.clone()), collective)?;
-        let setups = all_gather(world, Ok(vec![run.setup_seconds]), collective)?;
+        let mine = RankRun {
+            links: records,
+            steps: run.step_seconds.clone(),
+            exchanges: run.exchange_seconds.clone(),
+            computes: run.compute_seconds.clone(),
+            copies: run.copy_seconds.clone(),
+            setup: run.setup_seconds,
+        };
+        // Bounded: a rank that stopped after its run must not leave the others here.
+        let ranks = all_gather_until(
+            world,
+            Ok(mine),
+            collective,
+            haloport::core::backend::deadline_in(config.options.timeout),
+            "gathering every rank's timings",
+        )?;
+        let per_rank = |f: fn(&RankRun) -> Vec<f64>| ranks.iter().map(f).collect::<Vec<_>>();
+        let steps = per_rank(|r| r.steps.clone());
+        let exchanges = per_rank(|r| r.exchanges.clone());
+        let computes = per_rank(|r| r.computes.clone());
+        let copies = per_rank(|r| r.copies.clone());
+        let setups = per_rank(|r| vec![r.setup]);
+        let links: Vec<Vec<LinkRecord>> = ranks.into_iter().map(|r| r.links).collect();
         let Some(gathered) = run.gathered else {
             return Ok(None);
         };
