@@ -434,7 +434,11 @@ pub fn run_jacobi<B: Backend>(
         .iter()
         .map(|f| storage(f, &own))
         .collect::<Result<_>>()?;
-    let gathered = gather(backend, comm, &spec, d, &last, &stream, deadline)?;
+    // Rank 0 takes the ranks' parts one after another: a part may wait for all before it.
+    let ranks = u32::try_from(comm.size()).unwrap_or(1).max(1);
+    let gather_deadline =
+        || crate::backend::deadline_in(config.options.timeout.saturating_mul(ranks));
+    let gathered = gather(backend, comm, &spec, d, &last, &stream, gather_deadline)?;
     // The fields' values no longer matter: the same updates again, without the exchange.
     let mut compute_seconds = Vec::with_capacity(config.compute_steps as usize);
     for s in 0..config.compute_steps {

@@ -232,12 +232,14 @@ pub(crate) fn measured<B: Backend>(
             copies: run.copy_seconds.clone(),
             setup: run.setup_seconds,
         };
-        // Bounded: a rank that stopped after its run must not leave the others here.
+        // Bounded: a rank that stopped after its run must not leave the others here. Rank 0
+        // comes last, after taking every rank's part of the fields: the time-out for each.
+        let size = u32::try_from(world.size()).unwrap_or(1).max(1);
         let ranks = all_gather_until(
             world,
             Ok(mine),
             collective,
-            haloport::core::backend::deadline_in(config.options.timeout),
+            haloport::core::backend::deadline_in(config.options.timeout.saturating_mul(size)),
             "gathering every rank's timings",
         )?;
         let per_rank = |f: fn(&RankRun) -> Vec<f64>| ranks.iter().map(f).collect::<Vec<_>>();
