@@ -143,7 +143,9 @@ pub struct HaloOptions {
     /// Most GPU blocks serving one region of a signalled message (device-direct, or
     /// host-staged under the taskqueue): each such block pays a wait, a fence at system scope
     /// and a count, and on 2 x H200 those costs added up across blocks
-    /// (`results/2026-11-22-h200x2-library/`).
+    /// (`results/2026-11-22-h200x2-library/`). Where every message is device-direct, fewer if
+    /// needed for every rank's one-launch grid to fit on the device at once
+    /// (`results/2026-11-26-h200-one-launch/`).
     pub signalled_blocks: u32,
     /// A fault to inject, for tests.
     pub fault: Option<HaloFault>,
