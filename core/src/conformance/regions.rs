@@ -634,6 +634,63 @@ fn control_words<B: Backend>(
     Ok(decode(&bytes, 8))
 }
 
+/// The pack side of the message cases: the x-low and x-high sending faces of `dims` as message
+/// 0 (disjoint, so that one unpack may write both) and the y-low sending face without a
+/// message, read from the field at `field`, packed one after another into `buffer`.
+struct FaceMessage<P> {
+    send: Vec<hp_region>,
+    /// Grid blocks of message 0.
+    message_blocks: u32,
+    buffer: P,
+    /// Each region's first byte in `buffer`.
+    offsets: Vec<usize>,
+    /// Elements of all three regions.
+    total: u64,
+}
+
+impl<P: PinnedMemory> FaceMessage<P> {
+    fn new<B: Backend<PinnedMemory = P>>(
+        backend: &B,
+        dims: &Dims,
+        field: u64,
+    ) -> Result<Self, String> {
+        let all = dims.neighbours(false);
+        let mut send = vec![all[12], all[13], all[10]];
+        regions::assign_blocks(&mut send, THREADS, 1).map_err(e)?;
+        send[0].message = 0;
+        send[1].message = 0;
+        let message_blocks = send[0].blocks + send[1].blocks;
+        let total: u64 = send.iter().map(regions::elems).sum();
+        let buffer = backend
+            .alloc_pinned((total * 8) as usize, Coherence::Coherent)
+            .map_err(e)?;
+        let (offsets, _) = lay_out(&mut send, buffer.device_addr(), 8);
+        for r in &mut send {
+            r.field = field;
+        }
+        Ok(FaceMessage {
+            send,
+            message_blocks,
+            buffer,
+            offsets,
+            total,
+        })
+    }
+
+    /// Checks that `buffer` holds every region packed from `field`; `what` names the case.
+    fn packed_from(&self, field: &[u64], what: &str) -> Check {
+        let got = decode(&pinned_bytes(&self.buffer, 0, (self.total * 8) as usize), 8);
+        for (i, r) in self.send.iter().enumerate() {
+            let want = reference_pack(field, r);
+            let at = self.offsets[i] / 8;
+            ensure(got[at..at + want.len()] == want[..], || {
+                format!("{what}: packed region {i} holds wrong values")
+            })?;
+        }
+        Ok(())
+    }
+}
+
 /// Counters and flags of [`region_messages_signal_each_epoch`], u64 word indices into the
 /// control block (flags are u64 epochs, counters u32s).
 const PACK_COUNTER: usize = 0;
@@ -660,30 +717,16 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
     let src = backend.alloc_device((n * 8) as usize).map_err(e)?;
     let dst = backend.alloc_device((n * 8) as usize).map_err(e)?;
 
-    // Message 0: the x-low and x-high sending faces (disjoint, so that one unpack may write
-    // both); plus a plain region (the y-low sending face) that only pack moves.
-    let all = dims.neighbours(false);
-    let (x_low, x_high, y_low) = (all[12], all[13], all[10]);
-    let mut send = vec![x_low, x_high, y_low];
-    regions::assign_blocks(&mut send, THREADS, 1).map_err(e)?;
-    send[0].message = 0;
-    send[1].message = 0;
-    let message_blocks = send[0].blocks + send[1].blocks;
-    let total: u64 = send.iter().map(regions::elems).sum();
-    let buffer = backend
-        .alloc_pinned((total * 8) as usize, Coherence::Coherent)
-        .map_err(e)?;
-    let (offsets, _) = lay_out(&mut send, buffer.device_addr(), 8);
-    for r in &mut send {
-        r.field = src.device_addr();
-    }
+    // Message 0 of two faces, and a plain region that only pack moves.
+    let message = FaceMessage::new(backend, &dims, src.device_addr())?;
+    let (send, message_blocks) = (&message.send, message.message_blocks);
     // Unpack the two message regions from the same buffer into the same places of dst.
     let mut recv = send[..2].to_vec();
     for r in &mut recv {
         r.field = dst.device_addr();
     }
     let status = pinned_with(backend, &[0_u8; 8])?;
-    let pack_grid = regions::grid_blocks(&send).map_err(e)?;
+    let pack_grid = regions::grid_blocks(send).map_err(e)?;
     let unpack_grid = regions::grid_blocks(&recv).map_err(e)?;
     let times_bytes = pack_grid as usize * size_of::<hp_block_times>();
     let times = pinned_with(backend, &vec![0_u8; times_bytes])?;
@@ -726,7 +769,7 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
             blocks: message_blocks,
         }];
         let tables = (
-            pinned_with(backend, &bytes_of(&send))?,
+            pinned_with(backend, &bytes_of(send))?,
             pinned_with(backend, &bytes_of(&pack_message))?,
             pinned_with(backend, &bytes_of(&recv))?,
             pinned_with(backend, &bytes_of(&unpack_message))?,
@@ -805,14 +848,7 @@ pub fn region_messages_signal_each_epoch<B: Backend>(backend: &B) -> Check {
                 )
             },
         )?;
-        let got = decode(&pinned_bytes(&buffer, 0, (total * 8) as usize), 8);
-        for (i, r) in send.iter().enumerate() {
-            let want = reference_pack(&field, r);
-            let at = offsets[i] / 8;
-            ensure(got[at..at + want.len()] == want[..], || {
-                format!("epoch {epoch}: packed region {i} holds wrong values")
-            })?;
-        }
+        message.packed_from(&field, &format!("epoch {epoch}"))?;
         let moved = decode(
             &device_bytes(backend, &pack_stream, &dst, (n * 8) as usize)?,
             8,
@@ -967,20 +1003,9 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
     let word = |i: usize| ctl.device_addr() + 8 * i as u64;
     let src = backend.alloc_device((n * 8) as usize).map_err(e)?;
     let dst = backend.alloc_device((n * 8) as usize).map_err(e)?;
+    let message = FaceMessage::new(backend, &dims, src.device_addr())?;
+    let (send, message_blocks) = (&message.send, message.message_blocks);
     let all = dims.neighbours(false);
-    let mut send = vec![all[12], all[13], all[10]];
-    regions::assign_blocks(&mut send, THREADS, 1).map_err(e)?;
-    send[0].message = 0;
-    send[1].message = 0;
-    let message_blocks = send[0].blocks + send[1].blocks;
-    let total: u64 = send.iter().map(regions::elems).sum();
-    let packed = backend
-        .alloc_pinned((total * 8) as usize, Coherence::Coherent)
-        .map_err(e)?;
-    let (offsets, _) = lay_out(&mut send, packed.device_addr(), 8);
-    for r in &mut send {
-        r.field = src.device_addr();
-    }
     let mut recv = vec![all[12], all[13]];
     regions::assign_blocks(&mut recv, THREADS, 1).map_err(e)?;
     let incoming_total: u64 = recv.iter().map(regions::elems).sum();
@@ -994,7 +1019,7 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
         r.message = 1;
     }
     let field: Vec<u64> = (0..n).map(|i| (i as f64 + 0.25).to_bits()).collect();
-    let grid = regions::grid_blocks(&send)
+    let grid = regions::grid_blocks(send)
         .map_err(e)?
         .max(regions::grid_blocks(&recv).map_err(e)?);
     let status = pinned_with(backend, &[0_u8; 8])?;
@@ -1092,14 +1117,7 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
                 )
             },
         )?;
-        let got = decode(&pinned_bytes(&packed, 0, (total * 8) as usize), 8);
-        for (i, r) in send.iter().enumerate() {
-            let want = reference_pack(&field, r);
-            let at = offsets[i] / 8;
-            ensure(got[at..at + want.len()] == want[..], || {
-                format!("{case}: packed region {i} holds wrong values")
-            })?;
-        }
+        message.packed_from(&field, case)?;
         let moved = decode(&device_bytes(backend, &stream, &dst, (n * 8) as usize)?, 8);
         let mut at = 0;
         for (i, r) in recv.iter().enumerate() {
