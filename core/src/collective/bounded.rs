@@ -18,40 +18,10 @@ use serde::Serialize;
 
 use super::{decode_contributions, encode_contribution};
 use crate::error::{Error, Result};
-use crate::transport::mpi::check;
+use crate::transport::mpi::{check, null_request, test_until};
 
 /// The tag of [`send_until`] and [`receive_until`]'s messages.
 const TAG: i32 = 0x6870;
-
-/// Polls `request` until it completes or `deadline` passes.
-///
-/// # Errors
-/// [`Error::Timeout`] naming `what` (the request is then still pending); MPI errors.
-fn wait_until(
-    comm: &SimpleCommunicator,
-    request: &mut ffi::MPI_Request,
-    deadline: Instant,
-    what: &str,
-) -> Result<()> {
-    let since = Instant::now();
-    loop {
-        let mut done = 0;
-        // SAFETY: request is a valid request of this process, or MPI_REQUEST_NULL.
-        let code = unsafe { ffi::MPI_Test(request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        check("MPI_Test", code, || what.to_owned())?;
-        if done != 0 {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::Timeout {
-                rank: Some(comm.rank()),
-                what: format!("{what}: another rank did not take part"),
-                after: since.elapsed(),
-            });
-        }
-        std::hint::spin_loop();
-    }
-}
 
 /// Sends `bytes` (at most 2 GiB) to rank `dest`, giving up at `deadline`.
 ///
@@ -80,7 +50,7 @@ pub fn send_until(
         )
     };
     check("MPI_Isend", code, || what.to_owned())?;
-    let done = wait_until(comm, &mut request, deadline, what);
+    let done = test_until(comm.rank(), &mut request, deadline, what);
     if done.is_err() {
         std::mem::forget(bytes);
     }
@@ -116,7 +86,7 @@ pub fn receive_until(
         )
     };
     check("MPI_Irecv", code, || what.to_owned())?;
-    match wait_until(comm, &mut request, deadline, what) {
+    match test_until(comm.rank(), &mut request, deadline, what) {
         Ok(()) => Ok(bytes),
         Err(e) => {
             std::mem::forget(bytes);
@@ -160,7 +130,7 @@ where
         )
     };
     check("MPI_Iallgather", code, || what.to_owned())?;
-    if let Err(e) = wait_until(comm, &mut request, deadline, what) {
+    if let Err(e) = test_until(comm.rank(), &mut request, deadline, what) {
         std::mem::forget((len, lens, bytes));
         return Err(e);
     }
@@ -190,14 +160,9 @@ where
         )
     };
     check("MPI_Iallgatherv", code, || what.to_owned())?;
-    if let Err(e) = wait_until(comm, &mut request, deadline, what) {
+    if let Err(e) = test_until(comm.rank(), &mut request, deadline, what) {
         std::mem::forget((len, lens, bytes, displs, all));
         return Err(e);
     }
     decode_contributions(&all, &lens, &displs, on_error)
-}
-
-fn null_request() -> ffi::MPI_Request {
-    // SAFETY: reading a predefined MPI constant.
-    unsafe { ffi::RSMPI_REQUEST_NULL }
 }

@@ -93,7 +93,7 @@ impl Requests {
     }
 }
 
-fn null_request() -> ffi::MPI_Request {
+pub(crate) fn null_request() -> ffi::MPI_Request {
     // SAFETY: reading a predefined MPI constant.
     unsafe { ffi::RSMPI_REQUEST_NULL }
 }
@@ -445,36 +445,56 @@ impl Transport for MpiTransport {
 
     fn barrier(&mut self, deadline: Instant) -> Result<()> {
         let rank = self.rank;
-        let since = Instant::now();
         let mut request = null_request();
         // SAFETY: comm is a valid communicator; request is a valid out-pointer.
         let code = unsafe { ffi::MPI_Ibarrier(self.comm.as_raw(), &mut request) };
         check("MPI_Ibarrier", code, || {
             format!("rank {rank} at the end of an iteration")
         })?;
-        loop {
-            let mut flag: c_int = 0;
-            // SAFETY: request is the barrier's valid request; no buffer is involved.
-            let code = unsafe { ffi::MPI_Test(&mut request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
-            check("MPI_Test", code, || {
-                format!("rank {rank} waiting in the barrier at the end of an iteration")
-            })?;
-            if flag != 0 {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                // The request stays pending: MPI 3.1 section 5.12 makes freeing or cancelling
-                // a nonblocking collective erroneous, and it holds no buffer of ours; its
-                // communicator must then outlive it (see `drop`).
-                self.collective_pending = true;
-                return Err(Error::Timeout {
-                    rank: Some(rank),
-                    what: "in MPI_Barrier (polled) at the end of an iteration: another rank did not arrive".into(),
-                    after: since.elapsed(),
-                });
-            }
-            std::hint::spin_loop();
+        let waited = test_until(
+            rank,
+            &mut request,
+            deadline,
+            "in MPI_Barrier (polled) at the end of an iteration",
+        );
+        if let Err(Error::Timeout { .. }) = waited {
+            // The request stays pending: MPI 3.1 section 5.12 makes freeing or cancelling a
+            // nonblocking collective erroneous, and it holds no buffer of ours; its
+            // communicator must then outlive it (see `drop`).
+            self.collective_pending = true;
         }
+        waited
+    }
+}
+
+/// Polls `request` with `MPI_Test` until it completes or `deadline` passes; a request that
+/// times out stays pending, so whatever it names must outlive it.
+///
+/// # Errors
+/// [`Error::Timeout`] of rank `rank` naming `what` (another rank did not arrive); MPI errors.
+pub(crate) fn test_until(
+    rank: i32,
+    request: &mut ffi::MPI_Request,
+    deadline: Instant,
+    what: &str,
+) -> Result<()> {
+    let since = Instant::now();
+    loop {
+        let mut flag: c_int = 0;
+        // SAFETY: request is a valid request of this process, or MPI_REQUEST_NULL.
+        let code = unsafe { ffi::MPI_Test(request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+        check("MPI_Test", code, || format!("rank {rank} waiting {what}"))?;
+        if flag != 0 {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout {
+                rank: Some(rank),
+                what: format!("{what}: another rank did not arrive"),
+                after: since.elapsed(),
+            });
+        }
+        std::hint::spin_loop();
     }
 }
 
