@@ -504,8 +504,23 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_regions_launch<false>(a);
 }
 
+/* With a.done: counts this grid block, and the launch's last block raises *a.done to the epoch.
+ * Thread 0's fence orders the block's work before its count (the barrier orders every thread's
+ * before thread 0's fence, as in hp_regions_block); the last block's fence acquires every
+ * count's and releases them all with the store (a release pattern). All threads call it. */
+HP_DEVICE void hp_launch_done(const hp_regions_args& a) {
+    if (a.done == 0) return;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    hp_fence_acq_rel_system();
+    if (atomicAdd((unsigned long long*)a.done_counter, 1ull) + 1ull == a.done_target) {
+        hp_fence_acq_rel_system();
+        hp_store_relaxed_system_u64((uint64_t*)a.done, a.epoch);
+    }
+}
+
 /* An exchange of device-direct messages in one launch (HP_REGIONS_FUSED in haloport_shared.h):
- * this block's pack block, then its unpack block. */
+ * this block's pack block, then its unpack block, then its count towards a.done. */
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
     const hp_regions_args& args = hp_args_in_place(a);
@@ -513,6 +528,7 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
         hp_regions_block<true>(args, regions, args.num_regions);
         hp_regions_block<false>(args, regions + args.num_regions, args.num_unpack_regions);
     });
+    hp_launch_done(args);
 }
 
 /* Moves a graph's epochs on (hp_epoch_args). */

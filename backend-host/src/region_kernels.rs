@@ -77,8 +77,12 @@ pub(crate) unsafe fn run_regions(
         // SAFETY: forwarded from this function's contract: each view is one side's table.
         unsafe {
             run_regions(Kernel::PackRegions, &pack, dims)?;
-            return run_regions(Kernel::UnpackRegions, &unpack, dims);
+            run_regions(Kernel::UnpackRegions, &unpack, dims)?;
         }
+        // SAFETY: forwarded from this function's contract (`done` and its counter are live,
+        // aligned u64s accessed atomically).
+        unsafe { launch_done(args, dims.blocks) };
+        return Ok(());
     }
     // SAFETY: forwarded from this function's contract.
     let table = unsafe { table_of(args) };
@@ -131,6 +135,28 @@ pub(crate) unsafe fn run_regions(
         }
     });
     Ok(())
+}
+
+/// `hp_launch_done` for a launch of `blocks` grid blocks, every one of which is done: each
+/// counts, and the one whose count reaches `done_target` raises `done` to the epoch.
+///
+/// # Safety
+/// With `args.done` set, it and `args.done_counter` are live, aligned u64s accessed only
+/// atomically.
+unsafe fn launch_done(args: &hp_regions_args, blocks: u32) {
+    if args.done == 0 {
+        return;
+    }
+    // The blocks' stores (every worker joined) come before the counts.
+    fence(Ordering::SeqCst);
+    for _ in 0..blocks {
+        // SAFETY: forwarded from this function's contract.
+        let count = unsafe { flag64(args.done_counter) }.fetch_add(1, Ordering::AcqRel) + 1;
+        if count == args.done_target {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { flag64(args.done) }.store(args.epoch, Ordering::Release);
+        }
+    }
 }
 
 /// The pack and the unpack launch a one-launch exchange (`HP_REGIONS_FUSED`) stands for:

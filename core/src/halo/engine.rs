@@ -31,8 +31,8 @@ use super::exchange::{HaloFault, HaloOptions, HaloStrategy};
 use super::field::FieldMemory;
 use super::layout::{receiving_entry, sending_entry, Entry, EntryTable, Link, Mailbox, Side};
 use crate::backend::{
-    deadline_in, upload_table, Backend, Coherence, DeviceMemory, Kernel, Launch, LaunchDims,
-    PinnedMemory,
+    deadline_in, poll_until, upload_table, Backend, Coherence, DeviceMemory, Kernel, Launch,
+    LaunchDims, PinnedMemory,
 };
 use crate::collective::agree;
 use crate::domain::Subarray;
@@ -157,12 +157,14 @@ struct Memory<B: Backend> {
     /// Tables evicted from `tables` that a queued kernel may still read: freed once an unpack
     /// recorded after their last use is seen complete.
     retired: Vec<Tables<B>>,
+    /// A u32 pair per message (pack and unpack blocks), then the u64 count of the one
+    /// launches' grid blocks (`hp_regions_args.done_counter`).
     counters: B::DeviceMemory,
     abort: Box<DeviceAbort<B>>,
     staging: Staging<B>,
     /// Pinned: u32 pack status per message, u32 unpack status per message, then at the next
-    /// 8-byte boundary the u64 abort flag and (taskqueue) a u64 packed flag and a u64 arrived
-    /// flag per message ([`StatusLayout`]).
+    /// 8-byte boundary the u64 abort flag, (taskqueue) a u64 packed flag and a u64 arrived
+    /// flag per message, and the one launch's done word ([`StatusLayout`]).
     status: B::PinnedMemory,
     /// Our receive slots and flags, which same-node peers store into.
     _mailbox: B::DeviceMemory,
@@ -193,8 +195,8 @@ struct Staging<B: Backend> {
 
 /// Where the words of the pinned status block lie, in bytes: u32 pack outcomes and u32
 /// unpack outcomes (one per message each), then the u64 abort flag (the source of the device's
-/// copy, [`DeviceAbort`]), then u64 packed and u64
-/// arrived flags (one per message each). `8 * messages` keeps the u64s 8-byte aligned.
+/// copy, [`DeviceAbort`]), then u64 packed and u64 arrived flags (one per message each), then
+/// the u64 done word of the one launch. `8 * messages` keeps the u64s 8-byte aligned.
 #[derive(Debug, Clone, Copy)]
 struct StatusLayout {
     messages: usize,
@@ -213,8 +215,13 @@ impl StatusLayout {
         self.packed(self.messages + j)
     }
 
-    fn bytes(self) -> usize {
+    /// The u64 a one launch's last grid block raises to its epoch (`hp_regions_args.done`).
+    fn done(self) -> usize {
         self.arrived(self.messages)
+    }
+
+    fn bytes(self) -> usize {
+        self.done() + 8
     }
 }
 
@@ -278,6 +285,9 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     one_launch: bool,
     /// The started exchange's one launch was queued by `start` on `beside`'s stream.
     launched_beside: bool,
+    /// Grid blocks of every one launch so far: the count at which the last one's last block
+    /// raises the done word (`hp_regions_args.done_target`).
+    done_target: u64,
     /// The stream the last `finish` made wait for an unpack queued beside.
     joined: Option<u64>,
     /// A pack was queued with no event after it yet (between `start` and `finish`, or a
@@ -406,7 +416,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 Some(m) => m,
                 None => backend.alloc_device(mailbox_bytes)?,
             };
-            let counters = backend.alloc_device(8 * n.max(1))?;
+            let counters = backend.alloc_device(8 * n + 8)?;
             let abort = Box::new(DeviceAbort {
                 word: backend.alloc_device(8)?,
                 stream: backend.create_stream()?,
@@ -526,6 +536,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             ranks_on_device,
             one_launch: false,
             launched_beside: false,
+            done_target: 0,
             joined: None,
             backend,
             rank,
@@ -640,7 +651,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             return self.finish_inner(stream);
         }
         self.unrecorded = true;
-        self.launch_fused(&key, stream)?;
+        self.done_target = self.launch_fused(&key, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
         self.unrecorded = false;
         self.unpack_recorded = true;
@@ -674,9 +685,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // reading it before a peer's next message may arrive there. Without them, the streams
         // order everything and the CPU does not wait.
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
-        if self.unpack_recorded && (staged || self.backend.event_query(&self.last_unpack)?) {
-            self.backend
-                .event_synchronize(&self.last_unpack, deadline)?;
+        if self.unpack_recorded && (staged || self.last_unpack_seen_done()?) {
+            self.wait_last_unpack(deadline)?;
             self.unpack_done();
         }
         let id = self.backend.stream_id(stream);
@@ -750,9 +760,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.backend.record_event(&beside.fork, stream)?;
             self.backend
                 .stream_wait_event(&beside.stream, &beside.fork)?;
-            self.launch_fused(&key, &beside.stream)?;
+            let target = self.launch_fused(&key, &beside.stream)?;
             self.backend
                 .record_event(&self.last_unpack, &beside.stream)?;
+            self.done_target = target;
             self.unpack_recorded = true;
             let side = self.backend.stream_id(&beside.stream);
             self.pack_stream = side;
@@ -958,6 +969,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// Waits until the kernels of the last exchange (on whichever streams they were queued)
     /// completed, and reports what their GPU-side waits ended in. Only events the exchange
     /// recorded itself are waited for, so no stream the caller names can make it return early.
+    /// A one launch is waited for by its done word: every block's work is done when it rises,
+    /// a few microseconds before the kernel's end would be seen.
     ///
     /// # Errors
     /// [`Error::Timeout`] naming the messages a GPU-side wait gave up on (the peer, the
@@ -987,10 +1000,60 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.backend.event_synchronize(&self.last_pack, deadline)?;
         }
         if self.unpack_recorded {
-            self.backend
-                .event_synchronize(&self.last_unpack, deadline)?;
+            self.wait_last_unpack(deadline)?;
         }
         Ok(())
+    }
+
+    /// Whether the last unpack (a one launch: its every block) is done, without waiting.
+    fn last_unpack_seen_done(&self) -> Result<bool> {
+        if self.one_launch {
+            Ok(self.one_launch_raised())
+        } else {
+            self.backend.event_query(&self.last_unpack)
+        }
+    }
+
+    /// Waits (until `deadline`) for the last unpack: a one launch by its done word.
+    fn wait_last_unpack(&self, deadline: Instant) -> Result<()> {
+        if self.one_launch {
+            self.one_launch_done(deadline)
+        } else {
+            self.backend.event_synchronize(&self.last_unpack, deadline)
+        }
+    }
+
+    /// The current epoch's one launch raised its done word.
+    fn one_launch_raised(&self) -> bool {
+        self.epoch_word(self.status_layout().done())
+            .load(Ordering::Acquire)
+            >= self.epoch
+    }
+
+    /// Waits (until `deadline`) for the one launch of the current epoch: its last grid block
+    /// raises the done word once every block's work is done, seen here a few microseconds
+    /// before an event would say the kernel ended (the blocks do nothing after their count).
+    /// Every 64th poll asks the event too, so that a failed launch ends the wait with the
+    /// backend's error, and a launch that ended without raising the word is an error too.
+    fn one_launch_done(&self, deadline: Instant) -> Result<()> {
+        let mut polls = 0u32;
+        poll_until(deadline, "the exchange's one launch", || {
+            polls = polls.wrapping_add(1);
+            if self.one_launch_raised() {
+                return Ok(true);
+            }
+            if polls % 64 != 0 || !self.backend.event_query(&self.last_unpack)? {
+                return Ok(false);
+            }
+            // The launch ended: its stores are visible now.
+            if self.one_launch_raised() {
+                return Ok(true);
+            }
+            Err(Error::Internal(format!(
+                "the exchange's one launch of epoch {} ended without raising its done word",
+                self.epoch
+            )))
+        })
     }
 
     /// The last unpack was seen complete: what it (and every kernel before it) used is free.
@@ -1483,18 +1546,23 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     /// Queues the one launch of the fields at `key` for the current epoch
     /// ([`FusedTable`]).
-    fn launch_fused(&self, key: &[u64], stream: &B::Stream) -> Result<()> {
+    /// Queues the one launch of `key` on `stream`; returns the done word's new target.
+    fn launch_fused(&self, key: &[u64], stream: &B::Stream) -> Result<u64> {
         let fused = self
             .fused_table(key)
             .ok_or_else(|| Error::Internal("no one-launch table for these fields".into()))?;
         let memory = fused.memory.device_addr();
         let pack_regions = fused.pack_regions;
+        let done_target = self.done_target + u64::from(fused.blocks);
         let args = hp_regions_args {
             messages: memory + std::mem::size_of_val(fused.regions.as_slice()) as u64,
             status: self.memory.status.device_addr(),
             num_regions: pack_regions,
             num_unpack_regions: fused.regions.len() as u32 - pack_regions,
             form: HP_REGIONS_FUSED,
+            done: self.memory.status.device_addr() + self.status_layout().done() as u64,
+            done_counter: self.memory.counters.device_addr() + 8 * self.routes.len() as u64,
+            done_target,
             ..self.region_args(memory, fused.blocks, true, true)
         }
         .with_inline_table(&fused.regions);
@@ -1508,8 +1576,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // and timestamps index as in two launches).
         unsafe {
             self.backend
-                .launch(Launch::ExchangeRegions(&args), dims, stream)
+                .launch(Launch::ExchangeRegions(&args), dims, stream)?;
         }
+        Ok(done_target)
     }
 
     /// What every region launch of the current epoch carries over a table at `memory` of
