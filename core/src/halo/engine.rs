@@ -1247,7 +1247,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let synthetic = self.payload == Payload::Synthetic;
         // A synthetic message is one region, whatever the key.
         let fields: &[u64] = if synthetic { &[0] } else { addrs };
-        let cap = self.signalled_cap(fields.len())?;
+        let per_region = self.signalled_blocks(fields.len())?;
         type Built<M> = (SideTable<M>, Vec<Option<(u32, u32)>>);
         let build = |pack: bool, slot: usize| -> Result<Built<B::DeviceMemory>> {
             let mut regions = Vec::new();
@@ -1283,7 +1283,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                         self.options.threads,
                         u64::from(self.options.elems_per_thread),
                     );
-                    let blocks = if signalled { blocks.min(cap) } else { blocks };
+                    let blocks = if signalled {
+                        per_region.of(blocks, region_cost(&words, word))
+                    } else {
+                        blocks
+                    };
                     let region = hp_region {
                         field,
                         buffer: at,
@@ -1407,30 +1411,33 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         })
     }
 
-    /// The most grid blocks a region of a signalled message gets, for `fields` fields: the
-    /// option's, or where every message is device-direct the largest below it at which every
+    /// How many grid blocks a region of a signalled message gets, for `fields` fields: at
+    /// most the option's. Where every message is device-direct, in proportion to the region's
+    /// memory traffic ([`region_cost`]; ipc-tq's balanced chunks: the exchange's one launch
+    /// ends with its slowest block), the costliest region getting the most for which every
     /// rank's one-launch grid fits on the device at once (taken as this rank's times their
     /// number, as [`Self::fuse`] does). Otherwise waiting unpack blocks could fill the device
     /// and starve the peers' packs they wait for, whichever launches serve them.
-    fn signalled_cap(&self, fields: usize) -> Result<u32> {
+    fn signalled_blocks(&self, fields: usize) -> Result<RegionBlocks> {
         let most = self.options.signalled_blocks.max(1);
         if self.beside.is_none() {
-            return Ok(most);
+            return Ok(RegionBlocks::uniform(most));
         }
         let word = u64::from(self.word);
-        // Each side's uncapped blocks per region.
-        let mut sides: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
+        // Each side's regions: their uncapped blocks and their costs.
+        let mut sides: [Vec<(u32, u64)>; 2] = [Vec::new(), Vec::new()];
         for entry in &self.entries {
             for (side, sub) in sides.iter_mut().zip([entry.send, entry.recv]) {
                 let Some(sub) = sub else { continue };
                 for k in 0..fields {
                     let cell = self.cells.get(k).copied().unwrap_or(word);
                     let words = in_words(sub, cell / word)?;
-                    side.push(blocks_for(
+                    let need = blocks_for(
                         words.elems(),
                         self.options.threads,
                         u64::from(self.options.elems_per_thread),
-                    ));
+                    );
+                    side.push((need, region_cost(&words, word)));
                 }
             }
         }
@@ -1438,7 +1445,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             .backend
             .max_resident_blocks(Kernel::ExchangeRegions, self.options.threads)?;
         let budget = u64::from(resident) / u64::from(self.ranks_on_device.max(1));
-        Ok(largest_fitting_cap(&sides, most, budget))
+        Ok(largest_fitting_blocks(&sides, most, budget))
     }
 
     /// The one-launch table of a slot parity, or `None` where a message is not device-direct
@@ -1621,21 +1628,82 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     }
 }
 
-/// The largest cap of blocks per region, at most `most`, at which the larger side's grid (its
-/// regions' blocks in `sides`, each capped) holds at most `budget` blocks; `most` where no cap
-/// does (more regions than the budget: the exchange then takes two launches).
-fn largest_fitting_cap(sides: &[Vec<u32>; 2], most: u32, budget: u64) -> u32 {
-    let grid = |cap: u32| {
+/// The 32-byte sectors a pack or an unpack of `words` (words of `word` bytes) touches: the
+/// field's, a sector or more per contiguous run, and the buffer's. A face whose runs are one
+/// element (an x face) costs about four times one of long rows with as many elements.
+fn region_cost(words: &Subarray, word: u64) -> u64 {
+    const SECTOR: u64 = 32;
+    let elems = words.elems();
+    let run = if words.stride[0] == 1 {
+        words.count[0].max(1)
+    } else {
+        1
+    };
+    (elems / run) * (run * word).div_ceil(SECTOR) + (elems * word).div_ceil(SECTOR)
+}
+
+/// The grid blocks of each region of a signalled message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RegionBlocks {
+    /// The most a region gets.
+    cap: u32,
+    /// Balanced: a block's share of the cost ([`region_cost`]), so that a region gets blocks in
+    /// proportion to its cost (at least one); `None`: every region up to `cap`.
+    share: Option<u64>,
+}
+
+impl RegionBlocks {
+    fn uniform(cap: u32) -> Self {
+        RegionBlocks { cap, share: None }
+    }
+
+    /// Balanced, the costliest region (cost `largest`) getting `cap` blocks.
+    fn balanced(cap: u32, largest: u64) -> Self {
+        RegionBlocks {
+            cap,
+            share: Some(largest.div_ceil(u64::from(cap.max(1))).max(1)),
+        }
+    }
+
+    /// The blocks of a region of cost `cost` that would take `need` uncapped.
+    fn of(self, need: u32, cost: u64) -> u32 {
+        let blocks = need.min(self.cap);
+        match self.share {
+            Some(share) => {
+                blocks.min(u32::try_from(cost.div_ceil(share).max(1)).unwrap_or(u32::MAX))
+            }
+            None => blocks,
+        }
+    }
+}
+
+/// Balanced blocks per region (`RegionBlocks::balanced`) with the largest cap, at most `most`,
+/// at which the larger side's grid (its regions' `(need, cost)` in `sides`) holds at most
+/// `budget` blocks; `most` where no cap does (more regions than the budget: the exchange then
+/// takes two launches).
+fn largest_fitting_blocks(sides: &[Vec<(u32, u64)>; 2], most: u32, budget: u64) -> RegionBlocks {
+    let largest = sides
+        .iter()
+        .flatten()
+        .map(|&(_, cost)| cost)
+        .max()
+        .unwrap_or(0);
+    let grid = |blocks: RegionBlocks| {
         sides
             .iter()
-            .map(|side| side.iter().map(|&b| u64::from(b.min(cap))).sum::<u64>())
+            .map(|side| {
+                side.iter()
+                    .map(|&(need, elems)| u64::from(blocks.of(need, elems)))
+                    .sum::<u64>()
+            })
             .max()
             .unwrap_or(0)
     };
     (1..=most)
         .rev()
-        .find(|&cap| grid(cap) <= budget)
-        .unwrap_or(most)
+        .map(|cap| RegionBlocks::balanced(cap, largest))
+        .find(|&blocks| grid(blocks) <= budget)
+        .unwrap_or(RegionBlocks::balanced(most, largest))
 }
 
 /// `sub`, a subarray of cells (merged), as a subarray of words, `per_cell` words a cell: each
@@ -1893,26 +1961,78 @@ fn lock<M>(memory: &Mutex<M>) -> std::sync::MutexGuard<'_, M> {
 
 #[cfg(test)]
 mod tests {
-    use super::largest_fitting_cap;
+    use super::{largest_fitting_blocks, region_cost, RegionBlocks};
+    use crate::domain::Subarray;
 
     #[test]
-    fn the_cap_of_blocks_per_region_shrinks_until_every_rank_fits() {
-        // 27 regions a side of up to 254 blocks, as thesis-27's blocks of 128 threads.
-        let side: Vec<u32> = (0..27).map(|i| 1 + i * 9).collect();
-        let sides = [side.clone(), side];
-        // Room for 64 a region: the option's cap stays.
-        assert_eq!(largest_fitting_cap(&sides, 64, 100_000), 64);
-        // Two ranks sharing 1056 resident blocks: 528 each.
-        let cap = largest_fitting_cap(&sides, 64, 528);
-        let grid = |cap: u32| sides[0].iter().map(|&b| b.min(cap)).sum::<u32>();
+    fn a_face_of_one_element_runs_costs_more_than_one_of_rows() {
+        // Faces of 512 x 512 f64 cells of a 514^3 allocation: x (runs of one), z (rows).
+        let x = Subarray {
+            offset: 0,
+            count: [1, 512, 512],
+            stride: [1, 514, 514 * 514],
+        };
+        let z = Subarray {
+            offset: 0,
+            count: [512, 512, 1],
+            stride: [1, 514, 514 * 514],
+        };
+        // A sector a cell and the buffer's, against the rows' and the buffer's.
+        assert_eq!(region_cost(&x, 8), 512 * 512 + 512 * 512 / 4);
+        assert_eq!(region_cost(&z, 8), 512 * 128 + 512 * 512 / 4);
+    }
+
+    /// A side's regions `(need, cost)` for elements `sizes`, blocks of 128 threads moving 4
+    /// elements each (as the thesis workloads), the cost standing for the elements.
+    fn regions(sizes: &[u64]) -> Vec<(u32, u64)> {
+        sizes
+            .iter()
+            .map(|&e| (u32::try_from(e.div_ceil(512)).unwrap(), e))
+            .collect()
+    }
+
+    fn grid(sides: &[Vec<(u32, u64)>; 2], blocks: RegionBlocks) -> u64 {
+        sides
+            .iter()
+            .map(|s| s.iter().map(|&(n, e)| u64::from(blocks.of(n, e))).sum())
+            .max()
+            .unwrap()
+    }
+
+    #[test]
+    fn regions_get_blocks_in_proportion_to_their_size() {
+        let blocks = RegionBlocks::balanced(16, 130_000);
+        // The largest gets the cap, one of 10 % a tenth of it (rounded up), a tiny one one.
+        assert_eq!(blocks.of(254, 130_000), 16);
+        assert_eq!(blocks.of(26, 13_000), 2);
+        assert_eq!(blocks.of(1, 3), 1);
+        // Never more than a region needs uncapped.
+        assert_eq!(blocks.of(1, 100_000), 1);
+        // Uniform: every region up to the cap.
+        assert_eq!(RegionBlocks::uniform(16).of(26, 13_000), 16);
+    }
+
+    #[test]
+    fn the_largest_region_gets_the_most_blocks_for_which_every_rank_fits() {
+        // thesis-27's 27 blocks, the largest 130000 elements.
+        let sizes: Vec<u64> = (0..27).map(|i| 1 + i * 5000).collect();
+        let sides = [regions(&sizes), regions(&sizes)];
+        // Room for 64 blocks for the largest: the option's cap stays.
+        let roomy = largest_fitting_blocks(&sides, 64, 100_000);
+        assert_eq!(roomy, RegionBlocks::balanced(64, 130_001));
+        // Two ranks sharing 528 resident blocks: 264 each.
+        let tight = largest_fitting_blocks(&sides, 64, 264);
+        let bigger = RegionBlocks::balanced(tight.cap + 1, 130_001);
         assert!(
-            grid(cap) <= 528 && grid(cap + 1) > 528,
-            "cap {cap}: {}",
-            grid(cap)
+            grid(&sides, tight) <= 264 && grid(&sides, bigger) > 264,
+            "cap {}: {} blocks",
+            tight.cap,
+            grid(&sides, tight)
         );
         // Fewer blocks than regions: nothing fits, the option's cap (two launches).
-        assert_eq!(largest_fitting_cap(&sides, 16, 20), 16);
+        assert_eq!(largest_fitting_blocks(&sides, 16, 20).cap, 16);
         // An empty side (a rank that only receives) takes the other's grid.
-        assert_eq!(largest_fitting_cap(&[vec![], vec![10, 10]], 16, 12), 6);
+        let one_way = [vec![], regions(&[5120, 5120])];
+        assert_eq!(largest_fitting_blocks(&one_way, 16, 12).cap, 6);
     }
 }
