@@ -1551,9 +1551,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         unsafe { self.backend.launch(launch, dims, stream) }
     }
 
-    /// Queues the one launch of the fields at `key` for the current epoch
-    /// ([`FusedTable`]).
-    /// Queues the one launch of `key` on `stream`; returns the done word's new target.
+    /// Queues the one launch of the fields at `key` for the current epoch ([`FusedTable`]) on
+    /// `stream`; returns the done word's target after it.
     fn launch_fused(&self, key: &[u64], stream: &B::Stream) -> Result<u64> {
         let fused = self
             .fused_table(key)
@@ -1693,7 +1692,7 @@ fn largest_fitting_blocks(sides: &[Vec<(u32, u64)>; 2], most: u32, budget: u64) 
             .iter()
             .map(|side| {
                 side.iter()
-                    .map(|&(need, elems)| u64::from(blocks.of(need, elems)))
+                    .map(|&(need, cost)| u64::from(blocks.of(need, cost)))
                     .sum::<u64>()
             })
             .max()
