@@ -596,12 +596,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         keep: Vec<Arc<FieldMemory<B>>>,
         stream: &B::Stream,
     ) -> Result<()> {
-        self.usable()?;
-        if self.phase == Phase::Started {
-            return Err(Error::Usage(
-                "start called twice without finish in between".into(),
-            ));
-        }
+        self.usable_unstarted("start called twice without finish in between")?;
         let result = self.start_inner(key, keep, stream);
         self.fail_on(result)
     }
@@ -629,12 +624,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         keep: Vec<Arc<FieldMemory<B>>>,
         stream: &B::Stream,
     ) -> Result<()> {
-        self.usable()?;
-        if self.phase == Phase::Started {
-            return Err(Error::Usage(
-                "a blocking exchange called between start and finish".into(),
-            ));
-        }
+        self.usable_unstarted("a blocking exchange called between start and finish")?;
         let result = self.exchange_inner(key, keep, stream);
         self.fail_on(result)
     }
@@ -653,14 +643,21 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         self.unrecorded = true;
         self.done_target = self.launch_fused(&key, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
+        self.joined = None;
+        self.current = key;
+        self.finished_on(id, true)
+    }
+
+    /// The exchange's kernels were queued on the stream of id `id`, `last_unpack` recorded
+    /// after them (`one_launch`: they are one launch): it is finished, and in checked mode
+    /// waited for.
+    pub(super) fn finished_on(&mut self, id: u64, one_launch: bool) -> Result<()> {
         self.unrecorded = false;
         self.unpack_recorded = true;
         self.pack_stream = id;
         self.unpack_stream = id;
-        self.one_launch = true;
+        self.one_launch = one_launch;
         self.launched_beside = false;
-        self.joined = None;
-        self.current = key;
         self.phase = Phase::Finished;
         if self.options.checked {
             self.wait_inner()?;
@@ -1092,6 +1089,15 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     fn deadline(&self) -> Instant {
         deadline_in(self.options.timeout)
+    }
+
+    /// [`Self::usable`], and no exchange started (`misuse` says which call came instead).
+    fn usable_unstarted(&self, misuse: &str) -> Result<()> {
+        self.usable()?;
+        if self.phase == Phase::Started {
+            return Err(Error::Usage(misuse.into()));
+        }
+        Ok(())
     }
 
     fn usable(&self) -> Result<()> {

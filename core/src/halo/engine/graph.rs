@@ -243,17 +243,7 @@ impl<B: Backend> MessageExchange<'_, B> {
         self.epoch += graph.exchanges;
         self.backend.record_event(&self.last_pack, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
-        self.unrecorded = false;
-        self.pack_stream = id;
-        self.unpack_stream = id;
-        self.unpack_recorded = true;
-        self.one_launch = false;
-        self.launched_beside = false;
-        self.phase = Phase::Finished;
-        if self.options.checked {
-            self.wait_inner()?;
-        }
-        Ok(())
+        self.finished_on(id, false)
     }
 
     /// Refuses a call on another stream than the capturing one.
