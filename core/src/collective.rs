@@ -43,15 +43,7 @@ where
         .map_err(|_| Error::InvalidInput("a set-up message over 2 GiB".into()))?;
     let mut lens = vec![0_i32; comm.size() as usize];
     comm.all_gather_into(&len, &mut lens[..]);
-    let displs: Vec<i32> = lens
-        .iter()
-        .scan(0_i32, |at, &l| {
-            let d = *at;
-            *at += l;
-            Some(d)
-        })
-        .collect();
-    let total = lens.iter().map(|&l| l as usize).sum();
+    let (displs, total) = displacements(&lens);
     let mut all = vec![0_u8; total];
     {
         let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
@@ -68,6 +60,19 @@ fn encode_contribution<T: Serialize>(mine: std::result::Result<T, String>) -> Re
     };
     serde_json::to_vec(&contribution)
         .map_err(|e| Error::InvalidInput(format!("encoding a set-up message: {e}")))
+}
+
+/// Where each rank's part starts in a gather of `lens` bytes from each rank, and their total.
+fn displacements(lens: &[i32]) -> (Vec<i32>, usize) {
+    let displs = lens
+        .iter()
+        .scan(0_i32, |at, &l| {
+            let d = *at;
+            *at = at.saturating_add(l);
+            Some(d)
+        })
+        .collect();
+    (displs, lens.iter().map(|&l| l.max(0) as usize).sum())
 }
 
 /// Every rank's value from the gathered bytes `all` (rank r's at `displs[r]`, `lens[r]` long),

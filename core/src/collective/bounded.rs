@@ -16,7 +16,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{decode_contributions, encode_contribution};
+use super::{decode_contributions, displacements, encode_contribution};
 use crate::error::{Error, Result};
 use crate::transport::mpi::{check, null_request, test_until};
 
@@ -134,15 +134,7 @@ where
         std::mem::forget((len, lens, bytes));
         return Err(e);
     }
-    let displs: Vec<i32> = lens
-        .iter()
-        .scan(0_i32, |at, &l| {
-            let d = *at;
-            *at = at.saturating_add(l);
-            Some(d)
-        })
-        .collect();
-    let total = lens.iter().map(|&l| l.max(0) as usize).sum();
+    let (displs, total) = displacements(&lens);
     let mut all = vec![0_u8; total];
     // SAFETY: every buffer lives until the request completes, or is leaked with it; lens and
     // displs describe `all` (their sum is its length).
