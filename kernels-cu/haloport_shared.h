@@ -476,6 +476,13 @@ typedef struct hp_stencil_args {
     uint32_t components;
     /* How the kernel walks the box (HP_STENCIL_FORM_*); every form gives the same bits. */
     uint32_t form;
+    /* The shell in the box's tiles (HP_SHELL_*; only hp_stencil27_march64_shell,
+     * hp_stencil27_shell_fixup and hp_stencil27_shell_ready read these): device address of
+     * the control words, 0 for none; which of their two sets this step uses (0 or 1; steps
+     * alternate); how many tile numbers a set's list holds. */
+    uint64_t shell;
+    uint32_t parity;
+    uint32_t shell_capacity;
 } hp_stencil_args;
 
 /* hp_stencil_args.form: MARCH (0, the default) for the full 27-point stencil over one
@@ -536,6 +543,32 @@ typedef struct hp_stencil_args {
  * planes rather than 8 (twice the threads for a latency-bound slab): the stencil's compute at
  * 512^3 on one H200 6 us faster in f64 and f32 (results/2026-11-26-h200-l2-prefetch). */
 #define HP_SLAB_Z 4u
+
+/* The x and y slabs of a step's shell marched in the inner box's own tiles
+ * (hp_stencil27_march64_shell): the slabs next to the halos in x and y cost the step 50 to 60 us
+ * at 512^3 f64 on one H200 as launches of their own, run after the box, one point a row in x
+ * (results/2026-11-26-h200-shell-timeline). Tiles take the box's columns and the rows from
+ * begin[1] - 1 to end[1] + 1; in the last tile of each row of tiles the lane at x = end[0]
+ * takes the x-high slab, the one after it the x-low slab (x = begin[0] - 1, reading its
+ * columns there), so the box needs (end[0] - begin[0]) % 32 in 1 .. 30. Those lanes also copy
+ * the halo point beside their point from `in` to `out` (a halo of `out` is refreshed by the
+ * next exchange before anything reads it, or is a fixed boundary equal in both fields), so the
+ * slabs' sectors are written whole: 14 us over the box alone, against 22 us without the
+ * copies.
+ *
+ * The slabs read the halos, which arrive while the box runs: each block reads the set's ready
+ * word once (hp_stencil27_shell_ready raises it after the exchange's finish); before it is
+ * raised a block leaves its slab points and appends its tile's number to the set's list, and
+ * hp_stencil27_shell_fixup, queued after both, updates the listed tiles' slab points (in columns
+ * marching their planes: the same bits) and clears the other set for the next step. Control words (u32): ready
+ * for sets 0 and 1, list lengths for sets 0 and 1, then each set's list of shell_capacity tile
+ * numbers. */
+#define HP_SHELL_READY 0u
+#define HP_SHELL_COUNT 2u
+#define HP_SHELL_LIST 4u
+/* Blocks of hp_stencil27_shell_fixup (its threads stride over the listed tiles' slab columns):
+ * 2 an SM of an H100 or H200. */
+#define HP_SHELL_FIXUP_BLOCKS 264u
 
 /* hp_stencil_args.shape: bit HP_STENCIL_LO << k reads offset -1 in dimension k (x, y, z = 0, 1,
  * 2), bit HP_STENCIL_HI << k offset +1; HP_STENCIL_FACES reads only points that differ from the

@@ -782,7 +782,12 @@ HP_DEVICE void hp_march_prefetch(const T* q, int64_t ax, const int (&at)[COLS], 
     }
 }
 
-template <typename T, int ROWS, int DEPTH, int COLS, int PF>
+/* SHELL (hp_stencil27_march64_shell): the tiles also take the x and y slabs around the box
+ * (HP_SHELL_READY in haloport_shared.h): rows from begin[1] - 1 to end[1] + 1, and in a row's
+ * last tile the lanes at x = end[0] and end[0] + 1 (the latter reading and writing x =
+ * begin[0] - 1 instead: `at`), each copying the halo point beside its own. A block reads the
+ * ready word once; until it is raised the slab points are left and the tile listed. */
+template <typename T, int ROWS, int DEPTH, int COLS, int PF, bool SHELL>
 HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
@@ -790,24 +795,65 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
     const uint64_t rows = (uint64_t)(blockDim.x / HP_MARCH_X) * ROWS;
     const uint64_t width = (uint64_t)HP_MARCH_X * COLS;
-    const uint64_t bx = a.end[0] - a.begin[0], by = a.end[1] - a.begin[1],
+    /* The rows the tiles take: the box's, and with SHELL the y slabs'. */
+    const uint64_t y_begin = a.begin[1] - (SHELL ? 1u : 0u);
+    const uint64_t y_end = a.end[1] + (SHELL ? 1u : 0u);
+    const uint64_t bx = a.end[0] - a.begin[0], by = y_end - y_begin,
                    bz = a.end[2] - a.begin[2];
     const uint64_t tiles_x = (bx + width - 1) / width;
     const uint64_t tiles_y = (by + rows - 1) / rows;
     const uint64_t tiles = tiles_x * tiles_y * ((bz + DEPTH - 1) / DEPTH);
     const uint64_t tx = threadIdx.x % HP_MARCH_X, ty = threadIdx.x / HP_MARCH_X;
     const T scale = T(1) / T(27u);
+    bool ready = false;
+    uint32_t* words = nullptr;
+    if (SHELL) {
+        __shared__ uint32_t ready_seen;
+        words = (uint32_t*)a.shell;
+        if (threadIdx.x == 0) {
+            ready_seen = hp_load_acquire_system(words + HP_SHELL_READY + a.parity);
+        }
+        __syncthreads();
+        ready = ready_seen != 0u;
+    }
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const uint64_t rest = t / tiles_x;
+        if (SHELL && !ready && threadIdx.x == 0) {
+            const uint64_t ti = t % tiles_x, tj = rest % tiles_y;
+            if (ti + 1 == tiles_x || tj == 0 || tj + 1 == tiles_y) {
+                const uint32_t k = atomicAdd(words + HP_SHELL_COUNT + a.parity, 1u);
+                if (k < a.shell_capacity) {
+                    words[HP_SHELL_LIST + a.parity * a.shell_capacity + k] = (uint32_t)t;
+                }
+            }
+        }
         const uint64_t x = a.begin[0] + (t % tiles_x) * width + tx;
-        const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty * ROWS;
-        if (x >= a.end[0] || y >= a.end[1]) continue;
-        /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. */
+        const uint64_t y = y_begin + (rest % tiles_y) * rows + ty * ROWS;
+        if (x >= a.end[0] + (SHELL ? 2u : 0u) || y >= y_end) continue;
+        /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. With
+         * SHELL, bit c of `slab` marks a slab lane, and `halo` the side of its halo point. */
         const int cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
         int at[COLS];
+        uint32_t slab = 0u;
+        int halo[COLS];
 #pragma unroll
-        for (int c = 0; c < COLS; ++c) at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
-        const int live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
+        for (int c = 0; c < COLS; ++c) {
+            at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
+            halo[c] = 0;
+            if (SHELL) {
+                const uint64_t xc = x + (uint64_t)c * HP_MARCH_X;
+                if (xc == a.end[0]) {
+                    at[c] = c * (int)HP_MARCH_X;
+                    halo[c] = 1;
+                    slab |= 1u << c;
+                } else if (xc == a.end[0] + 1) {
+                    at[c] = (int)((int64_t)a.begin[0] - 1 - (int64_t)x);
+                    halo[c] = -1;
+                    slab |= 1u << c;
+                }
+            }
+        }
+        const int live = y_end - y < (uint64_t)ROWS ? (int)(y_end - y) : ROWS;
         const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
         const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
         const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
@@ -835,9 +881,23 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
             for (int c = 0; c < COLS; ++c) {
 #pragma unroll
                 for (int i = 0; i < ROWS; ++i) {
-                    if (c < cols && i < live) {
-                        o[c * (int)HP_MARCH_X + i * ax] =
-                            ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                    if (!SHELL) {
+                        if (c < cols && i < live) {
+                            o[c * (int)HP_MARCH_X + i * ax] =
+                                ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                        }
+                    } else {
+                        const bool is_slab = (slab >> c & 1u) != 0u ||
+                                             y + i < a.begin[1] || y + i >= a.end[1];
+                        if ((c < cols || (slab >> c & 1u) != 0u) && i < live &&
+                            (ready || !is_slab)) {
+                            o[at[c] + i * ax] = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                            if (halo[c] != 0) {
+                                /* q is a plane ahead of o. */
+                                const int64_t h = at[c] + halo[c] + i * ax;
+                                o[h] = q[h - plane];
+                            }
+                        }
                     }
                     lo[c][i] = mid[c][i];
                     mid[c][i] = hi[c][i];
@@ -983,7 +1043,7 @@ template <typename T>
 HP_DEVICE void hp_stencil_shaped(const hp_stencil_args& a) {
     if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
         if (hp_stencil_marches(a)) {
-            hp_stencil27_march<T, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS, 0>(a);
+            hp_stencil27_march<T, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS, 0, false>(a);
         } else {
             hp_stencil27_points<T, true>(a);
         }
@@ -1044,13 +1104,14 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
     if (a.elem_bytes == 8) {
         if (tiles) {
             hp_stencil27_march<double, HP_MARCHING64_ROWS, HP_MARCHING64_Z, HP_MARCHING64_COLS,
-                               0>(a);
+                               0, false>(a);
         } else {
             hp_stencil27_slab<double, HP_SLAB_Z>(a);
         }
     } else if (a.elem_bytes == 4) {
         if (tiles) {
-            hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS, 0>(a);
+            hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS, 0, false>(
+                a);
         } else {
             hp_stencil27_slab<float, HP_SLAB_Z>(a);
         }
@@ -1065,7 +1126,106 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64
     hp_stencil27_march64(hp_stencil_args a) {
     if (hp_stencil_box_empty(a) || a.elem_bytes != 8 || !hp_stencil_marches(a)) return;
     hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS,
-                       (int)HP_MARCH_PREFETCH>(a);
+                       (int)HP_MARCH_PREFETCH, false>(a);
+}
+
+/* Whether the box of `a` can take its x and y slabs into its tiles (HP_SHELL_READY in
+ * haloport_shared.h; haloport_core::regions::shell_tiles): control words given, and the last
+ * tile of a row has the two lanes the x slabs need. */
+HP_DEVICE bool hp_stencil_shell_fits(const hp_stencil_args& a) {
+    const uint64_t spare = (a.end[0] - a.begin[0]) % (HP_MARCH_X * HP_MARCH64_COLS);
+    return a.shell != 0u && a.parity < 2u && spare >= 1u &&
+           spare <= HP_MARCH_X * HP_MARCH64_COLS - 2u && a.begin[0] >= 2u &&
+           a.begin[1] >= 2u && a.end[0] + 2u <= a.alloc[0] && a.end[1] + 2u <= a.alloc[1];
+}
+
+/* hp_stencil27_march64 taking the step's x and y slabs too (HP_SHELL_READY): the host launches
+ * it only where haloport_core::regions::shell_tiles says the box fits, a block per tile. */
+extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64_MIN_BLOCKS)
+    hp_stencil27_march64_shell(hp_stencil_args a) {
+    if (hp_stencil_box_empty(a) || a.elem_bytes != 8 || !hp_stencil_marches(a) ||
+        !hp_stencil_shell_fits(a)) {
+        return;
+    }
+    hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS,
+                       (int)HP_MARCH_PREFETCH, true>(a);
+}
+
+/* Raises this step's ready word (one thread), after the exchange's finish: the halos are in. */
+extern "C" __global__ void hp_stencil27_shell_ready(hp_stencil_args a) {
+    if (a.shell == 0u || a.parity > 1u || blockIdx.x != 0u || threadIdx.x != 0u) return;
+    hp_store_release_system((uint32_t*)a.shell + HP_SHELL_READY + a.parity, 1u);
+}
+
+/* After hp_stencil27_march64_shell and the ready word: the slab points of the tiles it listed,
+ * as columns marching the tile's planes (hp_march_plane with one row: 9 loads a plane, the
+ * same bits), every thread of the grid striding over (listed tile, column) items: per tile the
+ * x-low and x-high slabs' columns of its rows (in a row's last tile), then the y slabs' columns
+ * of its width (where its rows hold one). Then the other set is cleared for the next step
+ * (nothing reads it now: the step before is done, the next not begun). blockDim.x is the box
+ * launch's (it sets the tiles' rows). */
+extern "C" __global__ void hp_stencil27_shell_fixup(hp_stencil_args a) {
+    if (!hp_stencil_shell_fits(a) || a.elem_bytes != 8 || hp_stencil_box_empty(a)) return;
+    uint32_t* words = (uint32_t*)a.shell;
+    if (blockIdx.x == 0u && threadIdx.x == 0u) {
+        words[HP_SHELL_READY + (a.parity ^ 1u)] = 0u;
+        words[HP_SHELL_COUNT + (a.parity ^ 1u)] = 0u;
+    }
+    const uint32_t listed = words[HP_SHELL_COUNT + a.parity];
+    const uint64_t count = listed < a.shell_capacity ? listed : a.shell_capacity;
+    const uint64_t width = HP_MARCH_X * HP_MARCH64_COLS;
+    const uint64_t rows = (uint64_t)(blockDim.x / HP_MARCH_X) * HP_MARCH64_ROWS;
+    const uint64_t y_begin = a.begin[1] - 1, y_end = a.end[1] + 1;
+    const uint64_t tiles_x = (a.end[0] - a.begin[0] + width - 1) / width;
+    const uint64_t tiles_y = (y_end - y_begin + rows - 1) / rows;
+    const double* __restrict__ in = (const double*)a.in;
+    double* __restrict__ out = (double*)a.out;
+    const int64_t ax = (int64_t)a.alloc[0];
+    const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
+    const double scale = 1.0 / 27.0;
+    /* Items of a tile: 2 x rows x-slab columns, then 2 x width y-slab columns. */
+    const uint64_t per_tile = 2u * rows + 2u * width;
+    const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t item = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; item < count * per_tile;
+         item += step) {
+        const uint64_t t = words[HP_SHELL_LIST + a.parity * a.shell_capacity + item / per_tile];
+        const uint64_t j = item % per_tile;
+        const uint64_t rest = t / tiles_x, ti = t % tiles_x;
+        const uint64_t x0 = a.begin[0] + ti * width, y0 = y_begin + (rest % tiles_y) * rows;
+        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * HP_MARCH64_Z;
+        uint64_t x, y;
+        int halo = 0;
+        if (j < 2u * rows) {
+            /* An x slab's column: row y0 + j % rows, in a row's last tile only. */
+            if (ti + 1 != tiles_x) continue;
+            y = y0 + j % rows;
+            x = j < rows ? a.begin[0] - 1 : a.end[0];
+            halo = j < rows ? -1 : 1;
+        } else {
+            /* A y slab's column: x0 + k, in the row y_begin or end[1] if the tile holds it. */
+            const uint64_t k = (j - 2u * rows) % width;
+            y = j - 2u * rows < width ? y_begin : a.end[1];
+            x = x0 + k;
+            if (x >= a.end[0] || y < y0 || y >= y0 + rows) continue;
+        }
+        if (y >= y_end) continue;
+        const int depth = a.end[2] - z0 < (uint64_t)HP_MARCH64_Z ? (int)(a.end[2] - z0)
+                                                                  : (int)HP_MARCH64_Z;
+        const double* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
+        double* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
+        double lo[1], mid[1], hi[1];
+        hp_march_plane(lo, q, ax, 1);
+        hp_march_plane(mid, q + plane, ax, 1);
+        q += 2 * plane;
+        for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+            hp_march_plane(hi, q, ax, 1);
+            *o = ((lo[0] + mid[0]) + hi[0]) * scale;
+            /* The halo copy the tile's slab lane would have made. */
+            if (halo != 0) o[halo] = q[halo - plane];
+            lo[0] = mid[0];
+            mid[0] = hi[0];
+        }
+    }
 }
 
 extern "C" __global__ void hp_stencil27(hp_stencil_args a) {

@@ -37,6 +37,11 @@ pub(crate) enum HostLaunch {
     Ipc(Kernel, hp_ipc_args),
     Regions(Kernel, Box<hp_regions_args>),
     Stencil(hp_stencil_args),
+    /// The stencil's box with the shell's x and y slabs, its ready word and its fix-up
+    /// (with the launch's threads, which set the tiles' rows).
+    ShellBox(hp_stencil_args, u32),
+    ShellReady(hp_stencil_args),
+    ShellFixup(hp_stencil_args, u32),
     EpochStep(hp_epoch_args),
 }
 
@@ -74,6 +79,16 @@ pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) -> Result<(), Str
         }
         // SAFETY: forwarded from this function's contract.
         HostLaunch::Stencil(args) => unsafe { crate::region_kernels::run_stencil(&args) },
+        // SAFETY: forwarded from this function's contract.
+        HostLaunch::ShellBox(args, threads) => unsafe {
+            crate::region_kernels::run_shell_box(&args, threads)
+        },
+        // SAFETY: forwarded from this function's contract.
+        HostLaunch::ShellReady(args) => unsafe { crate::region_kernels::run_shell_ready(&args) },
+        // SAFETY: forwarded from this function's contract.
+        HostLaunch::ShellFixup(args, threads) => unsafe {
+            crate::region_kernels::run_shell_fixup(&args, threads)
+        },
         HostLaunch::EpochStep(args) => {
             // SAFETY: `word` is a live, aligned u64 of device memory (forwarded contract).
             let word = unsafe { &mut *(args.word as *mut u64) };

@@ -286,6 +286,9 @@ impl Backend for HostBackend {
             Launch::Stencil27(args)
             | Launch::StencilMarching(args)
             | Launch::StencilMarch64(args) => HostLaunch::Stencil(*args),
+            Launch::StencilMarch64Shell(args) => HostLaunch::ShellBox(*args, dims.threads),
+            Launch::StencilShellReady(args) => HostLaunch::ShellReady(*args),
+            Launch::StencilShellFixup(args) => HostLaunch::ShellFixup(*args, dims.threads),
             Launch::EpochStep(args) => HostLaunch::EpochStep(*args),
             other => {
                 return Err(Error::Unsupported {

@@ -31,7 +31,7 @@ use std::thread;
 use haloport_core::regions::{self, elems, field_index};
 use haloport_core::shared::{
     self, hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args,
-    hp_stencil_args, HP_REGIONS_FULL,
+    hp_stencil_args, HP_REGIONS_FULL, HP_SHELL_COUNT, HP_SHELL_LIST, HP_SHELL_READY,
 };
 use haloport_core::verify::{check_block, note_check, packed_value, Verify};
 use haloport_core::{Kernel, LaunchDims};
@@ -537,6 +537,110 @@ unsafe fn stencil<T: Element>(args: &hp_stencil_args) {
             scope.spawn(move || unsafe { stencil_range::<T>(args, lo, hi) });
         }
     });
+}
+
+/// The control words of a shell launch (`HP_SHELL_*`): ready and list length per set, then
+/// each set's list.
+///
+/// # Safety
+/// `args.shell` addresses `4 + 2 * shell_capacity` live, aligned u32 accessed only atomically
+/// while kernels run.
+unsafe fn shell_words<'a>(args: &hp_stencil_args) -> &'a [AtomicU32] {
+    let len = HP_SHELL_LIST as usize + 2 * args.shell_capacity as usize;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { std::slice::from_raw_parts(args.shell as *const AtomicU32, len) }
+}
+
+/// Tile `t`'s slab points (the point form), with the halo copy beside each x slab's point, as
+/// the kernel's slab lanes make them.
+///
+/// # Safety
+/// As for [`run_stencil`], for 8-byte elements; the tiling came from `args`.
+unsafe fn shell_tile(args: &hp_stencil_args, tiles: &regions::ShellTiles, t: u64) {
+    let (input, out) = (args.in_ as *const u64, args.out as *mut u64);
+    for (cells, halo) in tiles.slab_boxes(t) {
+        let slab = hp_stencil_args {
+            begin: cells.map(|[b, _]| b),
+            end: cells.map(|[_, e]| e),
+            ..*args
+        };
+        let points = regions::stencil_points(&slab);
+        // SAFETY: forwarded from this function's contract; the slab lies in the allocation.
+        unsafe { stencil_range::<f64>(&slab, 0, points) };
+        let Some(x) = halo else { continue };
+        for z in cells[2][0]..cells[2][1] {
+            for y in cells[1][0]..cells[1][1] {
+                let at = (x + args.alloc[0] * (y + args.alloc[1] * z)) as usize;
+                // SAFETY: the halo column lies in the allocation (ShellTiles::of checked two
+                // columns beside the box); only this launch writes it in `out`.
+                unsafe { out.add(at).write(input.add(at).read()) };
+            }
+        }
+    }
+}
+
+/// Runs [`Kernel::StencilMarch64Shell`]: the box, and then the slab points of every tile if
+/// the step's ready word was raised when the launch began, else the list of those tiles.
+///
+/// # Safety
+/// As for [`run_stencil`] and [`shell_words`].
+pub(crate) unsafe fn run_shell_box(args: &hp_stencil_args, threads: u32) {
+    let Some(tiles) = regions::ShellTiles::of(args, threads) else {
+        return;
+    };
+    // SAFETY: forwarded from this function's contract.
+    let words = unsafe { shell_words(args) };
+    let set = args.parity as usize;
+    let ready = words[HP_SHELL_READY as usize + set].load(Ordering::Acquire) != 0;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { run_stencil(args) };
+    let capacity = args.shell_capacity as usize;
+    for t in (0..tiles.tiles()).filter(|&t| tiles.holds_slab(t)) {
+        if ready {
+            // SAFETY: forwarded from this function's contract.
+            unsafe { shell_tile(args, &tiles, t) };
+        } else {
+            let k = words[HP_SHELL_COUNT as usize + set].fetch_add(1, Ordering::Relaxed) as usize;
+            if k < capacity {
+                words[HP_SHELL_LIST as usize + set * capacity + k]
+                    .store(t as u32, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Runs [`Kernel::StencilShellReady`].
+///
+/// # Safety
+/// As for [`shell_words`].
+pub(crate) unsafe fn run_shell_ready(args: &hp_stencil_args) {
+    // SAFETY: forwarded from this function's contract.
+    let words = unsafe { shell_words(args) };
+    words[HP_SHELL_READY as usize + args.parity as usize].store(1, Ordering::Release);
+}
+
+/// Runs [`Kernel::StencilShellFixup`]: the listed tiles' slab points, then the other set
+/// cleared.
+///
+/// # Safety
+/// As for [`run_shell_box`].
+pub(crate) unsafe fn run_shell_fixup(args: &hp_stencil_args, threads: u32) {
+    let Some(tiles) = regions::ShellTiles::of(args, threads) else {
+        return;
+    };
+    // SAFETY: forwarded from this function's contract.
+    let words = unsafe { shell_words(args) };
+    let (set, other) = (args.parity as usize, (args.parity ^ 1) as usize);
+    words[HP_SHELL_READY as usize + other].store(0, Ordering::Relaxed);
+    words[HP_SHELL_COUNT as usize + other].store(0, Ordering::Relaxed);
+    let capacity = args.shell_capacity as usize;
+    let listed =
+        (words[HP_SHELL_COUNT as usize + set].load(Ordering::Relaxed) as usize).min(capacity);
+    for k in 0..listed {
+        let t = words[HP_SHELL_LIST as usize + set * capacity + k].load(Ordering::Relaxed);
+        // SAFETY: forwarded from this function's contract.
+        unsafe { shell_tile(args, &tiles, u64::from(t)) };
+    }
 }
 
 /// A partial sum of the stencil's order: its terms left to right from the first (0 when there

@@ -156,6 +156,14 @@ pub enum Kernel {
     /// The march form's f64 tiles, alone in their kernel with a floor of resident blocks
     /// (`HP_MARCH64_MIN_BLOCKS`): its own registers (results/2026-11-26-h200-tiles).
     StencilMarch64,
+    /// [`Kernel::StencilMarch64`] over a step's inner box taking the shell's x and y slabs
+    /// into its tiles once the step's ready word is raised (`HP_SHELL_READY`).
+    StencilMarch64Shell,
+    /// Raises a step's ready word for [`Kernel::StencilMarch64Shell`]: one thread.
+    StencilShellReady,
+    /// The slab points of the tiles [`Kernel::StencilMarch64Shell`] listed before the ready
+    /// word (`HP_SHELL_FIXUP_BLOCKS` blocks).
+    StencilShellFixup,
 }
 
 impl Kernel {
@@ -181,6 +189,9 @@ impl Kernel {
             Kernel::EpochStep => "hp_epoch_step",
             Kernel::StencilMarching => "hp_stencil27_marching",
             Kernel::StencilMarch64 => "hp_stencil27_march64",
+            Kernel::StencilMarch64Shell => "hp_stencil27_march64_shell",
+            Kernel::StencilShellReady => "hp_stencil27_shell_ready",
+            Kernel::StencilShellFixup => "hp_stencil27_shell_fixup",
         }
     }
 
@@ -195,7 +206,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 19] = [
+    pub const ALL: [Kernel; 22] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -215,6 +226,9 @@ impl Kernel {
         Kernel::EpochStep,
         Kernel::StencilMarching,
         Kernel::StencilMarch64,
+        Kernel::StencilMarch64Shell,
+        Kernel::StencilShellReady,
+        Kernel::StencilShellFixup,
     ];
 }
 
@@ -263,6 +277,15 @@ pub enum Launch<'a> {
     /// for tiles); [`regions::stencil_launch`](crate::regions::stencil_launch) picks it and its
     /// grid, a block per tile.
     StencilMarch64(&'a hp_stencil_args),
+    /// [`Kernel::StencilMarch64Shell`]: only where
+    /// [`regions::ShellTiles::of`](crate::regions::ShellTiles::of) takes the box, with its
+    /// grid (a block per tile) and threads.
+    StencilMarch64Shell(&'a hp_stencil_args),
+    /// [`Kernel::StencilShellReady`]: one block of one thread.
+    StencilShellReady(&'a hp_stencil_args),
+    /// [`Kernel::StencilShellFixup`]: the same argument and threads as the
+    /// [`Launch::StencilMarch64Shell`] it follows, `HP_SHELL_FIXUP_BLOCKS` blocks.
+    StencilShellFixup(&'a hp_stencil_args),
 }
 
 impl Launch<'_> {
@@ -279,9 +302,12 @@ impl Launch<'_> {
             Launch::PackRegions(a) | Launch::UnpackRegions(a) | Launch::ExchangeRegions(a) => {
                 std::ptr::from_ref(*a).cast()
             }
-            Launch::Stencil27(a) | Launch::StencilMarching(a) | Launch::StencilMarch64(a) => {
-                std::ptr::from_ref(*a).cast()
-            }
+            Launch::Stencil27(a)
+            | Launch::StencilMarching(a)
+            | Launch::StencilMarch64(a)
+            | Launch::StencilMarch64Shell(a)
+            | Launch::StencilShellReady(a)
+            | Launch::StencilShellFixup(a) => std::ptr::from_ref(*a).cast(),
             Launch::EpochStep(a) => std::ptr::from_ref(*a).cast(),
         }
     }
@@ -378,7 +404,37 @@ impl Launch<'_> {
                     dims.threads
                 ))
             }
-            Launch::Stencil27(a) | Launch::StencilMarching(a) | Launch::StencilMarch64(a) => {
+            Launch::StencilMarch64Shell(a) | Launch::StencilShellFixup(a)
+                if crate::regions::ShellTiles::of(a, dims.threads).is_none() =>
+            {
+                invalid(format!(
+                    "{:?} takes the full stencil over one component of 8-byte elements, a box whose width leaves 1 to {} columns in its last tile of {}, with 2 columns of allocation beside it in x and y, control words, parity 0 or 1, a list of the box's shell tiles, and blocks of whole warps up to {} threads (box {:?}..{:?}, allocation {:?}, {}-byte elements, shape {}, {} components, control words {:#x}, parity {}, list of {}, {} threads)",
+                    self.kernel(),
+                    crate::shared::HP_MARCH_X - 2,
+                    crate::shared::HP_MARCH_X,
+                    crate::shared::HP_MARCHING_MAX_THREADS,
+                    a.begin,
+                    a.end,
+                    a.alloc,
+                    a.elem_bytes,
+                    a.shape,
+                    a.components,
+                    a.shell,
+                    a.parity,
+                    a.shell_capacity,
+                    dims.threads
+                ))
+            }
+            Launch::StencilShellReady(a) if a.shell == 0 || a.parity > 1 => invalid(format!(
+                "the shell's ready launch needs control words and parity 0 or 1 (words {:#x}, parity {})",
+                a.shell, a.parity
+            )),
+            Launch::StencilShellReady(_) => Ok(()),
+            Launch::Stencil27(a)
+            | Launch::StencilMarching(a)
+            | Launch::StencilMarch64(a)
+            | Launch::StencilMarch64Shell(a)
+            | Launch::StencilShellFixup(a) => {
                 crate::regions::check_stencil(a).or_else(|e| invalid(e.to_string()))?;
                 if a.in_ == 0 || a.out == 0 || a.in_ == a.out {
                     return invalid(format!(
@@ -418,6 +474,9 @@ impl Launch<'_> {
             Launch::EpochStep(_) => Kernel::EpochStep,
             Launch::StencilMarching(_) => Kernel::StencilMarching,
             Launch::StencilMarch64(_) => Kernel::StencilMarch64,
+            Launch::StencilMarch64Shell(_) => Kernel::StencilMarch64Shell,
+            Launch::StencilShellReady(_) => Kernel::StencilShellReady,
+            Launch::StencilShellFixup(_) => Kernel::StencilShellFixup,
         }
     }
 }

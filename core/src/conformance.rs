@@ -22,7 +22,7 @@ pub use regions::{
     paired_regions_move_the_same_elements, region_and_stencil_launches_check_their_arguments,
     region_messages_signal_each_epoch, region_pack_and_unpack_follow_the_index_rule,
     region_waits_time_out_and_abort, stencil27_matches_the_cpu_bit_for_bit,
-    synthetic_regions_pack_and_check_the_thesis_values,
+    stencil_shell_in_tiles_matches_the_cpu, synthetic_regions_pack_and_check_the_thesis_values,
 };
 
 type Check = std::result::Result<(), String>;
@@ -425,6 +425,7 @@ macro_rules! backend_conformance_tests {
             region_waits_time_out_and_abort,
             one_launch_exchange_packs_then_unpacks,
             stencil27_matches_the_cpu_bit_for_bit,
+            stencil_shell_in_tiles_matches_the_cpu,
             copy_3d_matches_the_region_kernels,
             region_and_stencil_launches_check_their_arguments);
     };

@@ -482,6 +482,109 @@ fn march_tiles(args: &hp_stencil_args, threads: u32, rows: u32, cols: u32, depth
     u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
 }
 
+/// How [`Kernel::StencilMarch64Shell`](crate::Kernel::StencilMarch64Shell) tiles a step's
+/// inner box with the shell's x and y slabs (`HP_SHELL_READY` in the shared header): the box's
+/// columns in tiles of `HP_MARCH_X` (the last tile's spare lanes taking the x slabs at
+/// `end[0]` and `begin[0] - 1`), the rows from `begin[1] - 1` to `end[1] + 1`, and the box's
+/// planes in chunks of `HP_MARCH64_Z`. Tiles are numbered x fastest, then y, then z: the
+/// kernel's numbering, which its list of unfinished tiles and the fix-up share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShellTiles {
+    begin: [u64; 3],
+    end: [u64; 3],
+    rows: u64,
+    tiles_x: u64,
+    tiles_y: u64,
+    chunks: u64,
+}
+
+impl ShellTiles {
+    const WIDTH: u64 = shared::HP_MARCH_X as u64 * shared::HP_MARCH64_COLS as u64;
+    const DEPTH: u64 = shared::HP_MARCH64_Z as u64;
+
+    /// The tiling of `args`'s box with `threads` a block, where the kernel takes it: the full
+    /// stencil over one component of 8-byte elements in the march form, a box thick enough for
+    /// tiles whose width leaves 1 to `HP_MARCH_X - 2` columns in its last tile, two columns of
+    /// allocation beside the box in x and y, blocks of whole warps up to
+    /// `HP_MARCHING_MAX_THREADS`; with control words, parity 0 or 1 and a list of at least
+    /// [`ShellTiles::capacity`] tiles when `args.shell` is set. The kernels'
+    /// `hp_stencil_shell_fits`.
+    pub fn of(args: &hp_stencil_args, threads: u32) -> Option<Self> {
+        let spare = args.end[0].saturating_sub(args.begin[0]) % Self::WIDTH;
+        let fits = args.elem_bytes == 8
+            && stencil_marching(args, threads)
+            && stencil_marches(args, threads)
+            && (1..=Self::WIDTH - 2).contains(&spare)
+            && (0..2).all(|k| args.begin[k] >= 2 && args.end[k] + 2 <= args.alloc[k]);
+        if !fits {
+            return None;
+        }
+        let rows = u64::from(threads / shared::HP_MARCH_X * shared::HP_MARCH64_ROWS);
+        let tiles = ShellTiles {
+            begin: args.begin,
+            end: args.end,
+            rows,
+            tiles_x: (args.end[0] - args.begin[0]).div_ceil(Self::WIDTH),
+            tiles_y: (args.end[1] - args.begin[1] + 2).div_ceil(rows),
+            chunks: (args.end[2] - args.begin[2]).div_ceil(Self::DEPTH),
+        };
+        let listed = args.shell == 0
+            || (args.parity <= 1 && u64::from(args.shell_capacity) >= tiles.capacity());
+        (listed && u32::try_from(tiles.tiles()).is_ok()).then_some(tiles)
+    }
+
+    /// Tiles in all (the launch's grid).
+    pub fn tiles(&self) -> u64 {
+        self.tiles_x * self.tiles_y * self.chunks
+    }
+
+    /// Tiles holding slab points (a row's last tile, or a tile of the first or last row): the
+    /// most a step lists.
+    pub fn capacity(&self) -> u64 {
+        let rows_with_slabs = if self.tiles_y >= 2 { 2 } else { 1 };
+        self.chunks * (self.tiles_y + (self.tiles_x - 1) * rows_with_slabs)
+    }
+
+    /// Whether tile `t` holds slab points.
+    pub fn holds_slab(&self, t: u64) -> bool {
+        let (i, j) = (t % self.tiles_x, t / self.tiles_x % self.tiles_y);
+        i + 1 == self.tiles_x || j == 0 || j + 1 == self.tiles_y
+    }
+
+    /// Tile `t`'s slab points as boxes (`[begin, end)` per dimension), and for each box that
+    /// is part of an x slab, the halo column beside it (the kernel copies it from `in` to
+    /// `out`).
+    pub fn slab_boxes(&self, t: u64) -> Vec<([[u64; 2]; 3], Option<u64>)> {
+        let (b, e) = (self.begin, self.end);
+        let (i, j, c) = (
+            t % self.tiles_x,
+            t / self.tiles_x % self.tiles_y,
+            t / (self.tiles_x * self.tiles_y),
+        );
+        let y0 = b[1] - 1 + j * self.rows;
+        let ys = [y0, (y0 + self.rows).min(e[1] + 1)];
+        let zs = [
+            b[2] + c * Self::DEPTH,
+            (b[2] + (c + 1) * Self::DEPTH).min(e[2]),
+        ];
+        let xs = [
+            b[0] + i * Self::WIDTH,
+            (b[0] + (i + 1) * Self::WIDTH).min(e[0]),
+        ];
+        let mut boxes = Vec::new();
+        if i + 1 == self.tiles_x {
+            boxes.push(([[b[0] - 1, b[0]], ys, zs], Some(b[0] - 2)));
+            boxes.push(([[e[0], e[0] + 1], ys, zs], Some(e[0] + 1)));
+        }
+        for y in [b[1] - 1, e[1]] {
+            if (ys[0]..ys[1]).contains(&y) {
+                boxes.push(([xs, [y, y + 1], zs], None));
+            }
+        }
+        boxes
+    }
+}
+
 /// A grid for [`Kernel::Stencil27`](crate::Kernel::Stencil27) with `threads` per block, at
 /// least one block: a block per tile in the march form, else one thread per point.
 pub fn stencil_blocks(args: &hp_stencil_args, threads: u32) -> u32 {
@@ -1171,6 +1274,105 @@ mod tests {
             ..ok
         }
         .check("host")
+        .is_err());
+    }
+
+    #[test]
+    fn shell_tiles_cover_the_x_and_y_slabs_once() {
+        let args = hp_stencil_args {
+            alloc: [72, 42, 14],
+            begin: [2, 2, 2],
+            end: [70, 40, 12],
+            elem_bytes: 8,
+            components: 1,
+            ..hp_stencil_args::default()
+        };
+        let tiles = ShellTiles::of(&args, 256).expect("the box takes its slabs");
+        // 68 columns in 3 tiles, rows 1 .. 41 in 2 tiles of 32, 10 planes in 2 chunks of 8.
+        assert_eq!((tiles.tiles(), tiles.capacity()), (12, 2 * (2 + 2 * 2)));
+        let holding: Vec<u64> = (0..tiles.tiles())
+            .filter(|&t| tiles.holds_slab(t))
+            .collect();
+        assert_eq!(holding.len() as u64, tiles.capacity());
+        let mut hits = std::collections::HashMap::new();
+        for t in holding {
+            for (cells, halo) in tiles.slab_boxes(t) {
+                assert_eq!(
+                    halo.is_some(),
+                    cells[0][1] - cells[0][0] == 1 && cells[0][0] != 1
+                        || cells[0][0] == 1 && halo == Some(0)
+                );
+                for z in cells[2][0]..cells[2][1] {
+                    for y in cells[1][0]..cells[1][1] {
+                        for x in cells[0][0]..cells[0][1] {
+                            *hits.entry([x, y, z]).or_insert(0) += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // The x slabs (x 1 and 70, y 1 .. 41) and the y slabs (y 1 and 40, x 2 .. 70), z 2 .. 12.
+        let mut want = 0;
+        for z in 2..12 {
+            for y in 1..41 {
+                for x in 1..71 {
+                    let slab = x == 1 || x == 70 || y == 1 || y == 40;
+                    want += u64::from(slab);
+                    assert_eq!(
+                        hits.get(&[x, y, z]).copied(),
+                        slab.then_some(1),
+                        "({x}, {y}, {z})"
+                    );
+                }
+            }
+        }
+        assert_eq!(hits.len() as u64, want);
+        // A width that leaves the last tile full, or 31 columns, has no lanes for the x slabs;
+        // nor do other element sizes, or a list shorter than the slab tiles.
+        for end0 in [66, 65] {
+            assert!(ShellTiles::of(
+                &hp_stencil_args {
+                    end: [end0, 40, 12],
+                    ..args
+                },
+                256
+            )
+            .is_none());
+        }
+        assert!(ShellTiles::of(
+            &hp_stencil_args {
+                elem_bytes: 4,
+                ..args
+            },
+            256
+        )
+        .is_none());
+        let listed = hp_stencil_args {
+            shell: 64,
+            shell_capacity: 11,
+            ..args
+        };
+        assert!(ShellTiles::of(&listed, 256).is_none());
+        assert!(ShellTiles::of(
+            &hp_stencil_args {
+                shell_capacity: 12,
+                ..listed
+            },
+            256
+        )
+        .is_some());
+        assert!(Launch::StencilMarch64Shell(&hp_stencil_args {
+            in_: 8,
+            out: 16,
+            ..listed
+        })
+        .check(
+            "host",
+            LaunchDims {
+                blocks: 12,
+                threads: 256
+            }
+        )
         .is_err());
     }
 }
