@@ -59,6 +59,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         form: haloport::core::shared::HP_STENCIL_FORM_MARCH,
         adopt: false, // true: fields from your own allocator, through Field::adopt
         graph: false, // true: two steps captured into a CUDA/HIP graph, replayed (GPU backends)
+        shell_launches: false, // true: the shell's x and y slabs in launches of their own
     };
     let run = run_jacobi(&backend, world, &config)?;
     if let Some(fields) = run.gathered {

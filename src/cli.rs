@@ -634,6 +634,12 @@ pub struct StencilArgs {
     /// the rank itself.
     #[arg(long)]
     pub graph: bool,
+    /// Update the shell's x and y slabs in launches of their own beside the inner box (as the
+    /// z slabs are), instead of in the inner box's tiles once the halos are in (the default,
+    /// where the kernel takes the field: f64, the 27-point stencil, one component, march form);
+    /// for comparing the two.
+    #[arg(long)]
+    pub shell_launches: bool,
     /// Run the stencil on 1, 2, 4, ... ranks of the job and all of them, one after the other:
     /// strong (the same grid every time) or weak (--grid is one rank's part); prints a table of
     /// each count's step, compute alone, exposed exchange and parallel efficiency.

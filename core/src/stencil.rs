@@ -20,14 +20,14 @@ use std::time::Instant;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory};
+use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory, Launch, LaunchDims};
 use crate::collective::{agree, receive_until, send_until};
 use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
-use crate::regions::{stencil_launch, stencil_reads, Copy3d};
-use crate::shared::hp_stencil_args;
+use crate::regions::{stencil_launch, stencil_reads, Copy3d, ShellTiles};
+use crate::shared::{hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_LIST};
 
 /// Threads per block of the stencil kernel.
 const STENCIL_THREADS: u32 = 256;
@@ -105,10 +105,30 @@ pub struct JacobiConfig {
     /// uncaptured. Each of a replay's steps is timed as half of it. Every neighbour must be
     /// device-direct or the rank itself.
     pub graph: bool,
+    /// The shell's x and y slabs as launches of their own beside the inner box, as every
+    /// field's z slabs are, instead of in the inner box's tiles where the kernel takes them
+    /// (f64, the full stencil, one component: `HP_SHELL_READY` in the shared header): for
+    /// comparing the two.
+    pub shell_launches: bool,
+}
+
+/// Where the inner box took the shell's x and y slabs into its tiles (the first such field):
+/// how many of its slab tiles ran before the halos were in and were left to the fix-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShellTilesListed {
+    /// Tiles holding slab points.
+    pub capacity: u32,
+    /// Of them, left to the fix-up in the last step.
+    pub last_step: u32,
+    /// Of them, left to the fix-up in the last step without the exchange.
+    pub last_compute_step: u32,
 }
 
 /// What one run measured, and (on rank 0) the gathered final fields.
 pub struct JacobiRun {
+    /// Where the inner box took the shell's x and y slabs into its tiles (the first such
+    /// field), how many tiles it left to the fix-up; `None` where no field's box did.
+    pub shell_tiles: Option<ShellTilesListed>,
     /// This rank's plan.
     pub plan: HaloPlan,
     /// How each neighbour's messages travelled, in the plan's order.
@@ -329,6 +349,46 @@ pub fn run_jacobi<B: Backend>(
     let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
     let setup_seconds = setup_started.elapsed().as_secs_f64();
     let deadline = || crate::backend::deadline_in(config.options.timeout);
+    let (inner, shell) = boxes(d, shape);
+    // Each field's launch: its element type and components.
+    let launches: Vec<hp_stencil_args> = kinds
+        .iter()
+        .map(|kind| hp_stencil_args {
+            alloc: d.alloc,
+            elem_bytes: kind.elem.bytes(),
+            shape,
+            components: kind.components,
+            form: config.form,
+            ..hp_stencil_args::default()
+        })
+        .collect();
+    // The control words of each field whose inner box takes the shell's x and y slabs into
+    // its tiles (declared before the stream, which is drained before they are freed).
+    let shell_words = launches
+        .iter()
+        .map(|kind| {
+            let probe = hp_stencil_args {
+                begin: inner.map(|[b, _]| b),
+                end: inner.map(|[_, e]| e),
+                ..*kind
+            };
+            match ShellTiles::of(&probe, STENCIL_THREADS) {
+                Some(tiles) if !config.shell_launches => {
+                    let capacity = u32::try_from(tiles.capacity()).map_err(|_| {
+                        Error::InvalidInput(format!(
+                            "{} shell tiles do not fit the kernel's list",
+                            tiles.capacity()
+                        ))
+                    })?;
+                    let words = (HP_SHELL_LIST + 2 * capacity) as usize;
+                    let memory = backend.alloc_device(words * 4)?;
+                    Ok(Some((memory, capacity)))
+                }
+                _ => Ok(None),
+            }
+        })
+        .collect::<Result<Vec<_>>>();
+    let shell_words = agree(comm, "allocating the stencil's shell words", shell_words)?;
     // Declared after the fields, so that on any early return it is dropped (and drained of the
     // sweeps queued on it) before they are freed. The step's stream carries the exchange,
     // urgent; the inner box has a stream of its own.
@@ -353,18 +413,18 @@ pub fn run_jacobi<B: Backend>(
             deadline(),
         )?;
     }
-    let (inner, shell) = boxes(d, shape);
-    // Each field's launch: its element type and components.
-    let launches: Vec<hp_stencil_args> = kinds
+    for (memory, _) in shell_words.iter().flatten() {
+        upload_bytes(
+            backend,
+            memory,
+            &vec![0; memory.len_bytes()],
+            &stream,
+            deadline(),
+        )?;
+    }
+    let in_tiles: Vec<Option<(u64, u32)>> = shell_words
         .iter()
-        .map(|kind| hp_stencil_args {
-            alloc: d.alloc,
-            elem_bytes: kind.elem.bytes(),
-            shape,
-            components: kind.components,
-            form: config.form,
-            ..hp_stencil_args::default()
-        })
+        .map(|w| w.as_ref().map(|(m, capacity)| (m.device_addr(), *capacity)))
         .collect();
     // The shell's slabs run side by side, each on a stream of its own: alone, a thin slab
     // fills few of the device's SMs.
@@ -380,6 +440,8 @@ pub fn run_jacobi<B: Backend>(
         launches: &launches,
         inner,
         shell: &shell,
+        in_tiles: &in_tiles,
+        queued: std::cell::Cell::new(0),
         stream: &stream,
         inner_stream: &inner_stream,
         inner_fork: &inner_fork,
@@ -420,6 +482,9 @@ pub fn run_jacobi<B: Backend>(
         done += ran;
     }
     drop(graph);
+    // The steps alternate the shell's word sets from set 0: the last step's list is in set
+    // (steps - 1) % 2.
+    let listed_in_steps = shell_listed(backend, &shell_words, config.steps, &stream, deadline())?;
     let last = if config.steps % 2 == 0 { &u } else { &v };
     let last_refs: Vec<&Field<B>> = last.iter().collect();
     let mut exchange_seconds = Vec::with_capacity(config.exchange_reps as usize);
@@ -443,13 +508,17 @@ pub fn run_jacobi<B: Backend>(
     let mut compute_seconds = Vec::with_capacity(config.compute_steps as usize);
     for s in 0..config.compute_steps {
         let t0 = Instant::now();
-        step.fork_inner()?;
-        step.update_inner(fields(s))?;
-        step.update_shell(fields(s))?;
-        step.join_inner()?;
+        step.compute(fields(s))?;
         backend.stream_synchronize(&stream, deadline())?;
         compute_seconds.push(t0.elapsed().as_secs_f64());
     }
+    let listed_in_compute = shell_listed(
+        backend,
+        &shell_words,
+        config.steps + config.compute_steps,
+        &stream,
+        deadline(),
+    )?;
     let mut copy_seconds = Vec::with_capacity(config.compute_steps as usize);
     for _ in 0..config.compute_steps {
         let t0 = Instant::now();
@@ -472,9 +541,19 @@ pub fn run_jacobi<B: Backend>(
         backend.stream_synchronize(&stream, deadline())?;
         copy_seconds.push(t0.elapsed().as_secs_f64());
     }
+    let shell_tiles = shell_words
+        .iter()
+        .flatten()
+        .next()
+        .map(|(_, capacity)| ShellTilesListed {
+            capacity: *capacity,
+            last_step: listed_in_steps.unwrap_or(0),
+            last_compute_step: listed_in_compute.unwrap_or(0),
+        });
     Ok(JacobiRun {
         plan,
         links,
+        shell_tiles,
         step_seconds,
         exchange_seconds,
         compute_seconds,
@@ -541,10 +620,13 @@ fn local_initial(d: &Decomposition, kind: FieldKind, field: u32) -> Vec<u8> {
     bytes
 }
 
+/// A box of cells: `[begin, end)` per dimension.
+type CellBox = [[u64; 2]; 3];
+
 /// The inner box (cells whose neighbours the stencil of `shape` reads are all interior) and
-/// the shell around it, in allocated coordinates, as [begin, end) per dimension; empty boxes
-/// left out.
-fn boxes(d: &Decomposition, shape: u32) -> ([[u64; 2]; 3], Vec<[[u64; 2]; 3]>) {
+/// the shell around it, in allocated coordinates, as [begin, end) per dimension, each slab
+/// with the dimension it closes (z slabs first); empty boxes left out.
+fn boxes(d: &Decomposition, shape: u32) -> (CellBox, Vec<(usize, CellBox)>) {
     let interior: [[u64; 2]; 3] = std::array::from_fn(|k| [d.halo[k], d.halo[k] + d.local[k]]);
     let inner: [[u64; 2]; 3] = std::array::from_fn(|k| {
         let [b, e] = interior[k];
@@ -563,10 +645,10 @@ fn boxes(d: &Decomposition, shape: u32) -> ([[u64; 2]; 3], Vec<[[u64; 2]; 3]>) {
         }
         low[k] = [interior[k][0], inner[k][0].min(interior[k][1])];
         high[k] = [inner[k][1].max(low[k][1]), interior[k][1]];
-        shell.push(low);
-        shell.push(high);
+        shell.push((k, low));
+        shell.push((k, high));
     }
-    shell.retain(|b| b.iter().all(|[lo, hi]| lo < hi));
+    shell.retain(|(_, b)| b.iter().all(|[lo, hi]| lo < hi));
     let inner_empty = inner.iter().any(|[lo, hi]| lo >= hi);
     (if inner_empty { [[0, 0]; 3] } else { inner }, shell)
 }
@@ -576,7 +658,13 @@ struct Step<'a, B: Backend> {
     backend: &'a B,
     launches: &'a [hp_stencil_args],
     inner: [[u64; 2]; 3],
-    shell: &'a [[[u64; 2]; 3]],
+    /// The shell's slabs, each with the dimension it closes.
+    shell: &'a [(usize, CellBox)],
+    /// Per field, where its inner box takes the shell's x and y slabs into its tiles: the
+    /// control words' device address and list capacity (`HP_SHELL_READY`).
+    in_tiles: &'a [Option<(u64, u32)>],
+    /// Steps queued so far: a step's parity picks its set of control words.
+    queued: std::cell::Cell<u64>,
     stream: &'a B::Stream,
     /// The inner box's stream, of ordinary priority.
     inner_stream: &'a B::Stream,
@@ -597,22 +685,106 @@ type StepFields<'a, B> = (&'a Vec<Field<B>>, &'a Vec<Field<B>>);
 
 impl<B: Backend> Step<'_, B> {
     /// Queues one step from `cur` into `next`: `start`, the inner update (on its own stream,
-    /// beside the exchange), `finish`, the shell, and the step's stream waits for the inner
-    /// update. The inner box reads no halo and the shell writes none of its cells, so the
-    /// exchange and the shell may run while it does.
+    /// beside the exchange), `finish`, the shell ([`Self::close`]). The inner box reads no
+    /// halo and the shell writes none of its cells, so the exchange and the shell may run
+    /// while it does.
     fn queue(
         &self,
         exchange: &mut HaloExchange<'_, B>,
         (cur, next): StepFields<'_, B>,
     ) -> Result<()> {
         let cur_refs: Vec<&Field<B>> = cur.iter().collect();
+        let parity = self.next_parity();
         // Before the pack: the inner box waits for the step before, not for the pack.
         self.fork_inner()?;
         exchange.start(&cur_refs, self.stream)?;
-        self.update_inner((cur, next))?;
+        self.update_inner((cur, next), parity)?;
         exchange.finish(self.stream)?;
-        self.update_shell((cur, next))?;
-        self.join_inner()
+        self.raise_ready((cur, next), parity)?;
+        self.close((cur, next), parity)
+    }
+
+    /// Queues one step without the exchange: the same launches as [`Self::queue`]'s, the
+    /// ready words raised before the inner box (with no exchange to wait for, the halos are
+    /// in from the start, so the box takes its slabs in every tile).
+    fn compute(&self, fields: StepFields<'_, B>) -> Result<()> {
+        let parity = self.next_parity();
+        self.raise_ready(fields, parity)?;
+        self.fork_inner()?;
+        self.update_inner(fields, parity)?;
+        self.close(fields, parity)
+    }
+
+    /// The parity of the step about to be queued (steps alternate between the two sets of
+    /// shell control words, whatever runs them: plain, captured or compute-only).
+    fn next_parity(&self) -> u32 {
+        let n = self.queued.get();
+        self.queued.set(n + 1);
+        (n % 2) as u32
+    }
+
+    /// Raises the ready words of the fields whose box takes the shell's x and y slabs: the
+    /// halos are in.
+    fn raise_ready(&self, fields: StepFields<'_, B>, parity: u32) -> Result<()> {
+        self.for_tiles(fields, parity, |args| {
+            // SAFETY: the control words live as long as the step's fields (run_jacobi).
+            unsafe {
+                self.backend.launch(
+                    Launch::StencilShellReady(args),
+                    LaunchDims {
+                        blocks: 1,
+                        threads: 32,
+                    },
+                    self.stream,
+                )
+            }
+        })
+    }
+
+    /// After the halos are in: queues the shell's slabs the box does not take, makes the
+    /// step's stream wait for the inner box, and then updates the slab points the box left
+    /// (in tiles it ran before the ready word) on the step's stream.
+    fn close(&self, fields: StepFields<'_, B>, parity: u32) -> Result<()> {
+        self.update_shell(fields)?;
+        self.join_inner()?;
+        self.for_tiles(fields, parity, |args| {
+            // SAFETY: as in `sweep`, and the control words live as long as the fields.
+            unsafe {
+                self.backend.launch(
+                    Launch::StencilShellFixup(args),
+                    LaunchDims {
+                        blocks: HP_SHELL_FIXUP_BLOCKS,
+                        threads: STENCIL_THREADS,
+                    },
+                    self.stream,
+                )
+            }
+        })
+    }
+
+    /// Runs `queue` with the inner box's launch argument of each field whose box takes the
+    /// shell's x and y slabs.
+    fn for_tiles(
+        &self,
+        (cur, next): StepFields<'_, B>,
+        parity: u32,
+        mut queue: impl FnMut(&hp_stencil_args) -> Result<()>,
+    ) -> Result<()> {
+        for (((a, b), kind), words) in cur.iter().zip(next).zip(self.launches).zip(self.in_tiles) {
+            if let Some((shell, shell_capacity)) = *words {
+                queue(&hp_stencil_args {
+                    in_: a.device_addr(),
+                    out: b.device_addr(),
+                    begin: self.inner.map(|[lo, _]| lo),
+                    end: self.inner.map(|[_, hi]| hi),
+                    shell,
+                    parity,
+                    shell_capacity,
+                    ..*kind
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// Orders the inner stream after everything queued on the step's stream so far.
@@ -622,9 +794,33 @@ impl<B: Backend> Step<'_, B> {
             .stream_wait_event(self.inner_stream, self.inner_fork)
     }
 
-    /// Queues the inner box's update on the inner stream (after [`Self::fork_inner`]).
-    fn update_inner(&self, fields: StepFields<'_, B>) -> Result<()> {
-        self.update(fields, &self.inner, self.inner_stream)
+    /// Queues the inner box's update on the inner stream (after [`Self::fork_inner`]): where
+    /// a field's box takes the shell's x and y slabs, in the kernel that does.
+    fn update_inner(&self, fields: StepFields<'_, B>, parity: u32) -> Result<()> {
+        let (cur, next) = fields;
+        for ((a, b), (kind, words)) in cur
+            .iter()
+            .zip(next)
+            .zip(self.launches.iter().zip(self.in_tiles))
+        {
+            if words.is_none() {
+                sweep(self.backend, kind, a, b, &self.inner, self.inner_stream)?;
+            }
+        }
+        self.for_tiles(fields, parity, |args| {
+            let tiles = ShellTiles::of(args, STENCIL_THREADS).ok_or_else(|| {
+                Error::Internal("a field's box no longer takes its shell's slabs".into())
+            })?;
+            let dims = LaunchDims {
+                blocks: u32::try_from(tiles.tiles()).unwrap_or(u32::MAX),
+                threads: STENCIL_THREADS,
+            };
+            // SAFETY: as in `sweep`, and the control words live as long as the fields.
+            unsafe {
+                self.backend
+                    .launch(Launch::StencilMarch64Shell(args), dims, self.inner_stream)
+            }
+        })
     }
 
     /// Makes the step's stream wait for the inner update.
@@ -637,32 +833,35 @@ impl<B: Backend> Step<'_, B> {
     /// Queues the shell's update: each slab on a side stream of ordinary priority that starts
     /// after everything queued on the step's stream so far (the exchange's `finish`) and that
     /// the step's stream waits for, so the slabs run side by side and beside the inner box
-    /// (also inside a captured graph, where the markers become its edges).
+    /// (also inside a captured graph, where the markers become its edges). The x and y slabs
+    /// of a field whose box takes them are left out, and a slab no field needs takes no
+    /// stream.
     fn update_shell(&self, (cur, next): StepFields<'_, B>) -> Result<()> {
-        if self.shell.is_empty() {
+        let sweeps = |k: usize| {
+            cur.iter()
+                .zip(next)
+                .zip(self.launches.iter().zip(self.in_tiles))
+                .filter(move |(_, (_, words))| k == 2 || words.is_none())
+        };
+        let used: Vec<_> = self
+            .shell
+            .iter()
+            .zip(self.side.iter().zip(self.joins))
+            .filter(|((k, _), _)| sweeps(*k).next().is_some())
+            .collect();
+        if used.is_empty() {
             return Ok(());
         }
         self.backend.record_event(self.fork, self.stream)?;
-        for (slab, (side, join)) in self.shell.iter().zip(self.side.iter().zip(self.joins)) {
+        for ((k, slab), (side, join)) in &used {
             self.backend.stream_wait_event(side, self.fork)?;
-            self.update((cur, next), slab, side)?;
+            for ((a, b), (kind, _)) in sweeps(*k) {
+                sweep(self.backend, kind, a, b, slab, side)?;
+            }
             self.backend.record_event(join, side)?;
         }
-        for join in self.joins {
+        for (_, (_, join)) in &used {
             self.backend.stream_wait_event(self.stream, join)?;
-        }
-        Ok(())
-    }
-
-    /// Queues the update of every field from `cur` into `next` over `cells` on `stream`.
-    fn update(
-        &self,
-        (cur, next): StepFields<'_, B>,
-        cells: &[[u64; 2]; 3],
-        stream: &B::Stream,
-    ) -> Result<()> {
-        for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-            sweep(self.backend, kind, a, b, cells, stream)?;
         }
         Ok(())
     }
@@ -702,6 +901,35 @@ fn agree_collectively<T>(comm: &SimpleCommunicator, step: &str, mine: Result<T>)
         }
         e => e,
     })
+}
+
+/// The list length of the first field's shell words after `steps` steps (set `(steps - 1) %
+/// 2`, where steps alternate from set 0); `None` without such a field or step.
+fn shell_listed<B: Backend>(
+    backend: &B,
+    words: &[Option<(B::DeviceMemory, u32)>],
+    steps: u32,
+    stream: &B::Stream,
+    deadline: Instant,
+) -> Result<Option<u32>> {
+    let (Some((memory, _)), Some(last)) = (words.iter().flatten().next(), steps.checked_sub(1))
+    else {
+        return Ok(None);
+    };
+    let bytes = download_bytes(
+        backend,
+        memory,
+        4 * HP_SHELL_LIST as usize,
+        stream,
+        deadline,
+    )?;
+    let at = 4 * (HP_SHELL_COUNT + last % 2) as usize;
+    Ok(Some(u32::from_le_bytes([
+        bytes[at],
+        bytes[at + 1],
+        bytes[at + 2],
+        bytes[at + 3],
+    ])))
 }
 
 /// Queues one Jacobi sweep from `from` into `to` over the box `b` (nothing when it is empty),
@@ -850,7 +1078,7 @@ mod tests {
                 .expect("decomposition");
             let (inner, shell) = boxes(&d, 0);
             let mut hits = vec![0_u32; d.alloc_elems() as usize];
-            for b in std::iter::once(&inner).chain(&shell) {
+            for b in std::iter::once(&inner).chain(shell.iter().map(|(_, b)| b)) {
                 for z in b[2][0]..b[2][1] {
                     for y in b[1][0]..b[1][1] {
                         for x in b[0][0]..b[0][1] {

@@ -76,6 +76,16 @@ pub(crate) struct StencilResult {
     /// Steps replayed from a captured graph, two per replay (`--graph`); older results lack it.
     #[serde(default)]
     graph: bool,
+    /// The shell's x and y slabs ran as launches of their own (`--shell-launches`), not in
+    /// the inner box's tiles; older results lack it.
+    #[serde(default)]
+    shell_launches: bool,
+    /// Where rank 0's inner box took the shell's x and y slabs into its tiles: its tiles
+    /// holding slab points, and how many of them ran before the halos were in (left to the
+    /// fix-up) in the last step and in the last step without the exchange; absent where it
+    /// did not (and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shell_tiles: Option<ShellTilesRecord>,
     /// Every field copied to the other by the copy engine (slowest rank), microseconds: a
     /// step's traffic at the device's copy speed, measured in the same run.
     copy_median_us: f64,
@@ -89,6 +99,14 @@ pub(crate) struct StencilResult {
     checksum: String,
     pub(crate) verified: bool,
     pub(crate) verification: String,
+}
+
+/// [`haloport::core::stencil::ShellTilesListed`] in a result.
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
+pub(crate) struct ShellTilesRecord {
+    capacity: u32,
+    fixed_up_last_step: u32,
+    fixed_up_last_compute_step: u32,
 }
 
 /// What one rank's run measured, as gathered by every rank.
@@ -209,6 +227,7 @@ pub(crate) fn measured<B: Backend>(
             form: args.stencil_form.code(),
             adopt: args.adopt,
             graph: args.graph,
+            shell_launches: args.shell_launches,
         };
         let run = run_jacobi(backend, world, &config)
             .with_context(|| format!("running the stencil on the {} backend", backend.name()))?;
@@ -249,6 +268,7 @@ pub(crate) fn measured<B: Backend>(
         let copies = per_rank(|r| r.copies.clone());
         let setups = per_rank(|r| vec![r.setup]);
         let links: Vec<Vec<LinkRecord>> = ranks.into_iter().map(|r| r.links).collect();
+        let shell_tiles = run.shell_tiles;
         let Some(gathered) = run.gathered else {
             return Ok(None);
         };
@@ -331,6 +351,12 @@ pub(crate) fn measured<B: Backend>(
             exposed_exchange_us,
             stencil_form: args.stencil_form.name().to_owned(),
             graph: args.graph,
+            shell_launches: args.shell_launches,
+            shell_tiles: shell_tiles.map(|t| ShellTilesRecord {
+                capacity: t.capacity,
+                fixed_up_last_step: t.last_step,
+                fixed_up_last_compute_step: t.last_compute_step,
+            }),
             copy_median_us,
             compute_speed_of_copy: if compute_median_us > 0.0 {
                 copy_median_us / compute_median_us
@@ -389,6 +415,12 @@ fn print_summary(r: &StencilResult) {
         r.exposed_exchange_us,
         100.0 * r.hidden_fraction
     );
+    if let Some(t) = r.shell_tiles {
+        println!(
+            "  shell: the inner box took its x and y slabs into its tiles; of its {} tiles holding slab points, {} ran before the halos were in (left to the fix-up) in the last step, {} without the exchange (rank 0)",
+            t.capacity, t.fixed_up_last_step, t.fixed_up_last_compute_step
+        );
+    }
     println!(
         "  set-up of the exchange {:.1} us (slowest rank)",
         r.setup_us
