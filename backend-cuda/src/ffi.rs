@@ -635,13 +635,20 @@ pub unsafe fn stream_end_capture(s: CUstream) -> Result<CUgraphExec> {
             "the capture of a stream gave no graph".into(),
         ));
     }
-    // SAFETY: `graph` is the live graph the capture gave; destroyed once, below.
-    let exec = unsafe {
-        result::graph::instantiate(
-            graph,
-            sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
-        )
-    };
+    // Each kernel node keeps the priority of the stream it was captured on (without the flag
+    // every node takes the priority of the stream the graph is launched into): a step's small
+    // kernels on the urgent stream (the exchange's, the stencil's ready word) then start
+    // while the inner box's blocks still wait for SMs, as they do outside a graph.
+    let flags = sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+        as u64
+        | sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY as u64;
+    let mut exec = std::mem::MaybeUninit::uninit();
+    // SAFETY: `graph` is the live graph the capture gave; destroyed once, below; `exec` is
+    // written before it is read (on success).
+    let exec = unsafe { sys::cuGraphInstantiateWithFlags(exec.as_mut_ptr(), graph, flags) }
+        .result()
+        // SAFETY: the call succeeded, so it wrote `exec`.
+        .map(|()| unsafe { exec.assume_init() });
     // SAFETY: the instantiated graph no longer needs its template.
     let destroyed = unsafe { result::graph::destroy(graph) };
     let exec = check("cuGraphInstantiate", exec, || {
