@@ -782,12 +782,7 @@ HP_DEVICE void hp_march_prefetch(const T* q, int64_t ax, const int (&at)[COLS], 
     }
 }
 
-/* SHELL (hp_stencil27_march64_shell): the tiles also take the x and y slabs around the box
- * (HP_SHELL_READY in haloport_shared.h): rows from begin[1] - 1 to end[1] + 1, and in a row's
- * last tile the lanes at x = end[0] and end[0] + 1 (the latter reading and writing x =
- * begin[0] - 1 instead: `at`), each copying the halo point beside its own. A block reads the
- * ready word once; until it is raised the slab points are left and the tile listed. */
-template <typename T, int ROWS, int DEPTH, int COLS, int PF, bool SHELL>
+template <typename T, int ROWS, int DEPTH, int COLS, int PF>
 HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
@@ -795,65 +790,24 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
     const uint64_t rows = (uint64_t)(blockDim.x / HP_MARCH_X) * ROWS;
     const uint64_t width = (uint64_t)HP_MARCH_X * COLS;
-    /* The rows the tiles take: the box's, and with SHELL the y slabs'. */
-    const uint64_t y_begin = a.begin[1] - (SHELL ? 1u : 0u);
-    const uint64_t y_end = a.end[1] + (SHELL ? 1u : 0u);
-    const uint64_t bx = a.end[0] - a.begin[0], by = y_end - y_begin,
+    const uint64_t bx = a.end[0] - a.begin[0], by = a.end[1] - a.begin[1],
                    bz = a.end[2] - a.begin[2];
     const uint64_t tiles_x = (bx + width - 1) / width;
     const uint64_t tiles_y = (by + rows - 1) / rows;
     const uint64_t tiles = tiles_x * tiles_y * ((bz + DEPTH - 1) / DEPTH);
     const uint64_t tx = threadIdx.x % HP_MARCH_X, ty = threadIdx.x / HP_MARCH_X;
     const T scale = T(1) / T(27u);
-    bool ready = false;
-    uint32_t* words = nullptr;
-    if (SHELL) {
-        __shared__ uint32_t ready_seen;
-        words = (uint32_t*)a.shell;
-        if (threadIdx.x == 0) {
-            ready_seen = hp_load_acquire_system(words + HP_SHELL_READY + a.parity);
-        }
-        __syncthreads();
-        ready = ready_seen != 0u;
-    }
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const uint64_t rest = t / tiles_x;
-        if (SHELL && !ready && threadIdx.x == 0) {
-            const uint64_t ti = t % tiles_x, tj = rest % tiles_y;
-            if (ti + 1 == tiles_x || tj == 0 || tj + 1 == tiles_y) {
-                const uint32_t k = atomicAdd(words + HP_SHELL_COUNT + a.parity, 1u);
-                if (k < a.shell_capacity) {
-                    words[HP_SHELL_LIST + a.parity * a.shell_capacity + k] = (uint32_t)t;
-                }
-            }
-        }
         const uint64_t x = a.begin[0] + (t % tiles_x) * width + tx;
-        const uint64_t y = y_begin + (rest % tiles_y) * rows + ty * ROWS;
-        if (x >= a.end[0] + (SHELL ? 2u : 0u) || y >= y_end) continue;
-        /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. With
-         * SHELL, bit c of `slab` marks a slab lane, and `halo` the side of its halo point. */
+        const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty * ROWS;
+        if (x >= a.end[0] || y >= a.end[1]) continue;
+        /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. */
         const int cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
         int at[COLS];
-        uint32_t slab = 0u;
-        int halo[COLS];
 #pragma unroll
-        for (int c = 0; c < COLS; ++c) {
-            at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
-            halo[c] = 0;
-            if (SHELL) {
-                const uint64_t xc = x + (uint64_t)c * HP_MARCH_X;
-                if (xc == a.end[0]) {
-                    at[c] = c * (int)HP_MARCH_X;
-                    halo[c] = 1;
-                    slab |= 1u << c;
-                } else if (xc == a.end[0] + 1) {
-                    at[c] = (int)((int64_t)a.begin[0] - 1 - (int64_t)x);
-                    halo[c] = -1;
-                    slab |= 1u << c;
-                }
-            }
-        }
-        const int live = y_end - y < (uint64_t)ROWS ? (int)(y_end - y) : ROWS;
+        for (int c = 0; c < COLS; ++c) at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
+        const int live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
         const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
         const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
         const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
@@ -881,22 +835,112 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
             for (int c = 0; c < COLS; ++c) {
 #pragma unroll
                 for (int i = 0; i < ROWS; ++i) {
-                    if (!SHELL) {
-                        if (c < cols && i < live) {
-                            o[c * (int)HP_MARCH_X + i * ax] =
-                                ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
-                        }
-                    } else {
-                        const bool is_slab = (slab >> c & 1u) != 0u ||
-                                             y + i < a.begin[1] || y + i >= a.end[1];
-                        if ((c < cols || (slab >> c & 1u) != 0u) && i < live &&
-                            (ready || !is_slab)) {
-                            o[at[c] + i * ax] = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
-                            if (halo[c] != 0) {
-                                /* q is a plane ahead of o. */
-                                const int64_t h = at[c] + halo[c] + i * ax;
-                                o[h] = q[h - plane];
-                            }
+                    if (c < cols && i < live) {
+                        o[c * (int)HP_MARCH_X + i * ax] =
+                            ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                    }
+                    lo[c][i] = mid[c][i];
+                    mid[c][i] = hi[c][i];
+                }
+            }
+        }
+    }
+}
+
+/* Appends tile t to the step's list of tiles whose slab points the fix-up updates (at most
+ * `capacity`). Not inlined: the march's loop keeps the registers and schedule it has without
+ * it. */
+__device__ __noinline__ void hp_shell_list(uint32_t* words, uint32_t parity, uint32_t capacity,
+                                           uint32_t t) {
+    const uint32_t k = atomicAdd(words + HP_SHELL_COUNT + parity, 1u);
+    if (k < capacity) words[HP_SHELL_LIST + parity * capacity + k] = t;
+}
+
+/* hp_stencil27_march's f64 tiles also taking the x and y slabs around the box
+ * (hp_stencil27_march64_shell; HP_SHELL_READY in haloport_shared.h): rows from begin[1] - 1 to
+ * end[1] + 1, and in a row's last tile the lanes at x = end[0] and end[0] + 1 (the latter
+ * reading and writing x = begin[0] - 1 instead: `at`), each copying the halo point beside its
+ * own. A block reads the ready word once; until it is raised the slab points are left and the
+ * tile listed. The same sums in the same order as hp_stencil27_march, spelled out apart from it
+ * in the shape that ran at 636-641 us over the box at 512^3 on one H200 where the same logic
+ * inside hp_stencil27_march's template ran at 665-678 us
+ * (results/2026-11-26-h200-shell-timeline). */
+template <typename T, int ROWS, int DEPTH, int COLS, int PF>
+HP_DEVICE void hp_stencil27_march_shell(const hp_stencil_args& a) {
+    const T* __restrict__ in = (const T*)a.in;
+    T* __restrict__ out = (T*)a.out;
+    const int64_t ax = (int64_t)a.alloc[0];
+    const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
+    const uint64_t rows = (uint64_t)(blockDim.x / HP_MARCH_X) * ROWS;
+    const uint64_t width = (uint64_t)HP_MARCH_X * COLS;
+    const uint64_t yb = a.begin[1] - 1, ye = a.end[1] + 1;
+    const uint64_t bx = a.end[0] - a.begin[0], by = ye - yb, bz = a.end[2] - a.begin[2];
+    const uint64_t tiles_x = (bx + width - 1) / width;
+    const uint64_t tiles_y = (by + rows - 1) / rows;
+    const uint64_t tiles = tiles_x * tiles_y * ((bz + DEPTH - 1) / DEPTH);
+    const uint64_t tx = threadIdx.x % HP_MARCH_X, ty = threadIdx.x / HP_MARCH_X;
+    const T scale = T(1) / T(27u);
+    uint32_t* words = (uint32_t*)a.shell;
+    __shared__ uint32_t ready_seen;
+    if (threadIdx.x == 0) ready_seen = hp_load_acquire_system(words + HP_SHELL_READY + a.parity);
+    __syncthreads();
+    const bool ready = ready_seen != 0u;
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint64_t rest = t / tiles_x;
+        const uint64_t txi = t % tiles_x, tyi = rest % tiles_y;
+        if (!ready && threadIdx.x == 0 &&
+            (txi + 1 == tiles_x || tyi == 0 || tyi + 1 == tiles_y)) {
+            hp_shell_list(words, a.parity, a.shell_capacity, (uint32_t)t);
+        }
+        const uint64_t x = a.begin[0] + txi * width + tx;
+        const uint64_t y = yb + tyi * rows + ty * ROWS;
+        if (x > a.end[0] + 1 || y >= ye) continue;
+        /* Column c: `at` its offset from x (the x-low slab's lane reads begin[0] - 1), `halo`
+         * the side of a slab lane's halo point, bit c of `valid` that its points are stored. */
+        int at[COLS], halo[COLS];
+        uint32_t valid = 0;
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) {
+            const uint64_t xc = x + c * HP_MARCH_X;
+            halo[c] = xc == a.end[0] ? 1 : xc == a.end[0] + 1 ? -1 : 0;
+            at[c] = xc < a.end[0] + 1    ? c * (int)HP_MARCH_X
+                    : xc == a.end[0] + 1 ? (int)((int64_t)a.begin[0] - 1 - (int64_t)x)
+                                         : 0;
+            if (xc < a.end[0] || (ready && xc <= a.end[0] + 1)) valid |= 1u << c;
+        }
+        const int live = ye - y < (uint64_t)ROWS ? (int)(ye - y) : ROWS;
+        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
+        const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
+        const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
+        T* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
+#pragma unroll
+        for (int d = 2; d < 2 + PF; ++d) {
+            if (d <= depth) hp_march_prefetch<T, ROWS, COLS>(q + d * plane, ax, at, live);
+        }
+        T lo[COLS][ROWS], mid[COLS][ROWS], hi[COLS][ROWS];
+#pragma unroll
+        for (int c = 0; c < COLS; ++c) {
+            hp_march_plane(lo[c], q + at[c], ax, live);
+            hp_march_plane(mid[c], q + at[c] + plane, ax, live);
+        }
+        q += 2 * plane;
+        for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+            if (PF > 0 && z + 1 + PF <= depth) {
+                hp_march_prefetch<T, ROWS, COLS>(q + PF * plane, ax, at, live);
+            }
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) hp_march_plane(hi[c], q + at[c], ax, live);
+#pragma unroll
+            for (int c = 0; c < COLS; ++c) {
+#pragma unroll
+                for (int i = 0; i < ROWS; ++i) {
+                    const bool row_ok = ready || (y + i >= a.begin[1] && y + i < a.end[1]);
+                    if ((valid >> c & 1u) && i < live && row_ok) {
+                        o[at[c] + i * ax] = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                        if (halo[c] != 0) {
+                            /* q is a plane ahead of o. */
+                            const int64_t h = at[c] + halo[c] + i * ax;
+                            o[h] = q[h - plane];
                         }
                     }
                     lo[c][i] = mid[c][i];
@@ -1043,7 +1087,7 @@ template <typename T>
 HP_DEVICE void hp_stencil_shaped(const hp_stencil_args& a) {
     if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
         if (hp_stencil_marches(a)) {
-            hp_stencil27_march<T, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS, 0, false>(a);
+            hp_stencil27_march<T, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS, 0>(a);
         } else {
             hp_stencil27_points<T, true>(a);
         }
@@ -1104,14 +1148,13 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
     if (a.elem_bytes == 8) {
         if (tiles) {
             hp_stencil27_march<double, HP_MARCHING64_ROWS, HP_MARCHING64_Z, HP_MARCHING64_COLS,
-                               0, false>(a);
+                               0>(a);
         } else {
             hp_stencil27_slab<double, HP_SLAB_Z>(a);
         }
     } else if (a.elem_bytes == 4) {
         if (tiles) {
-            hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS, 0, false>(
-                a);
+            hp_stencil27_march<float, HP_MARCH32_ROWS, HP_MARCH32_Z, HP_MARCH32_COLS, 0>(a);
         } else {
             hp_stencil27_slab<float, HP_SLAB_Z>(a);
         }
@@ -1126,7 +1169,7 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64
     hp_stencil27_march64(hp_stencil_args a) {
     if (hp_stencil_box_empty(a) || a.elem_bytes != 8 || !hp_stencil_marches(a)) return;
     hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS,
-                       (int)HP_MARCH_PREFETCH, false>(a);
+                       (int)HP_MARCH_PREFETCH>(a);
 }
 
 /* Whether the box of `a` can take its x and y slabs into its tiles (HP_SHELL_READY in
@@ -1147,8 +1190,8 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64
         !hp_stencil_shell_fits(a)) {
         return;
     }
-    hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS,
-                       (int)HP_MARCH_PREFETCH, true>(a);
+    hp_stencil27_march_shell<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS,
+                             (int)HP_MARCH_PREFETCH>(a);
 }
 
 /* Raises this step's ready word (one thread), after the exchange's finish: the halos are in. */
