@@ -11,7 +11,11 @@
 //! the step's stream, which is urgent (the device's highest priority), so its kernels take SMs
 //! as the box's blocks free them; the inner box and each slab of the shell run on streams of
 //! their own, of ordinary priority, beside it (results/2026-11-25-h100-step-overlap: faster
-//! than the shell urgent too, or everything on one stream).
+//! than the shell urgent too, or everything on one stream). An f64 field's inner box takes the
+//! shell's x and y slabs into its own tiles once a ready word raised after `finish` says the
+//! halos are in, and a fix-up after the box updates the slab points of the tiles that ran
+//! before it (results/2026-11-26-h200-shell-in-tiles; `JacobiConfig::shell_launches` keeps
+//! them as launches).
 
 // Launches of the stencil kernel and copies take raw device addresses of the fields.
 #![allow(unsafe_code)]
@@ -686,8 +690,9 @@ type StepFields<'a, B> = (&'a Vec<Field<B>>, &'a Vec<Field<B>>);
 impl<B: Backend> Step<'_, B> {
     /// Queues one step from `cur` into `next`: `start`, the inner update (on its own stream,
     /// beside the exchange), `finish`, the shell ([`Self::close`]). The inner box reads no
-    /// halo and the shell writes none of its cells, so the exchange and the shell may run
-    /// while it does.
+    /// halo until the ready word raised after `finish` (where it takes the x and y slabs), and
+    /// the shell writes none of its cells, so the exchange and the shell may run while it
+    /// does.
     fn queue(
         &self,
         exchange: &mut HaloExchange<'_, B>,
