@@ -538,6 +538,20 @@ typedef struct hp_stencil_args {
  * registers against 64 and was 2 to 22 % slower; 2 x 2 x 8 tiles in a kernel of their own gained
  * 2 % (f32_bench.csv there), not worth an entry. */
 #define HP_MARCH_PREFETCH 2u
+/* hp_stencil27_march32: the march form's f32 tiles in lanes of HP_LANES_POINTS consecutive
+ * points, loaded as one 16-byte vector a row, x - 1 and x + 4 taken from the lanes beside
+ * (shuffles; lanes 0 and 31 load the ends of their group's 128 points): a row costs a lane one
+ * aligned load where hp_march_plane's three loads each cost two L1 wavefronts a warp, two of
+ * them unaligned. A thread marches one row of its lane's points through HP_LANES_Z planes,
+ * prefetching HP_LANES_PREFETCH planes ahead. Only for rows of a multiple of 4 elements and
+ * 16-byte aligned fields (haloport_core::regions::stencil_lanes; an application pads its rows
+ * for it, as with cudaMallocPitch). Over the step's inner box at 512^3 (rows of 516) on one
+ * H200: 334.7 us against 397.8 us for hp_stencil27_marching's f32 tiles, 79 % of the copy
+ * speed; one row a thread beat 2, 3 and 4, 2 and 1 point lanes were slower than the tiles
+ * (results/2026-11-27-h200-lane-rows). */
+#define HP_LANES_POINTS 4u
+#define HP_LANES_Z 32u
+#define HP_LANES_PREFETCH 2u
 /* hp_stencil27_marching over a box at least HP_MARCH_MIN_Z planes deep but too thin for tiles
  * (a shell's x and y slabs): a thread per column of HP_SLAB_Z planes (hp_stencil27_slab). 4
  * planes rather than 8 (twice the threads for a latency-bound slab): the stencil's compute at

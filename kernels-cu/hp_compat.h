@@ -16,6 +16,8 @@
  *   hp_backoff(ns)                   pause about ns nanoseconds between polls (0: none)
  *   hp_prefetch_l2(p)                ask L2 for the line holding p ahead of its loads (a hint:
  *                                    no register is held for it, and no fault is raised)
+ *   hp_shfl_up32(v, d), _down32      v of the lane d below / above in the caller's group of 32
+ *                                    lanes (every lane of the group calls it)
  *   HP_GRID_CONSTANT                 marks a by-value kernel parameter read through
  *                                    hp_args_in_place
  *   hp_args_in_place(a)              a reference to the kernel's one by-value parameter `a`,
@@ -113,6 +115,9 @@ HP_DEVICE void hp_backoff(uint32_t ns) {
 }
 
 HP_DEVICE void hp_prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+HP_DEVICE float hp_shfl_up32(float v, unsigned d) { return __shfl_up_sync(0xffffffffu, v, d); }
+HP_DEVICE float hp_shfl_down32(float v, unsigned d) { return __shfl_down_sync(0xffffffffu, v, d); }
 
 #else
 #error "hp_compat.h needs nvcc (__CUDACC__) or hipcc (__HIPCC__)"

@@ -6,7 +6,8 @@
  *   hp_exchange_regions  both, for device-direct messages (HP_REGIONS_FUSED)
  *   hp_{pack|unpack}_regions_w4, _w8   their plain form (HP_REGIONS_PLAIN in haloport_shared.h)
  *   hp_stencil27       one Jacobi sweep of the 27-point stencil over a box (the application)
- *   hp_stencil27_marching, hp_stencil27_march64   its march form (haloport_shared.h)
+ *   hp_stencil27_marching, hp_stencil27_march64, hp_stencil27_march32   its march form
+ *                      (haloport_shared.h)
  *
  * Included, after hp_kernels.cuh, by the entries (kernels-cu/haloport.cu,
  * kernels-hip/haloport.hip); the host backend mirrors them in
@@ -847,6 +848,110 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
     }
 }
 
+/* The row sums of one row for a lane's points x .. x + 3 (HP_LANES_POINTS), from `r` at (x, row):
+ * the lane's points loaded once (16 bytes), x - 1 and x + 4 from the lanes beside, lanes 0 and
+ * 31 of the group loading the group's ends (r[edge]); each ((x - 1 + x) + x + 1), the order of
+ * hp_march_plane. */
+HP_DEVICE void hp_lanes_row(float (&row)[4], const float* __restrict__ r, int edge, bool end_lane,
+                            uint32_t lane) {
+    const float4 w = *(const float4*)r;
+    float e = 0.0f;
+    if (end_lane) e = r[edge];
+    float left = hp_shfl_up32(w.w, 1u);
+    float right = hp_shfl_down32(w.x, 1u);
+    if (lane == 0u) left = e;
+    if (lane == 31u) right = e;
+    row[0] = (left + w.x) + w.y;
+    row[1] = (w.x + w.y) + w.z;
+    row[2] = (w.y + w.z) + w.w;
+    row[3] = (w.z + w.w) + right;
+}
+
+/* The plane sums of a lane's points in row y from `q` at (x, y) of the plane: ((row y - 1 +
+ * row y) + row y + 1), hp_march_plane's order. */
+HP_DEVICE void hp_lanes_plane(float (&sums)[4], const float* __restrict__ q, int64_t ax, int edge,
+                              bool end_lane, uint32_t lane) {
+    float below[4], row[4], above[4];
+    hp_lanes_row(below, q - ax, edge, end_lane, lane);
+    hp_lanes_row(row, q, edge, end_lane, lane);
+    hp_lanes_row(above, q + ax, edge, end_lane, lane);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sums[k] = (below[k] + row[k]) + above[k];
+}
+
+/* The full 27-point stencil over one f32 component in lanes of 4 points (HP_LANES_* in
+ * haloport_shared.h): tiles of 128 points from begin[0] rounded down to a multiple of 4, by
+ * blockDim.x / 32 rows, by HP_LANES_Z planes, a block per tile, blocks striding over tiles.
+ * A group of 32 lanes takes one row of a tile (so every lane of a group shuffles, or none); a
+ * lane whose points all lie past end[0] reads the tile's first points instead (nothing it
+ * holds is stored or taken by a stored point: the lane before takes its first point only when
+ * that lane's last point lies in the box, and then this lane's points start at or before
+ * end[0]). Lane 0's x - 1 lies at or after begin[0] - 4 >= -3: a read of column x0 - 1 >= 0 is
+ * taken only where x0 > 0 (x0 = 0 is never in the box). The same sums in the same order as
+ * hp_stencil27_march: the same bits. */
+HP_DEVICE void hp_stencil27_lanes(const hp_stencil_args& a) {
+    const float* __restrict__ in = (const float*)a.in;
+    float* __restrict__ out = (float*)a.out;
+    const int64_t ax = (int64_t)a.alloc[0];
+    const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
+    const uint64_t first_x = a.begin[0] / HP_LANES_POINTS * HP_LANES_POINTS;
+    const uint64_t rows = blockDim.x / HP_MARCH_X;
+    const uint64_t width = HP_MARCH_X * HP_LANES_POINTS;
+    const uint64_t tiles_x = (a.end[0] - first_x + width - 1) / width;
+    const uint64_t tiles_y = (a.end[1] - a.begin[1] + rows - 1) / rows;
+    const uint64_t tiles = tiles_x * tiles_y * ((a.end[2] - a.begin[2] + HP_LANES_Z - 1) / HP_LANES_Z);
+    const uint32_t lane = threadIdx.x % HP_MARCH_X;
+    const uint64_t ty = threadIdx.x / HP_MARCH_X;
+    const bool end_lane = lane == 0u || lane == HP_MARCH_X - 1u;
+    const float scale = 1.0f / 27.0f;
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint64_t rest = t / tiles_x;
+        const uint64_t x0 = first_x + (t % tiles_x) * width;
+        const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty;
+        if (y >= a.end[1]) continue; /* the whole group */
+        uint64_t x = x0 + lane * HP_LANES_POINTS;
+        const bool used = x <= a.end[0];
+        if (!used) x = x0;
+        /* Lane 0 reads x - 1 (none at x = 0), lane 31 x + 4 where its last point is in the box. */
+        const int edge = lane == 0u ? (x > 0u ? -1 : 0)
+                                    : (x + HP_LANES_POINTS <= a.end[0] ? (int)HP_LANES_POINTS : 0);
+        const bool whole = used && x >= a.begin[0] && x + HP_LANES_POINTS <= a.end[0];
+        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * HP_LANES_Z;
+        const int depth = a.end[2] - z0 < (uint64_t)HP_LANES_Z ? (int)(a.end[2] - z0) : (int)HP_LANES_Z;
+        const float* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
+        float* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
+#pragma unroll
+        for (int d = 2; d < 2 + (int)HP_LANES_PREFETCH; ++d) {
+            if (d <= depth) hp_prefetch_l2(q + d * plane);
+        }
+        float lo[4], mid[4], hi[4];
+        hp_lanes_plane(lo, q, ax, edge, end_lane, lane);
+        hp_lanes_plane(mid, q + plane, ax, edge, end_lane, lane);
+        q += 2 * plane;
+        for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+            if (z + 1 + (int)HP_LANES_PREFETCH <= depth) {
+                hp_prefetch_l2(q + (int)HP_LANES_PREFETCH * plane);
+            }
+            hp_lanes_plane(hi, q, ax, edge, end_lane, lane);
+            float r[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                r[k] = ((lo[k] + mid[k]) + hi[k]) * scale;
+                lo[k] = mid[k];
+                mid[k] = hi[k];
+            }
+            if (whole) {
+                *(float4*)o = make_float4(r[0], r[1], r[2], r[3]);
+            } else if (used) {
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    if (x + k >= a.begin[0] && x + k < a.end[0]) o[k] = r[k];
+                }
+            }
+        }
+    }
+}
+
 /* Appends tile t to the step's list of tiles whose slab points the fix-up updates (at most
  * `capacity`). Not inlined: the march's loop keeps the registers and schedule it has without
  * it. */
@@ -1170,6 +1275,23 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64
     if (hp_stencil_box_empty(a) || a.elem_bytes != 8 || !hp_stencil_marches(a)) return;
     hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS,
                        (int)HP_MARCH_PREFETCH>(a);
+}
+
+/* Whether hp_stencil27_march32 takes the box of `a` (haloport_core::regions::stencil_lanes):
+ * f32, a box that marches in tiles, rows a multiple of HP_LANES_POINTS elements and both fields
+ * 16-byte aligned, so every lane's four points are one aligned vector. */
+HP_DEVICE bool hp_stencil_lanes_fit(const hp_stencil_args& a) {
+    return a.elem_bytes == 4u && hp_stencil_marches(a) && a.alloc[0] % HP_LANES_POINTS == 0u &&
+           a.in % 16u == 0u && a.out % 16u == 0u;
+}
+
+/* The march form's f32 tiles in lanes of 4 points (HP_LANES_* in haloport_shared.h): the host
+ * launches it only where haloport_core::regions::stencil_lanes says the box and fields fit (a
+ * block per tile), and refuses any other launch up front; here such a launch updates nothing. */
+extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
+    hp_stencil27_march32(hp_stencil_args a) {
+    if (hp_stencil_box_empty(a) || !hp_stencil_lanes_fit(a)) return;
+    hp_stencil27_lanes(a);
 }
 
 /* Whether the box of `a` can take its x and y slabs into its tiles (HP_SHELL_READY in

@@ -9,7 +9,9 @@
  *   back-off: s_sleep, ~64 clocks per unit (thesis 4.6.2: constant polling slowed flag
  *            propagation on MI50s; a pause between polls lets it through).
  *   L2 prefetch: none (hp_prefetch_l2 is a no-op).
- * Wavefronts are 64 threads wide; nothing in the kernels depends on the width.
+ *   shuffles: __shfl_up / __shfl_down with a width of 32, so a 64-wide wavefront shuffles as
+ *            two groups of 32, as CUDA's warps do.
+ * Wavefronts are 64 threads wide; nothing else in the kernels depends on the width.
  */
 #ifndef HP_AMD_H
 #define HP_AMD_H
@@ -81,5 +83,8 @@ HP_DEVICE void hp_backoff(uint32_t ns) {
 /* gfx9 has no load that only fills L2 (a plain load would hold a register until it lands),
  * so the hint is dropped; the march form is correct and unchanged without it. */
 HP_DEVICE void hp_prefetch_l2(const void* p) { (void)p; }
+
+HP_DEVICE float hp_shfl_up32(float v, unsigned d) { return __shfl_up(v, d, 32); }
+HP_DEVICE float hp_shfl_down32(float v, unsigned d) { return __shfl_down(v, d, 32); }
 
 #endif /* HP_AMD_H */

@@ -354,6 +354,36 @@ fn padded_allocations_verify_on_1_2_4_and_8_ranks_with_the_same_checksum() {
 }
 
 #[test]
+fn f32_rows_of_a_multiple_of_4_elements_take_the_lanes_and_others_are_told_how() {
+    // Rows of 66 f32 elements march in the march kernel's tiles, and the report says which
+    // padding gives the lanes of 4 points; with it the box takes them, with the same result.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("stencil.json");
+    let base = [
+        "stencil", "--grid", "64x32x32", "--type", "f32", "--steps", "2",
+    ];
+    let run = |extra: &[&str]| {
+        let mut all = base.to_vec();
+        all.extend_from_slice(extra);
+        all.extend(["--json", json.to_str().expect("utf-8 path")]);
+        let job = mpirun(1, &all);
+        assert_eq!(job.code, Some(0), "{extra:?}: {}", job.explain());
+        (job.stdout, read_json(&json))
+    };
+    let (stdout, plain) = run(&[]);
+    assert_eq!(plain["inner_kernel"], "hp_stencil27_marching", "{plain}");
+    assert!(
+        stdout.contains("hint: rows of 66 f32 elements: --pad 2,0,0 makes them a multiple of 4"),
+        "{stdout}"
+    );
+    let (stdout, padded) = run(&["--pad", "2,0,0"]);
+    assert_eq!(padded["inner_kernel"], "hp_stencil27_march32", "{padded}");
+    assert!(!stdout.contains("hint:"), "{stdout}");
+    assert_eq!(padded["verified"], true, "{padded}");
+    assert_eq!(padded["checksum"], plain["checksum"]);
+}
+
+#[test]
 fn the_7_point_stencil_moves_6_messages_and_verifies_on_1_2_4_and_8_ranks() {
     // PROBLEM, periodic everywhere, so that every rank has all its neighbours.
     let problem = [

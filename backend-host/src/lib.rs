@@ -285,7 +285,8 @@ impl Backend for HostBackend {
             // The march-only kernel computes the same bits as the point form.
             Launch::Stencil27(args)
             | Launch::StencilMarching(args)
-            | Launch::StencilMarch64(args) => HostLaunch::Stencil(*args),
+            | Launch::StencilMarch64(args)
+            | Launch::StencilMarch32(args) => HostLaunch::Stencil(*args),
             Launch::StencilMarch64Shell(args) => HostLaunch::ShellBox(*args, dims.threads),
             Launch::StencilShellReady(args) => HostLaunch::ShellReady(*args),
             Launch::StencilShellFixup(args) => HostLaunch::ShellFixup(*args, dims.threads),

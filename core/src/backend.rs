@@ -156,6 +156,10 @@ pub enum Kernel {
     /// The march form's f64 tiles, alone in their kernel with a floor of resident blocks
     /// (`HP_MARCH64_MIN_BLOCKS`): its own registers (results/2026-11-26-h200-tiles).
     StencilMarch64,
+    /// The march form's f32 tiles in lanes of 4 points, one aligned 16-byte load a row, x
+    /// neighbours from the lanes beside (`HP_LANES_POINTS`): rows of a multiple of 4 elements
+    /// and 16-byte aligned fields only (results/2026-11-27-h200-lane-rows).
+    StencilMarch32,
     /// [`Kernel::StencilMarch64`] over a step's inner box taking the shell's x and y slabs
     /// into its tiles once the step's ready word is raised (`HP_SHELL_READY`).
     StencilMarch64Shell,
@@ -189,6 +193,7 @@ impl Kernel {
             Kernel::EpochStep => "hp_epoch_step",
             Kernel::StencilMarching => "hp_stencil27_marching",
             Kernel::StencilMarch64 => "hp_stencil27_march64",
+            Kernel::StencilMarch32 => "hp_stencil27_march32",
             Kernel::StencilMarch64Shell => "hp_stencil27_march64_shell",
             Kernel::StencilShellReady => "hp_stencil27_shell_ready",
             Kernel::StencilShellFixup => "hp_stencil27_shell_fixup",
@@ -206,7 +211,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 22] = [
+    pub const ALL: [Kernel; 23] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -226,6 +231,7 @@ impl Kernel {
         Kernel::EpochStep,
         Kernel::StencilMarching,
         Kernel::StencilMarch64,
+        Kernel::StencilMarch32,
         Kernel::StencilMarch64Shell,
         Kernel::StencilShellReady,
         Kernel::StencilShellFixup,
@@ -277,6 +283,12 @@ pub enum Launch<'a> {
     /// for tiles); [`regions::stencil_launch`](crate::regions::stencil_launch) picks it and its
     /// grid, a block per tile.
     StencilMarch64(&'a hp_stencil_args),
+    /// [`Kernel::StencilMarch32`]: only where
+    /// [`regions::stencil_lanes`](crate::regions::stencil_lanes) says so (f32 tiles, rows of a
+    /// multiple of 4 elements, 16-byte aligned fields);
+    /// [`regions::stencil_launch`](crate::regions::stencil_launch) picks it and its grid, a
+    /// block per tile.
+    StencilMarch32(&'a hp_stencil_args),
     /// [`Kernel::StencilMarch64Shell`]: only where
     /// [`regions::ShellTiles::of`](crate::regions::ShellTiles::of) takes the box, with its
     /// grid (a block per tile) and threads.
@@ -305,6 +317,7 @@ impl Launch<'_> {
             Launch::Stencil27(a)
             | Launch::StencilMarching(a)
             | Launch::StencilMarch64(a)
+            | Launch::StencilMarch32(a)
             | Launch::StencilMarch64Shell(a)
             | Launch::StencilShellReady(a)
             | Launch::StencilShellFixup(a) => std::ptr::from_ref(*a).cast(),
@@ -404,6 +417,25 @@ impl Launch<'_> {
                     dims.threads
                 ))
             }
+            Launch::StencilMarch32(a) if !crate::regions::stencil_lanes(a, dims.threads) => {
+                invalid(format!(
+                    "the f32 lanes kernel takes the full stencil over one component of 4-byte elements, a box of at least {}x{}x{} points, rows of a multiple of {} elements, both fields 16-byte aligned and blocks of whole warps up to {} threads (box {:?}..{:?}, allocation {:?}, {}-byte elements, shape {}, {} components, fields at {:#x} and {:#x}, {} threads)",
+                    crate::shared::HP_MARCH_X,
+                    crate::shared::HP_MARCH_ROWS,
+                    crate::shared::HP_MARCH_MIN_Z,
+                    crate::shared::HP_LANES_POINTS,
+                    crate::shared::HP_MARCHING_MAX_THREADS,
+                    a.begin,
+                    a.end,
+                    a.alloc,
+                    a.elem_bytes,
+                    a.shape,
+                    a.components,
+                    a.in_,
+                    a.out,
+                    dims.threads
+                ))
+            }
             Launch::StencilMarch64Shell(a) | Launch::StencilShellFixup(a)
                 if crate::regions::ShellTiles::of(a, dims.threads).is_none() =>
             {
@@ -433,6 +465,7 @@ impl Launch<'_> {
             Launch::Stencil27(a)
             | Launch::StencilMarching(a)
             | Launch::StencilMarch64(a)
+            | Launch::StencilMarch32(a)
             | Launch::StencilMarch64Shell(a)
             | Launch::StencilShellFixup(a) => {
                 crate::regions::check_stencil(a).or_else(|e| invalid(e.to_string()))?;
@@ -474,6 +507,7 @@ impl Launch<'_> {
             Launch::EpochStep(_) => Kernel::EpochStep,
             Launch::StencilMarching(_) => Kernel::StencilMarching,
             Launch::StencilMarch64(_) => Kernel::StencilMarch64,
+            Launch::StencilMarch32(_) => Kernel::StencilMarch32,
             Launch::StencilMarch64Shell(_) => Kernel::StencilMarch64Shell,
             Launch::StencilShellReady(_) => Kernel::StencilShellReady,
             Launch::StencilShellFixup(_) => Kernel::StencilShellFixup,

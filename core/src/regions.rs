@@ -420,10 +420,26 @@ pub fn stencil_marching(args: &hp_stencil_args, threads: u32) -> bool {
         && extent(2) >= u64::from(shared::HP_MARCH_MIN_Z)
 }
 
+/// Whether a sweep of `args` with `threads` a block runs the march form's f32 tiles in lanes of
+/// 4 points ([`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32), `HP_LANES_POINTS`):
+/// 4-byte elements where [`stencil_marching`] and [`stencil_marches`] say so, rows of a
+/// multiple of 4 elements (an application pads its rows: the layout's `pad`) and both fields
+/// 16-byte aligned, so every lane's 4 points are one aligned 16-byte vector.
+pub fn stencil_lanes(args: &hp_stencil_args, threads: u32) -> bool {
+    let points = u64::from(shared::HP_LANES_POINTS);
+    args.elem_bytes == 4
+        && stencil_marching(args, threads)
+        && stencil_marches(args, threads)
+        && args.alloc[0] % points == 0
+        && args.in_ % (points * 4) == 0
+        && args.out % (points * 4) == 0
+}
+
 /// The launch of one sweep of `args` with `threads` a block, and its grid: where
 /// [`stencil_marching`] says so, the march form's own kernels: in a box thick enough for tiles
 /// ([`stencil_marches`]) a block per tile of its element type's shape, f64 tiles in
-/// [`Kernel::StencilMarch64`](crate::Kernel::StencilMarch64); in a slab a thread per column of
+/// [`Kernel::StencilMarch64`](crate::Kernel::StencilMarch64), f32 tiles in lanes of 4 points
+/// where [`stencil_lanes`] says so; in a slab a thread per column of
 /// `HP_SLAB_Z` planes. Else [`Kernel::Stencil27`](crate::Kernel::Stencil27) with
 /// [`stencil_blocks`].
 pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, LaunchDims) {
@@ -444,6 +460,9 @@ pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, Laun
             threads,
         };
         return (Launch::StencilMarching(args), dims);
+    }
+    if stencil_lanes(args, threads) {
+        return (Launch::StencilMarch32(args), lanes_dims(args, threads));
     }
     let (launch, (rows, cols, depth)) = if args.elem_bytes == 8 {
         (
@@ -480,6 +499,24 @@ fn march_tiles(args: &hp_stencil_args, threads: u32, rows: u32, cols: u32, depth
         * extent(1).div_ceil(tile_rows)
         * extent(2).div_ceil(u64::from(depth));
     u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
+}
+
+/// The grid of [`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32) over `args`: a block per
+/// tile of `HP_MARCH_X * HP_LANES_POINTS` points from `begin[0]` rounded down to a multiple of
+/// `HP_LANES_POINTS`, a row a warp, `HP_LANES_Z` planes (the kernel's `hp_stencil27_lanes`).
+fn lanes_dims(args: &hp_stencil_args, threads: u32) -> LaunchDims {
+    let points = u64::from(shared::HP_LANES_POINTS);
+    let first_x = args.begin[0] / points * points;
+    let tiles = args.end[0]
+        .saturating_sub(first_x)
+        .div_ceil(u64::from(shared::HP_MARCH_X) * points)
+        * (args.end[1].saturating_sub(args.begin[1]))
+            .div_ceil(u64::from(threads / shared::HP_MARCH_X))
+        * (args.end[2].saturating_sub(args.begin[2])).div_ceil(u64::from(shared::HP_LANES_Z));
+    LaunchDims {
+        blocks: u32::try_from(tiles.max(1)).unwrap_or(u32::MAX),
+        threads,
+    }
 }
 
 /// How [`Kernel::StencilMarch64Shell`](crate::Kernel::StencilMarch64Shell) tiles a step's
@@ -1138,11 +1175,33 @@ mod tests {
             ..with_fields
         };
         assert!(Launch::StencilMarch64(&flat).check("host", dims).is_err());
+        // f32 rows of a multiple of 4 elements in 16-byte aligned fields take the lanes of 4
+        // points: tiles of 128 columns from x = 0, a row a warp, 32 planes: 1 x 3 x 2.
         let big32 = hp_stencil_args {
             elem_bytes: 4,
-            ..big
+            ..with_fields
         };
+        assert!(stencil_lanes(&big32, 256));
         let (launch, dims) = stencil_launch(&big32, 256);
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch32, 6));
+        assert!(Launch::StencilMarch32(&big32).check("host", dims).is_ok());
+        // Otherwise (a field 4 bytes off 16, rows of 70 elements, f64) they take the march
+        // kernel's f32 tiles (64 columns, 8 warps x 2 rows, 16 planes: 2 x 2 x 3), and a lanes
+        // launch by hand is refused.
+        let off = hp_stencil_args {
+            out: 0x2004,
+            ..big32
+        };
+        let rows70 = hp_stencil_args {
+            alloc: [70, 22, 42],
+            end: [69, 21, 41],
+            ..big32
+        };
+        for other in [off, rows70, with_fields] {
+            assert!(!stencil_lanes(&other, 256));
+            assert!(Launch::StencilMarch32(&other).check("host", dims).is_err());
+        }
+        let (launch, dims) = stencil_launch(&off, 256);
         assert_eq!(
             (launch.kernel(), dims.blocks),
             (Kernel::StencilMarching, 12)

@@ -24,7 +24,9 @@ use std::time::Instant;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::backend::{download_bytes, upload_bytes, Backend, DeviceMemory, Launch, LaunchDims};
+use crate::backend::{
+    download_bytes, upload_bytes, Backend, DeviceMemory, Kernel, Launch, LaunchDims,
+};
 use crate::collective::{agree, receive_until, send_until};
 use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
@@ -133,6 +135,9 @@ pub struct JacobiRun {
     /// Where the inner box took the shell's x and y slabs into its tiles (the first such
     /// field), how many tiles it left to the fix-up; `None` where no field's box did.
     pub shell_tiles: Option<ShellTilesListed>,
+    /// The kernel that updates this rank's inner box of the first field (`None` where the
+    /// box is empty): which tiles the step's bulk runs in.
+    pub inner_kernel: Option<Kernel>,
     /// This rank's plan.
     pub plan: HaloPlan,
     /// How each neighbour's messages travelled, in the plan's order.
@@ -545,6 +550,12 @@ pub fn run_jacobi<B: Backend>(
         backend.stream_synchronize(&stream, deadline())?;
         copy_seconds.push(t0.elapsed().as_secs_f64());
     }
+    let inner_kernel = inner_kernel(
+        &launches[0],
+        (&u[0], &v[0]),
+        &inner,
+        shell_words[0].is_some(),
+    );
     let shell_tiles = shell_words
         .iter()
         .flatten()
@@ -558,6 +569,7 @@ pub fn run_jacobi<B: Backend>(
         plan,
         links,
         shell_tiles,
+        inner_kernel,
         step_seconds,
         exchange_seconds,
         compute_seconds,
@@ -964,6 +976,30 @@ fn sweep<B: Backend>(
     // interior, so every point's neighbours lie inside the allocation; (3) the CPU does not
     // touch the fields while kernels run.
     unsafe { backend.launch(launch, dims, stream) }
+}
+
+/// The kernel [`sweep`] (or, where the box takes its shell's slabs, the step) launches over the
+/// inner box `b` of a field of `kind` from `from` into `to`; `None` for an empty box.
+fn inner_kernel<B: Backend>(
+    kind: &hp_stencil_args,
+    (from, to): (&Field<B>, &Field<B>),
+    b: &CellBox,
+    in_tiles: bool,
+) -> Option<Kernel> {
+    if b.iter().any(|[lo, hi]| hi <= lo) {
+        return None;
+    }
+    if in_tiles {
+        return Some(Kernel::StencilMarch64Shell);
+    }
+    let args = hp_stencil_args {
+        in_: from.device_addr(),
+        out: to.device_addr(),
+        begin: b.map(|[lo, _]| lo),
+        end: b.map(|[_, hi]| hi),
+        ..*kind
+    };
+    Some(stencil_launch(&args, STENCIL_THREADS).0.kernel())
 }
 
 /// Largest message of the gather: MPI counts are ints, and rsmpi refuses longer slices.

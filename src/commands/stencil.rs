@@ -14,7 +14,7 @@ use haloport::core::stats::median;
 use haloport::core::stencil::{
     run_jacobi, run_reference, FieldKind, JacobiConfig, Stencil as JacobiStencil,
 };
-use haloport::core::{Backend, Error};
+use haloport::core::{Backend, Error, Kernel};
 use haloport::foreign::BackendKind;
 use haloport::provenance::{provenance, Provenance};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -45,6 +45,12 @@ pub(crate) struct StencilResult {
     halo_hi: [u32; 3],
     /// Allocated cells after the high halo, per dimension.
     pad: [u32; 3],
+    /// Rank 0's allocated local array (halos and padding included), cells per dimension.
+    alloc: [u64; 3],
+    /// The kernel that updated rank 0's inner box of the first field (the step's bulk);
+    /// absent where that box is empty (and in older results).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inner_kernel: Option<&'static str>,
     /// 7 or 27: the points the update averages.
     stencil: u32,
     /// Messages rank 0 sends per exchange (its neighbours that receive something).
@@ -319,6 +325,8 @@ pub(crate) fn measured<B: Backend>(
             halo_lo: config.spec.halo_lo(),
             halo_hi: config.spec.halo_hi(),
             pad: config.spec.layout.pad,
+            alloc: run.plan.decomposition.alloc,
+            inner_kernel: run.inner_kernel.map(Kernel::symbol),
             stencil: config.stencil.points(),
             messages: run
                 .plan
@@ -378,6 +386,24 @@ pub(crate) fn measured<B: Backend>(
     }
 }
 
+/// Where rank 0's f32 box marched in the march kernel's tiles only because its rows are no
+/// multiple of 4 elements: the padding that gives it the lanes of 4 points.
+fn lanes_hint(r: &StencilResult) -> Option<String> {
+    let points = u64::from(haloport::core::shared::HP_LANES_POINTS);
+    let short = (points - r.alloc[0] % points) % points;
+    (r.inner_kernel == Some(Kernel::StencilMarching.symbol()) && r.elem == "f32" && short > 0)
+        .then(|| {
+            format!(
+                "rows of {} f32 elements: --pad {},{},{} makes them a multiple of {points}, for the faster f32 tiles ({})",
+                r.alloc[0],
+                u64::from(r.pad[0]) + short,
+                r.pad[1],
+                r.pad[2],
+                Kernel::StencilMarch32.symbol()
+            )
+        })
+}
+
 fn print_summary(r: &StencilResult) {
     let [px, py, pz] = r.procs;
     let [nx, ny, nz] = r.grid;
@@ -415,6 +441,12 @@ fn print_summary(r: &StencilResult) {
         r.exposed_exchange_us,
         100.0 * r.hidden_fraction
     );
+    if let Some(kernel) = r.inner_kernel {
+        println!("  inner box: {kernel} (rank 0)");
+    }
+    if let Some(hint) = lanes_hint(r) {
+        println!("  hint: {hint}");
+    }
     if let Some(t) = r.shell_tiles {
         println!(
             "  shell: the inner box took its x and y slabs into its tiles; of its {} tiles holding slab points, {} ran before the halos were in (left to the fix-up) in the last step, {} without the exchange (rank 0)",

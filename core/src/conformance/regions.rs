@@ -1517,6 +1517,39 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
                 }
             }
         }
+        // f32 rows of a multiple of 4 elements take the lanes of 4 points (StencilMarch32):
+        // boxes starting at x = 1, 3 (the first lane group from x = 0) and 4, ending in the
+        // middle or at the end of a lane's 4 points and of a 128-point tile (101, 103: lanes
+        // past the end, and lane 31 reading x + 4 or not), rows 21 to 24 (blocks of 2 and 8
+        // warps), a grid of every tile and of 3 blocks striding, and a z slab one plane deep.
+        if eb == 4 {
+            let alloc = [104, 26, 42];
+            for (x_begin, x_end) in [(1, 101), (3, 103), (4, 100)] {
+                for y_end in [23, 25] {
+                    for threads in [64, 256] {
+                        for blocks in [None, Some(3)] {
+                            let bounds = ([x_begin, 2, 1], [x_end, y_end, 41]);
+                            let form = HP_STENCIL_FORM_MARCH;
+                            stencil_launch(
+                                backend, eb, 0, 1, alloc, bounds, blocks, threads, form,
+                            )?;
+                        }
+                    }
+                }
+            }
+            let slab = ([1, 1, 40], [103, 25, 41]);
+            stencil_launch(
+                backend,
+                eb,
+                0,
+                1,
+                alloc,
+                slab,
+                None,
+                256,
+                HP_STENCIL_FORM_MARCH,
+            )?;
+        }
         // Boxes one point wide in x (a shell's x slabs), 68 rows and 10 planes (columns of
         // HP_SLAB_Z = 4 planes, the last of 2), at the low and the high side, with their grid,
         // 1 block striding and blocks of 2 warps.
