@@ -4,7 +4,11 @@
 //! printed once, by rank 0, and every rank exits with code 2 after finalizing MPI. An error of
 //! one rank (a failed device or MPI call, a time-out) is printed by that rank, which then aborts
 //! the job (`MPI_Abort`, exit code 3) so no other rank waits for it. A run whose verification
-//! found wrong values exits with code 1 on every rank, after writing its results.
+//! found wrong values exits with code 1 on every rank, after writing its results. Before
+//! `MPI_Finalize` every rank waits for the others in a barrier that gives up
+//! (`HALOPORT_FINALIZE_TIMEOUT_S`, 300 s by default): a rank that stopped or died after its work
+//! would otherwise leave the others in `MPI_Finalize` for ever; on that time-out the job is
+//! aborted (exit code 3).
 
 mod cli;
 mod commands;
@@ -26,6 +30,12 @@ const EXIT_USAGE: u8 = 2;
 const TIMEOUT_REPORT_GRACE: Duration = Duration::from_secs(2);
 /// Exit code (via MPI_Abort) for a failure of one rank.
 const EXIT_FAILURE: i32 = 3;
+/// How long a rank waits for the others before `MPI_Finalize`, seconds, unless
+/// `HALOPORT_FINALIZE_TIMEOUT_S` says otherwise: long enough for rank 0 to verify a run alone.
+const FINALIZE_TIMEOUT_S: u64 = 300;
+/// Test hook: this rank stalls (an hour) before the barrier ahead of `MPI_Finalize`, as a rank
+/// stopped after its work would (`HALOPORT_TEST_STALL_BEFORE_FINALIZE_ON_RANK=R`).
+const STALL_HOOK: &str = "HALOPORT_TEST_STALL_BEFORE_FINALIZE_ON_RANK";
 
 /// This process's rank as the launcher told it, without initializing MPI (for messages that
 /// come before MPI exists).
@@ -97,9 +107,42 @@ fn main() -> ExitCode {
         Command::PackBench(args) => commands::packbench::run(&world, &args),
         Command::Report(_) | Command::Compare(_) | Command::Plan(_) => Ok(()),
     };
-    match result {
+    let code = match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&world, e),
+    };
+    finish_together(&world);
+    code
+}
+
+/// Waits, bounded, for every rank to reach the end before `MPI_Finalize` (when `universe` is
+/// dropped); aborts the job where one does not arrive in time.
+fn finish_together(world: &SimpleCommunicator) {
+    if world.size() < 2 {
+        return;
+    }
+    if std::env::var(STALL_HOOK)
+        .ok()
+        .and_then(|r| r.parse::<i32>().ok())
+        == Some(world.rank())
+    {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+    let seconds = match std::env::var("HALOPORT_FINALIZE_TIMEOUT_S") {
+        Err(_) => FINALIZE_TIMEOUT_S,
+        Ok(text) => text.trim().parse().unwrap_or_else(|_| {
+            print_error(&format!(
+                "rank {}: HALOPORT_FINALIZE_TIMEOUT_S='{text}' is not a whole number of seconds; using {FINALIZE_TIMEOUT_S}",
+                world.rank()
+            ));
+            FINALIZE_TIMEOUT_S
+        }),
+    };
+    let deadline = haloport::core::backend::deadline_in(Duration::from_secs(seconds));
+    let what = "waiting for every rank to finish before MPI_Finalize (a rank stopped or died?)";
+    if let Err(e) = haloport::core::collective::barrier_until(world, deadline, what) {
+        print_error(&format!("{e}; aborting the job"));
+        world.abort(EXIT_FAILURE);
     }
 }
 

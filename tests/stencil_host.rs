@@ -304,6 +304,30 @@ fn a_dropped_message_ends_every_rank_with_a_time_out_naming_the_halo() {
 }
 
 #[test]
+fn a_rank_stalled_after_its_work_ends_the_job_with_a_time_out_not_a_hang_in_finalize() {
+    // Rank 1 stalls (an hour) after the run, before the barrier ahead of MPI_Finalize: rank 0
+    // gives up after HALOPORT_FINALIZE_TIMEOUT_S and aborts the job, which ends rank 1 too.
+    let job = mpirun_with_env(
+        2,
+        &[
+            ("HALOPORT_TEST_STALL_BEFORE_FINALIZE_ON_RANK", "1"),
+            ("HALOPORT_FINALIZE_TIMEOUT_S", "2"),
+        ],
+        &["stencil", "--grid", "16x8x8", "--steps", "2"],
+    );
+    assert_eq!(job.code, Some(3), "{}", job.explain());
+    assert!(job.stdout.contains("verified: true"), "{}", job.explain());
+    assert!(
+        job.stderr.contains(
+            "rank 0: timed out after 2.0 s waiting for every rank to finish before MPI_Finalize"
+        ),
+        "{}",
+        job.explain()
+    );
+    assert!(job.took.as_secs() < 60, "took {:?}", job.took);
+}
+
+#[test]
 fn adopted_memory_is_checked_against_the_plan() {
     use haloport::core::domain::{DomainSpec, ElemType, HaloPlan};
     use haloport::core::halo::Field;

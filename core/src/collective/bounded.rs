@@ -8,7 +8,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_void;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::{decode_contributions, displacements, encode_contribution};
 use crate::error::{Error, Result};
-use crate::transport::mpi::{check, null_request, test_until};
+use crate::transport::mpi::{check, null_request, test_until, test_until_pausing};
 
 /// The tag of [`send_until`] and [`receive_until`]'s messages.
 const TAG: i32 = 0x6870;
@@ -93,6 +93,24 @@ pub fn receive_until(
             Err(e)
         }
     }
+}
+
+/// How long [`barrier_until`] sleeps between its tests: it waits for ranks still working (rank
+/// 0 verifying a run alone, say), so it leaves them the CPU.
+const BARRIER_PAUSE: Duration = Duration::from_millis(1);
+
+/// A barrier over `comm` that gives up at `deadline` where a rank does not arrive (it stopped
+/// or died), sleeping between its tests. Before `MPI_Finalize`, which would wait for such a
+/// rank for ever.
+///
+/// # Errors
+/// [`Error::Timeout`] naming `what` (the request is then left pending); MPI errors.
+pub fn barrier_until(comm: &SimpleCommunicator, deadline: Instant, what: &str) -> Result<()> {
+    let mut request = null_request();
+    // SAFETY: a nonblocking barrier names no buffer; the request is completed or left pending.
+    let code = unsafe { ffi::MPI_Ibarrier(comm.as_raw(), &mut request) };
+    check("MPI_Ibarrier", code, || what.to_owned())?;
+    test_until_pausing(comm.rank(), &mut request, deadline, what, BARRIER_PAUSE)
 }
 
 /// [`all_gather`](super::all_gather), giving up at `deadline` where a rank does not take part.

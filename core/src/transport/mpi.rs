@@ -478,6 +478,21 @@ pub(crate) fn test_until(
     deadline: Instant,
     what: &str,
 ) -> Result<()> {
+    test_until_pausing(rank, request, deadline, what, Duration::ZERO)
+}
+
+/// [`test_until`], sleeping `pause` between tests (a long wait that need not answer within
+/// microseconds leaves the CPU to the ranks still working).
+///
+/// # Errors
+/// As [`test_until`].
+pub(crate) fn test_until_pausing(
+    rank: i32,
+    request: &mut ffi::MPI_Request,
+    deadline: Instant,
+    what: &str,
+    pause: Duration,
+) -> Result<()> {
     let since = Instant::now();
     loop {
         let mut flag: c_int = 0;
@@ -494,7 +509,11 @@ pub(crate) fn test_until(
                 after: since.elapsed(),
             });
         }
-        std::hint::spin_loop();
+        if pause.is_zero() {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(pause);
+        }
     }
 }
 
