@@ -396,12 +396,14 @@ fn f32_rows_of_a_multiple_of_4_elements_take_the_lanes_and_others_are_told_how()
     };
     let (stdout, plain) = run(&[]);
     assert_eq!(plain["inner_kernel"], "hp_stencil27_marching", "{plain}");
+    assert_eq!(plain["lanes_padding"], 2, "{plain}");
     assert!(
         stdout.contains("hint: rows of 66 f32 elements: --pad 2,0,0 makes them a multiple of 4"),
         "{stdout}"
     );
     let (stdout, padded) = run(&["--pad", "2,0,0"]);
     assert_eq!(padded["inner_kernel"], "hp_stencil27_march32", "{padded}");
+    assert!(padded.get("lanes_padding").is_none(), "{padded}");
     assert!(!stdout.contains("hint:"), "{stdout}");
     assert_eq!(padded["verified"], true, "{padded}");
     assert_eq!(padded["checksum"], plain["checksum"]);

@@ -435,6 +435,19 @@ pub fn stencil_lanes(args: &hp_stencil_args, threads: u32) -> bool {
         && args.out % (points * 4) == 0
 }
 
+/// The cells of padding after each row of `args`'s allocation that would give it
+/// [`stencil_lanes`], where only its rows' length keeps it from them; `None` where it has them
+/// or misses them for another reason (its element type, shape or box).
+pub fn lanes_padding(args: &hp_stencil_args, threads: u32) -> Option<u64> {
+    let points = u64::from(shared::HP_LANES_POINTS);
+    let short = (points - args.alloc[0] % points) % points;
+    let padded = hp_stencil_args {
+        alloc: [args.alloc[0] + short, args.alloc[1], args.alloc[2]],
+        ..*args
+    };
+    (short > 0 && stencil_lanes(&padded, threads)).then_some(short)
+}
+
 /// The launch of one sweep of `args` with `threads` a block, and its grid: where
 /// [`stencil_marching`] says so, the march form's own kernels: in a box thick enough for tiles
 /// ([`stencil_marches`]) a block per tile of its element type's shape, f64 tiles in
@@ -1201,6 +1214,16 @@ mod tests {
             assert!(!stencil_lanes(&other, 256));
             assert!(Launch::StencilMarch32(&other).check("host", dims).is_err());
         }
+        // Rows of 70 would take them with 2 cells of padding; the others not for padding.
+        assert_eq!(lanes_padding(&rows70, 256), Some(2));
+        for other in [off, with_fields, big32] {
+            assert_eq!(lanes_padding(&other, 256), None);
+        }
+        let thin70 = hp_stencil_args {
+            end: [69, 4, 41],
+            ..rows70
+        };
+        assert_eq!(lanes_padding(&thin70, 256), None);
         let (launch, dims) = stencil_launch(&off, 256);
         assert_eq!(
             (launch.kernel(), dims.blocks),

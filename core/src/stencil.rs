@@ -32,7 +32,7 @@ use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
-use crate::regions::{stencil_launch, stencil_reads, Copy3d, ShellTiles};
+use crate::regions::{lanes_padding, stencil_launch, stencil_reads, Copy3d, ShellTiles};
 use crate::shared::{hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_LIST};
 
 /// Threads per block of the stencil kernel.
@@ -138,6 +138,9 @@ pub struct JacobiRun {
     /// The kernel that updates this rank's inner box of the first field (`None` where the
     /// box is empty): which tiles the step's bulk runs in.
     pub inner_kernel: Option<Kernel>,
+    /// The cells of padding after each row that would give that box the f32 lanes of 4
+    /// points ([`crate::regions::lanes_padding`]); `None` where it has them or cannot.
+    pub inner_lanes_padding: Option<u64>,
     /// This rank's plan.
     pub plan: HaloPlan,
     /// How each neighbour's messages travelled, in the plan's order.
@@ -550,7 +553,7 @@ pub fn run_jacobi<B: Backend>(
         backend.stream_synchronize(&stream, deadline())?;
         copy_seconds.push(t0.elapsed().as_secs_f64());
     }
-    let inner_kernel = inner_kernel(
+    let (inner_kernel, inner_lanes_padding) = inner_kernel(
         &launches[0],
         (&u[0], &v[0]),
         &inner,
@@ -570,6 +573,7 @@ pub fn run_jacobi<B: Backend>(
         links,
         shell_tiles,
         inner_kernel,
+        inner_lanes_padding,
         step_seconds,
         exchange_seconds,
         compute_seconds,
@@ -979,18 +983,19 @@ fn sweep<B: Backend>(
 }
 
 /// The kernel [`sweep`] (or, where the box takes its shell's slabs, the step) launches over the
-/// inner box `b` of a field of `kind` from `from` into `to`; `None` for an empty box.
+/// inner box `b` of a field of `kind` from `from` into `to`, and the padding of its rows that
+/// would give it the f32 lanes; `None` for an empty box.
 fn inner_kernel<B: Backend>(
     kind: &hp_stencil_args,
     (from, to): (&Field<B>, &Field<B>),
     b: &CellBox,
     in_tiles: bool,
-) -> Option<Kernel> {
+) -> (Option<Kernel>, Option<u64>) {
     if b.iter().any(|[lo, hi]| hi <= lo) {
-        return None;
+        return (None, None);
     }
     if in_tiles {
-        return Some(Kernel::StencilMarch64Shell);
+        return (Some(Kernel::StencilMarch64Shell), None);
     }
     let args = hp_stencil_args {
         in_: from.device_addr(),
@@ -999,7 +1004,10 @@ fn inner_kernel<B: Backend>(
         end: b.map(|[_, hi]| hi),
         ..*kind
     };
-    Some(stencil_launch(&args, STENCIL_THREADS).0.kernel())
+    (
+        Some(stencil_launch(&args, STENCIL_THREADS).0.kernel()),
+        lanes_padding(&args, STENCIL_THREADS),
+    )
 }
 
 /// Largest message of the gather: MPI counts are ints, and rsmpi refuses longer slices.

@@ -51,6 +51,10 @@ pub(crate) struct StencilResult {
     /// absent where that box is empty (and in older results).
     #[serde(skip_serializing_if = "Option::is_none")]
     inner_kernel: Option<&'static str>,
+    /// The cells of padding after each of rank 0's rows that would give its f32 box the lanes
+    /// of 4 points (`hp_stencil27_march32`); absent where it has them or cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lanes_padding: Option<u64>,
     /// 7 or 27: the points the update averages.
     stencil: u32,
     /// Messages rank 0 sends per exchange (its neighbours that receive something).
@@ -327,6 +331,7 @@ pub(crate) fn measured<B: Backend>(
             pad: config.spec.layout.pad,
             alloc: run.plan.decomposition.alloc,
             inner_kernel: run.inner_kernel.map(Kernel::symbol),
+            lanes_padding: run.inner_lanes_padding,
             stencil: config.stencil.points(),
             messages: run
                 .plan
@@ -386,22 +391,20 @@ pub(crate) fn measured<B: Backend>(
     }
 }
 
-/// Where rank 0's f32 box marched in the march kernel's tiles only because its rows are no
-/// multiple of 4 elements: the padding that gives it the lanes of 4 points.
+/// Where rank 0's f32 box misses the lanes of 4 points only for its rows' length: the padding
+/// that gives them.
 fn lanes_hint(r: &StencilResult) -> Option<String> {
-    let points = u64::from(haloport::core::shared::HP_LANES_POINTS);
-    let short = (points - r.alloc[0] % points) % points;
-    (r.inner_kernel == Some(Kernel::StencilMarching.symbol()) && r.elem == "f32" && short > 0)
-        .then(|| {
-            format!(
-                "rows of {} f32 elements: --pad {},{},{} makes them a multiple of {points}, for the faster f32 tiles ({})",
-                r.alloc[0],
-                u64::from(r.pad[0]) + short,
-                r.pad[1],
-                r.pad[2],
-                Kernel::StencilMarch32.symbol()
-            )
-        })
+    r.lanes_padding.map(|short| {
+        format!(
+            "rows of {} f32 elements: --pad {},{},{} makes them a multiple of {}, for the faster f32 tiles ({})",
+            r.alloc[0],
+            u64::from(r.pad[0]) + short,
+            r.pad[1],
+            r.pad[2],
+            haloport::core::shared::HP_LANES_POINTS,
+            Kernel::StencilMarch32.symbol()
+        )
+    })
 }
 
 fn print_summary(r: &StencilResult) {
