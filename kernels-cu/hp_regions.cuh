@@ -414,14 +414,19 @@ HP_DEVICE void hp_regions_stamp(const hp_regions_args& a) {
     if (a.times != 0) hp_regions_stamp_at<PACK, END>(a.times);
 }
 
+HP_DEVICE void hp_launch_count(const hp_regions_args& a);
+
 /* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the side's table
  * of `num_regions` regions. With a.times, thread 0 stamps the block's start and end
- * (haloport_shared.h). */
-template <bool PACK>
-__device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
+ * (haloport_shared.h). COUNT (the one launch's unpack side): a block that moved a signalled
+ * message's region counts itself towards a.done right after its message's fence, its end stamp
+ * taken before that fence, so the one fence orders everything the host reads (ipc-tq's chunks
+ * also end with one); returns whether it did (the same in every thread of the block). */
+template <bool PACK, bool COUNT = false>
+__device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
                                                  const hp_region* regions, uint32_t num_regions) {
     const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
-    if (ri == HP_REGION_NONE) return;
+    if (ri == HP_REGION_NONE) return false;
     const hp_region r = regions[ri];
     const uint32_t local_block = blockIdx.x - r.first_block;
     if (r.message == HP_NO_MESSAGE || a.messages == 0) {
@@ -433,7 +438,7 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
             __syncthreads();
             if (threadIdx.x == 0) hp_regions_stamp<PACK, true>(a);
         }
-        return;
+        return false;
     }
 
     const hp_message_signal m = ((const hp_message_signal*)a.messages)[r.message];
@@ -452,7 +457,7 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
     /* Broadcasts the outcome; with thread 0's acquire, orders every thread's accesses after
      * the wait (the peer's data is there, or the peer has freed the slot). */
     __syncthreads();
-    if (outcome != HP_MESSAGE_OK) return;
+    if (outcome != HP_MESSAGE_OK) return false;
 
     hp_region_payload<PACK>(a, regions, r, local_block);
     /* The barrier orders every thread's stores before thread 0's (CTA scope); thread 0's
@@ -461,6 +466,7 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
      * sequentially consistent one per thread serializes the whole launch. */
     __syncthreads();
     if (threadIdx.x == 0) {
+        if (COUNT) hp_regions_stamp<PACK, true>(a);
         hp_fence_acq_rel_system();
         /* A message of one block raises its flag at once; others count their blocks. A u32
          * count compared modulo 2^32: it gains exactly m.blocks per epoch. */
@@ -475,8 +481,16 @@ __device__ __forceinline__ void hp_regions_block(const hp_regions_args& a,
             if (m.blocks != 1u) hp_fence_acq_rel_system();
             hp_store_relaxed_system_u64((uint64_t*)m.flag, epoch);
         }
-        hp_regions_stamp<PACK, true>(a);
+        if (COUNT) {
+            /* The flag's store is not ordered before the count: the host, which polls the
+             * done word, reads no flag, and waits for the launch's event before peers may free
+             * what the flags point at (MessageExchange::close). */
+            hp_launch_count(a);
+        } else {
+            hp_regions_stamp<PACK, true>(a);
+        }
     }
+    return COUNT;
 }
 
 /* The most threads a block of the region kernels may have (the devices' limit): the compiler
@@ -514,6 +528,13 @@ HP_DEVICE void hp_launch_done(const hp_regions_args& a) {
     __syncthreads();
     if (threadIdx.x != 0) return;
     hp_fence_acq_rel_system();
+    hp_launch_count(a);
+}
+
+/* Thread 0 of a grid block whose work an acq_rel fence at system scope already ordered: counts
+ * the block, and the launch's last block raises *a.done to the epoch. */
+HP_DEVICE void hp_launch_count(const hp_regions_args& a) {
+    if (a.done == 0) return;
     if (atomicAdd((unsigned long long*)a.done_counter, 1ull) + 1ull == a.done_target) {
         hp_fence_acq_rel_system();
         hp_store_relaxed_system_u64((uint64_t*)a.done, a.epoch);
@@ -521,15 +542,18 @@ HP_DEVICE void hp_launch_done(const hp_regions_args& a) {
 }
 
 /* An exchange of device-direct messages in one launch (HP_REGIONS_FUSED in haloport_shared.h):
- * this block's pack block, then its unpack block, then its count towards a.done. */
+ * this block's pack block, then its unpack block, then its count towards a.done (in the unpack
+ * block's signalling where it moved a message's region). */
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
     const hp_regions_args& args = hp_args_in_place(a);
     hp_with_table(args, [&](const hp_region* regions) {
         hp_regions_block<true>(args, regions, args.num_regions);
-        hp_regions_block<false>(args, regions + args.num_regions, args.num_unpack_regions);
+        if (!hp_regions_block<false, true>(args, regions + args.num_regions,
+                                           args.num_unpack_regions)) {
+            hp_launch_done(args);
+        }
     });
-    hp_launch_done(args);
 }
 
 /* Moves a graph's epochs on (hp_epoch_args). */

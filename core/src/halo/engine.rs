@@ -1921,6 +1921,12 @@ impl<B: Backend> MessageExchange<'_, B> {
         if let Err(e) = self.kernels_done() {
             return leak(self, e);
         }
+        // A one launch's blocks count themselves before their last flag's store has landed in a
+        // peer's memory (`hp_regions_block`): the launch's end, not its done word, says it has.
+        let deadline = deadline_in(self.options.timeout);
+        if let Err(e) = self.backend.event_synchronize(&self.last_unpack, deadline) {
+            return leak(self, e);
+        }
         // A copy raising the device's abort word that was not seen complete.
         let abort_stream = &self.memory.abort.stream;
         let deadline = deadline_in(self.options.timeout);
