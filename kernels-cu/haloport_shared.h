@@ -376,15 +376,10 @@ typedef struct hp_regions_args {
      * launch may share one array: each writes only its own fields. The plain form stamps
      * nothing (the host passes 0). */
     uint64_t times;
-    /* HP_REGIONS_FUSED only: device address of a u64 in coherent pinned memory that the
-     * launch's last grid block raises to `epoch` once every block's moves, checks and stamps are
-     * done, or 0. The host polls it where it would otherwise wait for an event. */
+    /* HP_REGIONS_FUSED only: device address of u64[grid blocks] in coherent pinned memory,
+     * each grid block raising its own word to `epoch` once its moves, checks and stamps are
+     * done, or 0. The host polls them where it would otherwise wait for an event. */
     uint64_t done;
-    /* With `done`: device address of a u64 in device memory that each grid block adds 1 to,
-     * and the count that makes a block the launch's last (the host adds each launch's blocks,
-     * so launches of different grids share one counter). */
-    uint64_t done_counter;
-    uint64_t done_target;
     uint32_t num_regions;
     /* 4 (f32) or 8 (f64): elements are moved as 32- or 64-bit words. */
     uint32_t elem_bytes;

@@ -419,7 +419,7 @@ HP_DEVICE void hp_launch_count(const hp_regions_args& a);
 /* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the side's table
  * of `num_regions` regions. With a.times, thread 0 stamps the block's start and end
  * (haloport_shared.h). COUNT (the one launch's unpack side): a block that moved a signalled
- * message's region counts itself towards a.done right after its message's fence, its end stamp
+ * message's region raises its done word (a.done) right after its message's fence, its end stamp
  * taken before that fence, so the one fence orders everything the host reads (ipc-tq's chunks
  * also end with one); returns whether it did (the same in every thread of the block). */
 template <bool PACK, bool COUNT = false>
@@ -483,7 +483,7 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
         }
         if (COUNT) {
             /* The flag's store is not ordered before the count: the host, which polls the
-             * done word, reads no flag, and waits for the launch's event before peers may free
+             * done words, reads no flag, and waits for the launch's event before peers may free
              * what the flags point at (MessageExchange::close). */
             hp_launch_count(a);
         } else {
@@ -519,10 +519,9 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_regions_launch<false>(a);
 }
 
-/* With a.done: counts this grid block, and the launch's last block raises *a.done to the epoch.
- * Thread 0's fence orders the block's work before its count (the barrier orders every thread's
- * before thread 0's fence, as in hp_regions_block); the last block's fence acquires every
- * count's and releases them all with the store (a release pattern). All threads call it. */
+/* With a.done: raises this grid block's done word. Thread 0's fence orders the block's work
+ * before it (the barrier orders every thread's before thread 0's fence, as in
+ * hp_regions_block). All threads call it. */
 HP_DEVICE void hp_launch_done(const hp_regions_args& a) {
     if (a.done == 0) return;
     __syncthreads();
@@ -531,18 +530,17 @@ HP_DEVICE void hp_launch_done(const hp_regions_args& a) {
     hp_launch_count(a);
 }
 
-/* Thread 0 of a grid block whose work an acq_rel fence at system scope already ordered: counts
- * the block, and the launch's last block raises *a.done to the epoch. */
+/* Thread 0 of a grid block whose work an acq_rel fence at system scope already ordered: raises
+ * the block's own done word, a.done[blockIdx.x], to the epoch (the fence and the strong store a
+ * release). The host reads every block's word: no shared count, whose atomic round trip and
+ * second fence sat on the launch's tail (results/2026-11-27-h200-lib-latency). */
 HP_DEVICE void hp_launch_count(const hp_regions_args& a) {
     if (a.done == 0) return;
-    if (atomicAdd((unsigned long long*)a.done_counter, 1ull) + 1ull == a.done_target) {
-        hp_fence_acq_rel_system();
-        hp_store_relaxed_system_u64((uint64_t*)a.done, a.epoch);
-    }
+    hp_store_relaxed_system_u64((uint64_t*)a.done + blockIdx.x, a.epoch);
 }
 
 /* An exchange of device-direct messages in one launch (HP_REGIONS_FUSED in haloport_shared.h):
- * this block's pack block, then its unpack block, then its count towards a.done (in the unpack
+ * this block's pack block, then its unpack block, then its done word (in the unpack
  * block's signalling where it moved a message's region). */
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {

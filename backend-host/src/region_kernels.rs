@@ -138,24 +138,18 @@ pub(crate) unsafe fn run_regions(
 }
 
 /// `hp_launch_done` for a launch of `blocks` grid blocks, every one of which is done: each
-/// counts, and the one whose count reaches `done_target` raises `done` to the epoch.
+/// raises its done word (`done[block]`) to the epoch.
 ///
 /// # Safety
-/// With `args.done` set, it and `args.done_counter` are live, aligned u64s accessed only
-/// atomically.
+/// With `args.done` set, it holds `blocks` live, aligned u64s accessed only atomically.
 unsafe fn launch_done(args: &hp_regions_args, blocks: u32) {
     if args.done == 0 {
         return;
     }
-    // The blocks' stores (every worker joined) come before the counts.
-    fence(Ordering::SeqCst);
-    for _ in 0..blocks {
-        // SAFETY: forwarded from this function's contract.
-        let count = unsafe { flag64(args.done_counter) }.fetch_add(1, Ordering::AcqRel) + 1;
-        if count == args.done_target {
-            // SAFETY: forwarded from this function's contract.
-            unsafe { flag64(args.done) }.store(args.epoch, Ordering::Release);
-        }
+    for block in 0..u64::from(blocks) {
+        // SAFETY: forwarded from this function's contract; the release orders the blocks'
+        // stores (every worker joined) before the word.
+        unsafe { flag64(args.done + 8 * block) }.store(args.epoch, Ordering::Release);
     }
 }
 

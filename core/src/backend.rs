@@ -351,10 +351,9 @@ impl Launch<'_> {
                 if fused && a.messages == 0 {
                     return invalid("a one-launch exchange without its message table".into());
                 }
-                if a.done != 0 && (!fused || a.done_counter == 0 || a.epoch_base != 0) {
+                if a.done != 0 && (!fused || a.epoch_base != 0) {
                     return invalid(
-                        "a done word is for a one-launch exchange outside a graph, with its counter"
-                            .into(),
+                        "done words are for a one-launch exchange outside a graph".into(),
                     );
                 }
                 let regions = a.num_regions + if fused { a.num_unpack_regions } else { 0 };

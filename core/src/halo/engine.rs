@@ -89,8 +89,11 @@ struct SideTable<M> {
 /// Both sides' tables of one slot parity as one (`HP_REGIONS_FUSED`): the pack regions, then
 /// the unpack regions naming messages `n..2n` (their status words follow the pack ones); in
 /// `memory` the regions, then the pack signals, then the unpack ones.
-struct FusedTable<M> {
-    memory: M,
+struct FusedTable<B: Backend> {
+    memory: B::DeviceMemory,
+    /// A u64 per grid block that the block raises to the epoch once its work is done
+    /// (`hp_regions_args.done`; coherent pinned): the host polls them instead of an event.
+    done: B::PinnedMemory,
     regions: Vec<hp_region>,
     pack_regions: u32,
     /// The larger side's grid: block b packs its pack block b, then unpacks its unpack block b.
@@ -116,7 +119,7 @@ struct Tables<B: Backend> {
     unpack: [SideTable<B::DeviceMemory>; 2],
     /// The one-launch exchange of each slot parity ([`MessageExchange::fuse`]), where every
     /// message is device-direct and every rank's grid on the device fits on it at once.
-    fused: [Option<FusedTable<B::DeviceMemory>>; 2],
+    fused: [Option<FusedTable<B>>; 2],
     /// Per entry, the pack grid blocks serving its outgoing message (first, count): valid
     /// only where no regions were paired (the synthetic payload).
     pack_ranges: Vec<Option<(u32, u32)>>,
@@ -157,14 +160,13 @@ struct Memory<B: Backend> {
     /// Tables evicted from `tables` that a queued kernel may still read: freed once an unpack
     /// recorded after their last use is seen complete.
     retired: Vec<Tables<B>>,
-    /// A u32 pair per message (pack and unpack blocks), then the u64 count of the one
-    /// launches' grid blocks (`hp_regions_args.done_counter`).
+    /// A u32 pair per message (pack and unpack blocks).
     counters: B::DeviceMemory,
     abort: Box<DeviceAbort<B>>,
     staging: Staging<B>,
     /// Pinned: u32 pack status per message, u32 unpack status per message, then at the next
     /// 8-byte boundary the u64 abort flag, (taskqueue) a u64 packed flag and a u64 arrived
-    /// flag per message, and the one launch's done word ([`StatusLayout`]).
+    /// flag per message ([`StatusLayout`]).
     status: B::PinnedMemory,
     /// Our receive slots and flags, which same-node peers store into.
     _mailbox: B::DeviceMemory,
@@ -195,8 +197,8 @@ struct Staging<B: Backend> {
 
 /// Where the words of the pinned status block lie, in bytes: u32 pack outcomes and u32
 /// unpack outcomes (one per message each), then the u64 abort flag (the source of the device's
-/// copy, [`DeviceAbort`]), then u64 packed and u64 arrived flags (one per message each), then
-/// the u64 done word of the one launch. `8 * messages` keeps the u64s 8-byte aligned.
+/// copy, [`DeviceAbort`]), then u64 packed and u64 arrived flags (one per message each).
+/// `8 * messages` keeps the u64s 8-byte aligned.
 #[derive(Debug, Clone, Copy)]
 struct StatusLayout {
     messages: usize,
@@ -215,13 +217,8 @@ impl StatusLayout {
         self.packed(self.messages + j)
     }
 
-    /// The u64 a one launch's last grid block raises to its epoch (`hp_regions_args.done`).
-    fn done(self) -> usize {
-        self.arrived(self.messages)
-    }
-
     fn bytes(self) -> usize {
-        self.done() + 8
+        self.arrived(self.messages)
     }
 }
 
@@ -285,9 +282,11 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     one_launch: bool,
     /// The started exchange's one launch was queued by `start` on `beside`'s stream.
     launched_beside: bool,
-    /// Grid blocks of every one launch so far: the count at which the last one's last block
-    /// raises the done word (`hp_regions_args.done_target`).
-    done_target: u64,
+    /// The last one launch's done words (`FusedTable::done`): their host address and count,
+    /// and how many of them, from the first, were seen raised to its epoch. The table outlives
+    /// the launch (an evicted one is retired until an unpack after it is seen complete).
+    done_words: (usize, u32),
+    done_seen: std::cell::Cell<u32>,
     /// The stream the last `finish` made wait for an unpack queued beside.
     joined: Option<u64>,
     /// A pack was queued with no event after it yet (between `start` and `finish`, or a
@@ -416,7 +415,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 Some(m) => m,
                 None => backend.alloc_device(mailbox_bytes)?,
             };
-            let counters = backend.alloc_device(8 * n + 8)?;
+            let counters = backend.alloc_device(8 * n.max(1))?;
             let abort = Box::new(DeviceAbort {
                 word: backend.alloc_device(8)?,
                 stream: backend.create_stream()?,
@@ -536,7 +535,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             ranks_on_device,
             one_launch: false,
             launched_beside: false,
-            done_target: 0,
+            done_words: (0, 0),
+            done_seen: std::cell::Cell::new(0),
             joined: None,
             backend,
             rank,
@@ -641,7 +641,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             return self.finish_inner(stream);
         }
         self.unrecorded = true;
-        self.done_target = self.launch_fused(&key, stream)?;
+        self.done_words = self.launch_fused(&key, stream)?;
+        self.done_seen.set(0);
         self.backend.record_event(&self.last_unpack, stream)?;
         self.joined = None;
         self.current = key;
@@ -757,10 +758,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.backend.record_event(&beside.fork, stream)?;
             self.backend
                 .stream_wait_event(&beside.stream, &beside.fork)?;
-            let target = self.launch_fused(&key, &beside.stream)?;
+            self.done_words = self.launch_fused(&key, &beside.stream)?;
+            self.done_seen.set(0);
             self.backend
                 .record_event(&self.last_unpack, &beside.stream)?;
-            self.done_target = target;
             self.unpack_recorded = true;
             let side = self.backend.stream_id(&beside.stream);
             self.pack_stream = side;
@@ -794,7 +795,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     /// The one-launch table of `key` for the current epoch's slot parity, outside a capture
     /// (a graph keeps the two launches).
-    fn fused_table(&self, key: &[u64]) -> Option<&FusedTable<B::DeviceMemory>> {
+    fn fused_table(&self, key: &[u64]) -> Option<&FusedTable<B>> {
         if self.capture.is_some() {
             return None;
         }
@@ -1020,11 +1021,23 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }
     }
 
-    /// The current epoch's one launch raised its done word.
+    /// Every grid block of the current epoch's one launch raised its done word (those seen
+    /// raised before are not read again).
     fn one_launch_raised(&self) -> bool {
-        self.epoch_word(self.status_layout().done())
-            .load(Ordering::Acquire)
-            >= self.epoch
+        let (at, blocks) = self.done_words;
+        let mut seen = self.done_seen.get();
+        while seen < blocks {
+            // SAFETY: the last one launch's table holds `blocks` u64s at `at` (coherent pinned,
+            // 8-byte aligned) and outlives its launch (`done_words`); kernels and this thread
+            // touch them only atomically.
+            let word = unsafe { AtomicU64::from_ptr((at as *mut u64).add(seen as usize)) };
+            if word.load(Ordering::Acquire) < self.epoch {
+                break;
+            }
+            seen += 1;
+        }
+        self.done_seen.set(seen);
+        seen == blocks
     }
 
     /// Waits (until `deadline`) for the one launch of the current epoch: its last grid block
@@ -1464,7 +1477,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         &self,
         pack: &SideTable<B::DeviceMemory>,
         unpack: &SideTable<B::DeviceMemory>,
-    ) -> Result<Option<FusedTable<B::DeviceMemory>>> {
+    ) -> Result<Option<FusedTable<B>>> {
         let sides = [pack, unpack];
         let full = sides.iter().all(|t| t.form == HP_REGIONS_FULL);
         let paired = sides
@@ -1492,8 +1505,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }));
         let mut signals = pack.signals.clone();
         signals.extend_from_slice(&unpack.signals);
+        let done = self
+            .backend
+            .alloc_pinned(8 * blocks as usize, Coherence::Coherent)?;
+        // SAFETY: a fresh allocation of 8 * blocks bytes no kernel uses yet.
+        unsafe { std::ptr::write_bytes(done.host_ptr(), 0, 8 * blocks as usize) };
         Ok(Some(FusedTable {
             memory: upload_table(self.backend, &regions, &signals)?,
+            done,
             pack_regions: pack.regions.len() as u32,
             regions,
             blocks,
@@ -1558,23 +1577,20 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     }
 
     /// Queues the one launch of the fields at `key` for the current epoch ([`FusedTable`]) on
-    /// `stream`; returns the done word's target after it.
-    fn launch_fused(&self, key: &[u64], stream: &B::Stream) -> Result<u64> {
+    /// `stream`; returns its done words ([`MessageExchange::done_words`]'s address and count).
+    fn launch_fused(&self, key: &[u64], stream: &B::Stream) -> Result<(usize, u32)> {
         let fused = self
             .fused_table(key)
             .ok_or_else(|| Error::Internal("no one-launch table for these fields".into()))?;
         let memory = fused.memory.device_addr();
         let pack_regions = fused.pack_regions;
-        let done_target = self.done_target + u64::from(fused.blocks);
         let args = hp_regions_args {
             messages: memory + std::mem::size_of_val(fused.regions.as_slice()) as u64,
             status: self.memory.status.device_addr(),
             num_regions: pack_regions,
             num_unpack_regions: fused.regions.len() as u32 - pack_regions,
             form: HP_REGIONS_FUSED,
-            done: self.memory.status.device_addr() + self.status_layout().done() as u64,
-            done_counter: self.memory.counters.device_addr() + 8 * self.routes.len() as u64,
-            done_target,
+            done: fused.done.device_addr(),
             ..self.region_args(memory, fused.blocks, true, true)
         }
         .with_inline_table(&fused.regions);
@@ -1585,12 +1601,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // SAFETY: as for `launch`: the pack's and the unpack's tables in one, the unpack
         // messages' status words after the pack ones (as an unpack launch's `status` is), a
         // grid of the larger side's blocks (each side's blocks number from 0, so check records
-        // and timestamps index as in two launches).
+        // and timestamps index as in two launches), a done word per grid block in the table.
         unsafe {
             self.backend
                 .launch(Launch::ExchangeRegions(&args), dims, stream)?;
         }
-        Ok(done_target)
+        Ok((fused.done.host_ptr() as usize, fused.blocks))
     }
 
     /// What every region launch of the current epoch carries over a table at `memory` of
