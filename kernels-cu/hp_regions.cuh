@@ -414,15 +414,15 @@ HP_DEVICE void hp_regions_stamp(const hp_regions_args& a) {
     if (a.times != 0) hp_regions_stamp_at<PACK, END>(a.times);
 }
 
-HP_DEVICE void hp_launch_count(const hp_regions_args& a);
+HP_DEVICE void hp_raise_done(const hp_regions_args& a);
 
 /* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the side's table
  * of `num_regions` regions. With a.times, thread 0 stamps the block's start and end
- * (haloport_shared.h). COUNT (the one launch's unpack side): a block that moved a signalled
+ * (haloport_shared.h). DONE (the one launch's unpack side): a block that moved a signalled
  * message's region raises its done word (a.done) right after its message's fence, its end stamp
  * taken before that fence, so the one fence orders everything the host reads (ipc-tq's chunks
  * also end with one); returns whether it did (the same in every thread of the block). */
-template <bool PACK, bool COUNT = false>
+template <bool PACK, bool DONE = false>
 __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
                                                  const hp_region* regions, uint32_t num_regions) {
     const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
@@ -466,7 +466,7 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
      * sequentially consistent one per thread serializes the whole launch. */
     __syncthreads();
     if (threadIdx.x == 0) {
-        if (COUNT) hp_regions_stamp<PACK, true>(a);
+        if (DONE) hp_regions_stamp<PACK, true>(a);
         hp_fence_acq_rel_system();
         /* A message of one block raises its flag at once; others count their blocks. A u32
          * count compared modulo 2^32: it gains exactly m.blocks per epoch. */
@@ -481,16 +481,16 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
             if (m.blocks != 1u) hp_fence_acq_rel_system();
             hp_store_relaxed_system_u64((uint64_t*)m.flag, epoch);
         }
-        if (COUNT) {
-            /* The flag's store is not ordered before the count: the host, which polls the
-             * done words, reads no flag, and waits for the launch's event before peers may free
+        if (DONE) {
+            /* The flag's store is not ordered before the done word: the host, which polls
+             * the done words, reads no flag, and waits for the launch's event before peers may free
              * what the flags point at (MessageExchange::close). */
-            hp_launch_count(a);
+            hp_raise_done(a);
         } else {
             hp_regions_stamp<PACK, true>(a);
         }
     }
-    return COUNT;
+    return DONE;
 }
 
 /* The most threads a block of the region kernels may have (the devices' limit): the compiler
@@ -527,14 +527,14 @@ HP_DEVICE void hp_launch_done(const hp_regions_args& a) {
     __syncthreads();
     if (threadIdx.x != 0) return;
     hp_fence_acq_rel_system();
-    hp_launch_count(a);
+    hp_raise_done(a);
 }
 
 /* Thread 0 of a grid block whose work an acq_rel fence at system scope already ordered: raises
  * the block's own done word, a.done[blockIdx.x], to the epoch (the fence and the strong store a
  * release). The host reads every block's word: no shared count, whose atomic round trip and
  * second fence sat on the launch's tail (results/2026-11-27-h200-lib-latency). */
-HP_DEVICE void hp_launch_count(const hp_regions_args& a) {
+HP_DEVICE void hp_raise_done(const hp_regions_args& a) {
     if (a.done == 0) return;
     hp_store_relaxed_system_u64((uint64_t*)a.done + blockIdx.x, a.epoch);
 }

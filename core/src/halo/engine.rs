@@ -967,8 +967,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// Waits until the kernels of the last exchange (on whichever streams they were queued)
     /// completed, and reports what their GPU-side waits ended in. Only events the exchange
     /// recorded itself are waited for, so no stream the caller names can make it return early.
-    /// A one launch is waited for by its done word: every block's work is done when it rises,
-    /// a few microseconds before the kernel's end would be seen.
+    /// A one launch is waited for by its done words: every block's work is done when they have
+    /// all risen, a few microseconds before the kernel's end would be seen.
     ///
     /// # Errors
     /// [`Error::Timeout`] naming the messages a GPU-side wait gave up on (the peer, the
@@ -1040,11 +1040,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         seen == blocks
     }
 
-    /// Waits (until `deadline`) for the one launch of the current epoch: its last grid block
-    /// raises the done word once every block's work is done, seen here a few microseconds
-    /// before an event would say the kernel ended (the blocks do nothing after their count).
+    /// Waits (until `deadline`) for the one launch of the current epoch: each grid block raises
+    /// its done word once its work is done, all seen here a few microseconds before an event
+    /// would say the kernel ended (a block does nothing after its word but a flag's store).
     /// Every 64th poll asks the event too, so that a failed launch ends the wait with the
-    /// backend's error, and a launch that ended without raising the word is an error too.
+    /// backend's error, and a launch that ended without raising its words is an error too.
     fn one_launch_done(&self, deadline: Instant) -> Result<()> {
         let mut polls = 0u32;
         poll_until(deadline, "the exchange's one launch", || {
@@ -1060,7 +1060,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 return Ok(true);
             }
             Err(Error::Internal(format!(
-                "the exchange's one launch of epoch {} ended without raising its done word",
+                "the exchange's one launch of epoch {} ended without raising its done words",
                 self.epoch
             )))
         })
@@ -1937,8 +1937,8 @@ impl<B: Backend> MessageExchange<'_, B> {
         if let Err(e) = self.kernels_done() {
             return leak(self, e);
         }
-        // A one launch's blocks count themselves before their last flag's store has landed in a
-        // peer's memory (`hp_regions_block`): the launch's end, not its done word, says it has.
+        // A one launch's blocks raise their done words before their last flag's store has landed
+        // in a peer's memory (`hp_regions_block`): the launch's end, not its words, says it has.
         let deadline = deadline_in(self.options.timeout);
         if let Err(e) = self.backend.event_synchronize(&self.last_unpack, deadline) {
             return leak(self, e);
