@@ -503,8 +503,8 @@ pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, Laun
     (launch, dims)
 }
 
-/// The march form's tiles over `args`'s box: `cols` columns 32 apart and `rows` rows a thread,
-/// `depth` planes; at least one.
+/// The march form's tiles over `args`'s box: `cols` columns a thread (32 apart, or side by side
+/// in the lanes), `rows` rows a thread, `depth` planes; at least one.
 fn march_tiles(args: &hp_stencil_args, threads: u32, rows: u32, cols: u32, depth: u32) -> u32 {
     let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
     let tile_rows = u64::from(threads / shared::HP_MARCH_X * rows);
@@ -514,20 +514,28 @@ fn march_tiles(args: &hp_stencil_args, threads: u32, rows: u32, cols: u32, depth
     u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
 }
 
-/// The grid of [`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32) over `args`: a block per
-/// tile of `HP_MARCH_X * HP_LANES_POINTS` points from `begin[0]` rounded down to a multiple of
-/// `HP_LANES_POINTS`, a row a warp, `HP_LANES_Z` planes (the kernel's `hp_stencil27_lanes`).
+/// The grid of [`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32) over `args`: the march
+/// form's tiles (a row a warp, `HP_LANES_POINTS` points a lane, `HP_LANES_Z` planes) from
+/// `begin[0]` rounded down to a multiple of `HP_LANES_POINTS` (the kernel's
+/// `hp_stencil27_lanes`).
 fn lanes_dims(args: &hp_stencil_args, threads: u32) -> LaunchDims {
     let points = u64::from(shared::HP_LANES_POINTS);
-    let first_x = args.begin[0] / points * points;
-    let tiles = args.end[0]
-        .saturating_sub(first_x)
-        .div_ceil(u64::from(shared::HP_MARCH_X) * points)
-        * (args.end[1].saturating_sub(args.begin[1]))
-            .div_ceil(u64::from(threads / shared::HP_MARCH_X))
-        * (args.end[2].saturating_sub(args.begin[2])).div_ceil(u64::from(shared::HP_LANES_Z));
+    let aligned = hp_stencil_args {
+        begin: [
+            args.begin[0] / points * points,
+            args.begin[1],
+            args.begin[2],
+        ],
+        ..*args
+    };
     LaunchDims {
-        blocks: u32::try_from(tiles.max(1)).unwrap_or(u32::MAX),
+        blocks: march_tiles(
+            &aligned,
+            threads,
+            1,
+            shared::HP_LANES_POINTS,
+            shared::HP_LANES_Z,
+        ),
         threads,
     }
 }

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::{decode_contributions, displacements, encode_contribution};
 use crate::error::{Error, Result};
-use crate::transport::mpi::{check, null_request, test_until, test_until_pausing};
+use crate::transport::mpi::{check, ibarrier_until, null_request, test_until};
 
 /// The tag of [`send_until`] and [`receive_until`]'s messages.
 const TAG: i32 = 0x6870;
@@ -106,11 +106,7 @@ const BARRIER_PAUSE: Duration = Duration::from_millis(1);
 /// # Errors
 /// [`Error::Timeout`] naming `what` (the request is then left pending); MPI errors.
 pub fn barrier_until(comm: &SimpleCommunicator, deadline: Instant, what: &str) -> Result<()> {
-    let mut request = null_request();
-    // SAFETY: a nonblocking barrier names no buffer; the request is completed or left pending.
-    let code = unsafe { ffi::MPI_Ibarrier(comm.as_raw(), &mut request) };
-    check("MPI_Ibarrier", code, || what.to_owned())?;
-    test_until_pausing(comm.rank(), &mut request, deadline, what, BARRIER_PAUSE)
+    ibarrier_until(comm, comm.rank(), deadline, what, BARRIER_PAUSE)
 }
 
 /// [`all_gather`](super::all_gather), giving up at `deadline` where a rank does not take part.

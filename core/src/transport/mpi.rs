@@ -444,18 +444,12 @@ impl Transport for MpiTransport {
     }
 
     fn barrier(&mut self, deadline: Instant) -> Result<()> {
-        let rank = self.rank;
-        let mut request = null_request();
-        // SAFETY: comm is a valid communicator; request is a valid out-pointer.
-        let code = unsafe { ffi::MPI_Ibarrier(self.comm.as_raw(), &mut request) };
-        check("MPI_Ibarrier", code, || {
-            format!("rank {rank} at the end of an iteration")
-        })?;
-        let waited = test_until(
-            rank,
-            &mut request,
+        let waited = ibarrier_until(
+            &self.comm,
+            self.rank,
             deadline,
             "in MPI_Barrier (polled) at the end of an iteration",
+            Duration::ZERO,
         );
         if let Err(Error::Timeout { .. }) = waited {
             // The request stays pending: MPI 3.1 section 5.12 makes freeing or cancelling a
@@ -479,6 +473,27 @@ pub(crate) fn test_until(
     what: &str,
 ) -> Result<()> {
     test_until_pausing(rank, request, deadline, what, Duration::ZERO)
+}
+
+/// A barrier over `comm` (`MPI_Ibarrier`, then [`test_until_pausing`] with `pause`) that gives
+/// up at `deadline`; its request is then left pending, so `comm` must outlive it. `rank` is
+/// this process's rank in `comm`, for messages.
+///
+/// # Errors
+/// [`Error::Timeout`] naming `what`; MPI errors.
+pub(crate) fn ibarrier_until(
+    comm: &SimpleCommunicator,
+    rank: i32,
+    deadline: Instant,
+    what: &str,
+    pause: Duration,
+) -> Result<()> {
+    let mut request = null_request();
+    // SAFETY: comm is a valid communicator; request is a valid out-pointer; a nonblocking
+    // barrier names no buffer.
+    let code = unsafe { ffi::MPI_Ibarrier(comm.as_raw(), &mut request) };
+    check("MPI_Ibarrier", code, || format!("rank {rank} {what}"))?;
+    test_until_pausing(rank, &mut request, deadline, what, pause)
 }
 
 /// [`test_until`], sleeping `pause` between tests (a long wait that need not answer within
