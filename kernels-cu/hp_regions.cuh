@@ -992,6 +992,31 @@ __device__ __noinline__ void hp_shell_list(uint32_t* words, uint32_t parity, uin
  * in the shape that ran at 636-641 us over the box at 512^3 on one H200 where the same logic
  * inside hp_stencil27_march's template ran at 665-678 us
  * (results/2026-11-26-h200-shell-timeline). */
+/* The tile block `b` of hp_stencil27_march64_shell takes (HP_SHELL_DEFER_PART): the first
+ * chunks' tiles without slab points (rows 1 .. tiles_y - 2 of columns 0 .. tiles_x - 2), then
+ * every tile of the other chunks in order, then the first chunks' slab tiles (per chunk row 0,
+ * row tiles_y - 1, then the last column of the rows between). Tiles are numbered x fastest,
+ * then y, then z, as the list and the fix-up number them; the grid has fewer than 2^32 tiles
+ * (haloport_core::regions::ShellTiles::tile_at, the same arithmetic). */
+HP_DEVICE uint32_t hp_shell_tile_at(uint32_t b, uint32_t tiles_x, uint32_t tiles_y,
+                                    uint32_t chunks) {
+    const uint32_t per_chunk = tiles_x * tiles_y;
+    const uint32_t slab = tiles_y >= 2u ? 2u * tiles_x + tiles_y - 2u : tiles_x;
+    const uint32_t plain = per_chunk - slab;
+    const uint32_t deferred = (chunks + HP_SHELL_DEFER_PART - 1u) / HP_SHELL_DEFER_PART;
+    const uint32_t head = deferred * plain;
+    const uint32_t tail = head + (chunks - deferred) * per_chunk;
+    if (b < head) {
+        const uint32_t c = b / plain, k = b % plain;
+        return c * per_chunk + (1u + k / (tiles_x - 1u)) * tiles_x + k % (tiles_x - 1u);
+    }
+    if (b < tail) return b - head + deferred * per_chunk;
+    const uint32_t r = b - tail, c = r / slab, k = r % slab;
+    const uint32_t i = k < 2u * tiles_x ? k % tiles_x : tiles_x - 1u;
+    const uint32_t j = k < tiles_x ? 0u : k < 2u * tiles_x ? tiles_y - 1u : 1u + k - 2u * tiles_x;
+    return c * per_chunk + j * tiles_x + i;
+}
+
 template <typename T, int ROWS, int DEPTH, int COLS, int PF>
 HP_DEVICE void hp_stencil27_march_shell(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;
@@ -1004,15 +1029,22 @@ HP_DEVICE void hp_stencil27_march_shell(const hp_stencil_args& a) {
     const uint64_t bx = a.end[0] - a.begin[0], by = ye - yb, bz = a.end[2] - a.begin[2];
     const uint64_t tiles_x = (bx + width - 1) / width;
     const uint64_t tiles_y = (by + rows - 1) / rows;
-    const uint64_t tiles = tiles_x * tiles_y * ((bz + DEPTH - 1) / DEPTH);
+    const uint64_t chunks = (bz + DEPTH - 1) / DEPTH;
+    const uint64_t tiles = tiles_x * tiles_y * chunks;
     const uint64_t tx = threadIdx.x % HP_MARCH_X, ty = threadIdx.x / HP_MARCH_X;
     const T scale = T(1) / T(27u);
     uint32_t* words = (uint32_t*)a.shell;
     __shared__ uint32_t ready_seen;
-    if (threadIdx.x == 0) ready_seen = hp_load_acquire_system(words + HP_SHELL_READY + a.parity);
+    if (threadIdx.x == 0) {
+        ready_seen = a.parity == HP_SHELL_HALOS_IN
+                         ? 1u
+                         : hp_load_acquire_system(words + HP_SHELL_READY + a.parity);
+    }
     __syncthreads();
     const bool ready = ready_seen != 0u;
-    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    for (uint64_t b = blockIdx.x; b < tiles; b += gridDim.x) {
+        const uint64_t t = hp_shell_tile_at((uint32_t)b, (uint32_t)tiles_x, (uint32_t)tiles_y,
+                                            (uint32_t)chunks);
         const uint64_t rest = t / tiles_x;
         const uint64_t txi = t % tiles_x, tyi = rest % tiles_y;
         if (!ready && threadIdx.x == 0 &&
@@ -1317,17 +1349,18 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
 }
 
 /* Whether the box of `a` can take its x and y slabs into its tiles (HP_SHELL_READY in
- * haloport_shared.h; haloport_core::regions::shell_tiles): control words given, and the last
- * tile of a row has the two lanes the x slabs need. */
+ * haloport_shared.h; haloport_core::regions::ShellTiles::of): control words and a set given, or
+ * a step without an exchange (HP_SHELL_HALOS_IN), and the last tile of a row has the two lanes
+ * the x slabs need. */
 HP_DEVICE bool hp_stencil_shell_fits(const hp_stencil_args& a) {
     const uint64_t spare = (a.end[0] - a.begin[0]) % (HP_MARCH_X * HP_MARCH64_COLS);
-    return a.shell != 0u && a.parity < 2u && spare >= 1u &&
+    return (a.parity == HP_SHELL_HALOS_IN || (a.shell != 0u && a.parity < 2u)) && spare >= 1u &&
            spare <= HP_MARCH_X * HP_MARCH64_COLS - 2u && a.begin[0] >= 2u &&
            a.begin[1] >= 2u && a.end[0] + 2u <= a.alloc[0] && a.end[1] + 2u <= a.alloc[1];
 }
 
 /* hp_stencil27_march64 taking the step's x and y slabs too (HP_SHELL_READY): the host launches
- * it only where haloport_core::regions::shell_tiles says the box fits, a block per tile. */
+ * it only where haloport_core::regions::ShellTiles::of says the box fits, a block per tile. */
 extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64_MIN_BLOCKS)
     hp_stencil27_march64_shell(hp_stencil_args a) {
     if (hp_stencil_box_empty(a) || a.elem_bytes != 8 || !hp_stencil_marches(a) ||
@@ -1352,7 +1385,10 @@ extern "C" __global__ void hp_stencil27_shell_ready(hp_stencil_args a) {
  * (nothing reads it now: the step before is done, the next not begun). blockDim.x is the box
  * launch's (it sets the tiles' rows). */
 extern "C" __global__ void hp_stencil27_shell_fixup(hp_stencil_args a) {
-    if (!hp_stencil_shell_fits(a) || a.elem_bytes != 8 || hp_stencil_box_empty(a)) return;
+    if (!hp_stencil_shell_fits(a) || a.parity > 1u || a.elem_bytes != 8 ||
+        hp_stencil_box_empty(a)) {
+        return;
+    }
     uint32_t* words = (uint32_t*)a.shell;
     if (blockIdx.x == 0u && threadIdx.x == 0u) {
         words[HP_SHELL_READY + (a.parity ^ 1u)] = 0u;

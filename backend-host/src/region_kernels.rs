@@ -31,7 +31,8 @@ use std::thread;
 use haloport_core::regions::{self, elems, field_index};
 use haloport_core::shared::{
     self, hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args,
-    hp_stencil_args, HP_REGIONS_FULL, HP_SHELL_COUNT, HP_SHELL_LIST, HP_SHELL_READY,
+    hp_stencil_args, HP_REGIONS_FULL, HP_SHELL_COUNT, HP_SHELL_HALOS_IN, HP_SHELL_LIST,
+    HP_SHELL_READY,
 };
 use haloport_core::verify::{check_block, note_check, packed_value, Verify};
 use haloport_core::{Kernel, LaunchDims};
@@ -573,23 +574,30 @@ unsafe fn shell_tile(args: &hp_stencil_args, tiles: &regions::ShellTiles, t: u64
     }
 }
 
-/// Runs [`Kernel::StencilMarch64Shell`]: the box, and then the slab points of every tile if
-/// the step's ready word was raised when the launch began, else the list of those tiles.
+/// Runs [`Kernel::StencilMarch64Shell`]: the box, and then the slab points of every tile (in
+/// the order the kernel's blocks take them) if the step's ready word was raised when the launch
+/// began or the step has no exchange (`HP_SHELL_HALOS_IN`), else the list of those tiles.
 ///
 /// # Safety
-/// As for [`run_stencil`] and [`shell_words`].
+/// As for [`run_stencil`], and for [`shell_words`] unless the parity is `HP_SHELL_HALOS_IN`.
 pub(crate) unsafe fn run_shell_box(args: &hp_stencil_args, threads: u32) {
     let Some(tiles) = regions::ShellTiles::of(args, threads) else {
         return;
     };
-    // SAFETY: forwarded from this function's contract.
-    let words = unsafe { shell_words(args) };
+    let halos_in = args.parity == HP_SHELL_HALOS_IN;
+    // SAFETY: forwarded from this function's contract (words are only read with a set).
+    let words = if halos_in {
+        &[]
+    } else {
+        unsafe { shell_words(args) }
+    };
     let set = args.parity as usize;
-    let ready = words[HP_SHELL_READY as usize + set].load(Ordering::Acquire) != 0;
+    let ready = halos_in || words[HP_SHELL_READY as usize + set].load(Ordering::Acquire) != 0;
     // SAFETY: forwarded from this function's contract.
     unsafe { run_stencil(args) };
     let capacity = args.shell_capacity as usize;
-    for t in (0..tiles.tiles()).filter(|&t| tiles.holds_slab(t)) {
+    let order = (0..tiles.tiles()).map(|b| tiles.tile_at(b));
+    for t in order.filter(|&t| tiles.holds_slab(t)) {
         if ready {
             // SAFETY: forwarded from this function's contract.
             unsafe { shell_tile(args, &tiles, t) };

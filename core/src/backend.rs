@@ -436,13 +436,15 @@ impl Launch<'_> {
                 ))
             }
             Launch::StencilMarch64Shell(a) | Launch::StencilShellFixup(a)
-                if crate::regions::ShellTiles::of(a, dims.threads).is_none() =>
+                if crate::regions::ShellTiles::of(a, dims.threads).is_none()
+                    || !self.shell_words_fit(a) =>
             {
                 invalid(format!(
-                    "{:?} takes the full stencil over one component of 8-byte elements, a box whose width leaves 1 to {} columns in its last tile of {}, with 2 columns of allocation beside it in x and y, control words, parity 0 or 1, a list of the box's shell tiles, and blocks of whole warps up to {} threads (box {:?}..{:?}, allocation {:?}, {}-byte elements, shape {}, {} components, control words {:#x}, parity {}, list of {}, {} threads)",
+                    "{:?} takes the full stencil over one component of 8-byte elements, a box whose width leaves 1 to {} columns in its last tile of {}, with 2 columns of allocation beside it in x and y, control words, parity 0 or 1 (or, the box alone, parity {} for a step without an exchange), a list of the box's shell tiles, and blocks of whole warps up to {} threads (box {:?}..{:?}, allocation {:?}, {}-byte elements, shape {}, {} components, control words {:#x}, parity {}, list of {}, {} threads)",
                     self.kernel(),
                     crate::shared::HP_MARCH_X - 2,
                     crate::shared::HP_MARCH_X,
+                    crate::shared::HP_SHELL_HALOS_IN,
                     crate::shared::HP_MARCHING_MAX_THREADS,
                     a.begin,
                     a.end,
@@ -510,6 +512,16 @@ impl Launch<'_> {
             Launch::StencilMarch64Shell(_) => Kernel::StencilMarch64Shell,
             Launch::StencilShellReady(_) => Kernel::StencilShellReady,
             Launch::StencilShellFixup(_) => Kernel::StencilShellFixup,
+        }
+    }
+
+    /// Whether a shell launch's argument names what the kernel reads: control words and a set
+    /// (0 or 1), or for the box alone, a step without an exchange (`HP_SHELL_HALOS_IN`).
+    fn shell_words_fit(&self, a: &hp_stencil_args) -> bool {
+        let set = a.shell != 0 && a.parity <= 1;
+        match self {
+            Launch::StencilMarch64Shell(_) => set || a.parity == crate::shared::HP_SHELL_HALOS_IN,
+            _ => set,
         }
     }
 }

@@ -92,8 +92,7 @@ pub(crate) struct StencilResult {
     shell_launches: bool,
     /// Where rank 0's inner box took the shell's x and y slabs into its tiles: its tiles
     /// holding slab points, and how many of them ran before the halos were in (left to the
-    /// fix-up) in the last step and in the last step without the exchange; absent where it
-    /// did not (and in older results).
+    /// fix-up) in the last step; absent where it did not (and in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     shell_tiles: Option<ShellTilesRecord>,
     /// Every field copied to the other by the copy engine (slowest rank), microseconds: a
@@ -116,7 +115,6 @@ pub(crate) struct StencilResult {
 pub(crate) struct ShellTilesRecord {
     capacity: u32,
     fixed_up_last_step: u32,
-    fixed_up_last_compute_step: u32,
 }
 
 /// What one rank's run measured, as gathered by every rank.
@@ -368,7 +366,6 @@ pub(crate) fn measured<B: Backend>(
             shell_tiles: shell_tiles.map(|t| ShellTilesRecord {
                 capacity: t.capacity,
                 fixed_up_last_step: t.last_step,
-                fixed_up_last_compute_step: t.last_compute_step,
             }),
             copy_median_us,
             compute_speed_of_copy: if compute_median_us > 0.0 {
@@ -452,8 +449,8 @@ fn print_summary(r: &StencilResult) {
     }
     if let Some(t) = r.shell_tiles {
         println!(
-            "  shell: the inner box took its x and y slabs into its tiles; of its {} tiles holding slab points, {} ran before the halos were in (left to the fix-up) in the last step, {} without the exchange (rank 0)",
-            t.capacity, t.fixed_up_last_step, t.fixed_up_last_compute_step
+            "  shell: the inner box took its x and y slabs into its tiles; of its {} tiles holding slab points, {} ran before the halos were in (left to the fix-up) in the last step (rank 0)",
+            t.capacity, t.fixed_up_last_step
         );
     }
     println!(

@@ -1315,51 +1315,79 @@ fn stencil_launch<B: Backend>(
 /// ([`Launch::StencilMarch64Shell`]), with its ready word and fix-up, and the z slabs beside,
 /// updates the whole interior bit for bit as the CPU does, whether the ready word is raised
 /// before the box (the tiles take the slabs, and list nothing) or after it (every slab tile
-/// listed, the fix-up takes them); its slab lanes copy the x halo beside them, and each step's
-/// fix-up clears the other parity's words.
+/// listed, the fix-up takes them), or the step has no exchange (`HP_SHELL_HALOS_IN`: no ready
+/// word or fix-up, the words untouched); its slab lanes copy the x halo beside them, and each
+/// step's fix-up clears the other parity's words. Two boxes: one whose tiles all hold slab
+/// points, and one with tiles between its slab rows and more chunks of planes, whose blocks
+/// take the first chunk's slab tiles last (`HP_SHELL_DEFER_PART`).
 pub fn stencil_shell_in_tiles_matches_the_cpu<B: Backend>(backend: &B) -> Check {
+    for dims in [[72, 42, 14], [72, 106, 36]] {
+        for mode in [
+            ShellMode::ReadyAfter,
+            ShellMode::ReadyBefore,
+            ShellMode::HalosIn,
+        ] {
+            shell_in_tiles_case(backend, Dims(dims), mode)?;
+        }
+    }
+    Ok(())
+}
+
+/// When a shell case's halos are in: the ready word raised after the box (set 0), before it
+/// (set 1), or a step without an exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShellMode {
+    ReadyAfter,
+    ReadyBefore,
+    HalosIn,
+}
+
+fn shell_in_tiles_case<B: Backend>(backend: &B, dims: Dims, mode: ShellMode) -> Check {
     const THREADS: u32 = 256;
-    let dims = Dims([72, 42, 14]);
+    let [ax, ay, az] = dims.0;
     let n = dims.len();
     let input = stencil_input(n);
     let in_words: Vec<u64> = input.iter().map(|&v| v.to_bits()).collect();
     let sentinel = (-1234.5_f64).to_bits();
     let stream = backend.create_stream().map_err(e)?;
     let din = device_with(backend, &stream, &encode(&in_words, 8))?;
+    let dout = device_with(backend, &stream, &encode(&vec![sentinel; n as usize], 8))?;
+    let parity = match mode {
+        ShellMode::ReadyAfter => 0,
+        ShellMode::ReadyBefore => 1,
+        ShellMode::HalosIn => crate::shared::HP_SHELL_HALOS_IN,
+    };
     let mut args = hp_stencil_args {
         in_: din.device_addr(),
+        out: dout.device_addr(),
         alloc: dims.0,
         begin: [2, 2, 2],
-        end: [70, 40, 12],
+        end: [ax - 2, ay - 2, az - 2],
         elem_bytes: 8,
         components: 1,
+        parity,
         ..Default::default()
     };
     let tiles = regions::ShellTiles::of(&args, THREADS)
         .ok_or("the case's box should take its shell's slabs")?;
     let capacity = u32::try_from(tiles.capacity()).map_err(|_| "capacity")?;
     let words_len = (crate::shared::HP_SHELL_LIST + 2 * capacity) as usize;
-    let words = device_with(backend, &stream, &vec![0; 4 * words_len])?;
+    // Words a step before left: its set (the other one) raised with one tile listed, this
+    // step's set clear.
+    let earlier = if parity <= 1 { parity ^ 1 } else { 0 };
+    let mut before = vec![0_u32; words_len];
+    before[(crate::shared::HP_SHELL_READY + earlier) as usize] = 1;
+    before[(crate::shared::HP_SHELL_COUNT + earlier) as usize] = 1;
+    let before_bytes: Vec<u8> = before.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let words = device_with(backend, &stream, &before_bytes)?;
     args.shell = words.device_addr();
     args.shell_capacity = capacity;
-    let read_words = |backend: &B, stream: &B::Stream| -> Result<Vec<u32>, String> {
-        let bytes = device_bytes(backend, stream, &words, 4 * words_len)?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect())
+    let box_dims = LaunchDims {
+        blocks: u32::try_from(tiles.tiles()).map_err(|_| "tiles")?,
+        threads: THREADS,
     };
-    for (parity, ready_first) in [(0_u32, false), (1, true)] {
-        let dout = device_with(backend, &stream, &encode(&vec![sentinel; n as usize], 8))?;
-        let args = hp_stencil_args {
-            out: dout.device_addr(),
-            parity,
-            ..args
-        };
-        let box_dims = LaunchDims {
-            blocks: u32::try_from(tiles.tiles()).map_err(|_| "tiles")?,
-            threads: THREADS,
-        };
+    let mut launches = vec![(Launch::StencilMarch64Shell(&args), box_dims)];
+    if mode != ShellMode::HalosIn {
         let ready = (
             Launch::StencilShellReady(&args),
             LaunchDims {
@@ -1367,67 +1395,87 @@ pub fn stencil_shell_in_tiles_matches_the_cpu<B: Backend>(backend: &B) -> Check 
                 threads: 32,
             },
         );
-        let mut launches = vec![(Launch::StencilMarch64Shell(&args), box_dims)];
-        launches.insert(usize::from(!ready_first), ready);
+        launches.insert(usize::from(mode == ShellMode::ReadyAfter), ready);
         let fixup_dims = LaunchDims {
             blocks: crate::shared::HP_SHELL_FIXUP_BLOCKS,
             threads: THREADS,
         };
         launches.push((Launch::StencilShellFixup(&args), fixup_dims));
-        // The z slabs over the interior's x and y, as the step launches them.
-        let slabs: Vec<hp_stencil_args> = [[1, 2], [12, 13]]
-            .iter()
-            .map(|&[lo, hi]| hp_stencil_args {
-                begin: [1, 1, lo],
-                end: [71, 41, hi],
-                shell: 0,
-                ..args
-            })
-            .collect();
-        launches.extend(slabs.iter().map(|a| regions::stencil_launch(a, THREADS)));
-        for (launch, grid) in launches {
-            // SAFETY: din, dout and the words live until the stream is synchronized below.
-            unsafe { backend.launch(launch, grid, &stream) }.map_err(e)?;
-        }
-        let dout = settle(backend, &stream, dout)?;
-        let have = decode(&device_bytes(backend, &stream, &dout, n as usize * 8)?, 8);
-        let w = read_words(backend, &stream)?;
-        let listed = w[(crate::shared::HP_SHELL_COUNT + parity) as usize];
-        let expected = if ready_first { 0 } else { capacity };
-        ensure(listed == expected, || {
-            format!("parity {parity}, ready first {ready_first}: {listed} tiles listed, expected {expected}")
+    }
+    // The z slabs over the interior's x and y, as the step launches them.
+    let slabs: Vec<hp_stencil_args> = [[1, 2], [az - 2, az - 1]]
+        .iter()
+        .map(|&[lo, hi]| hp_stencil_args {
+            begin: [1, 1, lo],
+            end: [ax - 1, ay - 1, hi],
+            shell: 0,
+            parity: 0,
+            ..args
+        })
+        .collect();
+    launches.extend(slabs.iter().map(|a| regions::stencil_launch(a, THREADS)));
+    for (launch, grid) in launches {
+        // SAFETY: din, dout and the words live until the stream is synchronized below.
+        unsafe { backend.launch(launch, grid, &stream) }.map_err(e)?;
+    }
+    let dout = settle(backend, &stream, dout)?;
+    let have = decode(&device_bytes(backend, &stream, &dout, n as usize * 8)?, 8);
+    let bytes = device_bytes(backend, &stream, &words, 4 * words_len)?;
+    let w: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    let case = format!("{:?}, {mode:?}", dims.0);
+    if mode == ShellMode::HalosIn {
+        ensure(w == before, || {
+            format!("{case}: the box touched the control words: {:?}", &w[..4])
         })?;
-        let other = (parity ^ 1) as usize;
+    } else {
+        let listed = w[(crate::shared::HP_SHELL_COUNT + parity) as usize];
+        let expected = if mode == ShellMode::ReadyBefore {
+            0
+        } else {
+            capacity
+        };
+        ensure(listed == expected, || {
+            format!("{case}: {listed} tiles listed, expected {expected}")
+        })?;
+        let other = earlier as usize;
         ensure(
             w[crate::shared::HP_SHELL_READY as usize + other] == 0
                 && w[crate::shared::HP_SHELL_COUNT as usize + other] == 0,
             || {
                 format!(
-                    "parity {parity}: the fix-up left the other set's words {:?}",
+                    "{case}: the fix-up left the other set's words {:?}",
                     &w[..4]
                 )
             },
         )?;
-        for z in 1..13 {
-            for y in 1..41 {
-                for x in 0..72 {
-                    let halo_copy = (x == 0 || x == 71) && (2..12).contains(&z);
-                    let want = if halo_copy {
-                        in_words[dims.at(x, y, z) as usize]
-                    } else if x == 0 || x == 71 {
-                        sentinel
-                    } else {
-                        let sum = reference_stencil(&input, dims, (x, y, z), 0, |a, b| a + b);
-                        (sum * (1.0_f64 / 27.0)).to_bits()
-                    };
-                    let got = have[dims.at(x, y, z) as usize];
-                    ensure(got == want, || {
-                        format!(
-                            "parity {parity}, ready first {ready_first}: point ({x}, {y}, {z}) holds {got:#x}, expected {want:#x}{}",
-                            if halo_copy { " (the halo copied from the input)" } else { "" }
-                        )
-                    })?;
-                }
+    }
+    for z in 1..az - 1 {
+        for y in 1..ay - 1 {
+            for x in 0..ax {
+                let halo_column = x == 0 || x == ax - 1;
+                let halo_copy = halo_column && (2..az - 2).contains(&z);
+                let want = if halo_copy {
+                    in_words[dims.at(x, y, z) as usize]
+                } else if halo_column {
+                    sentinel
+                } else {
+                    let sum = reference_stencil(&input, dims, (x, y, z), 0, |a, b| a + b);
+                    (sum * (1.0_f64 / 27.0)).to_bits()
+                };
+                let got = have[dims.at(x, y, z) as usize];
+                ensure(got == want, || {
+                    format!(
+                        "{case}: point ({x}, {y}, {z}) holds {got:#x}, expected {want:#x}{}",
+                        if halo_copy {
+                            " (the halo copied from the input)"
+                        } else {
+                            ""
+                        }
+                    )
+                })?;
             }
         }
     }
