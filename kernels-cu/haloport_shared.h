@@ -580,15 +580,6 @@ typedef struct hp_stencil_args {
  * box takes its slabs in every tile and reads and writes no control word (no ready word or
  * fix-up is queued: they are the exchange's cost, not the update's). */
 #define HP_SHELL_HALOS_IN 2u
-/* The order the box's blocks take its tiles in: the tiles of the first ceil(chunks /
- * HP_SHELL_DEFER_PART) chunks of planes that hold no slab point, then every tile of the other
- * chunks in their order (x fastest, then y, then z), then the first chunks' slab tiles. The
- * first blocks run while the exchange does; in the natural order their slab tiles ran before
- * the halos were in (121 of 2944 a step at 512^3 f64 on one H200), leaving their slab points to
- * the fix-up on the step's tail. Only the first chunks' slab tiles move, so few tiles run apart
- * from the tiles beside them (all slab tiles last cost the f32 lanes' box 55 us:
- * results/2026-11-27-h200-lanes-shell). */
-#define HP_SHELL_DEFER_PART 8u
 /* Blocks of hp_stencil27_shell_fixup (its threads stride over the listed tiles' slab columns):
  * 2 an SM of an H100 or H200. */
 #define HP_SHELL_FIXUP_BLOCKS 264u

@@ -992,31 +992,6 @@ __device__ __noinline__ void hp_shell_list(uint32_t* words, uint32_t parity, uin
  * in the shape that ran at 636-641 us over the box at 512^3 on one H200 where the same logic
  * inside hp_stencil27_march's template ran at 665-678 us
  * (results/2026-11-26-h200-shell-timeline). */
-/* The tile block `b` of hp_stencil27_march64_shell takes (HP_SHELL_DEFER_PART): the first
- * chunks' tiles without slab points (rows 1 .. tiles_y - 2 of columns 0 .. tiles_x - 2), then
- * every tile of the other chunks in order, then the first chunks' slab tiles (per chunk row 0,
- * row tiles_y - 1, then the last column of the rows between). Tiles are numbered x fastest,
- * then y, then z, as the list and the fix-up number them; the grid has fewer than 2^32 tiles
- * (haloport_core::regions::ShellTiles::tile_at, the same arithmetic). */
-HP_DEVICE uint32_t hp_shell_tile_at(uint32_t b, uint32_t tiles_x, uint32_t tiles_y,
-                                    uint32_t chunks) {
-    const uint32_t per_chunk = tiles_x * tiles_y;
-    const uint32_t slab = tiles_y >= 2u ? 2u * tiles_x + tiles_y - 2u : tiles_x;
-    const uint32_t plain = per_chunk - slab;
-    const uint32_t deferred = (chunks + HP_SHELL_DEFER_PART - 1u) / HP_SHELL_DEFER_PART;
-    const uint32_t head = deferred * plain;
-    const uint32_t tail = head + (chunks - deferred) * per_chunk;
-    if (b < head) {
-        const uint32_t c = b / plain, k = b % plain;
-        return c * per_chunk + (1u + k / (tiles_x - 1u)) * tiles_x + k % (tiles_x - 1u);
-    }
-    if (b < tail) return b - head + deferred * per_chunk;
-    const uint32_t r = b - tail, c = r / slab, k = r % slab;
-    const uint32_t i = k < 2u * tiles_x ? k % tiles_x : tiles_x - 1u;
-    const uint32_t j = k < tiles_x ? 0u : k < 2u * tiles_x ? tiles_y - 1u : 1u + k - 2u * tiles_x;
-    return c * per_chunk + j * tiles_x + i;
-}
-
 template <typename T, int ROWS, int DEPTH, int COLS, int PF>
 HP_DEVICE void hp_stencil27_march_shell(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;
@@ -1029,8 +1004,7 @@ HP_DEVICE void hp_stencil27_march_shell(const hp_stencil_args& a) {
     const uint64_t bx = a.end[0] - a.begin[0], by = ye - yb, bz = a.end[2] - a.begin[2];
     const uint64_t tiles_x = (bx + width - 1) / width;
     const uint64_t tiles_y = (by + rows - 1) / rows;
-    const uint64_t chunks = (bz + DEPTH - 1) / DEPTH;
-    const uint64_t tiles = tiles_x * tiles_y * chunks;
+    const uint64_t tiles = tiles_x * tiles_y * ((bz + DEPTH - 1) / DEPTH);
     const uint64_t tx = threadIdx.x % HP_MARCH_X, ty = threadIdx.x / HP_MARCH_X;
     const T scale = T(1) / T(27u);
     uint32_t* words = (uint32_t*)a.shell;
@@ -1042,9 +1016,7 @@ HP_DEVICE void hp_stencil27_march_shell(const hp_stencil_args& a) {
     }
     __syncthreads();
     const bool ready = ready_seen != 0u;
-    for (uint64_t b = blockIdx.x; b < tiles; b += gridDim.x) {
-        const uint64_t t = hp_shell_tile_at((uint32_t)b, (uint32_t)tiles_x, (uint32_t)tiles_y,
-                                            (uint32_t)chunks);
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const uint64_t rest = t / tiles_x;
         const uint64_t txi = t % tiles_x, tyi = rest % tiles_y;
         if (!ready && threadIdx.x == 0 &&

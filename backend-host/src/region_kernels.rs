@@ -574,8 +574,7 @@ unsafe fn shell_tile(args: &hp_stencil_args, tiles: &regions::ShellTiles, t: u64
     }
 }
 
-/// Runs [`Kernel::StencilMarch64Shell`]: the box, and then the slab points of every tile (in
-/// the order the kernel's blocks take them) if the step's ready word was raised when the launch
+/// Runs [`Kernel::StencilMarch64Shell`]: the box, and then the slab points of every tile if the step's ready word was raised when the launch
 /// began or the step has no exchange (`HP_SHELL_HALOS_IN`), else the list of those tiles.
 ///
 /// # Safety
@@ -596,8 +595,7 @@ pub(crate) unsafe fn run_shell_box(args: &hp_stencil_args, threads: u32) {
     // SAFETY: forwarded from this function's contract.
     unsafe { run_stencil(args) };
     let capacity = args.shell_capacity as usize;
-    let order = (0..tiles.tiles()).map(|b| tiles.tile_at(b));
-    for t in order.filter(|&t| tiles.holds_slab(t)) {
+    for t in (0..tiles.tiles()).filter(|&t| tiles.holds_slab(t)) {
         if ready {
             // SAFETY: forwarded from this function's contract.
             unsafe { shell_tile(args, &tiles, t) };

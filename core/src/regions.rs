@@ -602,43 +602,8 @@ impl ShellTiles {
     /// Tiles holding slab points (a row's last tile, or a tile of the first or last row): the
     /// most a step lists.
     pub fn capacity(&self) -> u64 {
-        self.chunks * self.slab_tiles_per_chunk()
-    }
-
-    /// Tiles of one chunk of planes holding slab points.
-    fn slab_tiles_per_chunk(&self) -> u64 {
         let rows_with_slabs = if self.tiles_y >= 2 { 2 } else { 1 };
-        self.tiles_y + (self.tiles_x - 1) * rows_with_slabs
-    }
-
-    /// The tile the box's block `b` takes (`HP_SHELL_DEFER_PART` in the shared header): the
-    /// first chunks' tiles without slab points, then every tile of the other chunks in order,
-    /// then the first chunks' slab tiles, so that the blocks running beside the exchange leave
-    /// no slab points to the fix-up. The kernels' `hp_shell_tile_at`.
-    pub fn tile_at(&self, b: u64) -> u64 {
-        let (tiles_x, tiles_y) = (self.tiles_x, self.tiles_y);
-        let per_chunk = tiles_x * tiles_y;
-        let slab = self.slab_tiles_per_chunk();
-        let plain = per_chunk - slab;
-        let deferred = self.chunks.div_ceil(u64::from(shared::HP_SHELL_DEFER_PART));
-        let head = deferred * plain;
-        let tail = head + (self.chunks - deferred) * per_chunk;
-        if b < head {
-            let (c, k) = (b / plain, b % plain);
-            return c * per_chunk + (1 + k / (tiles_x - 1)) * tiles_x + k % (tiles_x - 1);
-        }
-        if b < tail {
-            return b - head + deferred * per_chunk;
-        }
-        let (c, k) = ((b - tail) / slab, (b - tail) % slab);
-        let (i, j) = if k < tiles_x {
-            (k, 0)
-        } else if k < 2 * tiles_x {
-            (k - tiles_x, tiles_y - 1)
-        } else {
-            (tiles_x - 1, 1 + k - 2 * tiles_x)
-        };
-        c * per_chunk + j * tiles_x + i
+        self.chunks * (self.tiles_y + (self.tiles_x - 1) * rows_with_slabs)
     }
 
     /// Whether tile `t` holds slab points.
@@ -1532,55 +1497,5 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("parity 2"), "{err}");
-    }
-
-    #[test]
-    fn shell_tiles_take_the_first_chunks_slab_tiles_last() {
-        // (columns, rows, planes) of boxes: one row of tiles, two, many; two columns of tiles;
-        // one chunk, a few, more chunks than HP_SHELL_DEFER_PART.
-        for (bx, by, bz) in [
-            (68, 40, 10),
-            (68, 100, 24),
-            (510, 510, 510),
-            (62, 100, 70),
-            (68, 20, 100),
-            (100, 150, 8),
-        ] {
-            let args = hp_stencil_args {
-                alloc: [bx + 4, by + 4, bz + 4],
-                begin: [2, 2, 2],
-                end: [bx + 2, by + 2, bz + 2],
-                elem_bytes: 8,
-                components: 1,
-                ..hp_stencil_args::default()
-            };
-            let tiles = ShellTiles::of(&args, 256).expect("the box takes its slabs");
-            let order: Vec<u64> = (0..tiles.tiles()).map(|b| tiles.tile_at(b)).collect();
-            let mut sorted = order.clone();
-            sorted.sort_unstable();
-            assert_eq!(
-                sorted,
-                (0..tiles.tiles()).collect::<Vec<_>>(),
-                "{bx}x{by}x{bz}"
-            );
-            let deferred = tiles
-                .chunks
-                .div_ceil(u64::from(shared::HP_SHELL_DEFER_PART));
-            let per_chunk = tiles.tiles_x * tiles.tiles_y;
-            let first = |t: u64| t / per_chunk < deferred;
-            let moved = deferred * tiles.slab_tiles_per_chunk();
-            let (before, last) = order.split_at(order.len() - moved as usize);
-            assert!(
-                last.iter().all(|&t| first(t) && tiles.holds_slab(t)),
-                "{bx}x{by}x{bz}: the last {moved} blocks take the first chunks' slab tiles"
-            );
-            assert!(
-                before.iter().all(|&t| !(first(t) && tiles.holds_slab(t))),
-                "{bx}x{by}x{bz}"
-            );
-            // The other chunks keep their order.
-            let rest: Vec<u64> = before.iter().copied().filter(|&t| !first(t)).collect();
-            assert!(rest.windows(2).all(|w| w[0] + 1 == w[1]), "{bx}x{by}x{bz}");
-        }
     }
 }

@@ -1318,8 +1318,7 @@ fn stencil_launch<B: Backend>(
 /// listed, the fix-up takes them), or the step has no exchange (`HP_SHELL_HALOS_IN`: no ready
 /// word or fix-up, the words untouched); its slab lanes copy the x halo beside them, and each
 /// step's fix-up clears the other parity's words. Two boxes: one whose tiles all hold slab
-/// points, and one with tiles between its slab rows and more chunks of planes, whose blocks
-/// take the first chunk's slab tiles last (`HP_SHELL_DEFER_PART`).
+/// points, and one with tiles between its slab rows and more chunks of planes.
 pub fn stencil_shell_in_tiles_matches_the_cpu<B: Backend>(backend: &B) -> Check {
     for dims in [[72, 42, 14], [72, 106, 36]] {
         for mode in [
