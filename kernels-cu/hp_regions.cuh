@@ -889,14 +889,43 @@ HP_DEVICE void hp_lanes_row(float (&row)[4], const float* __restrict__ r, int ed
     row[3] = (w.z + w.w) + right;
 }
 
+/* The row sums of a row two points off the lane's own (rows of 2 mod 4 elements: the row
+ * before and after the lane's, whose vectors start 2 points before and after its points), from
+ * `r` at (x, row): its vector at x - 2 (16-byte aligned), x + 2 .. x + 4 from the lane after
+ * (lane 31 loads those it needs, up to end[0]: `far` of them); each ((x - 1 + x) + x + 1), the
+ * order of hp_march_plane. x - 2 and x - 1 serve only point x - 1's sums, never taken. */
+HP_DEVICE void hp_lanes_row_off(float (&row)[4], const float* __restrict__ r, int far,
+                                uint32_t lane) {
+    const float4 w = *(const float4*)(r - 2);
+    float n0 = hp_shfl_down32(w.x, 1u);
+    float n1 = hp_shfl_down32(w.y, 1u);
+    float n2 = hp_shfl_down32(w.z, 1u);
+    if (lane == 31u) {
+        n0 = far > 0 ? r[2] : 0.0f;
+        n1 = far > 1 ? r[3] : 0.0f;
+        n2 = far > 2 ? r[4] : 0.0f;
+    }
+    row[0] = (w.y + w.z) + w.w;
+    row[1] = (w.z + w.w) + n0;
+    row[2] = (w.w + n0) + n1;
+    row[3] = (n0 + n1) + n2;
+}
+
 /* The plane sums of a lane's points in row y from `q` at (x, y) of the plane: ((row y - 1 +
- * row y) + row y + 1), hp_march_plane's order. */
+ * row y) + row y + 1), hp_march_plane's order. OFF: the rows beside lie two points off
+ * (hp_lanes_row_off). */
+template <bool OFF>
 HP_DEVICE void hp_lanes_plane(float (&sums)[4], const float* __restrict__ q, int64_t ax, int edge,
-                              bool end_lane, uint32_t lane) {
+                              int far, bool end_lane, uint32_t lane) {
     float below[4], row[4], above[4];
-    hp_lanes_row(below, q - ax, edge, end_lane, lane);
+    if (OFF) {
+        hp_lanes_row_off(below, q - ax, far, lane);
+        hp_lanes_row_off(above, q + ax, far, lane);
+    } else {
+        hp_lanes_row(below, q - ax, edge, end_lane, lane);
+        hp_lanes_row(above, q + ax, edge, end_lane, lane);
+    }
     hp_lanes_row(row, q, edge, end_lane, lane);
-    hp_lanes_row(above, q + ax, edge, end_lane, lane);
 #pragma unroll
     for (int k = 0; k < 4; ++k) sums[k] = (below[k] + row[k]) + above[k];
 }
@@ -909,14 +938,25 @@ HP_DEVICE void hp_lanes_plane(float (&sums)[4], const float* __restrict__ q, int
  * holds is stored or taken by a stored point: the lane before takes its first point only when
  * that lane's last point lies in the box, and then this lane's points start at or before
  * end[0]). Lane 0's x - 1 lies at or after begin[0] - 4 >= -3: a read of column x0 - 1 >= 0 is
- * taken only where x0 > 0 (x0 = 0 is never in the box). The same sums in the same order as
- * hp_stencil27_march: the same bits. */
+ * taken only where x0 > 0 (x0 = 0 is never in the box).
+ *
+ * OFF: rows of 2 mod 4 elements in planes of a multiple of 4 (haloport_core::regions::
+ * stencil_lanes): a row's vectors start where x + ax * y is a multiple of 4, so odd rows' lanes
+ * sit two points after even rows' (tiles from begin[0] - 2 rounded down to a multiple of 4, plus
+ * 2 in odd rows), and the rows beside a lane's come two points off (hp_lanes_row_off). A lane
+ * then also reads its vectors while its x - 2 lies at or before end[0], since the lane before
+ * takes x - 2 .. x from it; its loads stay inside the allocation, which holds whole vectors
+ * (begin[1] or begin[2] >= 2: x - 2 >= -2 never reaches before the first row).
+ *
+ * The same sums in the same order as hp_stencil27_march: the same bits. */
+template <bool OFF>
 HP_DEVICE void hp_stencil27_lanes(const hp_stencil_args& a) {
     const float* __restrict__ in = (const float*)a.in;
     float* __restrict__ out = (float*)a.out;
     const int64_t ax = (int64_t)a.alloc[0];
     const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
-    const uint64_t first_x = a.begin[0] / HP_LANES_POINTS * HP_LANES_POINTS;
+    const uint64_t first_x =
+        (OFF ? a.begin[0] - 2u : a.begin[0]) / HP_LANES_POINTS * HP_LANES_POINTS;
     const uint64_t rows = blockDim.x / HP_MARCH_X;
     const uint64_t width = HP_MARCH_X * HP_LANES_POINTS;
     const uint64_t tiles_x = (a.end[0] - first_x + width - 1) / width;
@@ -928,15 +968,17 @@ HP_DEVICE void hp_stencil27_lanes(const hp_stencil_args& a) {
     const float scale = 1.0f / 27.0f;
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const uint64_t rest = t / tiles_x;
-        const uint64_t x0 = first_x + (t % tiles_x) * width;
         const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty;
         if (y >= a.end[1]) continue; /* the whole group */
+        const uint64_t x0 = first_x + (t % tiles_x) * width + (OFF && (y & 1u) ? 2u : 0u);
         uint64_t x = x0 + lane * HP_LANES_POINTS;
-        const bool used = x <= a.end[0];
+        const bool used = x <= a.end[0] + (OFF ? 2u : 0u);
         if (!used) x = x0;
         /* Lane 0 reads x - 1 (none at x = 0), lane 31 x + 4 where its last point is in the box. */
         const int edge = lane == 0u ? (x > 0u ? -1 : 0)
                                     : (x + HP_LANES_POINTS <= a.end[0] ? (int)HP_LANES_POINTS : 0);
+        /* OFF: of x + 2 .. x + 4, those at or before end[0] (lane 31 loads them). */
+        const int far = x + 2u > a.end[0] ? 0 : (int)(a.end[0] - x - 1u < 3u ? a.end[0] - x - 1u : 3u);
         const bool whole = used && x >= a.begin[0] && x + HP_LANES_POINTS <= a.end[0];
         const uint64_t z0 = a.begin[2] + (rest / tiles_y) * HP_LANES_Z;
         const int depth = a.end[2] - z0 < (uint64_t)HP_LANES_Z ? (int)(a.end[2] - z0) : (int)HP_LANES_Z;
@@ -947,14 +989,14 @@ HP_DEVICE void hp_stencil27_lanes(const hp_stencil_args& a) {
             if (d <= depth) hp_prefetch_l2(q + d * plane);
         }
         float lo[4], mid[4], hi[4];
-        hp_lanes_plane(lo, q, ax, edge, end_lane, lane);
-        hp_lanes_plane(mid, q + plane, ax, edge, end_lane, lane);
+        hp_lanes_plane<OFF>(lo, q, ax, edge, far, end_lane, lane);
+        hp_lanes_plane<OFF>(mid, q + plane, ax, edge, far, end_lane, lane);
         q += 2 * plane;
         for (int z = 0; z < depth; ++z, q += plane, o += plane) {
             if (z + 1 + (int)HP_LANES_PREFETCH <= depth) {
                 hp_prefetch_l2(q + (int)HP_LANES_PREFETCH * plane);
             }
-            hp_lanes_plane(hi, q, ax, edge, end_lane, lane);
+            hp_lanes_plane<OFF>(hi, q, ax, edge, far, end_lane, lane);
             float r[4];
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
@@ -1303,12 +1345,21 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64
                        (int)HP_MARCH_PREFETCH>(a);
 }
 
+/* Whether the rows of `a` are 2 mod 4 elements long in planes of a multiple of 4, a box from
+ * x >= 2 and y or z >= 2: hp_stencil27_lanes' OFF form. */
+HP_DEVICE bool hp_stencil_lanes_off(const hp_stencil_args& a) {
+    return a.alloc[0] % HP_LANES_POINTS == 2u && a.alloc[1] % 2u == 0u && a.begin[0] >= 2u &&
+           (a.begin[1] >= 2u || a.begin[2] >= 2u);
+}
+
 /* Whether hp_stencil27_march32 takes the box of `a` (haloport_core::regions::stencil_lanes):
- * f32, a box that marches in tiles, rows a multiple of HP_LANES_POINTS elements and both fields
- * 16-byte aligned, so every lane's four points are one aligned vector. */
+ * f32, a box that marches in tiles, both fields 16-byte aligned, and rows a multiple of
+ * HP_LANES_POINTS elements (every lane's four points one aligned vector in every row) or the
+ * OFF form's (hp_stencil_lanes_off). */
 HP_DEVICE bool hp_stencil_lanes_fit(const hp_stencil_args& a) {
-    return a.elem_bytes == 4u && hp_stencil_marches(a) && a.alloc[0] % HP_LANES_POINTS == 0u &&
-           a.in % 16u == 0u && a.out % 16u == 0u;
+    return a.elem_bytes == 4u && hp_stencil_marches(a) &&
+           (a.alloc[0] % HP_LANES_POINTS == 0u || hp_stencil_lanes_off(a)) && a.in % 16u == 0u &&
+           a.out % 16u == 0u;
 }
 
 /* The march form's f32 tiles in lanes of 4 points (HP_LANES_* in haloport_shared.h): the host
@@ -1317,7 +1368,11 @@ HP_DEVICE bool hp_stencil_lanes_fit(const hp_stencil_args& a) {
 extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS)
     hp_stencil27_march32(hp_stencil_args a) {
     if (hp_stencil_box_empty(a) || !hp_stencil_lanes_fit(a)) return;
-    hp_stencil27_lanes(a);
+    if (a.alloc[0] % HP_LANES_POINTS == 0u) {
+        hp_stencil27_lanes<false>(a);
+    } else {
+        hp_stencil27_lanes<true>(a);
+    }
 }
 
 /* Whether the box of `a` can take its x and y slabs into its tiles (HP_SHELL_READY in

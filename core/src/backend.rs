@@ -418,7 +418,7 @@ impl Launch<'_> {
             }
             Launch::StencilMarch32(a) if !crate::regions::stencil_lanes(a, dims.threads) => {
                 invalid(format!(
-                    "the f32 lanes kernel takes the full stencil over one component of 4-byte elements, a box of at least {}x{}x{} points, rows of a multiple of {} elements, both fields 16-byte aligned and blocks of whole warps up to {} threads (box {:?}..{:?}, allocation {:?}, {}-byte elements, shape {}, {} components, fields at {:#x} and {:#x}, {} threads)",
+                    "the f32 lanes kernel takes the full stencil over one component of 4-byte elements, a box of at least {}x{}x{} points, rows of a multiple of {} elements (or of 2 mod 4 in planes of a multiple of 4, with a box from x >= 2 and y or z >= 2), both fields 16-byte aligned and blocks of whole warps up to {} threads (box {:?}..{:?}, allocation {:?}, {}-byte elements, shape {}, {} components, fields at {:#x} and {:#x}, {} threads)",
                     crate::shared::HP_MARCH_X,
                     crate::shared::HP_MARCH_ROWS,
                     crate::shared::HP_MARCH_MIN_Z,

@@ -422,17 +422,31 @@ pub fn stencil_marching(args: &hp_stencil_args, threads: u32) -> bool {
 
 /// Whether a sweep of `args` with `threads` a block runs the march form's f32 tiles in lanes of
 /// 4 points ([`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32), `HP_LANES_POINTS`):
-/// 4-byte elements where [`stencil_marching`] and [`stencil_marches`] say so, rows of a
-/// multiple of 4 elements (an application pads its rows: the layout's `pad`) and both fields
-/// 16-byte aligned, so every lane's 4 points are one aligned 16-byte vector.
+/// 4-byte elements where [`stencil_marching`] and [`stencil_marches`] say so, both fields
+/// 16-byte aligned, and rows of a multiple of 4 elements (every lane's 4 points one aligned
+/// 16-byte vector; an application pads its rows: the layout's `pad`) or of 2 mod 4 in planes
+/// of a multiple of 4 ([`stencil_lanes_off`]).
 pub fn stencil_lanes(args: &hp_stencil_args, threads: u32) -> bool {
     let points = u64::from(shared::HP_LANES_POINTS);
     args.elem_bytes == 4
         && stencil_marching(args, threads)
         && stencil_marches(args, threads)
-        && args.alloc[0] % points == 0
+        && (args.alloc[0] % points == 0 || stencil_lanes_off(args))
         && args.in_ % (points * 4) == 0
         && args.out % (points * 4) == 0
+}
+
+/// Whether the lanes take `args`'s rows in their off form: rows of 2 mod 4 elements in planes
+/// of a multiple of 4 (odd rows' vectors start two points after even rows'; the rows beside a
+/// lane's are read two points off and shuffled into place), a box from x >= 2 and from y or
+/// z >= 2 (a lane's reads two points before its own stay after the allocation's start). The
+/// kernels' `hp_stencil_lanes_off`.
+pub fn stencil_lanes_off(args: &hp_stencil_args) -> bool {
+    let points = u64::from(shared::HP_LANES_POINTS);
+    args.alloc[0] % points == 2
+        && args.alloc[1] % 2 == 0
+        && args.begin[0] >= 2
+        && (args.begin[1] >= 2 || args.begin[2] >= 2)
 }
 
 /// The cells of padding after each row of `args`'s allocation that would give it
@@ -445,7 +459,7 @@ pub fn lanes_padding(args: &hp_stencil_args, threads: u32) -> Option<u64> {
         alloc: [args.alloc[0] + short, args.alloc[1], args.alloc[2]],
         ..*args
     };
-    (short > 0 && stencil_lanes(&padded, threads)).then_some(short)
+    (short > 0 && !stencil_lanes(args, threads) && stencil_lanes(&padded, threads)).then_some(short)
 }
 
 /// The launch of one sweep of `args` with `threads` a block, and its grid: where
@@ -516,16 +530,14 @@ fn march_tiles(args: &hp_stencil_args, threads: u32, rows: u32, cols: u32, depth
 
 /// The grid of [`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32) over `args`: the march
 /// form's tiles (a row a warp, `HP_LANES_POINTS` points a lane, `HP_LANES_Z` planes) from
-/// `begin[0]` rounded down to a multiple of `HP_LANES_POINTS` (the kernel's
-/// `hp_stencil27_lanes`).
+/// `begin[0]` (less 2 in the off form) rounded down to a multiple of `HP_LANES_POINTS` (the
+/// kernel's `hp_stencil27_lanes`).
 fn lanes_dims(args: &hp_stencil_args, threads: u32) -> LaunchDims {
     let points = u64::from(shared::HP_LANES_POINTS);
+    // The off form's tiles start 2 columns earlier (odd rows' lanes sit 2 after even rows').
+    let first = args.begin[0] - if stencil_lanes_off(args) { 2 } else { 0 };
     let aligned = hp_stencil_args {
-        begin: [
-            args.begin[0] / points * points,
-            args.begin[1],
-            args.begin[2],
-        ],
+        begin: [first / points * points, args.begin[1], args.begin[2]],
         ..*args
     };
     LaunchDims {
@@ -1227,6 +1239,57 @@ mod tests {
         }
         // Rows of 70 would take them with 2 cells of padding; the others not for padding.
         assert_eq!(lanes_padding(&rows70, 256), Some(2));
+        // Rows of 70 in planes of 22 rows take the lanes' off form from x >= 2 and y or z >= 2
+        // (tiles from x = 0: 1 x 3 x 2); not from x = 1, nor in planes of 21 rows or with a box
+        // from y = 1 and z = 1, nor rows of 69.
+        let off70 = hp_stencil_args {
+            begin: [2, 1, 2],
+            ..rows70
+        };
+        assert!(stencil_lanes_off(&off70) && stencil_lanes(&off70, 256));
+        let (launch, dims70) = stencil_launch(&off70, 256);
+        assert_eq!(
+            (launch.kernel(), dims70.blocks),
+            (Kernel::StencilMarch32, 6)
+        );
+        assert!(Launch::StencilMarch32(&off70).check("host", dims70).is_ok());
+        assert_eq!(lanes_padding(&off70, 256), None);
+        let at6 = hp_stencil_args {
+            begin: [6, 2, 1],
+            ..off70
+        };
+        assert!(stencil_lanes(&at6, 256));
+        // From x = 6 the tiles start at 4 (the off form's 2 columns before the box): 1 x 3 x 2.
+        assert_eq!(stencil_launch(&at6, 256).1.blocks, 6);
+        for other in [
+            hp_stencil_args {
+                begin: [1, 2, 2],
+                ..off70
+            },
+            hp_stencil_args {
+                begin: [2, 1, 1],
+                ..off70
+            },
+            hp_stencil_args {
+                alloc: [70, 21, 42],
+                ..off70
+            },
+            hp_stencil_args {
+                alloc: [69, 22, 42],
+                end: [68, 21, 41],
+                ..off70
+            },
+        ] {
+            assert!(
+                !stencil_lanes(&other, 256),
+                "{:?} {:?}",
+                other.alloc,
+                other.begin
+            );
+            assert!(Launch::StencilMarch32(&other)
+                .check("host", dims70)
+                .is_err());
+        }
         for other in [off, with_fields, big32] {
             assert_eq!(lanes_padding(&other, 256), None);
         }

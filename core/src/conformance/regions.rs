@@ -1586,6 +1586,34 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
                 256,
                 HP_STENCIL_FORM_MARCH,
             )?;
+            // Rows of 2 mod 4 elements in planes of an even number of rows take the lanes' off
+            // form (odd rows' lanes 2 points after even rows', the rows beside read 2 points
+            // off): boxes from x = 2, 3, 5 and 6 (tiles from x = 0 or 4), ending at the row's
+            // last interior point (lane 31 reading up to it) or inside a lane's points (lanes
+            // past the end whose points the lane before still takes), rows from y = 2, or from
+            // y = 1 with planes from z = 2.
+            let alloc = [102, 26, 42];
+            for (x_begin, x_end) in [(2, 101), (3, 99), (5, 100), (6, 98)] {
+                for (y_begin, z_begin, y_end) in [(2, 1, 23), (2, 1, 25), (1, 2, 24)] {
+                    // Blocks of 8 warps a tile each, and of 2 warps, 3 blocks striding.
+                    for (threads, blocks) in [(256, None), (64, Some(3))] {
+                        let bounds = ([x_begin, y_begin, z_begin], [x_end, y_end, 41]);
+                        let probe = hp_stencil_args {
+                            alloc,
+                            begin: bounds.0,
+                            end: bounds.1,
+                            elem_bytes: 4,
+                            components: 1,
+                            ..Default::default()
+                        };
+                        ensure(regions::stencil_lanes_off(&probe), || {
+                            format!("{bounds:?} in {alloc:?} should take the lanes' off form")
+                        })?;
+                        let form = HP_STENCIL_FORM_MARCH;
+                        stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
+                    }
+                }
+            }
         }
         // Boxes one point wide in x (a shell's x slabs), 68 rows and 10 planes (columns of
         // HP_SLAB_Z = 4 planes, the last of 2), at the low and the high side, with their grid,
