@@ -574,8 +574,9 @@ unsafe fn shell_tile(args: &hp_stencil_args, tiles: &regions::ShellTiles, t: u64
     }
 }
 
-/// Runs [`Kernel::StencilMarch64Shell`]: the box, and then the slab points of every tile if the step's ready word was raised when the launch
-/// began or the step has no exchange (`HP_SHELL_HALOS_IN`), else the list of those tiles.
+/// Runs [`Kernel::StencilMarch64Shell`]: the box, and then the slab points of every tile if
+/// the step's ready word was raised when the launch began or the step has no exchange
+/// (`HP_SHELL_HALOS_IN`), else the list of those tiles.
 ///
 /// # Safety
 /// As for [`run_stencil`], and for [`shell_words`] unless the parity is `HP_SHELL_HALOS_IN`.
