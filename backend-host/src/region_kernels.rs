@@ -585,10 +585,10 @@ pub(crate) unsafe fn run_shell_box(args: &hp_stencil_args, threads: u32) {
         return;
     };
     let halos_in = args.parity == HP_SHELL_HALOS_IN;
-    // SAFETY: forwarded from this function's contract (words are only read with a set).
     let words = if halos_in {
         &[]
     } else {
+        // SAFETY: forwarded from this function's contract (a step with a set has words).
         unsafe { shell_words(args) }
     };
     let set = args.parity as usize;

@@ -1557,7 +1557,7 @@ mod tests {
             ..halos_in
         })
         .check("host", dims)
-        .unwrap_err()
+        .expect_err("a fix-up without a set is refused")
         .to_string();
         assert!(err.contains("parity 2"), "{err}");
     }
