@@ -893,7 +893,7 @@ HP_DEVICE void hp_lanes_row(float (&row)[4], const float* __restrict__ r, int ed
  * before and after the lane's, whose vectors start 2 points before and after its points), from
  * `r` at (x, row): its vector at x - 2 (16-byte aligned), x + 2 .. x + 4 from the lane after
  * (lane 31 loads those it needs, up to end[0]: `far` of them); each ((x - 1 + x) + x + 1), the
- * order of hp_march_plane. x - 2 and x - 1 serve only point x - 1's sums, never taken. */
+ * order of hp_march_plane. The vector's x - 2 serves only the lane before (as its x + 2). */
 HP_DEVICE void hp_lanes_row_off(float (&row)[4], const float* __restrict__ r, int far,
                                 uint32_t lane) {
     const float4 w = *(const float4*)(r - 2);
