@@ -483,8 +483,8 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
         }
         if (DONE) {
             /* The flag's store is not ordered before the done word: the host, which polls
-             * the done words, reads no flag, and waits for the launch's event before peers may free
-             * what the flags point at (MessageExchange::close). */
+             * the done words, reads no flag, and waits for the launch's event before peers may
+             * free what the flags point at (MessageExchange::close). */
             hp_raise_done(a);
         } else {
             hp_regions_stamp<PACK, true>(a);
