@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# lanes_async_bench (built on the build machine as its header says, in BINDIR) on GPU 0, 512^3,
+# 15 launches a variant, twice. usage, from the repository root:
+#   bash results/2026-11-27-h200-lanes-pipe/run.sh BINDIR OUT
+set -uo pipefail
+dir=$(cd "$1" && pwd); out=$2; mkdir -p "$out"
+export PATH="$PATH:/usr/local/nvidia/bin"
+nvidia-smi -L | tee "$out/gpu.txt"
+for round in 1 2; do
+    CUDA_VISIBLE_DEVICES=0 timeout 200 "$dir/lanes_async_bench" 512 15 | tee "$out/bench$round.csv"
+done
