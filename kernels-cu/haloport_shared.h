@@ -279,10 +279,16 @@ typedef struct hp_ipc_args {
  *     run of its elements, the runs HP_SYNTHETIC_RUN_ALIGN-aligned (hp_synthetic_run), as
  *     ipc-tq's chunks do: a block that streams through neighbouring lines stores faster than
  *     blocks interleaved across the region.
+ *   HP_PAYLOAD_COPY       pack only: elements of a field copied straight into another region
+ *     of the same counts and strides (a local neighbour's halo: no slot, no unpack). Element e
+ *     moves from field index offset + i0 * stride[0] + i1 * stride[1] + i2 * stride[2] to
+ *     buffer index i0 * stride[0] + i1 * stride[1] + i2 * stride[2] (buffer: the destination
+ *     region's first element). A pair's regions are of one payload.
  */
 #define HP_SYNTHETIC_RUN_ALIGN 32u
 #define HP_PAYLOAD_FIELD 0u
 #define HP_PAYLOAD_SYNTHETIC 1u
+#define HP_PAYLOAD_COPY 2u
 
 typedef struct hp_region {
     /* Device address of the field's element 0 (the allocated array, halos included). */

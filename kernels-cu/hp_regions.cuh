@@ -149,11 +149,13 @@ HP_DEVICE bool hp_fits_index32(const hp_region& r, uint64_t units, uint64_t step
            ((r.stride[0] | r.stride[1] | r.stride[2]) >> 32) == 0;
 }
 
-/* Moves this block's elements of region r: PACK copies field -> buffer, else buffer -> field.
- * W is the word type (uint32_t for f32, uint64_t for f64: bits, not values, are moved); X the
- * index rule (hp_index32 or hp_index64) and I its element number type. A thread moves the same
- * elements as one element at a time would, e, e + step, ..., in groups of HP_UNROLL. */
-template <typename W, typename I, typename X, bool PACK>
+/* Moves this block's elements of region r: PACK copies field -> buffer, else buffer -> field;
+ * COPY (a pack of HP_PAYLOAD_COPY) stores element e at the buffer's index of its field index
+ * rather than at e. W is the word type (uint32_t for f32, uint64_t for f64: bits, not values,
+ * are moved); X the index rule (hp_index32 or hp_index64) and I its element number type. A
+ * thread moves the same elements as one element at a time would, e, e + step, ..., in groups
+ * of HP_UNROLL. */
+template <typename W, typename I, typename X, bool PACK, bool COPY = false>
 __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t local_block,
                                                   I n) {
     W* __restrict__ field = (W*)r.field + r.offset;
@@ -171,7 +173,7 @@ __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t l
 #pragma unroll
         for (int k = 0; k < X::unroll; ++k) {
             if (PACK) {
-                buffer[e + (I)k * step] = v[k];
+                buffer[COPY ? f[k] : (uint64_t)(e + (I)k * step)] = v[k];
             } else {
                 field[f[k]] = v[k];
             }
@@ -180,19 +182,28 @@ __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t l
     for (; e < n; e += step) {
         const uint64_t f = field_index(e);
         if (PACK) {
-            buffer[e] = field[f];
+            buffer[COPY ? f : (uint64_t)e] = field[f];
         } else {
             field[f] = buffer[e];
         }
     }
 }
 
-template <typename W, bool PACK>
+/* COPIES: whether the launch may hold HP_PAYLOAD_COPY regions (not the one launch, whose
+ * messages are all device-direct: without the path its registers stay as they were). */
+template <typename W, bool PACK, bool COPIES>
 __device__ __forceinline__ void hp_move_region_words(const hp_region& r, uint32_t local_block) {
     const uint64_t n = r.count[0] * r.count[1] * r.count[2];
     const uint64_t step = (uint64_t)r.blocks * blockDim.x;
+    const bool copy = PACK && COPIES && r.payload == HP_PAYLOAD_COPY;
     if (hp_fits_index32(r, n, step)) {
-        hp_move_region_as<W, uint32_t, hp_index32, PACK>(r, local_block, (uint32_t)n);
+        if (copy) {
+            hp_move_region_as<W, uint32_t, hp_index32, PACK, true>(r, local_block, (uint32_t)n);
+        } else {
+            hp_move_region_as<W, uint32_t, hp_index32, PACK>(r, local_block, (uint32_t)n);
+        }
+    } else if (copy) {
+        hp_move_region_as<W, uint64_t, hp_index64, PACK, true>(r, local_block, n);
     } else {
         hp_move_region_as<W, uint64_t, hp_index64, PACK>(r, local_block, n);
     }
@@ -200,8 +211,9 @@ __device__ __forceinline__ void hp_move_region_words(const hp_region& r, uint32_
 
 /* Moves this block's units of region r and its partner p (see Pairs in haloport_shared.h): unit
  * u is element u / 2 of r (u even) or element (u / 2 + n - 1) mod n of p (u odd); loads first,
- * HP_UNROLL units at a time, as hp_move_region_as (one at a time for an odd block size). */
-template <typename W, typename I, typename X, bool PACK>
+ * HP_UNROLL units at a time, as hp_move_region_as (one at a time for an odd block size; COPY
+ * as there: a pair is of one payload). */
+template <typename W, typename I, typename X, bool PACK, bool COPY = false>
 __device__ __forceinline__ void hp_move_pair_as(const hp_region& r, const hp_region& p,
                                                 uint32_t local_block, I n) {
     /* Selected per unit, not indexed: an array indexed by u & 1 would live in local memory. */
@@ -235,7 +247,7 @@ __device__ __forceinline__ void hp_move_pair_as(const hp_region& r, const hp_reg
 #pragma unroll
             for (int k = 0; k < X::unroll; ++k) {
                 if (PACK) {
-                    buffer[e[k]] = v[k];
+                    buffer[COPY ? f[k] : (uint64_t)e[k]] = v[k];
                 } else {
                     field[f[k]] = v[k];
                 }
@@ -244,8 +256,9 @@ __device__ __forceinline__ void hp_move_pair_as(const hp_region& r, const hp_reg
     }
     for (; u < units; u += step) {
         const I e = element(u);
-        W* f = ((u & 1) ? field_p : field_r) + field_index(e);
-        W* b = ((u & 1) ? buffer_p : buffer_r) + e;
+        const uint64_t i = field_index(e);
+        W* f = ((u & 1) ? field_p : field_r) + i;
+        W* b = ((u & 1) ? buffer_p : buffer_r) + (COPY ? i : (uint64_t)e);
         if (PACK) {
             *b = *f;
         } else {
@@ -254,42 +267,49 @@ __device__ __forceinline__ void hp_move_pair_as(const hp_region& r, const hp_reg
     }
 }
 
-template <typename W, bool PACK>
+template <typename W, bool PACK, bool COPIES>
 __device__ __forceinline__ void hp_move_pair_words(const hp_region& r, const hp_region& p,
                                                    uint32_t local_block) {
     const uint64_t n = r.count[0] * r.count[1] * r.count[2];
     const uint64_t step = (uint64_t)r.blocks * blockDim.x;
+    const bool copy = PACK && COPIES && r.payload == HP_PAYLOAD_COPY;
     if (hp_fits_index32(r, 2 * n, step)) {
-        hp_move_pair_as<W, uint32_t, hp_index32, PACK>(r, p, local_block, (uint32_t)n);
+        if (copy) {
+            hp_move_pair_as<W, uint32_t, hp_index32, PACK, true>(r, p, local_block, (uint32_t)n);
+        } else {
+            hp_move_pair_as<W, uint32_t, hp_index32, PACK>(r, p, local_block, (uint32_t)n);
+        }
+    } else if (copy) {
+        hp_move_pair_as<W, uint64_t, hp_index64, PACK, true>(r, p, local_block, n);
     } else {
         hp_move_pair_as<W, uint64_t, hp_index64, PACK>(r, p, local_block, n);
     }
 }
 
-template <bool PACK>
+template <bool PACK, bool COPIES>
 __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const hp_region* regions,
                                                const hp_region& r, uint32_t local_block) {
     if (r.partner != 0) {
         const hp_region p = regions[r.partner - 1];
         if (a.elem_bytes == 8) {
-            hp_move_pair_words<uint64_t, PACK>(r, p, local_block);
+            hp_move_pair_words<uint64_t, PACK, COPIES>(r, p, local_block);
         } else if (a.elem_bytes == 4) {
-            hp_move_pair_words<uint32_t, PACK>(r, p, local_block);
+            hp_move_pair_words<uint32_t, PACK, COPIES>(r, p, local_block);
         } else if (a.elem_bytes == 2) {
-            hp_move_pair_words<uint16_t, PACK>(r, p, local_block);
+            hp_move_pair_words<uint16_t, PACK, COPIES>(r, p, local_block);
         } else if (a.elem_bytes == 1) {
-            hp_move_pair_words<uint8_t, PACK>(r, p, local_block);
+            hp_move_pair_words<uint8_t, PACK, COPIES>(r, p, local_block);
         }
         return;
     }
     if (a.elem_bytes == 8) {
-        hp_move_region_words<uint64_t, PACK>(r, local_block);
+        hp_move_region_words<uint64_t, PACK, COPIES>(r, local_block);
     } else if (a.elem_bytes == 4) {
-        hp_move_region_words<uint32_t, PACK>(r, local_block);
+        hp_move_region_words<uint32_t, PACK, COPIES>(r, local_block);
     } else if (a.elem_bytes == 2) {
-        hp_move_region_words<uint16_t, PACK>(r, local_block);
+        hp_move_region_words<uint16_t, PACK, COPIES>(r, local_block);
     } else if (a.elem_bytes == 1) {
-        hp_move_region_words<uint8_t, PACK>(r, local_block);
+        hp_move_region_words<uint8_t, PACK, COPIES>(r, local_block);
     }
     /* Any other word size moves nothing (the backends refuse such launches up front). */
 }
@@ -340,15 +360,15 @@ __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r
     hp_fold_checks(c, check);
 }
 
-/* This block's part of region r, whatever its payload. */
-template <bool PACK>
+/* This block's part of region r, whatever its payload (COPIES: as hp_move_region_words). */
+template <bool PACK, bool COPIES>
 __device__ __forceinline__ void hp_region_payload(const hp_regions_args& a,
                                                   const hp_region* regions, const hp_region& r,
                                                   uint32_t local_block) {
     if (r.payload == HP_PAYLOAD_SYNTHETIC) {
         if (a.elem_bytes == 8) hp_synthetic_region<PACK>(a, r, local_block);
     } else {
-        hp_move_region<PACK>(a, regions, r, local_block);
+        hp_move_region<PACK, COPIES>(a, regions, r, local_block);
     }
 }
 
@@ -422,7 +442,7 @@ HP_DEVICE void hp_raise_done(const hp_regions_args& a);
  * message's region raises its done word (a.done) right after its message's fence, its end stamp
  * taken before that fence, so the one fence orders everything the host reads (ipc-tq's chunks
  * also end with one); returns whether it did (the same in every thread of the block). */
-template <bool PACK, bool DONE = false>
+template <bool PACK, bool DONE = false, bool COPIES = PACK>
 __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
                                                  const hp_region* regions, uint32_t num_regions) {
     const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
@@ -431,7 +451,7 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
     const uint32_t local_block = blockIdx.x - r.first_block;
     if (r.message == HP_NO_MESSAGE || a.messages == 0) {
         if (threadIdx.x == 0) hp_regions_stamp<PACK, false>(a);
-        hp_region_payload<PACK>(a, regions, r, local_block);
+        hp_region_payload<PACK, COPIES>(a, regions, r, local_block);
         if (a.times != 0) {
             /* The end once every thread moved its elements (a.times is the launch's: every
              * thread of the block reaches the barrier). */
@@ -459,7 +479,7 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
     __syncthreads();
     if (outcome != HP_MESSAGE_OK) return false;
 
-    hp_region_payload<PACK>(a, regions, r, local_block);
+    hp_region_payload<PACK, COPIES>(a, regions, r, local_block);
     /* The barrier orders every thread's stores before thread 0's (CTA scope); thread 0's
      * release fence at system scope, cumulative, then orders them all before the block is
      * counted (as cooperative groups' grid sync does). One acq_rel fence per block: a
@@ -546,7 +566,7 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
     const hp_regions_args& args = hp_args_in_place(a);
     hp_with_table(args, [&](const hp_region* regions) {
-        hp_regions_block<true>(args, regions, args.num_regions);
+        hp_regions_block<true, false, false>(args, regions, args.num_regions);
         if (!hp_regions_block<false, true>(args, regions + args.num_regions,
                                            args.num_unpack_regions)) {
             hp_launch_done(args);
@@ -572,9 +592,16 @@ __device__ __forceinline__ void hp_plain_regions_block(const hp_region* regions,
     const hp_region r = regions[ri];
     const uint32_t local_block = blockIdx.x - r.first_block;
     const uint32_t n = (uint32_t)(r.count[0] * r.count[1] * r.count[2]);
+    const bool copy = PACK && r.payload == HP_PAYLOAD_COPY;
     if (r.partner != 0) {
         const hp_region p = regions[r.partner - 1];
-        hp_move_pair_as<W, uint32_t, hp_index32, PACK>(r, p, local_block, n);
+        if (copy) {
+            hp_move_pair_as<W, uint32_t, hp_index32, PACK, true>(r, p, local_block, n);
+        } else {
+            hp_move_pair_as<W, uint32_t, hp_index32, PACK>(r, p, local_block, n);
+        }
+    } else if (copy) {
+        hp_move_region_as<W, uint32_t, hp_index32, PACK, true>(r, local_block, n);
     } else {
         hp_move_region_as<W, uint32_t, hp_index32, PACK>(r, local_block, n);
     }

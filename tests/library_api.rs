@@ -76,55 +76,82 @@ fn the_exchange_refuses_misuse_and_fills_every_halo() {
     let staging = backend
         .alloc_pinned(cells * 8, Coherence::Coherent)
         .expect("pinned");
-    for (k, field) in [&a, &b].into_iter().enumerate() {
-        let mut values = vec![-1.0_f64; cells];
-        each(&mut |at| {
-            if interior(at) {
-                values[d.index(at) as usize] = value(d.global_of(at), k as u32);
-            }
-        });
-        // SAFETY: staging holds `cells` f64s; no copy is queued on it.
-        unsafe {
-            std::ptr::copy_nonoverlapping(values.as_ptr(), staging.host_ptr().cast::<f64>(), cells)
-        };
-        let memory = field.device_memory().expect("allocated field");
-        // SAFETY: both live until the synchronization right after; nothing else touches them.
-        unsafe {
+    // Interior cells their values, halo cells -1.
+    let upload = || {
+        for (k, field) in [&a, &b].into_iter().enumerate() {
+            let mut values = vec![-1.0_f64; cells];
+            each(&mut |at| {
+                if interior(at) {
+                    values[d.index(at) as usize] = value(d.global_of(at), k as u32);
+                }
+            });
+            // SAFETY: staging holds `cells` f64s; no copy is queued on it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    values.as_ptr(),
+                    staging.host_ptr().cast::<f64>(),
+                    cells,
+                )
+            };
+            let memory = field.device_memory().expect("allocated field");
+            // SAFETY: both live until the synchronization right after; nothing else touches
+            // them.
+            unsafe {
+                backend
+                    .copy_to_device_async(memory, 0, &staging, 0, cells * 8, &stream)
+                    .expect("upload")
+            };
             backend
-                .copy_to_device_async(memory, 0, &staging, 0, cells * 8, &stream)
-                .expect("upload")
-        };
-        backend
-            .stream_synchronize(&stream, deadline())
-            .expect("upload done");
-    }
+                .stream_synchronize(&stream, deadline())
+                .expect("upload done");
+        }
+    };
+    // Every cell, halos included, must hold the value of the cell it is or mirrors.
+    let check = |when: &str| {
+        for (k, field) in [&a, &b].into_iter().enumerate() {
+            let memory = field.device_memory().expect("allocated field");
+            // SAFETY: as above.
+            unsafe {
+                backend
+                    .copy_to_host_async(&staging, 0, memory, 0, cells * 8, &stream)
+                    .expect("download")
+            };
+            backend
+                .stream_synchronize(&stream, deadline())
+                .expect("download done");
+            // SAFETY: the copy completed; staging holds `cells` f64s.
+            let got =
+                unsafe { std::slice::from_raw_parts(staging.host_ptr().cast::<f64>(), cells) };
+            let mut halo_cells = 0;
+            each(&mut |at| {
+                // Every cell is interior or a halo cell the exchange fills (all halos are > 0).
+                let want = value(d.global_of(at), k as u32);
+                assert_eq!(
+                    got[d.index(at) as usize],
+                    want,
+                    "{when}: field {k} cell {at:?}"
+                );
+                if !interior(at) {
+                    halo_cells += 1;
+                }
+            });
+            assert_eq!(
+                halo_cells,
+                cells - (6 * 5 * 4),
+                "every halo cell was checked"
+            );
+        }
+    };
+    upload();
     exchange.exchange(&[&a, &b], &stream).expect("exchange");
-    for (k, field) in [&a, &b].into_iter().enumerate() {
-        let memory = field.device_memory().expect("allocated field");
-        // SAFETY: as above.
-        unsafe {
-            backend
-                .copy_to_host_async(&staging, 0, memory, 0, cells * 8, &stream)
-                .expect("download")
-        };
-        backend
-            .stream_synchronize(&stream, deadline())
-            .expect("download done");
-        // SAFETY: the copy completed; staging holds `cells` f64s.
-        let got = unsafe { std::slice::from_raw_parts(staging.host_ptr().cast::<f64>(), cells) };
-        let mut halo_cells = 0;
-        each(&mut |at| {
-            // Every cell is interior or a halo cell the exchange fills (all halos are > 0).
-            let want = value(d.global_of(at), k as u32);
-            assert_eq!(got[d.index(at) as usize], want, "field {k} cell {at:?}");
-            if !interior(at) {
-                halo_cells += 1;
-            }
-        });
-        assert_eq!(
-            halo_cells,
-            cells - (6 * 5 * 4),
-            "every halo cell was checked"
-        );
-    }
+    check("after an exchange");
+    // Every neighbour is the rank itself: its messages are copied straight into the halos they
+    // fill by the pack `start` queues, with nothing left to unpack (a copy through the
+    // receive slots would fill them only in `finish`).
+    upload();
+    exchange.start(&[&a, &b], &stream).expect("start");
+    check("after start");
+    exchange.finish(&stream).expect("finish");
+    exchange.wait().expect("wait");
+    check("after finish");
 }

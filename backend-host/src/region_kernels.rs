@@ -464,11 +464,19 @@ unsafe fn move_words<W: Copy>(
             },
             None => (region, u),
         };
-        let f = of.field.wrapping_add(field_index(of, e).wrapping_mul(size)) as *mut W;
-        let b = of.buffer.wrapping_add(e.wrapping_mul(size)) as *mut W;
-        // SAFETY: element e lies in its region's buffer and its field index in the field
-        // (launch contract); only this grid block moves element e. Unaligned accesses keep
-        // a misaligned address (a fault on a GPU) from being undefined behaviour here.
+        let index = field_index(of, e);
+        let f = of.field.wrapping_add(index.wrapping_mul(size)) as *mut W;
+        // A copy's element lies in its destination as in its source, from the region's start.
+        let at = if pack && of.payload == shared::HP_PAYLOAD_COPY {
+            index.wrapping_sub(of.offset)
+        } else {
+            e
+        };
+        let b = of.buffer.wrapping_add(at.wrapping_mul(size)) as *mut W;
+        // SAFETY: element e lies in its region's buffer (a copy's at `at`) and its field index
+        // in the field (launch contract); only this grid block moves element e. Unaligned
+        // accesses keep a misaligned address (a fault on a GPU) from being undefined behaviour
+        // here.
         unsafe {
             if pack {
                 b.write_unaligned(f.read_unaligned());

@@ -18,11 +18,12 @@ use crate::verify::{packed_value, planned_checks, Verify};
 mod regions;
 
 pub use regions::{
-    copy_3d_matches_the_region_kernels, one_launch_exchange_packs_then_unpacks,
-    paired_regions_move_the_same_elements, region_and_stencil_launches_check_their_arguments,
-    region_messages_signal_each_epoch, region_pack_and_unpack_follow_the_index_rule,
-    region_waits_time_out_and_abort, stencil27_matches_the_cpu_bit_for_bit,
-    stencil_shell_in_tiles_matches_the_cpu, synthetic_regions_pack_and_check_the_thesis_values,
+    copy_3d_matches_the_region_kernels, local_copies_fill_the_halos_they_mirror,
+    one_launch_exchange_packs_then_unpacks, paired_regions_move_the_same_elements,
+    region_and_stencil_launches_check_their_arguments, region_messages_signal_each_epoch,
+    region_pack_and_unpack_follow_the_index_rule, region_waits_time_out_and_abort,
+    stencil27_matches_the_cpu_bit_for_bit, stencil_shell_in_tiles_matches_the_cpu,
+    synthetic_regions_pack_and_check_the_thesis_values,
 };
 
 type Check = std::result::Result<(), String>;
@@ -420,6 +421,7 @@ macro_rules! backend_conformance_tests {
             occupancy_is_reported,
             region_pack_and_unpack_follow_the_index_rule,
             paired_regions_move_the_same_elements,
+            local_copies_fill_the_halos_they_mirror,
             synthetic_regions_pack_and_check_the_thesis_values,
             region_messages_signal_each_epoch,
             region_waits_time_out_and_abort,

@@ -158,6 +158,7 @@ fn pairable(a: &hp_region, b: &hp_region, elem_bytes: u32) -> bool {
     let gap = i128::from(b.offset) - i128::from(b.stride[0]) - i128::from(a.offset);
     plain(a)
         && plain(b)
+        && a.payload == b.payload
         && a.stride[0] > 1
         && a.field == b.field
         && a.count == b.count
@@ -308,7 +309,9 @@ pub fn region_of(regions: &[hp_region], block: u32) -> Option<usize> {
 /// (`HP_REGIONS_*` in `kernels-cu/haloport_shared.h`): plain when no region has a message or a
 /// synthetic payload and every region fits the kernels' 32-bit index rule, else full.
 pub fn kernel_form(regions: &[hp_region], threads: u32, elem_bytes: u32) -> u32 {
-    use crate::shared::{HP_PAYLOAD_FIELD, HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_UNROLL};
+    use crate::shared::{
+        HP_PAYLOAD_COPY, HP_PAYLOAD_FIELD, HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_UNROLL,
+    };
     let fits = |r: &hp_region| {
         let units = if r.partner != 0 { 2 } else { 1 } * elems(r);
         let steps = u64::from(HP_UNROLL) * u64::from(r.blocks) * u64::from(threads);
@@ -317,7 +320,9 @@ pub fn kernel_form(regions: &[hp_region], threads: u32, elem_bytes: u32) -> u32 
     // The plain forms move 4- and 8-byte words only.
     let plain = elem_bytes >= 4
         && regions.iter().all(|r| {
-            r.message == crate::shared::HP_NO_MESSAGE && r.payload == HP_PAYLOAD_FIELD && fits(r)
+            r.message == crate::shared::HP_NO_MESSAGE
+                && matches!(r.payload, HP_PAYLOAD_FIELD | HP_PAYLOAD_COPY)
+                && fits(r)
         });
     if plain {
         HP_REGIONS_PLAIN
@@ -1118,13 +1123,28 @@ mod tests {
             stride: [1, 514, 514 * 514],
             ..plus
         };
-        for partner in [signalled, far, other_field, contiguous] {
+        // A local copy pairs only with another: a pair's regions share one payload.
+        let copy = hp_region {
+            payload: crate::shared::HP_PAYLOAD_COPY,
+            ..plus
+        };
+        for partner in [signalled, far, other_field, contiguous, copy] {
             let mut table = vec![minus, partner];
             assign_blocks(&mut table, 256, 4).expect("valid");
             let before = format!("{table:?}");
             pair_regions(&mut table, 8, 256, 4).expect("valid");
             assert_eq!(format!("{table:?}"), before);
         }
+        let mut copies = vec![
+            hp_region {
+                payload: copy.payload,
+                ..minus
+            },
+            copy,
+        ];
+        assign_blocks(&mut copies, 256, 4).expect("valid");
+        pair_regions(&mut copies, 8, 256, 4).expect("valid");
+        assert_eq!(copies[0].partner, 2);
         // A partner must come last, without blocks; one with blocks is refused.
         let mut table = vec![minus, plus];
         assign_blocks(&mut table, 256, 4).expect("valid");

@@ -16,8 +16,8 @@ use crate::regions::{self, Copy3d};
 use crate::shared::{
     hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
     HP_INLINE_REGIONS, HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
-    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_PLAIN, HP_VERIFY_FULL,
-    HP_VERIFY_SAMPLE,
+    HP_PAYLOAD_COPY, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
+    HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
 };
 use crate::verify::{merge_checks, packed_value};
 
@@ -503,6 +503,79 @@ pub fn paired_regions_move_the_same_elements<B: Backend>(backend: &B) -> Check {
         }
     }
     Ok(())
+}
+
+/// A periodic rank's own messages copied straight into its halos (`HP_PAYLOAD_COPY`): the
+/// pack of the 26 sending regions, each into the halo on the opposite side, fills every halo
+/// element with the interior element it mirrors and leaves the interior as it was, in words of
+/// 8, 4, 2 and 1 bytes, the regions as they are and merged with the x faces paired, in every
+/// form and place of the table.
+pub fn local_copies_fill_the_halos_they_mirror<B: Backend>(backend: &B) -> Check {
+    for how in How::ALL {
+        for eb in [8, 4, 2, 1] {
+            for pair in [false, true] {
+                local_copies_case(backend, eb, pair, how)
+                    .map_err(|m| format!("f{} {how:?}, paired {pair}: {m}", 8 * eb))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn local_copies_case<B: Backend>(backend: &B, eb: u32, pair: bool, how: How) -> Check {
+    let ebu = eb as usize;
+    let dims = Dims([11, 9, 7]);
+    let n = dims.len();
+    let field: Vec<u64> = (0..n).map(|i| bits(i as f64 * 1.5 + 0.25, ebu)).collect();
+    let stream = backend.create_stream().map_err(e)?;
+    let memory = device_with(backend, &stream, &encode(&field, ebu))?;
+    let base = memory.device_addr();
+    let shape = |all: Vec<hp_region>| if pair { merged(all) } else { all };
+    let (sends, halos) = (shape(dims.neighbours(false)), shape(dims.neighbours(true)));
+    // What goes towards direction d fills the halo on the side of -d: neighbours lists the
+    // directions symmetrically, so that halo is the mirror image's, 25 - i.
+    let mut copies: Vec<hp_region> = sends
+        .iter()
+        .enumerate()
+        .map(|(i, r)| hp_region {
+            field: base,
+            buffer: base + halos[25 - i].offset * u64::from(eb),
+            payload: HP_PAYLOAD_COPY,
+            ..*r
+        })
+        .collect();
+    number(&mut copies, eb, 1, pair, [dims.0[1] - 2, dims.0[2] - 2, 1])?;
+    ensure(
+        eb < 4 || regions::kernel_form(&copies, THREADS, eb) == HP_REGIONS_PLAIN,
+        || "local copies should run the plain form of the kernels".into(),
+    )?;
+    let launch = RegionLaunch {
+        extra: 2,
+        how,
+        ..RegionLaunch::new(true, eb)
+    };
+    run_regions(backend, &stream, &copies, launch)?;
+    let mut want = field.clone();
+    for (i, r) in sends.iter().enumerate() {
+        let halo = &halos[25 - i];
+        ensure(halo.count == r.count && halo.stride == r.stride, || {
+            format!("region {i}'s halo has another shape")
+        })?;
+        for (e, value) in reference_pack(&field, r).into_iter().enumerate() {
+            want[regions::field_index(halo, e as u64) as usize] = value;
+        }
+    }
+    let have = decode(
+        &device_bytes(backend, &stream, &memory, (n * u64::from(eb)) as usize)?,
+        ebu,
+    );
+    match (0..n as usize).find(|&i| have[i] != want[i]) {
+        Some(i) => Err(format!(
+            "field element {i} is {:#x}, expected {:#x}",
+            have[i], want[i]
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Synthetic regions (the thesis's blocks as a payload of the region kernels): pack stores

@@ -40,8 +40,8 @@ use crate::error::{Error, Result};
 use crate::regions::{blocks_for, kernel_form, pair_regions};
 use crate::shared::{
     hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args,
-    HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC,
-    HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
+    HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_COPY,
+    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
 };
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_within_node, NodeShare};
@@ -1267,6 +1267,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // A synthetic message is one region, whatever the key.
         let fields: &[u64] = if synthetic { &[0] } else { addrs };
         let per_region = self.signalled_blocks(fields.len())?;
+        let copies = if synthetic {
+            vec![None; n]
+        } else {
+            self.local_copies(fields.len())?
+        };
         type Built<M> = (SideTable<M>, Vec<Option<(u32, u32)>>);
         let build = |pack: bool, slot: usize| -> Result<Built<B::DeviceMemory>> {
             let mut regions = Vec::new();
@@ -1274,12 +1279,16 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             let mut ranges = Vec::with_capacity(n);
             let mut first_block = 0_u32;
             for (i, (entry, route)) in self.entries.iter().zip(&self.routes).enumerate() {
-                let Some(sub) = (if pack { entry.send } else { entry.recv }) else {
+                // A local message copied straight into its halo is not unpacked.
+                let copied_in = !pack && copies.contains(&Some(i));
+                let sub = if pack { entry.send } else { entry.recv };
+                let Some(sub) = sub.filter(|_| !copied_in) else {
                     // Nothing goes this way: no regions, and a signal no region names.
                     signals.push(hp_message_signal::default());
                     ranges.push(None);
                     continue;
                 };
+                let copy_to = if pack { copies[i] } else { None };
                 let base = if pack {
                     route.dest[slot]
                 } else {
@@ -1317,6 +1326,20 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                         blocks,
                         message: if signalled { i as u32 } else { HP_NO_MESSAGE },
                         ..hp_region::default()
+                    };
+                    let region = match copy_to {
+                        // Into the halo entry j receives, in the same field.
+                        Some(j) => {
+                            let halo = self.entries[j].recv.ok_or_else(|| {
+                                Error::Internal(format!("entry {j} receives nothing"))
+                            })?;
+                            hp_region {
+                                buffer: field + in_words(halo, cell / word)?.offset * word,
+                                payload: HP_PAYLOAD_COPY,
+                                ..region
+                            }
+                        }
+                        None => region,
                     };
                     regions.push(if synthetic {
                         // Our block `send_tag`, or the peer's block `recv_tag`.
@@ -1428,6 +1451,35 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             pack_ranges,
             unpack_ranges,
         })
+    }
+
+    /// For each entry, the entry whose halo its message fills where the pack copies it there
+    /// straight (`HP_PAYLOAD_COPY`: no slot, no unpack): a local message whose halo, in every
+    /// one of the `fields` fields' words, has the counts and strides of what it sends (a
+    /// periodic rank's own faces, edges and corners). Else `None`: through the slot.
+    fn local_copies(&self, fields: usize) -> Result<Vec<Option<usize>>> {
+        let word = u64::from(self.word);
+        let mut copies = Vec::with_capacity(self.entries.len());
+        for (entry, route) in self.entries.iter().zip(&self.routes) {
+            let target = (route.link == Link::Local)
+                .then(|| receiving_entry(self.entries.iter(), self.rank, entry.send_tag))
+                .flatten();
+            let copy = match (entry.send, target.and_then(|j| self.entries[j].recv)) {
+                (Some(send), Some(halo)) => {
+                    let mut same = true;
+                    for k in 0..fields {
+                        let cell = self.cells.get(k).copied().unwrap_or(word);
+                        let (from, to) =
+                            (in_words(send, cell / word)?, in_words(halo, cell / word)?);
+                        same &= from.count == to.count && from.stride == to.stride;
+                    }
+                    same
+                }
+                _ => false,
+            };
+            copies.push(target.filter(|_| copy));
+        }
+        Ok(copies)
     }
 
     /// How many grid blocks a region of a signalled message gets, for `fields` fields: at

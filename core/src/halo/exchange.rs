@@ -319,7 +319,8 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// one launch packs and unpacks, on a stream of the exchange's own that starts after
     /// what came before on `stream` and runs beside what follows it until `finish`. Work
     /// queued on `stream` between `start` and [`Self::finish`] must not write the cells the
-    /// exchange sends nor touch halo cells.
+    /// exchange sends nor touch halo cells (the pack fills the halos of a neighbour that is
+    /// this rank itself).
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when the fields do not fit the plan; [`Error::Usage`] when an

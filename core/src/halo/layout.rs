@@ -227,8 +227,10 @@ const ALIGN: u64 = 256;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Link {
-    /// The neighbour is this rank (a periodic dimension with one process): pack stores into
-    /// this rank's own receive slot, unpack reads it, ordered by the stream.
+    /// The neighbour is this rank (a periodic dimension with one process): the pack copies
+    /// each message straight into the halo it fills, nothing to unpack (field payloads whose
+    /// halo has the message's shape, as every plan's does); otherwise it stores into this
+    /// rank's own receive slot and the unpack reads it, ordered by the stream.
     Local,
     /// Host-staged MPI: pack stores into pinned host memory, MPI carries it.
     Staged,

@@ -13,8 +13,8 @@
 //!   stream so that interior work can overlap it.
 //!
 //! Transports are chosen per neighbour ([`Link`]): host-staged MPI anywhere, device-direct
-//! stores into a same-node peer's memory with `ipc`, the rank's own memory for a periodic
-//! neighbour that is the rank itself.
+//! stores into a same-node peer's memory with `ipc`, and for a periodic neighbour that is the
+//! rank itself a copy straight into the halo.
 
 pub(crate) mod engine;
 mod exchange;
