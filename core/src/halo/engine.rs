@@ -5,11 +5,12 @@
 //! Per exchange (epoch e = 1, 2, ...): one pack launch covers every region of every message,
 //! one unpack launch every received region; where every message is device-direct, one launch
 //! does both (`HP_REGIONS_FUSED`, [`FusedTable`]). How a message travels is chosen per entry
-//! ([`Link`]): to this rank itself through its own receive slot; device-direct into a
-//! same-node peer's receive slot e & 1, announced by the peer's arrival flag and guarded by our
-//! credit flag (the peer unpacked slot e & 1 of epoch e - 2), all on the GPU; or host-staged:
-//! pack into pinned memory, MPI, unpack from pinned memory. Only host-staged messages need the
-//! CPU between pack and unpack.
+//! ([`Link`]): to this rank itself copied by the pack straight into the halo it fills
+//! (`HP_PAYLOAD_COPY`, nothing to unpack; a synthetic block through its own receive slot);
+//! device-direct into a same-node peer's receive slot e & 1, announced by the peer's arrival
+//! flag and guarded by our credit flag (the peer unpacked slot e & 1 of epoch e - 2), all on the
+//! GPU; or host-staged: pack into pinned memory, MPI, unpack from pinned memory. Only
+//! host-staged messages need the CPU between pack and unpack.
 //!
 //! What the regions hold is the [`Payload`]: the halos of the user's fields
 //! ([`HaloExchange`](super::HaloExchange)), or the thesis's synthetic blocks, packed as values
