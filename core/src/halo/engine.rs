@@ -517,8 +517,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             };
             routes.push(route);
         }
-        // Beside the pack only where every message is device-direct: a local or host-staged
-        // one needs the pack done (or the CPU) before its unpack.
+        // Beside the pack only where every message is device-direct: a host-staged one needs
+        // the CPU before its unpack, and the one launch has no path for a local message (a copy
+        // into the halo, or a slot whose pack must end before its unpack starts).
         let all_direct = !routes.is_empty() && routes.iter().all(|r| r.link == Link::Direct);
         let ranks_on_device = share.as_ref().map_or(1, NodeShare::ranks_on_device);
         let mut mpi = MpiTransport::new(world, options.timeout)?;
