@@ -352,6 +352,16 @@ typedef struct hp_message_signal {
  * 88 bytes keep the arguments under the 4 KiB that CUDA and HIP both accept, and hold the 26
  * neighbour regions of one field. */
 #define HP_INLINE_REGIONS 32
+/* The one-launch exchange of a table of at most this many regions, carried inline, launches
+ * hp_exchange_regions_few, whose parameter is hp_regions_args cut after that many inline
+ * regions: 880 bytes against 3184. A launch's parameters cost the host's call and the device's
+ * start about 0.4 us a KiB (3 KiB against 80 B: results/2026-11-27-h200-lib-latency), and a
+ * small exchange (two ranks trading 4 blocks each way: 8 regions) is mostly launch: with this
+ * entry and the argument built once, lib-tq-ipc on small went from 1.22-1.24 to 1.17-1.18 x
+ * ipc-tq (results/2026-11-27-h200-few-args; a second entry for 20 regions, thesis-9's 18,
+ * measured no gain there). The host passes the whole struct; the driver copies the bytes the
+ * kernel's parameter has. */
+#define HP_INLINE_REGIONS_FEW 8
 
 /* The argument of hp_pack_regions and hp_unpack_regions. */
 typedef struct hp_regions_args {

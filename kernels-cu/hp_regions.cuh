@@ -40,6 +40,8 @@
 #ifndef HP_REGIONS_CUH
 #define HP_REGIONS_CUH
 
+#include <stddef.h>
+
 #include "hp_compat.h"
 #include "haloport_shared.h"
 
@@ -562,9 +564,7 @@ HP_DEVICE void hp_raise_done(const hp_regions_args& a) {
 /* An exchange of device-direct messages in one launch (HP_REGIONS_FUSED in haloport_shared.h):
  * this block's pack block, then its unpack block, then its done word (in the unpack
  * block's signalling where it moved a message's region). */
-extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
-    hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
-    const hp_regions_args& args = hp_args_in_place(a);
+HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
     hp_with_table(args, [&](const hp_region* regions) {
         hp_regions_block<true, false, false>(args, regions, args.num_regions);
         if (!hp_regions_block<false, true>(args, regions + args.num_regions,
@@ -572,6 +572,35 @@ extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
             hp_launch_done(args);
         }
     });
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_exchange_launch(hp_args_in_place(a));
+}
+
+/* hp_regions_args up to and with inline_regions[N): the parameter of the one launch for a table
+ * of at most N regions inline (HP_INLINE_REGIONS_FEW in haloport_shared.h). */
+template <uint32_t N>
+struct hp_regions_args_upto {
+    alignas(8) unsigned char bytes[offsetof(hp_regions_args, inline_regions) +
+                                   N * sizeof(hp_region)];
+};
+
+/* hp_exchange_regions over `a`, read as an hp_regions_args whose inline table holds at most N
+ * regions: the same code over a shorter parameter. A launch with more regions inline would read
+ * past its parameter: it moves nothing and raises no done word, so the host's wait reports the
+ * launch as ended without them. */
+template <uint32_t N>
+HP_DEVICE void hp_exchange_launch_upto(const hp_regions_args_upto<N>& a) {
+    const hp_regions_args& args = *(const hp_regions_args*)(const void*)&a;
+    if (args.table_inline && args.num_regions + args.num_unpack_regions > N) return;
+    hp_exchange_launch(args);
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_regions_few(const HP_GRID_CONSTANT hp_regions_args_upto<HP_INLINE_REGIONS_FEW> a) {
+    hp_exchange_launch_upto(hp_args_in_place(a));
 }
 
 /* Moves a graph's epochs on (hp_epoch_args). */

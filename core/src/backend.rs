@@ -20,8 +20,8 @@ use crate::error::Result;
 use crate::regions::Copy3d;
 use crate::shared::{
     hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
-    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_REGIONS_FULL, HP_REGIONS_FUSED,
-    HP_REGIONS_PLAIN,
+    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_REGIONS_FULL,
+    HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -142,6 +142,10 @@ pub enum Kernel {
     /// An exchange whose every message is device-direct in one launch (`HP_REGIONS_FUSED`):
     /// each grid block packs its pack block, then unpacks its unpack block (ipc-tq's shape).
     ExchangeRegions,
+    /// [`Kernel::ExchangeRegions`] for a table of at most `HP_INLINE_REGIONS_FEW` regions in
+    /// the launch's parameters: the same code over the first 880 bytes of its argument, so the
+    /// launch costs less (a small exchange is mostly launch).
+    ExchangeRegionsFew,
     /// One Jacobi sweep of the 27-point stencil over a box of a field (SPEC 13's application).
     Stencil27,
     /// [`Kernel::Stencil27`] over cells of several components: a kernel of its own, so that
@@ -188,6 +192,7 @@ impl Kernel {
             Kernel::UnpackRegionsW4 => "hp_unpack_regions_w4",
             Kernel::UnpackRegionsW8 => "hp_unpack_regions_w8",
             Kernel::ExchangeRegions => "hp_exchange_regions",
+            Kernel::ExchangeRegionsFew => "hp_exchange_regions_few",
             Kernel::Stencil27 => "hp_stencil27",
             Kernel::StencilCells => "hp_stencil_cells",
             Kernel::EpochStep => "hp_epoch_step",
@@ -211,7 +216,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 23] = [
+    pub const ALL: [Kernel; 24] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -226,6 +231,7 @@ impl Kernel {
         Kernel::UnpackRegionsW4,
         Kernel::UnpackRegionsW8,
         Kernel::ExchangeRegions,
+        Kernel::ExchangeRegionsFew,
         Kernel::Stencil27,
         Kernel::StencilCells,
         Kernel::EpochStep,
@@ -502,6 +508,13 @@ impl Launch<'_> {
                 (HP_REGIONS_PLAIN, 8) => Kernel::UnpackRegionsW8,
                 _ => Kernel::UnpackRegions,
             },
+            // The short parameter where it holds the table (HP_INLINE_REGIONS_FEW).
+            Launch::ExchangeRegions(a)
+                if a.table_inline == 1
+                    && a.num_regions + a.num_unpack_regions <= HP_INLINE_REGIONS_FEW =>
+            {
+                Kernel::ExchangeRegionsFew
+            }
             Launch::ExchangeRegions(_) => Kernel::ExchangeRegions,
             Launch::Stencil27(a) if a.components > 1 => Kernel::StencilCells,
             Launch::Stencil27(_) => Kernel::Stencil27,

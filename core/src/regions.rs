@@ -1071,6 +1071,44 @@ mod tests {
     }
 
     #[test]
+    fn a_one_launch_takes_the_short_parameter_where_it_holds_the_inline_table() {
+        use crate::shared::{HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_REGIONS_FUSED};
+        // The kernels' parameters (hp_regions_args_upto): the header, then n regions.
+        let header = std::mem::offset_of!(hp_regions_args, inline_regions);
+        let upto = |n: u32| header + n as usize * size_of::<hp_region>();
+        assert_eq!(upto(HP_INLINE_REGIONS), size_of::<hp_regions_args>());
+        assert_eq!(upto(HP_INLINE_REGIONS_FEW), 880);
+        let table: Vec<hp_region> = (0..u64::from(HP_INLINE_REGIONS))
+            .map(|i| region(i, [i + 1, 1, 1], [1, 1, 1]))
+            .collect();
+        let kernel = |pack: u32, unpack: u32, inline: bool| {
+            let args = hp_regions_args {
+                regions: 0x1000,
+                num_regions: pack,
+                num_unpack_regions: unpack,
+                form: HP_REGIONS_FUSED,
+                ..Default::default()
+            };
+            let table = &table[..(pack + unpack) as usize];
+            let args = if inline {
+                args.with_inline_table(table)
+            } else {
+                args
+            };
+            Launch::ExchangeRegions(&args).kernel()
+        };
+        let few = HP_INLINE_REGIONS_FEW;
+        assert_eq!(kernel(few / 2, few / 2, true), Kernel::ExchangeRegionsFew);
+        assert_eq!(kernel(few, 0, true), Kernel::ExchangeRegionsFew);
+        assert_eq!(kernel(few / 2 + 1, few / 2, true), Kernel::ExchangeRegions);
+        assert_eq!(
+            kernel(2, 2, false),
+            Kernel::ExchangeRegions,
+            "a table in memory"
+        );
+    }
+
+    #[test]
     fn x_faces_pair_and_every_element_is_moved_once() {
         for halo in [false, true] {
             let [minus, plus] = x_faces(halo);

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::{
-    upload_bytes, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
+    upload_bytes, Backend, Coherence, DeviceMemory, Kernel, Launch, LaunchDims, PinnedMemory,
 };
 use crate::regions::{self, Copy3d};
 use crate::shared::{
@@ -1068,7 +1068,9 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
 /// flag its own pack raises. Every region moves; the flags and counters hold epoch 1 and
 /// the blocks; both status words stay OK. Then the unpack waits for a flag nobody raises:
 /// its status word (the second, after the pack's) says timed out, its regions stay
-/// untouched, and the pack still moves.
+/// untouched, and the pack still moves. Both cases with the table in device memory
+/// (`hp_exchange_regions`) and in the launch's parameters (5 regions: the short parameter of
+/// `hp_exchange_regions_few`).
 pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check {
     let dims = Dims([8, 7, 6]);
     let n = dims.len();
@@ -1101,9 +1103,11 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
     // Created after the memory its work touches, so dropped (waiting for it) before it.
     let stream = backend.create_stream().map_err(e)?;
     let hz = backend.device_info().timer_hz;
-    for (case, wait, timeout_ticks) in [
-        ("arrival", word(ARRIVAL), hz * 20),
-        ("time-out", word(5), hz / 50),
+    for (case, wait, timeout_ticks, inline) in [
+        ("arrival", word(ARRIVAL), hz * 20, false),
+        ("time-out", word(5), hz / 50, false),
+        ("arrival, table inline", word(ARRIVAL), hz * 20, true),
+        ("time-out, table inline", word(5), hz / 50, true),
     ] {
         let zeroes = vec![0_u8; (n * 8) as usize];
         let (staging, clean) = (
@@ -1144,6 +1148,20 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
             done: done.device_addr(),
             ..hp_regions_args::default()
         };
+        let args = if inline {
+            args.with_inline_table(&table)
+        } else {
+            args
+        };
+        let kernel = Launch::ExchangeRegions(&args).kernel();
+        let want_kernel = if inline {
+            Kernel::ExchangeRegionsFew
+        } else {
+            Kernel::ExchangeRegions
+        };
+        ensure(kernel == want_kernel, || {
+            format!("{case}: {} regions launch {kernel:?}", table.len())
+        })?;
         // SAFETY: no kernel runs (the stream was synchronized after the last case).
         unsafe {
             std::ptr::write_bytes(status.host_ptr(), 0, 8);
@@ -1177,7 +1195,7 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
         ensure(done_words.iter().all(|&w| w == 1), || {
             format!("{case}: done words {done_words:?} (expected the epoch, 1, from each of {grid} blocks)")
         })?;
-        let timed_out = case == "time-out";
+        let timed_out = case.starts_with("time-out");
         let want_status = [
             u64::from(HP_MESSAGE_OK),
             u64::from(if timed_out {

@@ -20,6 +20,7 @@
 // memory are read through atomics.
 #![allow(unsafe_code)]
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -89,14 +90,16 @@ struct SideTable<M> {
 
 /// Both sides' tables of one slot parity as one (`HP_REGIONS_FUSED`): the pack regions, then
 /// the unpack regions naming messages `n..2n` (their status words follow the pack ones); in
-/// `memory` the regions, then the pack signals, then the unpack ones.
+/// `_memory` the regions, then the pack signals, then the unpack ones (read by the kernels
+/// through `args` alone).
 struct FusedTable<B: Backend> {
-    memory: B::DeviceMemory,
+    _memory: B::DeviceMemory,
     /// A u64 per grid block that the block raises to the epoch once its work is done
     /// (`hp_regions_args.done`; coherent pinned): the host polls them instead of an event.
     done: B::PinnedMemory,
-    regions: Vec<hp_region>,
-    pack_regions: u32,
+    /// The launch's argument, built with the table (its inline copy too): each launch sets
+    /// only what changes from one exchange to the next ([`MessageExchange::launch_fused`]).
+    args: RefCell<Box<hp_regions_args>>,
     /// The larger side's grid: block b packs its pack block b, then unpacks its unpack block b.
     blocks: u32,
 }
@@ -1564,11 +1567,24 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             .alloc_pinned(8 * blocks as usize, Coherence::Coherent)?;
         // SAFETY: a fresh allocation of 8 * blocks bytes no kernel uses yet.
         unsafe { std::ptr::write_bytes(done.host_ptr(), 0, 8 * blocks as usize) };
+        let memory = upload_table(self.backend, &regions, &signals)?;
+        let at = memory.device_addr();
+        let args = hp_regions_args {
+            messages: at + std::mem::size_of_val(regions.as_slice()) as u64,
+            status: self.memory.status.device_addr(),
+            num_regions: pack.regions.len() as u32,
+            num_unpack_regions: unpack.regions.len() as u32,
+            form: HP_REGIONS_FUSED,
+            done: done.device_addr(),
+            // Never in a graph, though a capture may build the table (`fused_table`).
+            epoch_base: 0,
+            ..self.region_args(at, blocks, true, true)
+        }
+        .with_inline_table(&regions);
         Ok(Some(FusedTable {
-            memory: upload_table(self.backend, &regions, &signals)?,
+            _memory: memory,
             done,
-            pack_regions: pack.regions.len() as u32,
-            regions,
+            args: RefCell::new(Box::new(args)),
             blocks,
         }))
     }
@@ -1636,18 +1652,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let fused = self
             .fused_table(key)
             .ok_or_else(|| Error::Internal("no one-launch table for these fields".into()))?;
-        let memory = fused.memory.device_addr();
-        let pack_regions = fused.pack_regions;
-        let args = hp_regions_args {
-            messages: memory + std::mem::size_of_val(fused.regions.as_slice()) as u64,
-            status: self.memory.status.device_addr(),
-            num_regions: pack_regions,
-            num_unpack_regions: fused.regions.len() as u32 - pack_regions,
-            form: HP_REGIONS_FUSED,
-            done: fused.done.device_addr(),
-            ..self.region_args(memory, fused.blocks, true, true)
-        }
-        .with_inline_table(&fused.regions);
+        // What changes between exchanges (as `region_args` sets it, outside a capture); the rest
+        // was set with the table.
+        let mut args = fused.args.borrow_mut();
+        args.epoch = self.epoch;
+        args.iteration = self.iteration;
+        args.verify = self.verify.code();
+        args.checks = self.checks_addr(true);
+        args.times = self.times_addr(fused.blocks, true);
         let dims = LaunchDims {
             blocks: fused.blocks,
             threads: self.options.threads,
@@ -1668,14 +1680,37 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// where `checks` (an unpack of the full form) and the timestamps where `stamps` (the full
     /// form) and they are on.
     fn region_args(&self, memory: u64, blocks: u32, checks: bool, stamps: bool) -> hp_regions_args {
-        let checks = match &self.memory.checks {
+        hp_regions_args {
+            regions: memory,
+            abort_flag: self.memory.abort.word.device_addr(),
+            timeout_ticks: (self.options.timeout.as_secs_f64()
+                * self.backend.device_info().timer_hz as f64) as u64,
+            checks: self.checks_addr(checks),
+            times: self.times_addr(blocks, stamps),
+            elem_bytes: self.word,
+            epoch: self.epoch,
+            epoch_base: self.capture.as_ref().map_or(0, |c| c.base.device_addr()),
+            iteration: self.iteration,
+            verify: self.verify.code(),
+            ..hp_regions_args::default()
+        }
+    }
+
+    /// `hp_regions_args.checks` of a launch: the check records where `checks` (an unpack of
+    /// the full form) and they are allocated.
+    fn checks_addr(&self, checks: bool) -> u64 {
+        match &self.memory.checks {
             Some(records) if checks => records.device_addr(),
             _ => 0,
-        };
-        // A graph's launches stamp nothing (its replays would all write one exchange's
-        // records); nor does a grid larger than the records (a set of fields whose tables
-        // came after they were allocated).
-        let times = match &self.memory.times {
+        }
+    }
+
+    /// `hp_regions_args.times` of a launch of `blocks` grid blocks: the timestamps where
+    /// `stamps` (the full form) and they are on. A graph's launches stamp nothing (its replays
+    /// would all write one exchange's records); nor does a grid larger than the records (a set
+    /// of fields whose tables came after they were allocated).
+    fn times_addr(&self, blocks: u32, stamps: bool) -> u64 {
+        match &self.memory.times {
             Some(times)
                 if self.record_times
                     && stamps
@@ -1685,20 +1720,6 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 times.device_addr()
             }
             _ => 0,
-        };
-        hp_regions_args {
-            regions: memory,
-            abort_flag: self.memory.abort.word.device_addr(),
-            timeout_ticks: (self.options.timeout.as_secs_f64()
-                * self.backend.device_info().timer_hz as f64) as u64,
-            checks,
-            times,
-            elem_bytes: self.word,
-            epoch: self.epoch,
-            epoch_base: self.capture.as_ref().map_or(0, |c| c.base.device_addr()),
-            iteration: self.iteration,
-            verify: self.verify.code(),
-            ..hp_regions_args::default()
         }
     }
 }
