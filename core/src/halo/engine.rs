@@ -1309,7 +1309,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 // Each field's region, in words, after the previous fields' in the message.
                 let mut at = base;
                 for (k, &field) in fields.iter().enumerate() {
-                    let cell = self.cells.get(k).copied().unwrap_or(word);
+                    let cell = self.cell_bytes(k);
                     let words = in_words(sub, cell / word)?;
                     let blocks = blocks_for(
                         words.elems(),
@@ -1463,7 +1463,6 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// one of the `fields` fields' words, has the counts and strides of what it sends (a
     /// periodic rank's own faces, edges and corners). Else `None`: through the slot.
     fn local_copies(&self, fields: usize) -> Result<Vec<Option<usize>>> {
-        let word = u64::from(self.word);
         let mut copies = Vec::with_capacity(self.entries.len());
         for (entry, route) in self.entries.iter().zip(&self.routes) {
             let target = (route.link == Link::Local)
@@ -1473,9 +1472,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 (Some(send), Some(halo)) => {
                     let mut same = true;
                     for k in 0..fields {
-                        let cell = self.cells.get(k).copied().unwrap_or(word);
-                        let (from, to) =
-                            (in_words(send, cell / word)?, in_words(halo, cell / word)?);
+                        let (from, to) = (self.field_words(send, k)?, self.field_words(halo, k)?);
                         same &= from.count == to.count && from.stride == to.stride;
                     }
                     same
@@ -1506,8 +1503,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             for (side, sub) in sides.iter_mut().zip([entry.send, entry.recv]) {
                 let Some(sub) = sub else { continue };
                 for k in 0..fields {
-                    let cell = self.cells.get(k).copied().unwrap_or(word);
-                    let words = in_words(sub, cell / word)?;
+                    let words = self.field_words(sub, k)?;
                     let need = blocks_for(
                         words.elems(),
                         self.options.threads,
@@ -1694,6 +1690,17 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             verify: self.verify.code(),
             ..hp_regions_args::default()
         }
+    }
+
+    /// `sub`, a subarray of cells, in the words of field `k` ([`Self::cell_bytes`] in words of
+    /// `hp_regions_args.elem_bytes`).
+    fn field_words(&self, sub: Subarray, k: usize) -> Result<Subarray> {
+        in_words(sub, self.cell_bytes(k) / u64::from(self.word))
+    }
+
+    /// Bytes of a cell of field `k` (the synthetic payload's one field: one word).
+    fn cell_bytes(&self, k: usize) -> u64 {
+        self.cells.get(k).copied().unwrap_or(u64::from(self.word))
     }
 
     /// `hp_regions_args.checks` of a launch: the check records where `checks` (an unpack of
