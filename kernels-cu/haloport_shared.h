@@ -349,7 +349,7 @@ typedef struct hp_message_signal {
 #define HP_MESSAGE_ABORTED 2u
 
 /* The most regions a launch carries in its parameters (hp_regions_args.inline_regions): 32 of
- * 88 bytes keep the arguments under the 4 KiB that CUDA and HIP both accept, and hold the 26
+ * 96 bytes keep the arguments under the 4 KiB that CUDA and HIP both accept, and hold the 26
  * neighbour regions of one field. */
 #define HP_INLINE_REGIONS 32
 /* The one-launch exchange of a table of at most this many regions, carried inline, launches

@@ -438,18 +438,18 @@ HP_DEVICE void hp_regions_stamp(const hp_regions_args& a) {
 
 HP_DEVICE void hp_raise_done(const hp_regions_args& a);
 
-/* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the side's table
- * of `num_regions` regions. With a.times, thread 0 stamps the block's start and end
- * (haloport_shared.h). DONE (the one launch's unpack side): a block that moved a signalled
- * message's region raises its done word (a.done) right after its message's fence, its end stamp
- * taken before that fence, so the one fence orders everything the host reads (ipc-tq's chunks
- * also end with one); returns whether it did (the same in every thread of the block). */
+/* One grid block's part of a side (PACK: field -> buffer, else buffer -> field) once its region
+ * is known: `r`, of the side's table `regions`, and `signal`, its message's signalling (read
+ * only where r has a message and the launch a message table). With a.times, thread 0 stamps the
+ * block's start and end (haloport_shared.h). DONE (the one launch's unpack side): a block that
+ * moved a signalled message's region raises its done word (a.done) right after its message's
+ * fence, its end stamp taken before that fence, so the one fence orders everything the host
+ * reads (ipc-tq's chunks also end with one); returns whether it did (the same in every thread
+ * of the block). */
 template <bool PACK, bool DONE = false, bool COPIES = PACK>
-__device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
-                                                 const hp_region* regions, uint32_t num_regions) {
-    const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
-    if (ri == HP_REGION_NONE) return false;
-    const hp_region r = regions[ri];
+__device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const hp_region* regions,
+                                                const hp_region& r,
+                                                const hp_message_signal* signal) {
     const uint32_t local_block = blockIdx.x - r.first_block;
     if (r.message == HP_NO_MESSAGE || a.messages == 0) {
         if (threadIdx.x == 0) hp_regions_stamp<PACK, false>(a);
@@ -463,7 +463,7 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
         return false;
     }
 
-    const hp_message_signal m = ((const hp_message_signal*)a.messages)[r.message];
+    const hp_message_signal m = *signal;
     __shared__ uint32_t outcome;
     /* Only thread 0 waits and signals: only it reads the epoch. */
     const uint64_t epoch = threadIdx.x == 0 ? hp_epoch(a) : 0;
@@ -515,6 +515,19 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
     return DONE;
 }
 
+/* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the side's table
+ * of `num_regions` regions (as hp_region_block). */
+template <bool PACK, bool DONE = false, bool COPIES = PACK>
+__device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
+                                                 const hp_region* regions, uint32_t num_regions) {
+    const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
+    if (ri == HP_REGION_NONE) return false;
+    const hp_region r = regions[ri];
+    const hp_message_signal* signal =
+        r.message == HP_NO_MESSAGE ? 0 : (const hp_message_signal*)a.messages + r.message;
+    return hp_region_block<PACK, DONE, COPIES>(a, regions, r, signal);
+}
+
 /* The most threads a block of the region kernels may have (the devices' limit): the compiler
  * keeps their registers within what a block of that many needs, so any block size launches. */
 #define HP_REGIONS_MAX_THREADS 1024
@@ -561,17 +574,137 @@ HP_DEVICE void hp_raise_done(const hp_regions_args& a) {
     hp_store_relaxed_system_u64((uint64_t*)a.done + blockIdx.x, a.epoch);
 }
 
+/* What a grid block of a one launch whose table lies in device memory works on, side 0 its pack
+ * and side 1 its unpack: the regions (index HP_REGION_NONE where it serves none), their
+ * messages and their messages' signalling. */
+struct hp_block_plan {
+    hp_region region[2];
+    hp_message_signal signal[2];
+    uint32_t index[2];
+    uint32_t message[2];
+};
+
+/* Words of a region and of a signal, and the words a thread of hp_plan_block loads before it
+ * stores any. */
+#define HP_REGION_WORDS ((uint32_t)(sizeof(hp_region) / sizeof(uint64_t)))
+#define HP_SIGNAL_WORDS ((uint32_t)(sizeof(hp_message_signal) / sizeof(uint64_t)))
+#define HP_PLAN_LOADS 4
+
+/* Where each side's region lies in the table `regions` (the pack side's, then the unpack
+ * side's) and its message, into `plan`: one region a thread where the table is no longer than
+ * the block (one round of independent loads), else a binary search a side. */
+HP_DEVICE void hp_plan_regions(const hp_regions_args& a, const hp_region* regions,
+                               hp_block_plan& plan) {
+    const uint32_t num_pack = a.num_regions;
+    const uint32_t total = num_pack + a.num_unpack_regions;
+    if (total <= blockDim.x) {
+        if (threadIdx.x < 2) {
+            plan.index[threadIdx.x] = HP_REGION_NONE;
+            plan.message[threadIdx.x] = HP_NO_MESSAGE;
+        }
+        __syncthreads();
+        /* At most one region of each side holds this grid block. */
+        const uint32_t t = threadIdx.x;
+        if (t < total) {
+            const uint32_t first = regions[t].first_block;
+            const uint32_t blocks = regions[t].blocks;
+            const uint32_t message = regions[t].message;
+            if (blockIdx.x >= first && blockIdx.x - first < blocks) {
+                const uint32_t side = t < num_pack ? 0u : 1u;
+                plan.index[side] = t - (side == 0u ? 0u : num_pack);
+                plan.message[side] = message;
+            }
+        }
+    } else if (threadIdx.x < 2) {
+        const uint32_t side = threadIdx.x;
+        const hp_region* table = side == 0u ? regions : regions + num_pack;
+        const uint32_t ri =
+            hp_region_of(table, side == 0u ? num_pack : a.num_unpack_regions, blockIdx.x);
+        plan.index[side] = ri;
+        plan.message[side] = ri == HP_REGION_NONE ? HP_NO_MESSAGE : table[ri].message;
+    }
+    __syncthreads();
+}
+
+/* Word w of the plan's second round: a word of a side's region (w < 2 * HP_REGION_WORDS), then
+ * of a side's signal; its source in `from` and its place in `to`, both null where the side has
+ * none. */
+HP_DEVICE void hp_plan_word(const hp_regions_args& a, const hp_region* regions,
+                            hp_block_plan& plan, uint32_t w, const uint64_t*& from,
+                            uint64_t*& to) {
+    from = 0;
+    to = 0;
+    if (w < 2u * HP_REGION_WORDS) {
+        const uint32_t side = w / HP_REGION_WORDS, k = w % HP_REGION_WORDS;
+        if (plan.index[side] == HP_REGION_NONE) return;
+        const uint32_t ri = (side == 0u ? 0u : a.num_regions) + plan.index[side];
+        from = (const uint64_t*)(regions + ri) + k;
+        to = (uint64_t*)&plan.region[side] + k;
+        return;
+    }
+    w -= 2u * HP_REGION_WORDS;
+    if (w >= 2u * HP_SIGNAL_WORDS) return;
+    const uint32_t side = w / HP_SIGNAL_WORDS, k = w % HP_SIGNAL_WORDS;
+    if (plan.message[side] == HP_NO_MESSAGE || a.messages == 0) return;
+    from = (const uint64_t*)((const hp_message_signal*)a.messages + plan.message[side]) + k;
+    to = (uint64_t*)&plan.signal[side] + k;
+}
+
+/* Fills `plan` (shared memory) for this grid block from a table in device memory: where its
+ * regions lie, then both regions and their signalling in one round of independent loads spread
+ * over the block's threads. Looked up a side at a time, each lookup was a chain of dependent
+ * loads from device memory (a binary search of the table, the region, its signalling), the
+ * unpack side's between this block's pack and its unpack (results/2026-11-27-h200-block-plan).
+ * All threads call it. */
+HP_DEVICE void hp_plan_block(const hp_regions_args& a, const hp_region* regions,
+                             hp_block_plan& plan) {
+    hp_plan_regions(a, regions, plan);
+    const uint32_t words = 2u * (HP_REGION_WORDS + HP_SIGNAL_WORDS);
+    for (uint32_t base = 0; base < words; base += HP_PLAN_LOADS * blockDim.x) {
+        const uint64_t* from[HP_PLAN_LOADS];
+        uint64_t* to[HP_PLAN_LOADS];
+        uint64_t value[HP_PLAN_LOADS];
+#pragma unroll
+        for (int j = 0; j < HP_PLAN_LOADS; ++j) {
+            hp_plan_word(a, regions, plan, base + (uint32_t)j * blockDim.x + threadIdx.x, from[j],
+                         to[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < HP_PLAN_LOADS; ++j) value[j] = from[j] ? *from[j] : 0;
+#pragma unroll
+        for (int j = 0; j < HP_PLAN_LOADS; ++j) {
+            if (to[j]) *to[j] = value[j];
+        }
+    }
+    __syncthreads();
+}
+
 /* An exchange of device-direct messages in one launch (HP_REGIONS_FUSED in haloport_shared.h):
- * this block's pack block, then its unpack block, then its done word (in the unpack
- * block's signalling where it moved a message's region). */
+ * this block's pack block, then its unpack block, then its done word (in the unpack block's
+ * signalling where it moved a message's region). A table inline is read in place, a side at a
+ * time, through the constant bank: planned ahead (its signalling, or its regions too, copied
+ * to shared memory first) small and thesis-9 were 0.3-1 us slower. A table in device memory is
+ * planned first (hp_plan_block). */
 HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
-    hp_with_table(args, [&](const hp_region* regions) {
+    if (args.table_inline) {
+        const hp_region* regions = args.inline_regions;
         hp_regions_block<true, false, false>(args, regions, args.num_regions);
         if (!hp_regions_block<false, true>(args, regions + args.num_regions,
                                            args.num_unpack_regions)) {
             hp_launch_done(args);
         }
-    });
+        return;
+    }
+    __shared__ hp_block_plan plan;
+    const hp_region* regions = (const hp_region*)args.regions;
+    hp_plan_block(args, regions, plan);
+    if (plan.index[0] != HP_REGION_NONE) {
+        hp_region_block<true, false, false>(args, regions, plan.region[0], &plan.signal[0]);
+    }
+    const bool done = plan.index[1] != HP_REGION_NONE &&
+                      hp_region_block<false, true>(args, regions + args.num_regions,
+                                                   plan.region[1], &plan.signal[1]);
+    if (!done) hp_launch_done(args);
 }
 
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
