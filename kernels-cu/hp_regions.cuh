@@ -683,8 +683,8 @@ HP_DEVICE void hp_plan_block(const hp_regions_args& a, const hp_region* regions,
  * this block's pack block, then its unpack block, then its done word (in the unpack block's
  * signalling where it moved a message's region). A table inline is read in place, a side at a
  * time, through the constant bank: planned ahead (its signalling, or its regions too, copied
- * to shared memory first) small and thesis-9 were 0.3-1 us slower. A table in device memory is
- * planned first (hp_plan_block). */
+ * to shared memory first) small and thesis-9 were slower (results/2026-11-27-h200-block-plan).
+ * A table in device memory is planned first (hp_plan_block). */
 HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
     if (args.table_inline) {
         const hp_region* regions = args.inline_regions;
