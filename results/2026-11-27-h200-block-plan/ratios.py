@@ -24,6 +24,8 @@ sweeps = {(b, n): medians(b, n) for b in builds for n in rounds}
 print("| workload | round | " + " | ".join(f"{b}: ipc-tq, lib-tq-ipc, ratio" for b in builds) + " |")
 print("| --- | ---: | " + " | ".join("---" for _ in builds) + " |")
 for workload in ["small", "thesis-9", "thesis-27", "large"]:
+    if not any((workload, "lib-tq-ipc") in (m or {}) for m in sweeps.values()):
+        continue
     for n in rounds:
         cells = []
         for b in builds:
