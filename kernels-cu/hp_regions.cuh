@@ -591,37 +591,27 @@ struct hp_block_plan {
 #define HP_PLAN_LOADS 4
 
 /* Where each side's region lies in the table `regions` (the pack side's, then the unpack
- * side's) and its message, into `plan`: one region a thread where the table is no longer than
- * the block (one round of independent loads), else a binary search a side. */
+ * side's) and its message, into `plan`: the block's threads take the table's regions in turn,
+ * their loads independent (one round where the table is no longer than the block). */
 HP_DEVICE void hp_plan_regions(const hp_regions_args& a, const hp_region* regions,
                                hp_block_plan& plan) {
     const uint32_t num_pack = a.num_regions;
     const uint32_t total = num_pack + a.num_unpack_regions;
-    if (total <= blockDim.x) {
-        if (threadIdx.x < 2) {
-            plan.index[threadIdx.x] = HP_REGION_NONE;
-            plan.message[threadIdx.x] = HP_NO_MESSAGE;
+    if (threadIdx.x < 2) {
+        plan.index[threadIdx.x] = HP_REGION_NONE;
+        plan.message[threadIdx.x] = HP_NO_MESSAGE;
+    }
+    __syncthreads();
+    /* At most one region of each side holds this grid block. */
+    for (uint32_t t = threadIdx.x; t < total; t += blockDim.x) {
+        const uint32_t first = regions[t].first_block;
+        const uint32_t blocks = regions[t].blocks;
+        const uint32_t message = regions[t].message;
+        if (blockIdx.x >= first && blockIdx.x - first < blocks) {
+            const uint32_t side = t < num_pack ? 0u : 1u;
+            plan.index[side] = t - (side == 0u ? 0u : num_pack);
+            plan.message[side] = message;
         }
-        __syncthreads();
-        /* At most one region of each side holds this grid block. */
-        const uint32_t t = threadIdx.x;
-        if (t < total) {
-            const uint32_t first = regions[t].first_block;
-            const uint32_t blocks = regions[t].blocks;
-            const uint32_t message = regions[t].message;
-            if (blockIdx.x >= first && blockIdx.x - first < blocks) {
-                const uint32_t side = t < num_pack ? 0u : 1u;
-                plan.index[side] = t - (side == 0u ? 0u : num_pack);
-                plan.message[side] = message;
-            }
-        }
-    } else if (threadIdx.x < 2) {
-        const uint32_t side = threadIdx.x;
-        const hp_region* table = side == 0u ? regions : regions + num_pack;
-        const uint32_t ri =
-            hp_region_of(table, side == 0u ? num_pack : a.num_unpack_regions, blockIdx.x);
-        plan.index[side] = ri;
-        plan.message[side] = ri == HP_REGION_NONE ? HP_NO_MESSAGE : table[ri].message;
     }
     __syncthreads();
 }
