@@ -54,8 +54,10 @@ pub struct CudaDeviceMemory {
 
 impl CudaDeviceMemory {
     pub(crate) fn new(ctx: &Arc<Context>, bytes: usize) -> Result<Self> {
+        let ptr = ffi::mem_alloc_zeroed(bytes)?;
+        tracing::debug!("cuMemAlloc: {bytes} bytes at {ptr:#x}");
         Ok(CudaDeviceMemory {
-            ptr: ffi::mem_alloc_zeroed(bytes)?,
+            ptr,
             len: bytes,
             exported: AtomicBool::new(false),
             _ctx: Arc::clone(ctx),
@@ -125,8 +127,13 @@ impl CudaPeerMemory {
                 handle.len
             )));
         }
+        let ptr = ffi::ipc_open_mem_handle(&bytes, handle.len)?;
+        tracing::debug!(
+            "cuIpcOpenMemHandle: another process's {} bytes mapped at {ptr:#x}",
+            handle.len
+        );
         Ok(CudaPeerMemory {
-            ptr: ffi::ipc_open_mem_handle(&bytes, handle.len)?,
+            ptr,
             len: handle.len,
             _ctx: Arc::clone(ctx),
         })

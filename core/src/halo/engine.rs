@@ -1558,6 +1558,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }));
         let mut signals = pack.signals.clone();
         signals.extend_from_slice(&unpack.signals);
+        tracing::debug!(
+            "one launch: {blocks} grid blocks for {} pack and {} unpack regions",
+            pack.regions.len(),
+            unpack.regions.len()
+        );
         let done = self
             .backend
             .alloc_pinned(8 * blocks as usize, Coherence::Coherent)?;
@@ -1780,10 +1785,21 @@ impl RegionBlocks {
     }
 }
 
-/// Balanced blocks per region (`RegionBlocks::balanced`) with the largest cap, at most `most`,
-/// at which the larger side's grid (its regions' `(need, cost)` in `sides`) holds at most
-/// `budget` blocks; `most` where no cap does (more regions than the budget: the exchange then
-/// takes two launches).
+/// The most memory traffic ([`region_cost`], 32-byte sectors) a grid block of the one launch is
+/// given before the costliest region gets more blocks than the option's cap: 512 KiB touched, a
+/// contiguous run of 256 KiB packed. Blocks that each stream megabytes leave the device part
+/// idle and their pace to where they land: on one H200 under MPS, large's packs (10 MB regions,
+/// 650 KB a block at the cap of 16) ended 40 us apart in some processes and the exchange took
+/// 103-134 us, against 87 us every time with the device's budget of blocks
+/// (`results/2026-11-27-h200-large-mode/`); thesis-27's regions (1 MB, 65 KB a block) were
+/// fastest at the cap.
+const BLOCK_COST_MOST: u64 = 16_384;
+
+/// Balanced blocks per region (`RegionBlocks::balanced`) with the largest cap at which the
+/// larger side's grid (its regions' `(need, cost)` in `sides`) holds at most `budget` blocks:
+/// at most `most`, or where the costliest region would then give a block more than
+/// [`BLOCK_COST_MOST`], at most the cap that keeps each of its blocks within it. `most` where no
+/// cap fits (more regions than the budget: the exchange then takes two launches).
 fn largest_fitting_blocks(sides: &[Vec<(u32, u64)>; 2], most: u32, budget: u64) -> RegionBlocks {
     let largest = sides
         .iter()
@@ -1802,7 +1818,13 @@ fn largest_fitting_blocks(sides: &[Vec<(u32, u64)>; 2], most: u32, budget: u64) 
             .max()
             .unwrap_or(0)
     };
-    (1..=most)
+    // No cap above the budget fits: the costliest region alone would exceed it.
+    let top = largest
+        .div_ceil(BLOCK_COST_MOST)
+        .min(budget)
+        .max(u64::from(most));
+    let top = u32::try_from(top).unwrap_or(u32::MAX);
+    (1..=top)
         .rev()
         .map(|cap| RegionBlocks::balanced(cap, largest))
         .find(|&blocks| grid(blocks) <= budget)
@@ -2143,5 +2165,28 @@ mod tests {
         // An empty side (a rank that only receives) takes the other's grid.
         let one_way = [vec![], regions(&[5120, 5120])];
         assert_eq!(largest_fitting_blocks(&one_way, 16, 12).cap, 6);
+    }
+
+    #[test]
+    fn regions_whose_blocks_would_stream_too_much_get_more_blocks_than_the_cap() {
+        use super::BLOCK_COST_MOST;
+        // large: thesis-27's blocks x 10, the largest 1300000 elements (cost in elements here).
+        let sizes: Vec<u64> = (0..27).map(|i| 10 + i * 50_000).collect();
+        let sides = [regions(&sizes), regions(&sizes)];
+        let largest = *sizes.last().unwrap_or(&0);
+        // Room for all: the largest region's blocks each take at most BLOCK_COST_MOST.
+        let roomy = largest_fitting_blocks(&sides, 16, 1_000_000);
+        assert!(roomy.cap > 16, "cap {}", roomy.cap);
+        assert!(largest.div_ceil(u64::from(roomy.cap)) <= BLOCK_COST_MOST);
+        assert!(largest.div_ceil(u64::from(roomy.cap - 1)) > BLOCK_COST_MOST);
+        // Two ranks sharing 1056 resident blocks: the most that fit in 528.
+        let tight = largest_fitting_blocks(&sides, 16, 528);
+        let bigger = RegionBlocks::balanced(tight.cap + 1, largest);
+        assert!(tight.cap > 16 && tight.cap < roomy.cap, "cap {}", tight.cap);
+        assert!(grid(&sides, tight) <= 528 && grid(&sides, bigger) > 528);
+        // Regions of thesis-27's size stay at the cap.
+        let small: Vec<u64> = sizes.iter().map(|&e| e / 10).collect();
+        let thesis = [regions(&small), regions(&small)];
+        assert_eq!(largest_fitting_blocks(&thesis, 16, 1_000_000).cap, 16);
     }
 }
