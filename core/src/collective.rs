@@ -17,7 +17,7 @@ use crate::pattern::{validate_global, RankPattern};
 
 mod bounded;
 
-pub use bounded::{all_gather_until, barrier_until, receive_until, send_until};
+pub use bounded::{all_gather_until, barrier_until, lockstep_until, receive_until, send_until};
 
 #[derive(Serialize, Deserialize)]
 enum Contribution<T> {

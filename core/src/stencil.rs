@@ -27,7 +27,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use crate::backend::{
     download_bytes, upload_bytes, Backend, DeviceMemory, Kernel, Launch, LaunchDims,
 };
-use crate::collective::{agree, receive_until, send_until};
+use crate::collective::{agree, barrier_until, lockstep_until, receive_until, send_until};
 use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
@@ -98,8 +98,9 @@ pub struct JacobiConfig {
     pub exchange_reps: u32,
     /// Steps timed without the exchange (the same updates, on the same streams, without the
     /// ready word and fix-up that only the exchange's halos need), after the result was
-    /// gathered: the compute a step cannot go below, so that the exchange's exposed cost (step
-    /// minus compute) is measured, not inferred.
+    /// gathered, every rank starting each together (ranks sharing a device compute side by
+    /// side, as in a step): the compute a step cannot go below, so that the exchange's exposed
+    /// cost (step minus compute) is measured, not inferred.
     pub compute_steps: u32,
     /// How the update kernel walks its box ([`crate::shared::HP_STENCIL_FORM_MARCH`], the
     /// default, or `_POINTS`): every form gives the same bits; a benchmark compares them.
@@ -518,8 +519,20 @@ pub fn run_jacobi<B: Backend>(
         || crate::backend::deadline_in(config.options.timeout.saturating_mul(ranks));
     let gathered = gather(backend, comm, &spec, d, &last, &stream, gather_deadline)?;
     // The fields' values no longer matter: the same updates again, without the exchange.
+    // Every rank starts each timed step together, as in a step with the exchange: ranks that
+    // share a device compute side by side, not one alone while another gathers or waits.
+    // (Rank 0 arrives last, after taking every rank's part: the others wait without spinning.)
+    let together = |what: &str| lockstep_until(comm, gather_deadline(), what);
+    if config.compute_steps > 0 {
+        barrier_until(
+            comm,
+            gather_deadline(),
+            "before the steps without the exchange",
+        )?;
+    }
     let mut compute_seconds = Vec::with_capacity(config.compute_steps as usize);
     for s in 0..config.compute_steps {
+        together("before a step without the exchange")?;
         let t0 = Instant::now();
         step.compute(fields(s))?;
         backend.stream_synchronize(&stream, deadline())?;
@@ -527,6 +540,7 @@ pub fn run_jacobi<B: Backend>(
     }
     let mut copy_seconds = Vec::with_capacity(config.compute_steps as usize);
     for _ in 0..config.compute_steps {
+        together("before a copy of the fields")?;
         let t0 = Instant::now();
         for (a, b) in u.iter().zip(&v) {
             let copy = Copy3d {

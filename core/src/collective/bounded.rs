@@ -109,6 +109,16 @@ pub fn barrier_until(comm: &SimpleCommunicator, deadline: Instant, what: &str) -
     ibarrier_until(comm, comm.rank(), deadline, what, BARRIER_PAUSE)
 }
 
+/// [`barrier_until`] without its pauses: every rank leaves within microseconds of the last
+/// one's arrival, so that the timed work each then starts runs side by side (ranks sharing a
+/// device measure their work together, as the steps they are compared with run it).
+///
+/// # Errors
+/// As [`barrier_until`].
+pub fn lockstep_until(comm: &SimpleCommunicator, deadline: Instant, what: &str) -> Result<()> {
+    ibarrier_until(comm, comm.rank(), deadline, what, Duration::ZERO)
+}
+
 /// [`all_gather`](super::all_gather), giving up at `deadline` where a rank does not take part.
 ///
 /// # Errors

@@ -199,6 +199,19 @@ struct Staging<B: Backend> {
     recv_host: *mut u8,
 }
 
+/// Bytes of pinned staging an exchange needs: as far as its host-staged messages reach in the
+/// slot layout, a token 8 where every message is device-direct or local (large's slots are
+/// 141 MB, which a device-direct exchange would pin for nothing).
+fn staging_extent(layout: &Mailbox, links: &[Link]) -> u64 {
+    links
+        .iter()
+        .enumerate()
+        .filter(|(_, &link)| link == Link::Staged)
+        .map(|(i, _)| layout.offsets[i] + layout.message_bytes[i])
+        .max()
+        .unwrap_or(8)
+}
+
 /// Where the words of the pinned status block lie, in bytes: u32 pack outcomes and u32
 /// unpack outcomes (one per message each), then the u64 abort flag (the source of the device's
 /// copy, [`DeviceAbort`]), then u64 packed and u64 arrived flags (one per message each).
@@ -381,10 +394,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             let ours = entries.get(rank).ok_or_else(|| known(rank))?.to_vec();
             let mine = layouts.get(&rank).ok_or_else(|| known(rank))?.clone();
             let mailbox_bytes = to_usize(mine.bytes(), "the exchange's receive slots")?;
-            let slot_bytes = to_usize(mine.slot_bytes, "the exchange's staging")?;
-            Ok((layouts, ours, mine, mailbox_bytes, slot_bytes))
+            Ok((layouts, ours, mine, mailbox_bytes))
         })();
-        let (layouts, ours, mine, mailbox_bytes, slot_bytes) =
+        let (layouts, ours, mine, mailbox_bytes) =
             agree(world, "checking the halo exchange", local)?;
         let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
         let (mailbox, share) = if options.transport == TransportKind::Ipc {
@@ -405,6 +417,19 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         };
         let n = ours.len();
         let status_layout = StatusLayout { messages: n };
+        let links: Vec<Link> = ours
+            .iter()
+            .map(|entry| {
+                if entry.peer == rank {
+                    Link::Local
+                } else if share.as_ref().is_some_and(|s| s.same_node(entry.peer)) {
+                    Link::Direct
+                } else {
+                    Link::Staged
+                }
+            })
+            .collect();
+        let staging_end = staging_extent(&mine, &links);
         // Everything else this rank allocates, then agreement: a rank that failed here must
         // not leave the others in the next collective (the transport's duplicate).
         let local = (|| {
@@ -425,8 +450,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 stream: backend.create_stream()?,
             });
             let status = backend.alloc_pinned(status_layout.bytes(), Coherence::Coherent)?;
-            let send = backend.alloc_pinned(slot_bytes, Coherence::Coherent)?;
-            let recv = backend.alloc_pinned(slot_bytes, Coherence::Coherent)?;
+            let staging_bytes = to_usize(staging_end, "the exchange's staging")?;
+            let send = backend.alloc_pinned(staging_bytes, Coherence::Coherent)?;
+            let recv = backend.alloc_pinned(staging_bytes, Coherence::Coherent)?;
             let events = (backend.create_marker()?, backend.create_marker()?);
             let beside = Beside {
                 stream: backend.create_urgent_stream()?,
@@ -448,15 +474,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             lock::<B::PinnedMemory>(&staging.recv).device_addr(),
         );
         let mut routes = Vec::with_capacity(n);
-        for (i, entry) in ours.iter().enumerate() {
+        for (i, (entry, &link)) in ours.iter().zip(&links).enumerate() {
             let peer = entry.peer;
-            let link = if peer == rank {
-                Link::Local
-            } else if share.as_ref().is_some_and(|s| s.same_node(peer)) {
-                Link::Direct
-            } else {
-                Link::Staged
-            };
             let theirs = layouts.get(&peer).ok_or_else(|| known(peer))?;
             let their_entries = entries.get(peer).ok_or_else(|| known(peer))?;
             let missing = |what: &str| {
@@ -2092,8 +2111,39 @@ fn lock<M>(memory: &Mutex<M>) -> std::sync::MutexGuard<'_, M> {
 
 #[cfg(test)]
 mod tests {
-    use super::{largest_fitting_blocks, region_cost, RegionBlocks};
-    use crate::domain::Subarray;
+    use super::{largest_fitting_blocks, region_cost, staging_extent, Link, RegionBlocks};
+    use crate::domain::{DomainSpec, ElemType, HaloPlan, Subarray};
+    use crate::halo::layout::{Entry, Mailbox};
+
+    #[test]
+    fn staging_reaches_only_as_far_as_the_host_staged_messages() {
+        let spec = DomainSpec {
+            grid: [24, 20, 18],
+            procs: Some([2, 2, 2]),
+            periodic: [true; 3],
+            halo: [1, 2, 1],
+            elem: ElemType::F64,
+            fields: 2,
+            layout: Default::default(),
+        };
+        let entries = Entry::of_plan(&HaloPlan::compile(&spec, 8, 0).expect("plan"));
+        let layout = Mailbox::of(&entries, &spec.cell_sizes()).expect("layout");
+        let n = entries.len();
+        assert!(n > 3);
+        let every = |link| vec![link; n];
+        assert_eq!(staging_extent(&layout, &every(Link::Direct)), 8);
+        assert_eq!(staging_extent(&layout, &every(Link::Local)), 8);
+        assert_eq!(
+            staging_extent(&layout, &every(Link::Staged)),
+            layout.offsets[n - 1] + layout.message_bytes[n - 1]
+        );
+        // One staged message among device-direct ones: its own end, short of the slot's.
+        let mut links = every(Link::Direct);
+        links[2] = Link::Staged;
+        let end = layout.offsets[2] + layout.message_bytes[2];
+        assert_eq!(staging_extent(&layout, &links), end);
+        assert!(end < layout.slot_bytes);
+    }
 
     #[test]
     fn a_face_of_one_element_runs_costs_more_than_one_of_rows() {
