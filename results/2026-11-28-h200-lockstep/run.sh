@@ -3,7 +3,8 @@
 # (lockstep_until in core/src/stencil.rs), and pinned staging sized by the host-staged messages
 # (staging_extent in core/src/halo/engine.rs), against the build before (haloport-base).
 # PART=checks: CUDA conformance, the CLI's GPU tests, compute-sanitizer memcheck on lib-tq-ipc
-# (no staging) and lib-tq-mpi (every message staged) with full verification, a dropped message.
+# (no staging) and lib-tq-mpi (every message staged) with full verification, memcheck and
+# racecheck on the 2-rank stencil (f64 and f32, plain and --graph; call 3 on), a dropped message.
 # PART=perf, under MPS, builds interleaved: 2 ranks of the stencil sharing the GPU (ipc), the
 # strong-scaling mode on 1, 2, 4 and 8 ranks sharing it; then the new build alone: 1 rank at
 # 512^3 f64 and f32 (rows of 516), plain and --graph, 2 ranks over mpi, the sweep of ipc-tq and
@@ -41,6 +42,18 @@ if [ "$PART" = checks ]; then
             --warmup 1 --verify full
         show $name
     done
+    # The graph mode and the plain step with 2 ranks sharing the GPU (the barriers before the
+    # steps without the exchange run between them and the copies).
+    for tool in memcheck racecheck; do for type in f64 f32-pad; do for mode in plain graph; do
+        extra=(); [ $mode = graph ] && extra=(--graph)
+        [ $type = f32-pad ] && extra+=(--pad 2,0,0)
+        name=stencil-$tool-$type-$mode
+        step $name 200 mpirun -np 2 -x CUDA_VISIBLE_DEVICES \
+            compute-sanitizer --tool $tool --error-exitcode 9 $bin/haloport stencil \
+            --backend cuda --transport ipc --grid 128x64x64 --procs 2x1x1 --periodic x \
+            --type ${type%-pad} --fields 2 --steps 6 --exchange-reps 2 "${extra[@]}"
+        show $name
+    done; done; done
     step drop-send 60 mpirun -np 2 -x CUDA_VISIBLE_DEVICES $bin/haloport run --backend cuda \
         --transport ipc --variant lib-tq-ipc --workload large --runs 1 --iters 3 --warmup 0 \
         --timeout 2 --inject drop-send=1
