@@ -119,7 +119,7 @@ fn print(r: &PlanResult) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "  {} messages to {} distinct ranks; receive slots and flags {} bytes (device), staging 2 x {} bytes (pinned)",
+        "  {} messages to {} distinct ranks; receive slots and flags {} bytes (device), staging up to 2 x {} bytes (pinned, as far as host-staged messages reach)",
         r.neighbours.len(),
         r.peers,
         r.mailbox_bytes,

@@ -22,7 +22,9 @@ pub struct RankSetup {
     pub(crate) entries: EntryTable,
     /// Bytes of this rank's receive slots and flags (device memory).
     pub mailbox_bytes: u64,
-    /// Bytes of one side of its host staging (pinned memory; one for sends, one for receives).
+    /// Bytes of one side of its host staging where every message is host-staged (pinned
+    /// memory; one for sends, one for receives). The exchange pins only as far as its
+    /// host-staged messages reach: 8 bytes where every neighbour is device-direct or local.
     pub staging_bytes: u64,
     /// Bytes of each neighbour's message (the larger of the two ways), in plan order.
     pub message_bytes: Vec<u64>,
