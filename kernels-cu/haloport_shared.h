@@ -392,9 +392,9 @@ typedef struct hp_regions_args {
      * launch may share one array: each writes only its own fields. The plain form stamps
      * nothing (the host passes 0). */
     uint64_t times;
-    /* HP_REGIONS_FUSED only: device address of u64[grid blocks] in coherent pinned memory,
-     * each grid block raising its own word to `epoch` once its moves, checks and stamps are
-     * done, or 0. The host polls them where it would otherwise wait for an event. */
+    /* HP_REGIONS_FUSED(_COPIES) only: device address of u64[grid blocks] in coherent pinned
+     * memory, each grid block raising its own word to `epoch` once its moves, checks and
+     * stamps are done, or 0. The host polls them where it would otherwise wait for an event. */
     uint64_t done;
     uint32_t num_regions;
     /* 4 (f32) or 8 (f64): elements are moved as 32- or 64-bit words. */
@@ -405,15 +405,15 @@ typedef struct hp_regions_args {
      * HP_VERIFY_SAMPLE the thesis's sample of the whole block, taken by the region's first
      * grid block (hp_check_range), the others writing records of no checks. */
     uint32_t verify;
-    /* HP_REGIONS_FULL, HP_REGIONS_PLAIN or HP_REGIONS_FUSED: which form of the kernels the
-     * launch runs. */
+    /* HP_REGIONS_FULL, HP_REGIONS_PLAIN, HP_REGIONS_FUSED or HP_REGIONS_FUSED_COPIES: which
+     * form of the kernels the launch runs. */
     uint32_t form;
     /* 1: the table is inline_regions[0, num_regions) (num_regions <= HP_INLINE_REGIONS), not
-     * the one at `regions`; 0: the table at `regions`. HP_REGIONS_FUSED counts its unpack
-     * regions in both bounds. */
+     * the one at `regions`; 0: the table at `regions`. HP_REGIONS_FUSED(_COPIES) counts its
+     * unpack regions in both bounds. */
     uint32_t table_inline;
-    /* HP_REGIONS_FUSED only: the unpack regions, after the num_regions pack regions of the
-     * table (0 in the other forms). */
+    /* HP_REGIONS_FUSED(_COPIES) only: the unpack regions, after the num_regions pack regions
+     * of the table (0 in the other forms). */
     uint32_t num_unpack_regions;
     uint32_t reserved;
     /* A table carried in the launch's parameters: every block of a launch reads its region
@@ -454,6 +454,11 @@ typedef struct hp_epoch_args {
  *     own stores. Its waits depend on other processes' blocks only: the host launches it only
  *     where every rank's grid on the device can be resident at once. */
 #define HP_REGIONS_FUSED 2u
+/*   HP_REGIONS_FUSED_COPIES  hp_exchange_regions_copies: HP_REGIONS_FUSED whose pack side may
+ *     also hold HP_PAYLOAD_COPY regions, a rank's own messages copied straight into its halos
+ *     (a periodic rank with device-direct neighbours too): they need no kernel boundary either.
+ *     A kernel of its own, so that the one launch without copies keeps its registers. */
+#define HP_REGIONS_FUSED_COPIES 3u
 
 /* Elements a thread of the region kernels moves at once, all loads before any store, so their
  * memory latencies overlap (results/2026-11-22-h200-pack-probe: with loads issued one at a

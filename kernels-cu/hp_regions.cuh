@@ -3,7 +3,8 @@
  *
  *   hp_pack_regions    field -> packed buffer, for many regions in one launch
  *   hp_unpack_regions  packed buffer -> field
- *   hp_exchange_regions  both, for device-direct messages (HP_REGIONS_FUSED)
+ *   hp_exchange_regions  both, for device-direct messages (HP_REGIONS_FUSED); _copies with a
+ *                      rank's own messages copied into its halos (HP_REGIONS_FUSED_COPIES)
  *   hp_{pack|unpack}_regions_w4, _w8   their plain form (HP_REGIONS_PLAIN in haloport_shared.h)
  *   hp_stencil27       one Jacobi sweep of the 27-point stencil over a box (the application)
  *   hp_stencil27_marching, hp_stencil27_march64, hp_stencil27_march32   its march form
@@ -191,7 +192,7 @@ __device__ __forceinline__ void hp_move_region_as(const hp_region& r, uint32_t l
     }
 }
 
-/* COPIES: whether the launch may hold HP_PAYLOAD_COPY regions (not the one launch, whose
+/* COPIES: whether the launch may hold HP_PAYLOAD_COPY regions (not hp_exchange_regions, whose
  * messages are all device-direct: without the path its registers stay as they were). */
 template <typename W, bool PACK, bool COPIES>
 __device__ __forceinline__ void hp_move_region_words(const hp_region& r, uint32_t local_block) {
@@ -674,11 +675,13 @@ HP_DEVICE void hp_plan_block(const hp_regions_args& a, const hp_region* regions,
  * signalling where it moved a message's region). A table inline is read in place, a side at a
  * time, through the constant bank: planned ahead (its signalling, or its regions too, copied
  * to shared memory first) small and thesis-9 were slower (results/2026-11-27-h200-block-plan).
- * A table in device memory is planned first (hp_plan_block). */
+ * A table in device memory is planned first (hp_plan_block). COPIES: the pack side may hold
+ * HP_PAYLOAD_COPY regions (HP_REGIONS_FUSED_COPIES). */
+template <bool COPIES>
 HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
     if (args.table_inline) {
         const hp_region* regions = args.inline_regions;
-        hp_regions_block<true, false, false>(args, regions, args.num_regions);
+        hp_regions_block<true, false, COPIES>(args, regions, args.num_regions);
         if (!hp_regions_block<false, true>(args, regions + args.num_regions,
                                            args.num_unpack_regions)) {
             hp_launch_done(args);
@@ -689,7 +692,7 @@ HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
     const hp_region* regions = (const hp_region*)args.regions;
     hp_plan_block(args, regions, plan);
     if (plan.index[0] != HP_REGION_NONE) {
-        hp_region_block<true, false, false>(args, regions, plan.region[0], &plan.signal[0]);
+        hp_region_block<true, false, COPIES>(args, regions, plan.region[0], &plan.signal[0]);
     }
     const bool done = plan.index[1] != HP_REGION_NONE &&
                       hp_region_block<false, true>(args, regions + args.num_regions,
@@ -699,7 +702,15 @@ HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
 
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
-    hp_exchange_launch(hp_args_in_place(a));
+    hp_exchange_launch<false>(hp_args_in_place(a));
+}
+
+/* The one launch whose pack side also copies a rank's own messages straight into its halos
+ * (HP_REGIONS_FUSED_COPIES): an entry of its own, so that the one launch without copies keeps
+ * its registers. */
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_regions_copies(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_exchange_launch<true>(hp_args_in_place(a));
 }
 
 /* hp_regions_args up to and with inline_regions[N): the parameter of the one launch for a table
@@ -718,7 +729,7 @@ template <uint32_t N>
 HP_DEVICE void hp_exchange_launch_upto(const hp_regions_args_upto<N>& a) {
     const hp_regions_args& args = *(const hp_regions_args*)(const void*)&a;
     if (args.table_inline && args.num_regions + args.num_unpack_regions > N) return;
-    hp_exchange_launch(args);
+    hp_exchange_launch<false>(args);
 }
 
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)

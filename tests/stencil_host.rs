@@ -134,6 +134,19 @@ fn other_problems_verify_on_both_transports_and_element_types() {
             .filter_map(|l| l["link"].as_str().map(str::to_owned))
             .collect();
         assert!(!links.is_empty(), "{result}");
+        // Over ipc every rank's neighbours are device-direct or itself (copied straight into
+        // its halos): one launch packs and unpacks. Over mpi the CPU comes between.
+        let one_launch: Vec<bool> = result["one_launch"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_bool)
+            .collect();
+        assert_eq!(
+            one_launch,
+            vec![transport == "ipc"; np as usize],
+            "{args:?}: {result}"
+        );
         if transport == "mpi" {
             assert!(
                 links.iter().all(|l| l == "mpi" || l == "local"),

@@ -70,11 +70,25 @@ pub(crate) unsafe fn run_regions(
     args: &hp_regions_args,
     dims: LaunchDims,
 ) -> Result<(), String> {
-    if matches!(kernel, Kernel::ExchangeRegions | Kernel::ExchangeRegionsFew) {
+    if matches!(
+        kernel,
+        Kernel::ExchangeRegions | Kernel::ExchangeRegionsFew | Kernel::ExchangeRegionsCopies
+    ) {
         // `hp_exchange_regions`: on a GPU each block packs, then unpacks. Here blocks share a
         // few workers, so a block waiting for an arrival could hold a worker that the pack it
         // waits for needs: every pack block first, then every unpack block, the same result.
         let (pack, unpack) = fused_sides(args);
+        // Only `hp_exchange_regions_copies` packs a copy into its halo; the others would store
+        // it at the buffer's first elements.
+        // SAFETY: forwarded from this function's contract.
+        let copies = unsafe { table_of(&pack) }
+            .iter()
+            .any(|r| r.payload == shared::HP_PAYLOAD_COPY);
+        if copies && kernel != Kernel::ExchangeRegionsCopies {
+            return Err(format!(
+                "{kernel:?} over a table that copies regions into halos (form HP_REGIONS_FUSED_COPIES runs those)"
+            ));
+        }
         // SAFETY: forwarded from this function's contract: each view is one side's table.
         unsafe {
             run_regions(Kernel::PackRegions, &pack, dims)?;

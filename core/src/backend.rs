@@ -20,8 +20,8 @@ use crate::error::Result;
 use crate::regions::Copy3d;
 use crate::shared::{
     hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
-    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_REGIONS_FULL,
-    HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
+    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_PAYLOAD_COPY,
+    HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_FUSED_COPIES, HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -146,6 +146,11 @@ pub enum Kernel {
     /// the launch's parameters: the same code over the first 880 bytes of its argument, so the
     /// launch costs less (a small exchange is mostly launch).
     ExchangeRegionsFew,
+    /// [`Kernel::ExchangeRegions`] whose pack side also copies a rank's own messages straight
+    /// into its halos (`HP_REGIONS_FUSED_COPIES`: a periodic rank with device-direct
+    /// neighbours): a kernel of its own, so that the one launch without copies keeps its
+    /// registers.
+    ExchangeRegionsCopies,
     /// One Jacobi sweep of the 27-point stencil over a box of a field (SPEC 13's application).
     Stencil27,
     /// [`Kernel::Stencil27`] over cells of several components: a kernel of its own, so that
@@ -193,6 +198,7 @@ impl Kernel {
             Kernel::UnpackRegionsW8 => "hp_unpack_regions_w8",
             Kernel::ExchangeRegions => "hp_exchange_regions",
             Kernel::ExchangeRegionsFew => "hp_exchange_regions_few",
+            Kernel::ExchangeRegionsCopies => "hp_exchange_regions_copies",
             Kernel::Stencil27 => "hp_stencil27",
             Kernel::StencilCells => "hp_stencil_cells",
             Kernel::EpochStep => "hp_epoch_step",
@@ -216,7 +222,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 24] = [
+    pub const ALL: [Kernel; 25] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -232,6 +238,7 @@ impl Kernel {
         Kernel::UnpackRegionsW8,
         Kernel::ExchangeRegions,
         Kernel::ExchangeRegionsFew,
+        Kernel::ExchangeRegionsCopies,
         Kernel::Stencil27,
         Kernel::StencilCells,
         Kernel::EpochStep,
@@ -269,8 +276,8 @@ pub enum Launch<'a> {
     /// [`Kernel::UnpackRegions`] (or its plain form), with the same grid as the pack of the
     /// same regions.
     UnpackRegions(&'a hp_regions_args),
-    /// [`Kernel::ExchangeRegions`]: form `HP_REGIONS_FUSED`, a grid of the larger side's
-    /// blocks. Its waits depend on other processes' blocks: launch it only where every rank's
+    /// [`Kernel::ExchangeRegions`]: form `HP_REGIONS_FUSED` (or `HP_REGIONS_FUSED_COPIES`:
+    /// [`Kernel::ExchangeRegionsCopies`]), a grid of the larger side's blocks. Its waits depend on other processes' blocks: launch it only where every rank's
     /// grid on the device can be resident at once.
     ExchangeRegions(&'a hp_regions_args),
     /// [`Kernel::Stencil27`]. Any grid covers the box (threads stride over its points);
@@ -347,11 +354,22 @@ impl Launch<'_> {
                 crate::regions::check_word_bytes(a.elem_bytes, &format!("{:?}", self.kernel()))
                     .or_else(|e| invalid(e.to_string()))?;
                 let fused = matches!(self, Launch::ExchangeRegions(_));
-                if fused != (a.form == HP_REGIONS_FUSED) {
+                if fused != matches!(a.form, HP_REGIONS_FUSED | HP_REGIONS_FUSED_COPIES) {
                     return invalid(format!(
-                        "region kernel form {} for {:?} (form {HP_REGIONS_FUSED} is the one-launch exchange's alone)",
+                        "region kernel form {} for {:?} (forms {HP_REGIONS_FUSED} and {HP_REGIONS_FUSED_COPIES} are the one-launch exchange's alone)",
                         a.form,
                         self.kernel()
+                    ));
+                }
+                // Without its copies form the one launch would pack a copy into the buffer's
+                // first elements: refused where the table is at hand (inline).
+                let packs = &a.inline_regions[..(a.num_regions as usize).min(HP_INLINE_REGIONS as usize)];
+                if a.form == HP_REGIONS_FUSED
+                    && a.table_inline == 1
+                    && packs.iter().any(|r| r.payload == HP_PAYLOAD_COPY)
+                {
+                    return invalid(format!(
+                        "a one-launch exchange that copies regions into halos needs form {HP_REGIONS_FUSED_COPIES}"
                     ));
                 }
                 if fused && a.messages == 0 {
@@ -380,7 +398,7 @@ impl Launch<'_> {
                     return invalid("messages need an epoch of at least 1".into());
                 }
                 match a.form {
-                    HP_REGIONS_FULL | HP_REGIONS_FUSED => Ok(()),
+                    HP_REGIONS_FULL | HP_REGIONS_FUSED | HP_REGIONS_FUSED_COPIES => Ok(()),
                     HP_REGIONS_PLAIN if a.messages == 0 && a.checks == 0 && a.times == 0 => {
                         Ok(())
                     }
@@ -388,7 +406,7 @@ impl Launch<'_> {
                         "the plain form of the region kernels has no message, check or timestamp table"
                             .into(),
                     ),
-                    other => invalid(format!("region kernel form {other} (0, 1 or 2)")),
+                    other => invalid(format!("region kernel form {other} (0 to 3)")),
                 }
             }
             Launch::StencilMarching(a) if !crate::regions::stencil_marching(a, dims.threads) => {
@@ -508,6 +526,9 @@ impl Launch<'_> {
                 (HP_REGIONS_PLAIN, 8) => Kernel::UnpackRegionsW8,
                 _ => Kernel::UnpackRegions,
             },
+            Launch::ExchangeRegions(a) if a.form == HP_REGIONS_FUSED_COPIES => {
+                Kernel::ExchangeRegionsCopies
+            }
             // The short parameter where it holds the table (HP_INLINE_REGIONS_FEW).
             Launch::ExchangeRegions(a)
                 if a.table_inline == 1

@@ -1109,6 +1109,54 @@ mod tests {
     }
 
     #[test]
+    fn a_one_launch_that_copies_into_halos_takes_its_own_kernel() {
+        use crate::backend::LaunchDims;
+        use crate::shared::{
+            HP_PAYLOAD_COPY, HP_REGIONS_FUSED, HP_REGIONS_FUSED_COPIES, HP_REGIONS_PLAIN,
+        };
+        let copy = hp_region {
+            payload: HP_PAYLOAD_COPY,
+            ..region(0, [4, 1, 1], [1, 4, 4])
+        };
+        let args = |form: u32| {
+            hp_regions_args {
+                messages: 0x2000,
+                epoch: 1,
+                elem_bytes: 8,
+                num_regions: 1,
+                form,
+                ..Default::default()
+            }
+            .with_inline_table(&[copy])
+        };
+        let dims = LaunchDims {
+            blocks: 1,
+            threads: 32,
+        };
+        let with_copies = args(HP_REGIONS_FUSED_COPIES);
+        let launch = Launch::ExchangeRegions(&with_copies);
+        assert_eq!(launch.kernel(), Kernel::ExchangeRegionsCopies);
+        launch
+            .check("test", dims)
+            .expect("the copies form takes copies");
+        // Without its copies form the one launch would store the copy in the wrong place.
+        let without = args(HP_REGIONS_FUSED);
+        let e = Launch::ExchangeRegions(&without)
+            .check("test", dims)
+            .expect_err("a copy in the plain one launch");
+        assert!(e.to_string().contains("needs form 3"), "{e}");
+        // The copies form is the one launch's alone.
+        let e = Launch::PackRegions(&args(HP_REGIONS_FUSED_COPIES))
+            .check("test", dims)
+            .expect_err("a pack launch of the one launch's form");
+        assert!(e.to_string().contains("one-launch exchange's alone"), "{e}");
+        let e = Launch::ExchangeRegions(&args(HP_REGIONS_PLAIN))
+            .check("test", dims)
+            .expect_err("a one launch of the plain form");
+        assert!(e.to_string().contains("one-launch exchange's alone"), "{e}");
+    }
+
+    #[test]
     fn x_faces_pair_and_every_element_is_moved_once() {
         for halo in [false, true] {
             let [minus, plus] = x_faces(halo);

@@ -147,6 +147,9 @@ pub struct JacobiRun {
     pub plan: HaloPlan,
     /// How each neighbour's messages travelled, in the plan's order.
     pub links: Vec<Link>,
+    /// Whether the last blocking exchange after the steps packed and unpacked in one launch;
+    /// `None` where none ran.
+    pub one_launch: Option<bool>,
     /// Wall time of each step (exchange overlapped with the inner update), seconds.
     pub step_seconds: Vec<f64>,
     /// Wall time of each blocking exchange of all fields after the steps, seconds.
@@ -508,6 +511,7 @@ pub fn run_jacobi<B: Backend>(
         exchange_seconds.push(t0.elapsed().as_secs_f64());
     }
     let links = exchange.links();
+    let one_launch = (config.exchange_reps > 0).then(|| exchange.ran_in_one_launch());
     drop(exchange);
     let last: Vec<&B::DeviceMemory> = last
         .iter()
@@ -578,6 +582,7 @@ pub fn run_jacobi<B: Backend>(
     Ok(JacobiRun {
         plan,
         links,
+        one_launch,
         shell_tiles,
         inner_kernel,
         inner_lanes_padding,

@@ -68,6 +68,10 @@ pub(crate) struct StencilResult {
     transport: String,
     /// Per rank, per neighbour: the direction, the peer and how its messages travelled.
     links: Vec<Vec<LinkRecord>>,
+    /// Per rank: whether its blocking exchanges after the steps packed and unpacked in one
+    /// launch; absent where none ran (and in older results).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    one_launch: Vec<bool>,
     /// Per step, the slowest rank's wall time, microseconds.
     step_us: Vec<f64>,
     pub(crate) step_median_us: f64,
@@ -121,6 +125,7 @@ pub(crate) struct ShellTilesRecord {
 #[derive(Debug, Serialize, serde::Deserialize)]
 struct RankRun {
     links: Vec<LinkRecord>,
+    one_launch: Option<bool>,
     steps: Vec<f64>,
     exchanges: Vec<f64>,
     computes: Vec<f64>,
@@ -253,6 +258,7 @@ pub(crate) fn measured<B: Backend>(
         let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
         let mine = RankRun {
             links: records,
+            one_launch: run.one_launch,
             steps: run.step_seconds.clone(),
             exchanges: run.exchange_seconds.clone(),
             computes: run.compute_seconds.clone(),
@@ -275,6 +281,7 @@ pub(crate) fn measured<B: Backend>(
         let computes = per_rank(|r| r.computes.clone());
         let copies = per_rank(|r| r.copies.clone());
         let setups = per_rank(|r| vec![r.setup]);
+        let one_launch: Vec<bool> = ranks.iter().filter_map(|r| r.one_launch).collect();
         let links: Vec<Vec<LinkRecord>> = ranks.into_iter().map(|r| r.links).collect();
         let shell_tiles = run.shell_tiles;
         let Some(gathered) = run.gathered else {
@@ -351,6 +358,7 @@ pub(crate) fn measured<B: Backend>(
             variant: strategy.name().to_owned(),
             transport: args.transport.to_string(),
             links,
+            one_launch,
             step_median_us,
             exchange_median_us,
             exchange_share: if step_median_us > 0.0 {

@@ -16,8 +16,8 @@ use crate::regions::{self, Copy3d};
 use crate::shared::{
     hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args, hp_stencil_args,
     HP_INLINE_REGIONS, HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE,
-    HP_PAYLOAD_COPY, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
-    HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
+    HP_PAYLOAD_COPY, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED,
+    HP_REGIONS_FUSED_COPIES, HP_REGIONS_PLAIN, HP_VERIFY_FULL, HP_VERIFY_SAMPLE,
 };
 use crate::verify::{merge_checks, packed_value};
 
@@ -1070,7 +1070,9 @@ pub fn region_waits_time_out_and_abort<B: Backend>(backend: &B) -> Check {
 /// its status word (the second, after the pack's) says timed out, its regions stay
 /// untouched, and the pack still moves. Both cases with the table in device memory
 /// (`hp_exchange_regions`) and in the launch's parameters (5 regions: the short parameter of
-/// `hp_exchange_regions_few`).
+/// `hp_exchange_regions_few`). Then the arrival case with a local copy among the pack regions
+/// (`HP_REGIONS_FUSED_COPIES`, `hp_exchange_regions_copies`, both places of the table): the
+/// source's z-low face lands in its z-high halo, which the other cases leave as it was.
 pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check {
     let dims = Dims([8, 7, 6]);
     let n = dims.len();
@@ -1094,21 +1096,45 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
         r.message = 1;
     }
     let field: Vec<u64> = (0..n).map(|i| (i as f64 + 0.25).to_bits()).collect();
-    let grid = regions::grid_blocks(send)
-        .map_err(e)?
-        .max(regions::grid_blocks(&recv).map_err(e)?);
+    // The z-low face copied into the z-high halo of the same field (the mirror image's: 25 - 4).
+    let (face, halo) = (all[4], dims.neighbours(true)[21]);
+    let mut with_copy = send.clone();
+    with_copy.push(hp_region {
+        field: src.device_addr(),
+        buffer: src.device_addr() + 8 * halo.offset,
+        payload: HP_PAYLOAD_COPY,
+        first_block: regions::grid_blocks(send).map_err(e)?,
+        blocks: 2,
+        ..face
+    });
+    let grid_of = |pack: &[hp_region]| -> Result<u32, String> {
+        Ok(regions::grid_blocks(pack)
+            .map_err(e)?
+            .max(regions::grid_blocks(&recv).map_err(e)?))
+    };
+    let grid_most = grid_of(&with_copy)?;
     let status = pinned_with(backend, &[0_u8; 8])?;
     // The done words each grid block raises.
-    let done = pinned_with(backend, &vec![0_u8; 8 * grid as usize])?;
+    let done = pinned_with(backend, &vec![0_u8; 8 * grid_most as usize])?;
     // Created after the memory its work touches, so dropped (waiting for it) before it.
     let stream = backend.create_stream().map_err(e)?;
     let hz = backend.device_info().timer_hz;
-    for (case, wait, timeout_ticks, inline) in [
-        ("arrival", word(ARRIVAL), hz * 20, false),
-        ("time-out", word(5), hz / 50, false),
-        ("arrival, table inline", word(ARRIVAL), hz * 20, true),
-        ("time-out, table inline", word(5), hz / 50, true),
+    for (case, wait, timeout_ticks, inline, copy) in [
+        ("arrival", word(ARRIVAL), hz * 20, false, false),
+        ("time-out", word(5), hz / 50, false, false),
+        ("arrival, table inline", word(ARRIVAL), hz * 20, true, false),
+        ("time-out, table inline", word(5), hz / 50, true, false),
+        ("arrival, a local copy", word(ARRIVAL), hz * 20, false, true),
+        (
+            "arrival, a local copy, table inline",
+            word(ARRIVAL),
+            hz * 20,
+            true,
+            true,
+        ),
     ] {
+        let pack: &[hp_region] = if copy { &with_copy } else { send };
+        let grid = grid_of(pack)?;
         let zeroes = vec![0_u8; (n * 8) as usize];
         let (staging, clean) = (
             pinned_with(backend, &encode(&field, 8))?,
@@ -1130,7 +1156,7 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
                 blocks: message_blocks,
             },
         ];
-        let table: Vec<hp_region> = send.iter().chain(&recv).copied().collect();
+        let table: Vec<hp_region> = pack.iter().chain(&recv).copied().collect();
         let tables = (
             pinned_with(backend, &bytes_of(&table))?,
             pinned_with(backend, &bytes_of(&signals))?,
@@ -1140,11 +1166,15 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
             messages: tables.1.device_addr(),
             status: status.device_addr(),
             timeout_ticks,
-            num_regions: send.len() as u32,
+            num_regions: pack.len() as u32,
             num_unpack_regions: recv.len() as u32,
             elem_bytes: 8,
             epoch: 1,
-            form: HP_REGIONS_FUSED,
+            form: if copy {
+                HP_REGIONS_FUSED_COPIES
+            } else {
+                HP_REGIONS_FUSED
+            },
             done: done.device_addr(),
             ..hp_regions_args::default()
         };
@@ -1154,10 +1184,10 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
             args
         };
         let kernel = Launch::ExchangeRegions(&args).kernel();
-        let want_kernel = if inline {
-            Kernel::ExchangeRegionsFew
-        } else {
-            Kernel::ExchangeRegions
+        let want_kernel = match (copy, inline) {
+            (true, _) => Kernel::ExchangeRegionsCopies,
+            (false, true) => Kernel::ExchangeRegionsFew,
+            (false, false) => Kernel::ExchangeRegions,
         };
         ensure(kernel == want_kernel, || {
             format!("{case}: {} regions launch {kernel:?}", table.len())
@@ -1220,6 +1250,16 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
             },
         )?;
         message.packed_from(&field, case)?;
+        let source = decode(&device_bytes(backend, &stream, &src, (n * 8) as usize)?, 8);
+        let want_halo = reference_pack(&field, if copy { &face } else { &halo });
+        ensure(reference_pack(&source, &halo) == want_halo, || {
+            let what = if copy {
+                "the face it copies"
+            } else {
+                "as it was"
+            };
+            format!("{case}: the z-high halo does not hold {what}")
+        })?;
         let moved = decode(&device_bytes(backend, &stream, &dst, (n * 8) as usize)?, 8);
         let mut at = 0;
         for (i, r) in recv.iter().enumerate() {

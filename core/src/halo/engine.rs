@@ -3,8 +3,9 @@
 //! region kernels pack and unpack.
 //!
 //! Per exchange (epoch e = 1, 2, ...): one pack launch covers every region of every message,
-//! one unpack launch every received region; where every message is device-direct, one launch
-//! does both (`HP_REGIONS_FUSED`, [`FusedTable`]). How a message travels is chosen per entry
+//! one unpack launch every received region; where every message is device-direct or a local
+//! copy (and one is device-direct), one launch does both (`HP_REGIONS_FUSED`, with copies
+//! `HP_REGIONS_FUSED_COPIES`, [`FusedTable`]). How a message travels is chosen per entry
 //! ([`Link`]): to this rank itself copied by the pack straight into the halo it fills
 //! (`HP_PAYLOAD_COPY`, nothing to unpack; a synthetic block through its own receive slot);
 //! device-direct into a same-node peer's receive slot e & 1, announced by the peer's arrival
@@ -43,7 +44,8 @@ use crate::regions::{blocks_for, kernel_form, pair_regions};
 use crate::shared::{
     hp_block_check, hp_block_times, hp_message_signal, hp_region, hp_regions_args,
     HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_NO_MESSAGE, HP_PAYLOAD_COPY,
-    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_PLAIN,
+    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_FUSED_COPIES,
+    HP_REGIONS_PLAIN,
 };
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_within_node, NodeShare};
@@ -286,10 +288,11 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     /// The stream of the last unpack.
     unpack_stream: u64,
     unpack_recorded: bool,
-    /// Where a started exchange runs as one launch when every message is device-direct: its
-    /// blocks wait on the device for each message and unpack it as it comes, as ipc-tq's do,
-    /// beside whatever the caller queues between `start` and `finish` (`None`: some message
-    /// is local or host-staged, and the unpack follows the pack on the caller's stream).
+    /// Where a started exchange runs as one launch when every message is device-direct or a
+    /// local copy ([`MessageExchange::fuse`]): its blocks wait on the device for each message
+    /// and unpack it as it comes, as ipc-tq's do, beside whatever the caller queues between
+    /// `start` and `finish` (`None`: some message is host-staged, or none is device-direct, and
+    /// the unpack follows the pack on the caller's stream).
     beside: Option<Box<Beside<B>>>,
     /// Ranks of this node on this rank's device, itself included: each may queue its own
     /// one launch, whose blocks wait for the others' ([`MessageExchange::fuse`]).
@@ -539,10 +542,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             };
             routes.push(route);
         }
-        // Beside the pack only where every message is device-direct: a host-staged one needs
-        // the CPU before its unpack, and the one launch has no path for a local message (a copy
-        // into the halo, or a slot whose pack must end before its unpack starts).
-        let all_direct = !routes.is_empty() && routes.iter().all(|r| r.link == Link::Direct);
+        // Beside the caller's stream only where a message is device-direct and none is
+        // host-staged (which needs the CPU before its unpack). A local message copied straight
+        // into its halo joins the one launch; one through a slot (its pack must end before its
+        // unpack starts) keeps the two launches (`fuse`).
+        let all_direct = routes.iter().any(|r| r.link == Link::Direct)
+            && routes
+                .iter()
+                .all(|r| matches!(r.link, Link::Direct | Link::Local));
         let ranks_on_device = share.as_ref().map_or(1, NodeShare::ranks_on_device);
         let mut mpi = MpiTransport::new(world, options.timeout)?;
         mpi.prepare_tagged(
@@ -604,6 +611,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// How each entry's messages travel, in entry order.
     pub fn links(&self) -> Vec<Link> {
         self.routes.iter().map(|r| r.link).collect()
+    }
+
+    /// Whether the last exchange packed and unpacked in one launch (no kernel boundary).
+    pub fn ran_in_one_launch(&self) -> bool {
+        self.one_launch
     }
 
     /// Starts an exchange of the messages of the regions at `key` (tables built on first use
@@ -1290,12 +1302,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let synthetic = self.payload == Payload::Synthetic;
         // A synthetic message is one region, whatever the key.
         let fields: &[u64] = if synthetic { &[0] } else { addrs };
-        let per_region = self.signalled_blocks(fields.len())?;
         let copies = if synthetic {
             vec![None; n]
         } else {
             self.local_copies(fields.len())?
         };
+        let per_region = self.signalled_blocks(fields.len(), &copies)?;
         type Built<M> = (SideTable<M>, Vec<Option<(u32, u32)>>);
         let build = |pack: bool, slot: usize| -> Result<Built<B::DeviceMemory>> {
             let mut regions = Vec::new();
@@ -1335,7 +1347,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                         self.options.threads,
                         u64::from(self.options.elems_per_thread),
                     );
-                    let blocks = if signalled {
+                    // A local copy that may join the one launch is balanced with its messages.
+                    let balanced = signalled || (copy_to.is_some() && self.beside.is_some());
+                    let blocks = if balanced {
                         per_region.of(blocks, region_cost(&words, word))
                     } else {
                         blocks
@@ -1503,14 +1517,16 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         Ok(copies)
     }
 
-    /// How many grid blocks a region of a signalled message gets, for `fields` fields: at
-    /// most the option's. Where every message is device-direct, in proportion to the region's
-    /// memory traffic ([`region_cost`]; ipc-tq's balanced chunks: the exchange's one launch
-    /// ends with its slowest block), the costliest region getting the most for which every
-    /// rank's one-launch grid fits on the device at once (taken as this rank's times their
-    /// number, as [`Self::fuse`] does). Otherwise waiting unpack blocks could fill the device
-    /// and starve the peers' packs they wait for, whichever launches serve them.
-    fn signalled_blocks(&self, fields: usize) -> Result<RegionBlocks> {
+    /// How many grid blocks a region of a signalled message (or a local copy that may join the
+    /// one launch) gets, for `fields` fields: at most the option's. Where the exchange may run
+    /// as one launch, in proportion to the region's memory traffic ([`region_cost`]; ipc-tq's
+    /// balanced chunks: the exchange's one launch ends with its slowest block), the costliest
+    /// region getting the most for which every rank's one-launch grid fits on the device at
+    /// once (taken as this rank's times their number, as [`Self::fuse`] does). Otherwise
+    /// waiting unpack blocks could fill the device and starve the peers' packs they wait for,
+    /// whichever launches serve them. `copies`: [`Self::local_copies`] (halos filled by a
+    /// copy are not unpacked).
+    fn signalled_blocks(&self, fields: usize, copies: &[Option<usize>]) -> Result<RegionBlocks> {
         let most = self.options.signalled_blocks.max(1);
         if self.beside.is_none() {
             return Ok(RegionBlocks::uniform(most));
@@ -1518,8 +1534,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let word = u64::from(self.word);
         // Each side's regions: their uncapped blocks and their costs.
         let mut sides: [Vec<(u32, u64)>; 2] = [Vec::new(), Vec::new()];
-        for entry in &self.entries {
-            for (side, sub) in sides.iter_mut().zip([entry.send, entry.recv]) {
+        for (i, entry) in self.entries.iter().enumerate() {
+            let recv = entry.recv.filter(|_| !copies.contains(&Some(i)));
+            for (side, sub) in sides.iter_mut().zip([entry.send, recv]) {
                 let Some(sub) = sub else { continue };
                 for k in 0..fields {
                     let words = self.field_words(sub, k)?;
@@ -1532,19 +1549,21 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 }
             }
         }
+        let kernel = one_launch_kernel(copies.iter().any(Option::is_some));
         let resident = self
             .backend
-            .max_resident_blocks(Kernel::ExchangeRegions, self.options.threads)?;
+            .max_resident_blocks(kernel, self.options.threads)?;
         let budget = u64::from(resident) / u64::from(self.ranks_on_device.max(1));
         Ok(largest_fitting_blocks(&sides, most, budget))
     }
 
-    /// The one-launch table of a slot parity, or `None` where a message is not device-direct
-    /// (a local or host-staged one needs the kernel boundary or the CPU between its pack and
-    /// its unpack), a side runs the plain form or pairs regions, or the grids of every rank on
-    /// the device (taken as this rank's times their number: exact for symmetric
-    /// decompositions) cannot be resident at once: a block waiting for a peer's pack must not
-    /// hold an SM that pack needs.
+    /// The one-launch table of a slot parity, or `None` where a message is neither
+    /// device-direct nor a local copy into its halo (a host-staged one needs the CPU between
+    /// its pack and its unpack, a local one through a slot the kernel boundary), a side runs
+    /// the plain form or pairs regions, or the grids of every rank on the device (taken as this
+    /// rank's times their number: exact for symmetric decompositions) cannot be resident at
+    /// once: a block waiting for a peer's pack must not hold an SM that pack needs. With local
+    /// copies, form `HP_REGIONS_FUSED_COPIES`.
     fn fuse(
         &self,
         pack: &SideTable<B::DeviceMemory>,
@@ -1555,13 +1574,21 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let paired = sides
             .iter()
             .any(|t| t.regions.iter().any(|r| r.partner != 0));
+        let copies = pack.regions.iter().any(|r| r.payload == HP_PAYLOAD_COPY);
+        // Every unpack waits for its message and every pack signals one or copies into a halo:
+        // nothing needs the kernel boundary.
+        let bounded = unpack.regions.iter().any(|r| r.message == HP_NO_MESSAGE)
+            || pack
+                .regions
+                .iter()
+                .any(|r| r.message == HP_NO_MESSAGE && r.payload != HP_PAYLOAD_COPY);
         let blocks = pack.blocks.max(unpack.blocks);
-        if self.beside.is_none() || !full || paired || blocks == 0 {
+        if self.beside.is_none() || !full || paired || bounded || blocks == 0 {
             return Ok(None);
         }
         let resident = self
             .backend
-            .max_resident_blocks(Kernel::ExchangeRegions, self.options.threads)?;
+            .max_resident_blocks(one_launch_kernel(copies), self.options.threads)?;
         if u64::from(blocks) * u64::from(self.ranks_on_device) > u64::from(resident) {
             return Ok(None);
         }
@@ -1594,7 +1621,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             status: self.memory.status.device_addr(),
             num_regions: pack.regions.len() as u32,
             num_unpack_regions: unpack.regions.len() as u32,
-            form: HP_REGIONS_FUSED,
+            form: if copies {
+                HP_REGIONS_FUSED_COPIES
+            } else {
+                HP_REGIONS_FUSED
+            },
             done: done.device_addr(),
             // Never in a graph, though a capture may build the table (`fused_table`).
             epoch_base: 0,
@@ -1767,6 +1798,15 @@ fn region_cost(words: &Subarray, word: u64) -> u64 {
         1
     };
     (elems / run) * (run * word).div_ceil(SECTOR) + (elems * word).div_ceil(SECTOR)
+}
+
+/// The kernel of the one launch, with local copies or without.
+fn one_launch_kernel(copies: bool) -> Kernel {
+    if copies {
+        Kernel::ExchangeRegionsCopies
+    } else {
+        Kernel::ExchangeRegions
+    }
 }
 
 /// The grid blocks of each region of a signalled message.

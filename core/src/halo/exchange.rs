@@ -300,9 +300,16 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         self.engine.links()
     }
 
+    /// Whether the last exchange packed and unpacked in one launch, with no kernel boundary
+    /// between them (every neighbour device-direct or this rank itself, outside a graph).
+    pub fn ran_in_one_launch(&self) -> bool {
+        self.engine.ran_in_one_launch()
+    }
+
     /// Runs one exchange of `fields` on `stream` and waits for it: when it returns `Ok`, every
     /// field's halo cells hold their neighbours' values. Where every neighbour is
-    /// device-direct, its pack and unpack are one launch.
+    /// device-direct or this rank itself (and one is device-direct), its pack and unpack are
+    /// one launch.
     ///
     /// # Errors
     /// As [`Self::start`], [`Self::finish`] and [`Self::wait`].
@@ -316,8 +323,8 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
 
     /// Starts an exchange of `fields` on `stream`: queues the pack (after everything queued
     /// before on `stream`, and after the previous exchange's unpack wherever it ran), and
-    /// sends the host-staged messages once packed. Where every neighbour is device-direct,
-    /// one launch packs and unpacks, on a stream of the exchange's own that starts after
+    /// sends the host-staged messages once packed. Where every neighbour is device-direct or
+    /// this rank itself (and one is device-direct), one launch packs and unpacks, on a stream of the exchange's own that starts after
     /// what came before on `stream` and runs beside what follows it until `finish`. Work
     /// queued on `stream` between `start` and [`Self::finish`] must not write the cells the
     /// exchange sends nor touch halo cells (the pack fills the halos of a neighbour that is
