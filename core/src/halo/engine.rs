@@ -1294,8 +1294,26 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }
     }
 
-    /// Region tables for fields at `addrs`, for both slot parities.
+    /// Region tables for fields at `addrs`, for both slot parities. Where a rank's local copies
+    /// do not join a one launch after all (its grid would not fit, or x faces pair), the tables
+    /// are built again with the blocks of two launches: with a one launch's budget, a 1x1x2
+    /// periodic exchange took 104 us rather than 92 (results/2026-11-29-h200-one-launch-copies/).
     fn build_tables(&self, addrs: &[u64]) -> Result<Tables<B>> {
+        let tables = self.build_tables_balanced(addrs, true)?;
+        let copies = tables.pack[0]
+            .regions
+            .iter()
+            .any(|r| r.payload == HP_PAYLOAD_COPY);
+        if self.beside.is_some() && tables.fused[0].is_none() && copies {
+            // Not yet used by any kernel: dropped here.
+            return self.build_tables_balanced(addrs, false);
+        }
+        Ok(tables)
+    }
+
+    /// [`Self::build_tables`]; `balanced`: local copies and signalled messages get blocks in
+    /// proportion to their traffic where the exchange may run as one launch.
+    fn build_tables_balanced(&self, addrs: &[u64], balanced: bool) -> Result<Tables<B>> {
         let word = u64::from(self.word);
         let counters = self.memory.counters.device_addr();
         let n = self.routes.len();
@@ -1307,7 +1325,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         } else {
             self.local_copies(fields.len())?
         };
-        let per_region = self.signalled_blocks(fields.len(), &copies)?;
+        let per_region = if balanced {
+            self.signalled_blocks(fields.len(), &copies)?
+        } else {
+            RegionBlocks::uniform(self.options.signalled_blocks.max(1))
+        };
         type Built<M> = (SideTable<M>, Vec<Option<(u32, u32)>>);
         let build = |pack: bool, slot: usize| -> Result<Built<B::DeviceMemory>> {
             let mut regions = Vec::new();
@@ -1347,9 +1369,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                         self.options.threads,
                         u64::from(self.options.elems_per_thread),
                     );
-                    // A local copy that may join the one launch is balanced with its messages.
-                    let balanced = signalled || (copy_to.is_some() && self.beside.is_some());
-                    let blocks = if balanced {
+                    // A signalled message's region, and a local copy that may join the one
+                    // launch, get their blocks from `per_region`.
+                    let budgeted =
+                        signalled || (balanced && copy_to.is_some() && self.beside.is_some());
+                    let blocks = if budgeted {
                         per_region.of(blocks, region_cost(&words, word))
                     } else {
                         blocks
