@@ -546,7 +546,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // host-staged (which needs the CPU before its unpack). A local message copied straight
         // into its halo joins the one launch; one through a slot (its pack must end before its
         // unpack starts) keeps the two launches (`fuse`).
-        let all_direct = routes.iter().any(|r| r.link == Link::Direct)
+        let may_run_beside = routes.iter().any(|r| r.link == Link::Direct)
             && routes
                 .iter()
                 .all(|r| matches!(r.link, Link::Direct | Link::Local));
@@ -562,7 +562,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             pack_stream: 0,
             last_unpack,
             unpack_stream: 0,
-            beside: all_direct.then(|| Box::new(beside)),
+            beside: may_run_beside.then(|| Box::new(beside)),
             ranks_on_device,
             one_launch: false,
             launched_beside: false,
