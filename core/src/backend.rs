@@ -277,8 +277,9 @@ pub enum Launch<'a> {
     /// same regions.
     UnpackRegions(&'a hp_regions_args),
     /// [`Kernel::ExchangeRegions`]: form `HP_REGIONS_FUSED` (or `HP_REGIONS_FUSED_COPIES`:
-    /// [`Kernel::ExchangeRegionsCopies`]), a grid of the larger side's blocks. Its waits depend on other processes' blocks: launch it only where every rank's
-    /// grid on the device can be resident at once.
+    /// [`Kernel::ExchangeRegionsCopies`]), a grid of the larger side's blocks. Its waits
+    /// depend on other processes' blocks: launch it only where every rank's grid on the device
+    /// can be resident at once.
     ExchangeRegions(&'a hp_regions_args),
     /// [`Kernel::Stencil27`]. Any grid covers the box (threads stride over its points);
     /// [`regions::stencil_blocks`](crate::regions::stencil_blocks) suggests one.
@@ -363,7 +364,8 @@ impl Launch<'_> {
                 }
                 // Without its copies form the one launch would pack a copy into the buffer's
                 // first elements: refused where the table is at hand (inline).
-                let packs = &a.inline_regions[..(a.num_regions as usize).min(HP_INLINE_REGIONS as usize)];
+                let inline = (a.num_regions as usize).min(HP_INLINE_REGIONS as usize);
+                let packs = &a.inline_regions[..inline];
                 if a.form == HP_REGIONS_FUSED
                     && a.table_inline == 1
                     && packs.iter().any(|r| r.payload == HP_PAYLOAD_COPY)

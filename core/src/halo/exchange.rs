@@ -324,8 +324,9 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// Starts an exchange of `fields` on `stream`: queues the pack (after everything queued
     /// before on `stream`, and after the previous exchange's unpack wherever it ran), and
     /// sends the host-staged messages once packed. Where every neighbour is device-direct or
-    /// this rank itself (and one is device-direct), one launch packs and unpacks, on a stream of the exchange's own that starts after
-    /// what came before on `stream` and runs beside what follows it until `finish`. Work
+    /// this rank itself (and one is device-direct), one launch packs and unpacks (see
+    /// [`Self::ran_in_one_launch`]), on a stream of the exchange's own that starts after what
+    /// came before on `stream` and runs beside what follows it until `finish`. Work
     /// queued on `stream` between `start` and [`Self::finish`] must not write the cells the
     /// exchange sends nor touch halo cells (the pack fills the halos of a neighbour that is
     /// this rank itself).
