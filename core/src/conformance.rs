@@ -22,8 +22,8 @@ pub use regions::{
     one_launch_exchange_packs_then_unpacks, paired_regions_move_the_same_elements,
     region_and_stencil_launches_check_their_arguments, region_messages_signal_each_epoch,
     region_pack_and_unpack_follow_the_index_rule, region_waits_time_out_and_abort,
-    stencil27_matches_the_cpu_bit_for_bit, stencil_shell_in_tiles_matches_the_cpu,
-    synthetic_regions_pack_and_check_the_thesis_values,
+    stencil27_matches_the_cpu_bit_for_bit, stencil_halos_in_boxes_update_the_interior,
+    stencil_shell_in_tiles_matches_the_cpu, synthetic_regions_pack_and_check_the_thesis_values,
 };
 
 type Check = std::result::Result<(), String>;
@@ -428,6 +428,7 @@ macro_rules! backend_conformance_tests {
             one_launch_exchange_packs_then_unpacks,
             stencil27_matches_the_cpu_bit_for_bit,
             stencil_shell_in_tiles_matches_the_cpu,
+            stencil_halos_in_boxes_update_the_interior,
             copy_3d_matches_the_region_kernels,
             region_and_stencil_launches_check_their_arguments);
     };

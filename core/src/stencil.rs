@@ -32,7 +32,9 @@ use crate::domain::Neighbourhood;
 use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
-use crate::regions::{lanes_padding, stencil_launch, stencil_reads, Copy3d, ShellTiles};
+use crate::regions::{
+    lanes_padding, stencil_lanes, stencil_launch, stencil_reads, Copy3d, ShellTiles,
+};
 use crate::shared::{
     hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_HALOS_IN, HP_SHELL_LIST,
 };
@@ -452,6 +454,30 @@ pub fn run_jacobi<B: Backend>(
     let joins = (0..shell.len())
         .map(|_| backend.create_marker())
         .collect::<Result<Vec<_>>>()?;
+    let halos_in: Vec<Option<HalosIn>> = launches
+        .iter()
+        .zip(u.iter().zip(&v))
+        .zip(&in_tiles)
+        .map(|((kind, (a, b)), words)| {
+            let addrs = [a.device_addr(), b.device_addr()];
+            words
+                .is_none()
+                .then(|| HalosIn::of(kind, addrs, &interior_box(d), &inner))
+                .flatten()
+        })
+        .collect();
+    let slab_sides = halos_in
+        .iter()
+        .flatten()
+        .map(|h| h.slabs.len())
+        .max()
+        .unwrap_or(0);
+    let halos_in_side = (0..slab_sides)
+        .map(|_| backend.create_stream())
+        .collect::<Result<Vec<_>>>()?;
+    let halos_in_joins = (0..slab_sides)
+        .map(|_| backend.create_marker())
+        .collect::<Result<Vec<_>>>()?;
     let step = Step {
         backend,
         launches: &launches,
@@ -466,6 +492,9 @@ pub fn run_jacobi<B: Backend>(
         side: &side,
         fork: &fork,
         joins: &joins,
+        halos_in: &halos_in,
+        halos_in_side: &halos_in_side,
+        halos_in_joins: &halos_in_joins,
     };
     // Step s reads u and writes v when s is even, the other way round when odd.
     let fields = |s: u32| if s % 2 == 0 { (&u, &v) } else { (&v, &u) };
@@ -653,24 +682,39 @@ fn local_initial(d: &Decomposition, kind: FieldKind, field: u32) -> Vec<u8> {
 }
 
 /// A box of cells: `[begin, end)` per dimension.
-type CellBox = [[u64; 2]; 3];
+pub(crate) type CellBox = [[u64; 2]; 3];
+
+/// The interior of `d`, in allocated coordinates.
+fn interior_box(d: &Decomposition) -> CellBox {
+    std::array::from_fn(|k| [d.halo[k], d.halo[k] + d.local[k]])
+}
 
 /// The inner box (cells whose neighbours the stencil of `shape` reads are all interior) and
 /// the shell around it, in allocated coordinates, as [begin, end) per dimension, each slab
 /// with the dimension it closes (z slabs first); empty boxes left out.
 fn boxes(d: &Decomposition, shape: u32) -> (CellBox, Vec<(usize, CellBox)>) {
-    let interior: [[u64; 2]; 3] = std::array::from_fn(|k| [d.halo[k], d.halo[k] + d.local[k]]);
+    let interior = interior_box(d);
     let inner: [[u64; 2]; 3] = std::array::from_fn(|k| {
         let [b, e] = interior[k];
         let low = u64::from(stencil_reads(shape, k, -1));
         let high = u64::from(stencil_reads(shape, k, 1));
         [b + low, e.saturating_sub(high).max(b + low)]
     });
+    let inner_empty = inner.iter().any(|[lo, hi]| lo >= hi);
+    (
+        if inner_empty { [[0, 0]; 3] } else { inner },
+        shell_around(&interior, &inner),
+    )
+}
+
+/// The slabs of `interior` around `inner` (which it holds, or whose ends it clamps), each with
+/// the dimension it closes: both ends of z over the whole interior, of y within inner z, of x
+/// within inner z and y; empty slabs left out.
+fn shell_around(interior: &CellBox, inner: &CellBox) -> Vec<(usize, CellBox)> {
     let mut shell = Vec::with_capacity(6);
-    // Slabs: both ends of z over the whole interior, of y within inner z, of x within inner z, y.
     for k in (0..3).rev() {
-        let mut low = interior;
-        let mut high = interior;
+        let mut low = *interior;
+        let mut high = *interior;
         for (j, range) in inner.iter().enumerate().skip(k + 1) {
             low[j] = *range;
             high[j] = *range;
@@ -681,8 +725,87 @@ fn boxes(d: &Decomposition, shape: u32) -> (CellBox, Vec<(usize, CellBox)>) {
         shell.push((k, high));
     }
     shell.retain(|(_, b)| b.iter().all(|[lo, hi]| lo < hi));
-    let inner_empty = inner.iter().any(|[lo, hi]| lo >= hi);
-    (if inner_empty { [[0, 0]; 3] } else { inner }, shell)
+    shell
+}
+
+/// A field's update in a step without the exchange where its inner box runs in the f32 lanes:
+/// the halos are in from the start, so the lanes take the whole interior in y and z (the off
+/// form: in z, and in y where its reads allow), and in x from the interior's first cell (or
+/// the inner box's, where the lanes need that) to the end of the inner box's last tile. The
+/// slabs they leave run beside them: at 512^3 one thin launch (x = 512) where the step's shell
+/// takes six (`results/2026-11-29-h200-f32-depth/`).
+pub(crate) struct HalosIn {
+    pub(crate) inner: CellBox,
+    /// The slabs of the interior around it ([`shell_around`]).
+    pub(crate) slabs: Vec<CellBox>,
+}
+
+impl HalosIn {
+    /// For a field of `kind` (both its allocations at `addrs`) whose inner box `inner` (of
+    /// the `interior`) runs in the lanes; `None` where it does not, or where the lanes take
+    /// no wider box.
+    pub(crate) fn of(
+        kind: &hp_stencil_args,
+        addrs: [u64; 2],
+        interior: &CellBox,
+        inner: &CellBox,
+    ) -> Option<Self> {
+        let probe = |b: &CellBox| {
+            addrs.iter().all(|&at| {
+                stencil_lanes(
+                    &hp_stencil_args {
+                        in_: at,
+                        out: at,
+                        begin: b.map(|[lo, _]| lo),
+                        end: b.map(|[_, hi]| hi),
+                        ..*kind
+                    },
+                    STENCIL_THREADS,
+                )
+            })
+        };
+        if inner.iter().any(|[lo, hi]| hi <= lo) || !probe(inner) {
+            return None;
+        }
+        let width = u64::from(crate::shared::HP_MARCH_X * crate::shared::HP_LANES_POINTS);
+        // The box from x_begin, in y from y_begin, the rest of the interior.
+        let wider = |(x_begin, y_begin): (u64, u64)| {
+            let first = lanes_first_x(kind, x_begin);
+            let tiles_end = first + (inner[0][1] - first).div_ceil(width) * width;
+            let mut b = *interior;
+            b[0] = [x_begin, tiles_end.min(interior[0][1])];
+            b[1][0] = y_begin;
+            b
+        };
+        let wide = [
+            (interior[0][0], interior[1][0]),
+            (inner[0][0], interior[1][0]),
+            (inner[0][0], inner[1][0]),
+        ]
+        .into_iter()
+        .map(wider)
+        .find(|b| probe(b) && b != inner)?;
+        Some(Self {
+            inner: wide,
+            slabs: shell_around(interior, &wide)
+                .into_iter()
+                .map(|(_, b)| b)
+                .collect(),
+        })
+    }
+}
+
+/// The first x of the lanes' tiles over a box from `x_begin` (the kernels' `first_x` in
+/// `hp_stencil27_lanes`: its lanes' vectors start where x is a multiple of 4, in the off form
+/// two points before).
+fn lanes_first_x(kind: &hp_stencil_args, x_begin: u64) -> u64 {
+    let points = u64::from(crate::shared::HP_LANES_POINTS);
+    let from = if kind.alloc[0] % points == 0 {
+        x_begin
+    } else {
+        x_begin.saturating_sub(2)
+    };
+    from / points * points
 }
 
 /// What queues one Jacobi step: the update's launches, its boxes and stream.
@@ -710,6 +833,12 @@ struct Step<'a, B: Backend> {
     fork: &'a B::Event,
     /// One per side stream: the step's stream waits for each.
     joins: &'a [B::Event],
+    /// Per field, its update in a step without the exchange where its box runs in the lanes.
+    halos_in: &'a [Option<HalosIn>],
+    /// The streams of those updates' slabs (the j-th slab of each on the j-th), and their
+    /// markers.
+    halos_in_side: &'a [B::Stream],
+    halos_in_joins: &'a [B::Event],
 }
 
 /// The fields a step reads and writes.
@@ -739,12 +868,13 @@ impl<B: Backend> Step<'_, B> {
 
     /// Queues one step without the exchange: the update's launches of [`Self::queue`], on
     /// the same streams. With no exchange the halos are in from the start, so a box that
-    /// takes its slabs does so in every tile (`HP_SHELL_HALOS_IN`) and no ready word or
-    /// fix-up is queued: those serve the exchange, and count in its exposed cost.
+    /// takes its slabs does so in every tile (`HP_SHELL_HALOS_IN`), a box in the f32 lanes
+    /// takes all it can of its shell ([`HalosIn`]), and no ready word or fix-up is queued:
+    /// those serve the exchange, and count in its exposed cost.
     fn compute(&self, fields: StepFields<'_, B>) -> Result<()> {
         self.fork_inner()?;
         self.update_inner(fields, HP_SHELL_HALOS_IN)?;
-        self.update_shell(fields)?;
+        self.update_shell(fields, true)?;
         self.join_inner()
     }
 
@@ -778,7 +908,7 @@ impl<B: Backend> Step<'_, B> {
     /// step's stream wait for the inner box, and then updates the slab points the box left
     /// (in tiles it ran before the ready word) on the step's stream.
     fn close(&self, fields: StepFields<'_, B>, parity: u32) -> Result<()> {
-        self.update_shell(fields)?;
+        self.update_shell(fields, false)?;
         self.join_inner()?;
         self.for_tiles(fields, parity, |args| {
             // SAFETY: as in `sweep`, and the control words live as long as the fields.
@@ -828,16 +958,22 @@ impl<B: Backend> Step<'_, B> {
     }
 
     /// Queues the inner box's update on the inner stream (after [`Self::fork_inner`]): where
-    /// a field's box takes the shell's x and y slabs, in the kernel that does.
+    /// a field's box takes the shell's x and y slabs, in the kernel that does; in a step
+    /// without the exchange (`HP_SHELL_HALOS_IN`), a box in the lanes over [`HalosIn`]'s box.
     fn update_inner(&self, fields: StepFields<'_, B>, parity: u32) -> Result<()> {
         let (cur, next) = fields;
-        for ((a, b), (kind, words)) in cur
+        for (((a, b), (kind, words)), halos_in) in cur
             .iter()
             .zip(next)
             .zip(self.launches.iter().zip(self.in_tiles))
+            .zip(self.halos_in)
         {
+            let inner = match halos_in {
+                Some(wide) if parity == HP_SHELL_HALOS_IN => &wide.inner,
+                _ => &self.inner,
+            };
             if words.is_none() {
-                sweep(self.backend, kind, a, b, &self.inner, self.inner_stream)?;
+                sweep(self.backend, kind, a, b, inner, self.inner_stream)?;
             }
         }
         self.for_tiles(fields, parity, |args| {
@@ -868,32 +1004,56 @@ impl<B: Backend> Step<'_, B> {
     /// the step's stream waits for, so the slabs run side by side and beside the inner box
     /// (also inside a captured graph, where the markers become its edges). The x and y slabs
     /// of a field whose box takes them are left out, and a slab no field needs takes no
-    /// stream.
-    fn update_shell(&self, (cur, next): StepFields<'_, B>) -> Result<()> {
-        let sweeps = |k: usize| {
+    /// stream. `halos_in` (a step without the exchange): a field with a [`HalosIn`] update
+    /// takes its slabs, on streams of their own, in place of the step's shell.
+    fn update_shell(&self, (cur, next): StepFields<'_, B>, halos_in: bool) -> Result<()> {
+        let fields = || {
             cur.iter()
                 .zip(next)
                 .zip(self.launches.iter().zip(self.in_tiles))
-                .filter(move |(_, (_, words))| k == 2 || words.is_none())
+                .zip(self.halos_in)
         };
-        let used: Vec<_> = self
-            .shell
-            .iter()
-            .zip(self.side.iter().zip(self.joins))
-            .filter(|((k, _), _)| sweeps(*k).next().is_some())
-            .collect();
-        if used.is_empty() {
+        // Per stream, its marker and the sweeps it runs (a field, a box).
+        let mut queues = Vec::new();
+        for ((k, slab), (side, join)) in self.shell.iter().zip(self.side.iter().zip(self.joins)) {
+            let sweeps: Vec<_> = fields()
+                .filter(|((_, (_, words)), wide)| {
+                    (*k == 2 || words.is_none()) && !(halos_in && wide.is_some())
+                })
+                .map(|(((a, b), (kind, _)), _)| (a, b, kind, slab))
+                .collect();
+            queues.push((side, join, sweeps));
+        }
+        if halos_in {
+            // The j-th slab of each such field on the j-th of their streams.
+            for (j, (side, join)) in self
+                .halos_in_side
+                .iter()
+                .zip(self.halos_in_joins)
+                .enumerate()
+            {
+                let sweeps: Vec<_> = fields()
+                    .filter_map(|(((a, b), (kind, _)), wide)| {
+                        let slab = wide.as_ref()?.slabs.get(j)?;
+                        Some((a, b, kind, slab))
+                    })
+                    .collect();
+                queues.push((side, join, sweeps));
+            }
+        }
+        queues.retain(|(_, _, sweeps)| !sweeps.is_empty());
+        if queues.is_empty() {
             return Ok(());
         }
         self.backend.record_event(self.fork, self.stream)?;
-        for ((k, slab), (side, join)) in &used {
+        for (side, join, sweeps) in &queues {
             self.backend.stream_wait_event(side, self.fork)?;
-            for ((a, b), (kind, _)) in sweeps(*k) {
+            for (a, b, kind, slab) in sweeps {
                 sweep(self.backend, kind, a, b, slab, side)?;
             }
             self.backend.record_event(join, side)?;
         }
-        for (_, (_, join)) in &used {
+        for (_, join, _) in &queues {
             self.backend.stream_wait_event(self.stream, join)?;
         }
         Ok(())

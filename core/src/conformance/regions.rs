@@ -1358,11 +1358,47 @@ fn stencil_launch<B: Backend>(
     shape: u32,
     comps: u32,
     alloc: [u64; 3],
-    (begin, end): ([u64; 3], [u64; 3]),
+    bounds: ([u64; 3], [u64; 3]),
     blocks: Option<u32>,
     threads: u32,
     form: u32,
 ) -> Check {
+    let sweep = Sweep {
+        eb,
+        shape,
+        comps,
+        alloc,
+        blocks,
+        threads,
+        form,
+    };
+    stencil_boxes(backend, &sweep, &[bounds])
+}
+
+/// What a stencil case launches, but its boxes.
+struct Sweep {
+    eb: u32,
+    shape: u32,
+    comps: u32,
+    alloc: [u64; 3],
+    /// The grid where it is not the launch's own.
+    blocks: Option<u32>,
+    threads: u32,
+    form: u32,
+}
+
+/// One stencil launch per box (`regions::stencil_launch`'s kernel and grid) into one output,
+/// against the CPU: every point of a box updated, every other point untouched.
+fn stencil_boxes<B: Backend>(backend: &B, sweep: &Sweep, boxes: &[([u64; 3], [u64; 3])]) -> Check {
+    let Sweep {
+        eb,
+        shape,
+        comps,
+        alloc,
+        blocks,
+        threads,
+        form,
+    } = *sweep;
     let ebu = eb as usize;
     let dims = Dims(alloc);
     let c = u64::from(comps.max(1));
@@ -1373,26 +1409,28 @@ fn stencil_launch<B: Backend>(
     let stream = backend.create_stream().map_err(e)?;
     let din = device_with(backend, &stream, &encode(&in_words, ebu))?;
     let dout = device_with(backend, &stream, &encode(&vec![sentinel; n as usize], ebu))?;
-    let args = hp_stencil_args {
-        in_: din.device_addr(),
-        out: dout.device_addr(),
-        alloc: dims.0,
-        begin,
-        end,
-        elem_bytes: eb,
-        shape,
-        components: comps,
-        form,
-        ..Default::default()
-    };
-    // The march-only kernel where it applies (blocks of at most 256 threads), else
-    // hp_stencil27 (whose march form serves larger blocks).
-    let (launch, mut grid) = regions::stencil_launch(&args, threads);
-    if let Some(blocks) = blocks {
-        grid.blocks = blocks;
+    for &(begin, end) in boxes {
+        let args = hp_stencil_args {
+            in_: din.device_addr(),
+            out: dout.device_addr(),
+            alloc: dims.0,
+            begin,
+            end,
+            elem_bytes: eb,
+            shape,
+            components: comps,
+            form,
+            ..Default::default()
+        };
+        // The march-only kernel where it applies (blocks of at most 256 threads), else
+        // hp_stencil27 (whose march form serves larger blocks).
+        let (launch, mut grid) = regions::stencil_launch(&args, threads);
+        if let Some(blocks) = blocks {
+            grid.blocks = blocks;
+        }
+        // SAFETY: din and dout live until the stream is synchronized below.
+        unsafe { backend.launch(launch, grid, &stream) }.map_err(e)?;
     }
-    // SAFETY: din and dout live until the stream is synchronized below.
-    unsafe { backend.launch(launch, grid, &stream) }.map_err(e)?;
     let (_din, dout) = settle(backend, &stream, (din, dout))?;
     let have = decode(
         &device_bytes(backend, &stream, &dout, n as usize * ebu)?,
@@ -1408,7 +1446,9 @@ fn stencil_launch<B: Backend>(
         for z in 0..dims.0[2] {
             for y in 0..dims.0[1] {
                 for x in 0..dims.0[0] {
-                    let inside = (0..3).all(|k| (begin[k]..end[k]).contains(&[x, y, z][k]));
+                    let inside = boxes.iter().any(|(begin, end)| {
+                        (0..3).all(|k| (begin[k]..end[k]).contains(&[x, y, z][k]))
+                    });
                     let want = match (inside, eb) {
                         (false, _) => sentinel,
                         (true, 4) => {
@@ -1425,19 +1465,83 @@ fn stencil_launch<B: Backend>(
                     let got = have[(dims.at(x, y, z) * c + comp) as usize];
                     ensure(got == want, || {
                         format!(
-                        "f{}, shape {shape:#x}, component {comp} of {c}: box {begin:?}..{end:?}: \
+                            "f{}, shape {shape:#x}, component {comp} of {c}: boxes {boxes:?}: \
                          point ({x}, {y}, {z}) holds {got:#x}, expected {want:#x}{}",
-                        8 * eb,
-                        if inside {
-                            ""
-                        } else {
-                            " (outside the box: untouched)"
-                        }
-                    )
+                            8 * eb,
+                            if inside {
+                                ""
+                            } else {
+                                " (outside the boxes: untouched)"
+                            }
+                        )
                     })?;
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// A step without the exchange where an f32 box runs in the lanes
+/// ([`crate::stencil::HalosIn`]): its wider box and the slabs it leaves update the whole
+/// interior once, bit for bit as the CPU does. Rows of a multiple of 4 elements: the box from
+/// the interior's first cell, its last tile ending a cell before the interior's end (one
+/// slab), or after it (none); rows of 2 mod 4 (the off form, whose reads keep it from the
+/// first row): from the inner box's first cell and row (a slab at each end of x, one at y's
+/// start). An f64 box takes no such update.
+pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Check {
+    const THREADS: u32 = 256;
+    // Allocation (halo 1 on every side, rows padded past the interior's 128 or 134 cells),
+    // the wider box's x range and first row, and its slabs.
+    for (alloc, x, y, slabs) in [
+        ([132, 12, 36], [1, 128], 1, 1),
+        ([130, 12, 36], [2, 128], 2, 3),
+        ([136, 10, 40], [1, 135], 1, 0),
+    ] {
+        let local_x = if alloc[0] == 136 { 134 } else { 128 };
+        let interior: crate::stencil::CellBox =
+            std::array::from_fn(|k| [1, if k == 0 { 1 + local_x } else { alloc[k] - 1 }]);
+        let inner = interior.map(|[lo, hi]| [lo + 1, hi - 1]);
+        let kind = hp_stencil_args {
+            alloc,
+            elem_bytes: 4,
+            components: 1,
+            ..Default::default()
+        };
+        let aligned = [1 << 12, 1 << 13];
+        let wide = crate::stencil::HalosIn::of(&kind, aligned, &interior, &inner)
+            .ok_or_else(|| format!("rows of {}: no update in the lanes", alloc[0]))?;
+        let mut want = interior;
+        want[0] = x;
+        want[1][0] = y;
+        ensure(wide.inner == want && wide.slabs.len() == slabs, || {
+            format!(
+                "rows of {}: the box {:?} and slabs {:?}, expected {want:?} and {slabs} slabs",
+                alloc[0], wide.inner, wide.slabs
+            )
+        })?;
+        let boxes: Vec<_> = std::iter::once(&wide.inner)
+            .chain(&wide.slabs)
+            .map(|b| (b.map(|[lo, _]| lo), b.map(|[_, hi]| hi)))
+            .collect();
+        let sweep = Sweep {
+            eb: 4,
+            shape: 0,
+            comps: 1,
+            alloc,
+            blocks: None,
+            threads: THREADS,
+            form: crate::shared::HP_STENCIL_FORM_MARCH,
+        };
+        stencil_boxes(backend, &sweep, &boxes)?;
+        let f64_kind = hp_stencil_args {
+            elem_bytes: 8,
+            ..kind
+        };
+        ensure(
+            crate::stencil::HalosIn::of(&f64_kind, aligned, &interior, &inner).is_none(),
+            || "an f64 box took an update in the lanes".to_owned(),
+        )?;
     }
     Ok(())
 }
