@@ -1789,6 +1789,17 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
                 }
             }
         }
+        // Slabs one point wide in x over many rows (a shell's x slabs, a thread a column of
+        // HP_SLAB_Z planes): 68 and 66 rows, 38 and 39 planes (the last column partial), at the
+        // allocation's first and last x, with the grid regions::stencil_launch gives and with 3
+        // blocks striding, in blocks of 2 and 8 warps.
+        let alloc = [6, 70, 42];
+        for bounds in [([1, 1, 1], [2, 69, 39]), ([4, 2, 1], [5, 68, 40])] {
+            for (blocks, threads) in [(None, 64), (Some(3), 64), (None, 256), (Some(3), 256)] {
+                let form = HP_STENCIL_FORM_MARCH;
+                stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
+            }
+        }
         // f32 rows of a multiple of 4 elements take the lanes of 4 points (StencilMarch32):
         // boxes starting at x = 1, 3 (the first lane group from x = 0) and 4, ending in the
         // middle or at the end of a lane's 4 points and of a 128-point tile (101, 103: lanes
