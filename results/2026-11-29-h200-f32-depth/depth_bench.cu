@@ -10,7 +10,7 @@
  *          no slab is left (a step without an exchange could run just this).
  * Built where the sources are (nvcc 13.0):
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Ikernels-cu depth_bench.cu -o depth_bench
- * usage: depth_bench [N] [reps] [strides|rows|halos-in]  (halos-in: calls 5 and 6)   (strides: call 3, the boxes over rows
+ * usage: depth_bench [N] [reps] [strides|rows|halos-in]  (halos-in: calls 5, 6 and 9)   (strides: call 3, the boxes over rows
  *        of other lengths; rows: call 4, the inner box over rows padded to each multiple of 8 up
  *        to 64 more; halos-in: call 5, a step without the exchange as the library runs it)
  */
@@ -334,6 +334,94 @@ __global__ void __launch_bounds__(256) k_lanes_tail(hp_stencil_args a) {
     }
 }
 
+/* Call 9: k_lanes_tail with the tail's code only in the last tile of a row (a branch the whole
+ * block takes alike): every other tile runs the library's own plane sums (hp_lanes_plane). */
+template <bool TAIL>
+__device__ __forceinline__ void tail_tile(const hp_stencil_args& a, uint64_t x0, uint64_t y,
+                                          uint64_t z0, uint64_t end_x, uint32_t lane) {
+    const float* __restrict__ in = (const float*)a.in;
+    float* __restrict__ out = (float*)a.out;
+    const int64_t ax = (int64_t)a.alloc[0];
+    const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
+    const bool end_lane = lane == 0u || lane == 31u;
+    const float scale = 1.0f / 27.0f;
+    uint64_t x = x0 + lane * 4u;
+    const bool used = x <= end_x;
+    if (!used) x = x0;
+    const int edge = lane == 0u ? (x > 0u ? -1 : 0) : (x + 4u <= a.end[0] ? 4 : 0);
+    const bool whole = used && x >= a.begin[0] && x + 4u <= end_x;
+    const bool tail = TAIL && lane == 31u && x + 4u == end_x;
+    const int depth = a.end[2] - z0 < 32u ? (int)(a.end[2] - z0) : 32;
+    const float* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
+    float* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
+    for (int d = 2; d < 4; ++d) {
+        if (d <= depth) hp_prefetch_l2(q + d * plane);
+    }
+    float lo[4], mid[4], hi[4], lo4 = 0.0f, mid4 = 0.0f, hi4 = 0.0f;
+    if (TAIL) {
+        tail_plane(lo, lo4, q, ax, edge, end_lane, lane, tail);
+        tail_plane(mid, mid4, q + plane, ax, edge, end_lane, lane, tail);
+    } else {
+        hp_lanes_plane<false>(lo, q, ax, edge, 0, end_lane, lane);
+        hp_lanes_plane<false>(mid, q + plane, ax, edge, 0, end_lane, lane);
+    }
+    q += 2 * plane;
+    for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+        if (z + 3 <= depth) hp_prefetch_l2(q + 2 * plane);
+        if (TAIL) {
+            tail_plane(hi, hi4, q, ax, edge, end_lane, lane, tail);
+        } else {
+            hp_lanes_plane<false>(hi, q, ax, edge, 0, end_lane, lane);
+        }
+        float r[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            r[k] = ((lo[k] + mid[k]) + hi[k]) * scale;
+            lo[k] = mid[k];
+            mid[k] = hi[k];
+        }
+        if (whole) {
+            *(float4*)o = make_float4(r[0], r[1], r[2], r[3]);
+        } else if (used) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                if (x + k >= a.begin[0] && x + k < a.end[0]) o[k] = r[k];
+            }
+        }
+        if (TAIL) {
+            const float r4 = ((lo4 + mid4) + hi4) * scale;
+            lo4 = mid4;
+            mid4 = hi4;
+            if (tail) o[4] = r4;
+        }
+    }
+}
+
+__global__ void __launch_bounds__(256) k_lanes_tail2(hp_stencil_args a) {
+    const uint64_t first_x = a.begin[0] / 4u * 4u;
+    const uint64_t rows = blockDim.x / 32u;
+    const uint64_t width = 128u;
+    const bool has_tail = (a.end[0] - first_x) % width == 1u;
+    const uint64_t end_x = has_tail ? a.end[0] - 1u : a.end[0];
+    const uint64_t tiles_x = (end_x - first_x + width - 1) / width;
+    const uint64_t tiles_y = (a.end[1] - a.begin[1] + rows - 1) / rows;
+    const uint64_t tiles = tiles_x * tiles_y * ((a.end[2] - a.begin[2] + 31) / 32);
+    const uint32_t lane = threadIdx.x % 32u;
+    const uint64_t ty = threadIdx.x / 32u;
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const uint64_t rest = t / tiles_x;
+        const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty;
+        if (y >= a.end[1]) continue;
+        const uint64_t x0 = first_x + (t % tiles_x) * width;
+        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * 32u;
+        if (has_tail && t % tiles_x == tiles_x - 1u) {
+            tail_tile<true>(a, x0, y, z0, end_x, lane);
+        } else {
+            tail_tile<false>(a, x0, y, z0, end_x, lane);
+        }
+    }
+}
+
 /* Call 5: a step without the exchange as the library's HalosIn runs it at N^3 with rows of ax:
  * the lanes (hp_stencil27_march32) over x 1 .. N - 1, y and z 1 .. N, and the slab x = N
  * (hp_stencil27_marching's columns), alone and on two streams in either order and priority,
@@ -397,7 +485,7 @@ static void halos_in(uint64_t N, uint64_t ax, int reps) {
     }();
     /* order: 0 box alone, 1 slab alone, 2 box then slab, 3 slab then box, 4 slab (urgent) then
      * box; call 6: 5 k_lanes_tail over the whole interior (its lane 31 takes x = N), 6 over the
-     * box alone (no tail: the cost of its code). */
+     * box alone (no tail: the cost of its code); call 9: 7 and 8 the same with k_lanes_tail2. */
     auto time = [&](const char* name, int order) {
         CK(cudaMemset(out, 0, bytes));
         std::vector<float> t;
@@ -411,6 +499,10 @@ static void halos_in(uint64_t N, uint64_t ax, int reps) {
             auto launch_box = [&] {
                 if (order == 5) {
                     k_lanes_tail<<<box_blocks, 256, 0, s0>>>(whole_march);
+                } else if (order == 7) {
+                    k_lanes_tail2<<<box_blocks, 256, 0, s0>>>(whole_march);
+                } else if (order == 8) {
+                    k_lanes_tail2<<<box_blocks, 256, 0, s0>>>(box);
                 } else if (order == 6) {
                     k_lanes_tail<<<box_blocks, 256, 0, s0>>>(box);
                 } else {
@@ -434,7 +526,7 @@ static void halos_in(uint64_t N, uint64_t ax, int reps) {
         }
         const float us = median(t);
         unsigned long long diffs = 0;
-        if (order >= 2 && order != 6) {
+        if (order >= 2 && order != 6 && order != 8) {
             CK(cudaMemset(count, 0, sizeof *count));
             k_diff<<<4096, 256>>>(out, ref, whole, count);
             CK(cudaMemcpy(&diffs, count, sizeof diffs, cudaMemcpyDeviceToHost));
@@ -453,6 +545,10 @@ static void halos_in(uint64_t N, uint64_t ax, int reps) {
     time("tail lanes over the box alone", 6);
     time("box alone (again)", 0);
     time("tail lanes over the whole interior (again)", 5);
+    time("tail in its own tiles over the whole interior", 7);
+    time("tail in its own tiles over the box alone", 8);
+    time("box alone (third)", 0);
+    time("tail in its own tiles over the whole interior (again)", 7);
     CK(cudaFree(in));
     CK(cudaFree(out));
     CK(cudaFree(ref));
