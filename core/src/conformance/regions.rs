@@ -1482,8 +1482,8 @@ fn stencil_boxes<B: Backend>(backend: &B, sweep: &Sweep, boxes: &[([u64; 3], [u6
     Ok(())
 }
 
-/// A step without the exchange where an f32 box runs in the lanes
-/// ([`crate::stencil::HalosIn`]): its wider box and the slabs it leaves update the whole
+/// A step without the exchange where an f32 box runs in the lanes (`HalosIn` in
+/// `core/src/stencil.rs`): its wider box and the slabs it leaves update the whole
 /// interior once, bit for bit as the CPU does. Rows of a multiple of 4 elements: the box from
 /// the interior's first cell, its last tile ending a cell before the interior's end (one
 /// slab), or after it (none); rows of 2 mod 4 (the off form, whose reads keep it from the
