@@ -410,11 +410,10 @@ fn padded_allocations_verify_on_1_2_4_and_8_ranks_with_the_same_checksum() {
 }
 
 #[test]
-fn f32_rows_take_the_lanes_and_the_report_pads_them_to_whole_sectors() {
+fn f32_rows_of_a_multiple_of_4_elements_take_the_lanes_and_others_are_told_how() {
     // Rows of 66 f32 elements take the lanes' off form in planes of 34 rows; in planes of 33
-    // rows they march in the march kernel's tiles. Rows of 68 take the lanes as they are.
-    // Wherever the rows are not a multiple of 8 elements (32 bytes), the report gives the
-    // padding that makes them one; with it the box takes the lanes, with the same result.
+    // rows they march in the march kernel's tiles, and the report says which padding gives the
+    // lanes of 4 points. With it the box takes them, with the same result either way.
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("stencil.json");
     let run = |grid: &str, extra: &[&str]| {
@@ -425,36 +424,27 @@ fn f32_rows_take_the_lanes_and_the_report_pads_them_to_whole_sectors() {
         assert_eq!(job.code, Some(0), "{grid} {extra:?}: {}", job.explain());
         (job.stdout, read_json(&json))
     };
-    let hint = |rows: u32| {
-        format!(
-            "hint: rows of {rows} f32 elements: --pad 6,0,0 makes them a multiple of 8 (32 bytes)"
-        )
-    };
     let (stdout, off) = run("64x32x32", &[]);
     assert_eq!(off["inner_kernel"], "hp_stencil27_march32", "{off}");
-    assert_eq!(off["lanes_padding"], 6, "{off}");
-    assert!(stdout.contains(&hint(66)), "{stdout}");
-    let (stdout, fours) = run("64x32x32", &["--pad", "2,0,0"]);
-    assert_eq!(fours["inner_kernel"], "hp_stencil27_march32", "{fours}");
-    assert_eq!(fours["lanes_padding"], 4, "{fours}");
-    assert!(stdout.contains(&hint(68)), "{stdout}");
-    let (stdout, sectors) = run("64x32x32", &["--pad", "6,0,0"]);
-    assert_eq!(sectors["inner_kernel"], "hp_stencil27_march32", "{sectors}");
-    assert!(sectors.get("lanes_padding").is_none(), "{sectors}");
+    assert!(off.get("lanes_padding").is_none(), "{off}");
     assert!(!stdout.contains("hint:"), "{stdout}");
+    let (_, aligned) = run("64x32x32", &["--pad", "2,0,0"]);
+    assert_eq!(aligned["inner_kernel"], "hp_stencil27_march32", "{aligned}");
+    assert_eq!(aligned["checksum"], off["checksum"]);
     let (stdout, plain) = run("64x31x32", &[]);
     assert_eq!(plain["inner_kernel"], "hp_stencil27_marching", "{plain}");
-    assert_eq!(plain["lanes_padding"], 6, "{plain}");
-    assert!(stdout.contains(&hint(66)), "{stdout}");
-    let (stdout, padded) = run("64x31x32", &["--pad", "6,0,0"]);
+    assert_eq!(plain["lanes_padding"], 2, "{plain}");
+    assert!(
+        stdout.contains("hint: rows of 66 f32 elements: --pad 2,0,0 makes them a multiple of 4"),
+        "{stdout}"
+    );
+    let (stdout, padded) = run("64x31x32", &["--pad", "2,0,0"]);
     assert_eq!(padded["inner_kernel"], "hp_stencil27_march32", "{padded}");
     assert!(padded.get("lanes_padding").is_none(), "{padded}");
     assert!(!stdout.contains("hint:"), "{stdout}");
-    for result in [&off, &fours, &sectors, &plain, &padded] {
+    for result in [&off, &aligned, &plain, &padded] {
         assert_eq!(result["verified"], true, "{result}");
     }
-    assert_eq!(fours["checksum"], off["checksum"]);
-    assert_eq!(sectors["checksum"], off["checksum"]);
     assert_eq!(padded["checksum"], plain["checksum"]);
 }
 

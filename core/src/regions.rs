@@ -454,24 +454,17 @@ pub fn stencil_lanes_off(args: &hp_stencil_args) -> bool {
         && (args.begin[1] >= 2 || args.begin[2] >= 2)
 }
 
-/// The row length, in elements, that [`lanes_padding`] pads f32 rows to: 32 bytes, a sector.
-/// On one H200 the step's f32 box at 512^3 took 319 us in the lanes with rows of 520 against
-/// 333 us with rows of 516 (a multiple of 4 alone), and at 256^3 61.1 against 63.3 us with
-/// rows of 264 and 260 (`results/2026-11-29-h200-f32-depth/`).
-pub const LANES_ROW_ELEMENTS: u64 = 8;
-
-/// The cells of padding after each row of `args`'s allocation that make its rows a multiple of
-/// [`LANES_ROW_ELEMENTS`] elements where the box then takes [`stencil_lanes`]: where its rows'
-/// length keeps it from the lanes, or gives it only the lanes' off form or rows that are not
-/// whole sectors. `None` where its rows are such a multiple, or where it misses the lanes for
-/// another reason (its element type, shape or box).
+/// The cells of padding after each row of `args`'s allocation that would give it
+/// [`stencil_lanes`], where only its rows' length keeps it from them; `None` where it has them
+/// or misses them for another reason (its element type, shape or box).
 pub fn lanes_padding(args: &hp_stencil_args, threads: u32) -> Option<u64> {
-    let short = (LANES_ROW_ELEMENTS - args.alloc[0] % LANES_ROW_ELEMENTS) % LANES_ROW_ELEMENTS;
+    let points = u64::from(shared::HP_LANES_POINTS);
+    let short = (points - args.alloc[0] % points) % points;
     let padded = hp_stencil_args {
         alloc: [args.alloc[0] + short, args.alloc[1], args.alloc[2]],
         ..*args
     };
-    (short > 0 && stencil_lanes(&padded, threads)).then_some(short)
+    (short > 0 && !stencil_lanes(args, threads) && stencil_lanes(&padded, threads)).then_some(short)
 }
 
 /// The launch of one sweep of `args` with `threads` a block, and its grid: where
@@ -1352,14 +1345,6 @@ mod tests {
         }
         // Rows of 70 would take them with 2 cells of padding; the others not for padding.
         assert_eq!(lanes_padding(&rows70, 256), Some(2));
-        // Rows of 68 take the lanes as they are; the hint pads them to whole sectors, 72.
-        let rows68 = hp_stencil_args {
-            alloc: [68, 22, 42],
-            end: [67, 21, 41],
-            ..big32
-        };
-        assert!(stencil_lanes(&rows68, 256));
-        assert_eq!(lanes_padding(&rows68, 256), Some(4));
         // Rows of 70 in planes of 22 rows take the lanes' off form from x >= 2 and y or z >= 2
         // (tiles from x = 0: 1 x 3 x 2); not from x = 1, nor in planes of 21 rows or with a box
         // from y = 1 and z = 1, nor rows of 69.
@@ -1374,8 +1359,7 @@ mod tests {
             (Kernel::StencilMarch32, 6)
         );
         assert!(Launch::StencilMarch32(&off70).check("host", dims70).is_ok());
-        // In the off form the hint still pads its rows to whole sectors: 72 elements.
-        assert_eq!(lanes_padding(&off70, 256), Some(2));
+        assert_eq!(lanes_padding(&off70, 256), None);
         let at6 = hp_stencil_args {
             begin: [6, 2, 1],
             ..off70

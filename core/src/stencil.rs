@@ -143,8 +143,7 @@ pub struct JacobiRun {
     /// box is empty): which tiles the step's bulk runs in.
     pub inner_kernel: Option<Kernel>,
     /// The cells of padding after each row that would give that box the f32 lanes of 4
-    /// points in rows of whole sectors ([`crate::regions::lanes_padding`]); `None` where its
-    /// rows are whole sectors or it cannot take the lanes.
+    /// points ([`crate::regions::lanes_padding`]); `None` where it has them or cannot.
     pub inner_lanes_padding: Option<u64>,
     /// This rank's plan.
     pub plan: HaloPlan,

@@ -52,8 +52,7 @@ pub(crate) struct StencilResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     inner_kernel: Option<&'static str>,
     /// The cells of padding after each of rank 0's rows that would give its f32 box the lanes
-    /// of 4 points (`hp_stencil27_march32`) in rows of a multiple of 8 elements (32 bytes);
-    /// absent where its rows are such a multiple or the box cannot take the lanes.
+    /// of 4 points (`hp_stencil27_march32`); absent where it has them or cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
     lanes_padding: Option<u64>,
     /// 7 or 27: the points the update averages.
@@ -397,17 +396,17 @@ pub(crate) fn measured<B: Backend>(
     }
 }
 
-/// Where rank 0's f32 box would take the lanes of 4 points in rows of whole sectors with more
-/// padding: the padding.
+/// Where rank 0's f32 box misses the lanes of 4 points only for its rows' length: the padding
+/// that gives them.
 fn lanes_hint(r: &StencilResult) -> Option<String> {
     r.lanes_padding.map(|short| {
         format!(
-            "rows of {} f32 elements: --pad {},{},{} makes them a multiple of {} (32 bytes), for the faster f32 tiles ({})",
+            "rows of {} f32 elements: --pad {},{},{} makes them a multiple of {}, for the faster f32 tiles ({})",
             r.alloc[0],
             u64::from(r.pad[0]) + short,
             r.pad[1],
             r.pad[2],
-            haloport::core::regions::LANES_ROW_ELEMENTS,
+            haloport::core::shared::HP_LANES_POINTS,
             Kernel::StencilMarch32.symbol()
         )
     })
