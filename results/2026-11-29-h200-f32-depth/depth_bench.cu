@@ -10,9 +10,11 @@
  *          no slab is left (a step without an exchange could run just this).
  * Built where the sources are (nvcc 13.0):
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Ikernels-cu depth_bench.cu -o depth_bench
- * usage: depth_bench [N] [reps] [strides|rows|halos-in]  (halos-in: calls 5, 6 and 9)   (strides: call 3, the boxes over rows
- *        of other lengths; rows: call 4, the inner box over rows padded to each multiple of 8 up
- *        to 64 more; halos-in: call 5, a step without the exchange as the library runs it)
+ * usage: depth_bench [N] [reps] [MODE]. Without MODE: calls 1-2, the tile shapes over the inner
+ * and whole boxes. MODE strides: call 3, both boxes over rows of other lengths; rows: call 4,
+ * the inner box over rows padded to each multiple of 8 up to 64 more; halos-in: calls 5, 6 and
+ * 9, a step without the exchange as the library runs it, and the lanes taking x = N; placed:
+ * call 11, the whole interior of fields placed at an offset in their allocation, in one launch.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -35,14 +37,15 @@
     } while (0)
 
 /* hp_stencil27_lanes<false> with the tile depth Z, prefetch PF, streaming stores (CS) and the
- * tile order: ORDER 0 x, y, z (the library's); 1 x, z, y within bands of BAND y tiles. */
+ * tile order: ORDER 0 x, y, z (the library's); 1 x, z, y; 2 as 0 with the lanes from the box's
+ * first point (call 11: fields placed so that a vector starts there). */
 template <int Z, int PF, bool CS, int ORDER>
 __device__ __forceinline__ void lanes(const hp_stencil_args& a) {
     const float* __restrict__ in = (const float*)a.in;
     float* __restrict__ out = (float*)a.out;
     const int64_t ax = (int64_t)a.alloc[0];
     const int64_t plane = (int64_t)(a.alloc[0] * a.alloc[1]);
-    const uint64_t first_x = a.begin[0] / 4u * 4u;
+    const uint64_t first_x = ORDER == 2 ? a.begin[0] : a.begin[0] / 4u * 4u;
     const uint64_t rows = blockDim.x / 32u;
     const uint64_t width = 128u;
     const uint64_t tiles_x = (a.end[0] - first_x + width - 1) / width;
@@ -56,7 +59,7 @@ __device__ __forceinline__ void lanes(const hp_stencil_args& a) {
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         const uint64_t rest = t / tiles_x;
         uint64_t ti_y, ti_z;
-        if (ORDER == 0) {
+        if (ORDER != 1) {
             ti_y = rest % tiles_y;
             ti_z = rest / tiles_y;
         } else {
@@ -555,6 +558,73 @@ static void halos_in(uint64_t N, uint64_t ax, int reps) {
     CK(cudaFree(count));
 }
 
+/* Call 11: the whole N^3 interior of a field with a halo of 1 and rows of ax, placed `off`
+ * bytes into its allocation, in one launch of the lanes from x = 1 (k_lanes ORDER 2: a vector
+ * starts at x = 1 when off + 4 is a multiple of 16), against the point form. */
+static void placed(uint64_t N, uint64_t ax, uint64_t off, int reps) {
+    const uint64_t A = N + 2, n = ax * A * A;
+    const size_t bytes = n * sizeof(float);
+    char *in_raw, *out_raw, *ref_raw;
+    CK(cudaMalloc(&in_raw, bytes + 256));
+    CK(cudaMalloc(&out_raw, bytes + 256));
+    CK(cudaMalloc(&ref_raw, bytes + 256));
+    float* in = (float*)(in_raw + off);
+    float* out = (float*)(out_raw + off);
+    float* ref = (float*)(ref_raw + off);
+    unsigned long long* count;
+    CK(cudaMalloc(&count, sizeof *count));
+    k_init<<<4096, 256>>>(in, n);
+    CK(cudaMemset(ref, 0, bytes));
+    hp_stencil_args a = {};
+    a.in = (uint64_t)in;
+    a.alloc[0] = ax;
+    a.alloc[1] = a.alloc[2] = A;
+    for (int k = 0; k < 3; ++k) a.begin[k] = 1, a.end[k] = N + 1;
+    a.elem_bytes = 4;
+    a.components = 1;
+    a.out = (uint64_t)ref;
+    a.form = HP_STENCIL_FORM_POINTS;
+    hp_stencil27<<<(unsigned)((N * N * N + 255) / 256), 256>>>(a);
+    CK(cudaDeviceSynchronize());
+    CK(cudaGetLastError());
+    a.out = (uint64_t)out;
+    a.form = HP_STENCIL_FORM_MARCH;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    auto timed = [&](auto&& launch) {
+        std::vector<float> t;
+        for (int i = 0; i < reps + 2; ++i) {
+            CK(cudaEventRecord(e0));
+            launch();
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaGetLastError());
+            float ms;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            if (i >= 2) t.push_back(ms * 1000.0f);
+        }
+        return median(t);
+    };
+    const float copy = timed([&] { CK(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice)); });
+    const unsigned blocks = (unsigned)(((N + 127) / 128) * (N / 8) * ((N + 31) / 32));
+    for (int r = 0; r < 2; ++r) {
+        CK(cudaMemset(out, 0, bytes));
+        const float us = timed([&] { k_lanes<32, 2, false, 2><<<blocks, 256>>>(a); });
+        CK(cudaMemset(count, 0, sizeof *count));
+        k_diff<<<4096, 256>>>(out, ref, a, count);
+        unsigned long long diffs;
+        CK(cudaMemcpy(&diffs, count, sizeof diffs, cudaMemcpyDeviceToHost));
+        printf("placed,%llu,offset %llu bytes%s,%.1f,%.1f,%.3f,%llu\n", (unsigned long long)ax,
+               (unsigned long long)off, r ? " (again)" : "", us, copy, copy / us, diffs);
+        fflush(stdout);
+    }
+    CK(cudaFree(in_raw));
+    CK(cudaFree(out_raw));
+    CK(cudaFree(ref_raw));
+    CK(cudaFree(count));
+}
+
 int main(int argc, char** argv) {
     const uint64_t N = argc > 1 ? strtoull(argv[1], 0, 10) : 512;
     const int reps = argc > 2 ? atoi(argv[2]) : 15;
@@ -562,6 +632,13 @@ int main(int argc, char** argv) {
     CK(cudaGetDeviceProperties(&p, 0));
     printf("# %s, %d SMs, N=%llu, reps=%d\n", p.name, p.multiProcessorCount, (unsigned long long)N, reps);
     printf("box,alloc_x,variant,median_us,copy_us,copy_over_kernel,differing_points\n");
+    if (argc > 3 && strcmp(argv[3], "placed") == 0) {
+        printf("box,alloc_x,variant,median_us,copy_us,copy_over_kernel,differing_points\n");
+        for (uint64_t ax : {N + 8, N + 16, N + 12, N + 4}) {
+            for (uint64_t off : {28, 12, 60}) placed(N, ax, off, reps);
+        }
+        return 0;
+    }
     if (argc > 3 && strcmp(argv[3], "halos-in") == 0) {
         printf("box,alloc_x,variant,median_us,copy_us,copy_over_kernel,differing_points\n");
         for (uint64_t ax : {N + 8, N + 4, N + 16}) halos_in(N, ax, reps);
