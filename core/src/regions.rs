@@ -533,16 +533,22 @@ fn march_tiles(args: &hp_stencil_args, threads: u32, rows: u32, cols: u32, depth
     u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
 }
 
+/// The first x of the lanes' tiles over `args`'s box ([`stencil_lanes`]; the kernels' `first_x`
+/// in `hp_stencil27_lanes`): its first column rounded down to a multiple of
+/// `HP_LANES_POINTS`, in the off form from 2 columns earlier (odd rows' lanes sit 2 after even
+/// rows').
+pub(crate) fn lanes_first_x(args: &hp_stencil_args) -> u64 {
+    let points = u64::from(shared::HP_LANES_POINTS);
+    let first = args.begin[0] - if stencil_lanes_off(args) { 2 } else { 0 };
+    first / points * points
+}
+
 /// The grid of [`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32) over `args`: the march
 /// form's tiles (a row a warp, `HP_LANES_POINTS` points a lane, `HP_LANES_Z` planes) from
-/// `begin[0]` (less 2 in the off form) rounded down to a multiple of `HP_LANES_POINTS` (the
-/// kernel's `hp_stencil27_lanes`).
+/// [`lanes_first_x`] (the kernel's `hp_stencil27_lanes`).
 fn lanes_dims(args: &hp_stencil_args, threads: u32) -> LaunchDims {
-    let points = u64::from(shared::HP_LANES_POINTS);
-    // The off form's tiles start 2 columns earlier (odd rows' lanes sit 2 after even rows').
-    let first = args.begin[0] - if stencil_lanes_off(args) { 2 } else { 0 };
     let aligned = hp_stencil_args {
-        begin: [first / points * points, args.begin[1], args.begin[2]],
+        begin: [lanes_first_x(args), args.begin[1], args.begin[2]],
         ..*args
     };
     LaunchDims {

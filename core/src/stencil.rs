@@ -33,7 +33,7 @@ use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
 use crate::regions::{
-    lanes_padding, stencil_lanes, stencil_launch, stencil_reads, Copy3d, ShellTiles,
+    lanes_first_x, lanes_padding, stencil_lanes, stencil_launch, stencil_reads, Copy3d, ShellTiles,
 };
 use crate::shared::{
     hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_HALOS_IN, HP_SHELL_LIST,
@@ -750,31 +750,31 @@ impl HalosIn {
         interior: &CellBox,
         inner: &CellBox,
     ) -> Option<Self> {
+        let over = |b: &CellBox, at: u64| hp_stencil_args {
+            in_: at,
+            out: at,
+            begin: b.map(|[lo, _]| lo),
+            end: b.map(|[_, hi]| hi),
+            ..*kind
+        };
         let probe = |b: &CellBox| {
-            addrs.iter().all(|&at| {
-                stencil_lanes(
-                    &hp_stencil_args {
-                        in_: at,
-                        out: at,
-                        begin: b.map(|[lo, _]| lo),
-                        end: b.map(|[_, hi]| hi),
-                        ..*kind
-                    },
-                    STENCIL_THREADS,
-                )
-            })
+            addrs
+                .iter()
+                .all(|&at| stencil_lanes(&over(b, at), STENCIL_THREADS))
         };
         if inner.iter().any(|[lo, hi]| hi <= lo) || !probe(inner) {
             return None;
         }
         let width = u64::from(crate::shared::HP_MARCH_X * crate::shared::HP_LANES_POINTS);
-        // The box from x_begin, in y from y_begin, the rest of the interior.
+        // The box from x_begin, in y from y_begin, the rest of the interior, in x to the end
+        // of the inner box's last tile.
         let wider = |(x_begin, y_begin): (u64, u64)| {
-            let first = lanes_first_x(kind, x_begin);
-            let tiles_end = first + (inner[0][1] - first).div_ceil(width) * width;
             let mut b = *interior;
-            b[0] = [x_begin, tiles_end.min(interior[0][1])];
+            b[0][0] = x_begin;
             b[1][0] = y_begin;
+            let first = lanes_first_x(&over(&b, addrs[0]));
+            let tiles_end = first + (inner[0][1] - first).div_ceil(width) * width;
+            b[0][1] = tiles_end.min(interior[0][1]);
             b
         };
         let wide = [
@@ -793,19 +793,6 @@ impl HalosIn {
                 .collect(),
         })
     }
-}
-
-/// The first x of the lanes' tiles over a box from `x_begin` (the kernels' `first_x` in
-/// `hp_stencil27_lanes`: its lanes' vectors start where x is a multiple of 4, in the off form
-/// two points before).
-fn lanes_first_x(kind: &hp_stencil_args, x_begin: u64) -> u64 {
-    let points = u64::from(crate::shared::HP_LANES_POINTS);
-    let from = if kind.alloc[0] % points == 0 {
-        x_begin
-    } else {
-        x_begin.saturating_sub(2)
-    };
-    from / points * points
 }
 
 /// What queues one Jacobi step: the update's launches, its boxes and stream.
