@@ -1491,14 +1491,13 @@ fn stencil_boxes<B: Backend>(backend: &B, sweep: &Sweep, boxes: &[([u64; 3], [u6
 /// start). An f64 box takes no such update.
 pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Check {
     const THREADS: u32 = 256;
-    // Allocation (halo 1 on every side, rows padded past the interior's 128 or 134 cells),
-    // the wider box's x range and first row, and its slabs.
-    for (alloc, x, y, slabs) in [
-        ([132, 12, 36], [1, 128], 1, 1),
-        ([130, 12, 36], [2, 128], 2, 3),
-        ([136, 10, 40], [1, 135], 1, 0),
+    // Allocation (halo 1 on every side, rows padded past the interior's cells), the
+    // interior's cells in x, the wider box's x range and first row, and its slabs.
+    for (alloc, local_x, x, y, slabs) in [
+        ([132, 12, 36], 128, [1, 128], 1, 1),
+        ([130, 12, 36], 128, [2, 128], 2, 3),
+        ([136, 10, 40], 134, [1, 135], 1, 0),
     ] {
-        let local_x = if alloc[0] == 136 { 134 } else { 128 };
         let interior: crate::stencil::CellBox =
             std::array::from_fn(|k| [1, if k == 0 { 1 + local_x } else { alloc[k] - 1 }]);
         let inner = interior.map(|[lo, hi]| [lo + 1, hi - 1]);
