@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use haloport::core::domain::{DomainSpec, ElemType};
 use haloport::core::halo::HaloOptions;
 use haloport::core::stats::median;
-use haloport::core::stencil::{run_jacobi, run_reference, JacobiConfig};
+use haloport::core::stencil::{run_jacobi, run_reference, FieldPlacement, JacobiConfig};
 use haloport::host::HostBackend;
 use mpi::topology::Communicator;
 
@@ -57,7 +57,8 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         exchange_reps: 5,
         compute_steps: 0,
         form: haloport::core::shared::HP_STENCIL_FORM_MARCH,
-        adopt: false, // true: fields from your own allocator, through Field::adopt
+        // Fields placed for the kernels (the default), or Adopted / Library.
+        fields: FieldPlacement::Placed,
         graph: false, // true: two steps captured into a CUDA/HIP graph, replayed (GPU backends)
         shell_launches: false, // true: the shell's x and y slabs in launches of their own
     };

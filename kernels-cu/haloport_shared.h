@@ -560,10 +560,11 @@ typedef struct hp_stencil_args {
  * (shuffles; lanes 0 and 31 load the ends of their group's 128 points): a row costs a lane one
  * aligned load where hp_march_plane's three loads each cost two L1 wavefronts a warp, two of
  * them unaligned. A thread marches one row of its lane's points through HP_LANES_Z planes,
- * prefetching HP_LANES_PREFETCH planes ahead. Only for 16-byte aligned fields and rows of a
- * multiple of 4 elements (an application pads its rows for it, as with cudaMallocPitch) or of 2
- * mod 4 in planes of a multiple of 4 (the off form: odd rows' lanes sit 2 points after even
- * rows', and the rows beside a lane's are read 2 points off and shuffled into place;
+ * prefetching HP_LANES_PREFETCH planes ahead. Only for rows of a multiple of 4 elements (an
+ * application pads its rows for it, as with cudaMallocPitch; the tiles start where the field's
+ * vectors do, at any 4-byte phase) or, in 16-byte aligned fields, of 2 mod 4 in planes of a
+ * multiple of 4 (the off form: odd rows' lanes sit 2 points after even rows', and the rows
+ * beside a lane's are read 2 points off and shuffled into place;
  * haloport_core::regions::stencil_lanes). Over the step's inner box at 512^3 (rows of 516) on one
  * H200: 334.7 us against 397.8 us for hp_stencil27_marching's f32 tiles, 79 % of the copy
  * speed; one row a thread beat 2, 3 and 4, 2 and 1 point lanes were slower than the tiles

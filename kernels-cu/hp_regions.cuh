@@ -1120,6 +1120,39 @@ HP_DEVICE void hp_lanes_plane(float (&sums)[4], const float* __restrict__ q, int
     for (int k = 0; k < 4; ++k) sums[k] = (below[k] + row[k]) + above[k];
 }
 
+/* Elements between the 16-byte boundary at or before an f32 field's first element and it
+ * (haloport_core::regions::lanes_phase). */
+HP_DEVICE uint64_t hp_lanes_phase(const hp_stencil_args& a) {
+    return (a.in / 4u) % HP_LANES_POINTS;
+}
+
+/* The box of `a` seen from its fields' 16-byte boundaries, its columns shifted as far
+ * (haloport_core::regions::lanes_view): its vectors then start where x is a multiple of 4. */
+HP_DEVICE hp_stencil_args hp_lanes_view(const hp_stencil_args& a) {
+    const uint64_t phase = hp_lanes_phase(a);
+    hp_stencil_args v = a;
+    v.in = a.in - 4u * phase;
+    v.out = a.out - 4u * phase;
+    v.begin[0] = a.begin[0] + phase;
+    v.end[0] = a.end[0] + phase;
+    return v;
+}
+
+/* Whether the lanes over the box of `a` (rows of a multiple of 4) read only the field: the first
+ * tile's vector (and lane 0's x - 1) in the first row read, and the last lane's vector in the last
+ * row read, inside it (haloport_core::regions::lanes_reach_the_field). */
+HP_DEVICE bool hp_lanes_reach(const hp_stencil_args& a) {
+    const uint64_t phase = hp_lanes_phase(a);
+    const hp_stencil_args v = hp_lanes_view(a);
+    const uint64_t first = v.begin[0] / HP_LANES_POINTS * HP_LANES_POINTS;
+    const uint64_t lowest = first - (first > 0u ? 1u : 0u);
+    const uint64_t last = v.end[0] / HP_LANES_POINTS * HP_LANES_POINTS + HP_LANES_POINTS - 1u;
+    const bool rows_before = a.begin[1] >= 2u || a.begin[2] >= 2u;
+    const bool rows_after = a.end[1] + 1u < a.alloc[1] || a.end[2] + 1u < a.alloc[2];
+    return phase == 0u ||
+           ((lowest >= phase || rows_before) && (last - phase < a.alloc[0] || rows_after));
+}
+
 /* The full 27-point stencil over one f32 component in lanes of 4 points (HP_LANES_* in
  * haloport_shared.h): tiles of 128 points from begin[0] rounded down to a multiple of 4, by
  * blockDim.x / 32 rows, by HP_LANES_Z planes, a block per tile, blocks striding over tiles.
@@ -1138,9 +1171,13 @@ HP_DEVICE void hp_lanes_plane(float (&sums)[4], const float* __restrict__ q, int
  * takes x - 2 .. x from it; its loads stay inside the allocation, which holds whole vectors
  * (begin[1] or begin[2] >= 2: x - 2 >= -2 never reaches before the first row).
  *
+ * A field whose vectors start before its first element (rows of a multiple of 4 only) is walked
+ * in its view from that 16-byte boundary (hp_lanes_view); hp_lanes_reach keeps the reads in it.
+ *
  * The same sums in the same order as hp_stencil27_march: the same bits. */
 template <bool OFF>
-HP_DEVICE void hp_stencil27_lanes(const hp_stencil_args& a) {
+HP_DEVICE void hp_stencil27_lanes(const hp_stencil_args& field) {
+    const hp_stencil_args a = hp_lanes_view(field);
     const float* __restrict__ in = (const float*)a.in;
     float* __restrict__ out = (float*)a.out;
     const int64_t ax = (int64_t)a.alloc[0];
@@ -1543,13 +1580,16 @@ HP_DEVICE bool hp_stencil_lanes_off(const hp_stencil_args& a) {
 }
 
 /* Whether hp_stencil27_march32 takes the box of `a` (haloport_core::regions::stencil_lanes):
- * f32, a box that marches in tiles, both fields 16-byte aligned, and rows a multiple of
- * HP_LANES_POINTS elements (every lane's four points one aligned vector in every row) or the
- * OFF form's (hp_stencil_lanes_off). */
+ * f32, a box that marches in tiles, both fields at the same phase (hp_lanes_phase), and rows a
+ * multiple of HP_LANES_POINTS elements (every lane's four points one aligned vector in every
+ * row) whose lanes read only the field (hp_lanes_reach), or the OFF form's in 16-byte aligned
+ * fields (hp_stencil_lanes_off). */
 HP_DEVICE bool hp_stencil_lanes_fit(const hp_stencil_args& a) {
-    return a.elem_bytes == 4u && hp_stencil_marches(a) &&
-           (a.alloc[0] % HP_LANES_POINTS == 0u || hp_stencil_lanes_off(a)) && a.in % 16u == 0u &&
-           a.out % 16u == 0u;
+    const uint64_t phase = hp_lanes_phase(a);
+    const bool rows = a.alloc[0] % HP_LANES_POINTS == 0u ? hp_lanes_reach(a)
+                                                         : phase == 0u && hp_stencil_lanes_off(a);
+    return a.elem_bytes == 4u && hp_stencil_marches(a) && a.in % 4u == 0u && a.out % 4u == 0u &&
+           (a.out / 4u) % HP_LANES_POINTS == phase && rows;
 }
 
 /* The march form's f32 tiles in lanes of 4 points (HP_LANES_* in haloport_shared.h): the host

@@ -42,6 +42,30 @@ pub enum Command {
 }
 
 /// The declaration of a domain, as `haloport stencil` and `haloport plan` take it.
+/// Where `haloport stencil` puts its fields (`FieldPlacement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    /// `Field::alloc`: the library's allocations, each field at its start.
+    Library,
+    /// The application's allocations, each field at its start, handed over with
+    /// `Field::adopt` (as code with its own allocator would).
+    Adopted,
+    /// The application's allocations, each field placed so that its interior's first cell
+    /// sits on a 32-byte boundary (where the rows' length is a multiple of 16 bytes), adopted.
+    Placed,
+}
+
+impl PlacementArg {
+    pub fn placement(self) -> haloport::core::stencil::FieldPlacement {
+        use haloport::core::stencil::FieldPlacement;
+        match self {
+            PlacementArg::Library => FieldPlacement::Library,
+            PlacementArg::Adopted => FieldPlacement::Adopted,
+            PlacementArg::Placed => FieldPlacement::Placed,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct DeclarationArgs {
     /// Global grid, NXxNYxNZ (x innermost).
@@ -653,9 +677,12 @@ pub struct StencilArgs {
     /// setup-fails=RANK: that rank's set-up allocation fails (every rank must stop, none hang).
     #[arg(long, value_parser = parse_halo_fault)]
     pub inject: Option<haloport::core::halo::HaloFault>,
-    /// Allocate the fields in the application and hand them to the library with `Field::adopt`
-    /// (as code with its own allocator would), instead of `Field::alloc`.
-    #[arg(long)]
+    /// Where the fields live: the library's allocations, or the application's, adopted at
+    /// their start or placed for the kernels.
+    #[arg(long, value_enum, default_value = "placed")]
+    pub placement: PlacementArg,
+    /// The same as --placement adopted.
+    #[arg(long, conflicts_with = "placement")]
     pub adopt: bool,
     /// Checked mode: `finish` waits for its unpack and reports a failure on the device at once
     /// (instead of at the next call), at the cost of the unpack's overlap.

@@ -143,10 +143,26 @@ fn other_problems_verify_on_both_transports_and_element_types() {
             true,
             vec!["--grid", "12x10x8", "--adopt", "--variant", "tq"],
         ),
+        // Fields from the library's allocations (every other case places its own).
+        (
+            2,
+            "ipc",
+            false,
+            true,
+            vec!["--grid", "12x10x8", "--placement", "library"],
+        ),
     ] {
         let mut args = vec!["--transport", transport, "--steps", "4"];
         args.extend(extra);
         let result = verified_run(np, &args);
+        let placement = if args.contains(&"--adopt") {
+            "adopted"
+        } else if args.contains(&"library") {
+            "library"
+        } else {
+            "placed"
+        };
+        assert_eq!(result["placement"], placement, "{result}");
         let links: Vec<String> = result["links"]
             .as_array()
             .into_iter()

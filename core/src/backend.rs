@@ -1101,12 +1101,26 @@ pub fn upload_bytes<B: Backend>(
     stream: &B::Stream,
     deadline: Instant,
 ) -> Result<()> {
+    upload_bytes_at(backend, (memory, 0), bytes, stream, deadline)
+}
+
+/// Copies `bytes` into `memory` from `offset` on, as [`upload_bytes`].
+///
+/// # Errors
+/// As [`upload_bytes`], for the range from `offset`.
+pub fn upload_bytes_at<B: Backend>(
+    backend: &B,
+    (memory, offset): (&B::DeviceMemory, usize),
+    bytes: &[u8],
+    stream: &B::Stream,
+    deadline: Instant,
+) -> Result<()> {
     let staging = backend.alloc_pinned(bytes.len().max(1), Coherence::NonCoherent)?;
     // SAFETY: staging holds at least bytes.len() bytes and nothing else uses it.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.host_ptr(), bytes.len()) };
     // SAFETY: (1) staging lives until the copy is seen complete below, or is leaked; memory
     // is the caller's, alive until its stream drained; (2) nothing else touches them meanwhile.
-    unsafe { backend.copy_to_device_async(memory, 0, &staging, 0, bytes.len(), stream)? };
+    unsafe { backend.copy_to_device_async(memory, offset, &staging, 0, bytes.len(), stream)? };
     settle(backend, stream, deadline, staging).map(drop)
 }
 
@@ -1140,11 +1154,25 @@ pub fn download_bytes<B: Backend>(
     stream: &B::Stream,
     deadline: Instant,
 ) -> Result<Vec<u8>> {
+    download_bytes_at(backend, (memory, 0), len, stream, deadline)
+}
+
+/// The `len` bytes of `memory` from `offset` on, as [`download_bytes`].
+///
+/// # Errors
+/// As [`download_bytes`], for the range from `offset`.
+pub fn download_bytes_at<B: Backend>(
+    backend: &B,
+    (memory, offset): (&B::DeviceMemory, usize),
+    len: usize,
+    stream: &B::Stream,
+    deadline: Instant,
+) -> Result<Vec<u8>> {
     let staging = backend.alloc_pinned(len.max(1), Coherence::NonCoherent)?;
     // SAFETY: (1) staging lives until the copy is seen complete below, or is leaked; memory
     // is the caller's; (2) nothing writes them meanwhile (work queued before on `stream`
     // completes before the copy starts).
-    unsafe { backend.copy_to_host_async(&staging, 0, memory, 0, len, stream)? };
+    unsafe { backend.copy_to_host_async(&staging, 0, memory, offset, len, stream)? };
     let staging = settle(backend, stream, deadline, staging)?;
     // SAFETY: the copy completed; staging holds at least `len` bytes nothing else writes.
     Ok(unsafe { std::slice::from_raw_parts(staging.host_ptr(), len) }.to_vec())

@@ -427,18 +427,66 @@ pub fn stencil_marching(args: &hp_stencil_args, threads: u32) -> bool {
 
 /// Whether a sweep of `args` with `threads` a block runs the march form's f32 tiles in lanes of
 /// 4 points ([`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32), `HP_LANES_POINTS`):
-/// 4-byte elements where [`stencil_marching`] and [`stencil_marches`] say so, both fields
-/// 16-byte aligned, and rows of a multiple of 4 elements (every lane's 4 points one aligned
-/// 16-byte vector; an application pads its rows: the layout's `pad`) or of 2 mod 4 in planes
-/// of a multiple of 4 ([`stencil_lanes_off`]).
+/// 4-byte elements where [`stencil_marching`] and [`stencil_marches`] say so, both fields at the
+/// same [`lanes_phase`], and rows of a multiple of 4 elements (every lane's 4 points one aligned
+/// 16-byte vector; an application pads its rows: the layout's `pad`) whose lanes read only the
+/// field ([`lanes_reach_the_field`]), or rows of 2 mod 4 in planes of a multiple of 4 in
+/// 16-byte aligned fields ([`stencil_lanes_off`]).
 pub fn stencil_lanes(args: &hp_stencil_args, threads: u32) -> bool {
     let points = u64::from(shared::HP_LANES_POINTS);
+    let phase = lanes_phase(args);
     args.elem_bytes == 4
         && stencil_marching(args, threads)
         && stencil_marches(args, threads)
-        && (args.alloc[0] % points == 0 || stencil_lanes_off(args))
-        && args.in_ % (points * 4) == 0
-        && args.out % (points * 4) == 0
+        && args.in_ % 4 == 0
+        && args.out % 4 == 0
+        && (args.out / 4) % points == phase
+        && if args.alloc[0] % points == 0 {
+            lanes_reach_the_field(args)
+        } else {
+            phase == 0 && stencil_lanes_off(args)
+        }
+}
+
+/// Where the 16-byte vectors of an f32 field start: the elements between the 16-byte boundary
+/// at or before the field's first element and that element (0 in a 16-byte aligned field, 1 in
+/// one 4 bytes past a boundary). With rows of a multiple of 4 elements the lanes' tiles start at the columns
+/// `x` where `x + phase` is a multiple of 4 ([`lanes_view`]).
+pub fn lanes_phase(args: &hp_stencil_args) -> u64 {
+    (args.in_ / 4) % u64::from(shared::HP_LANES_POINTS)
+}
+
+/// The box of `args` as the lanes walk it: both fields seen from their 16-byte boundary at or
+/// before their first element ([`lanes_phase`] elements earlier), the box's columns shifted as
+/// far, so that its vectors start where x is a multiple of 4 (the kernels' `hp_lanes_view`).
+/// Columns may then pass the row's length: the rows follow one another in memory.
+pub(crate) fn lanes_view(args: &hp_stencil_args) -> hp_stencil_args {
+    let phase = lanes_phase(args);
+    hp_stencil_args {
+        in_: args.in_ - 4 * phase,
+        out: args.out - 4 * phase,
+        begin: [args.begin[0] + phase, args.begin[1], args.begin[2]],
+        end: [args.end[0] + phase, args.end[1], args.end[2]],
+        ..*args
+    }
+}
+
+/// Whether the lanes over `args`'s box (rows of a multiple of 4 elements) read only the field's
+/// own elements: in a field whose vectors start before its first element ([`lanes_phase`] >
+/// 0), the first tile's vector in the box's first row read (y and z one before the box) must
+/// not start before it, nor the last lane's vector in the last row read end after the field
+/// (the kernels' `hp_lanes_reach`). A 16-byte aligned field holds whole vectors.
+pub fn lanes_reach_the_field(args: &hp_stencil_args) -> bool {
+    let points = u64::from(shared::HP_LANES_POINTS);
+    let phase = lanes_phase(args);
+    let view = lanes_view(args);
+    let first = view.begin[0] / points * points;
+    // Lane 0 also reads x - 1 where x > 0; a lane at or before the box's end reads its vector.
+    let lowest = first - u64::from(first > 0);
+    let last = view.end[0] / points * points + points - 1;
+    let rows_before = args.begin[1] >= 2 || args.begin[2] >= 2;
+    let rows_after = args.end[1] + 1 < args.alloc[1] || args.end[2] + 1 < args.alloc[2];
+    phase == 0 || ((lowest >= phase || rows_before) && (last - phase < args.alloc[0] || rows_after))
 }
 
 /// Whether the lanes take `args`'s rows in their off form: rows of 2 mod 4 elements in planes
@@ -533,23 +581,35 @@ fn march_tiles(args: &hp_stencil_args, threads: u32, rows: u32, cols: u32, depth
     u32::try_from(tiles.max(1)).unwrap_or(u32::MAX)
 }
 
-/// The first x of the lanes' tiles over `args`'s box ([`stencil_lanes`]; the kernels' `first_x`
-/// in `hp_stencil27_lanes`): its first column rounded down to a multiple of
-/// `HP_LANES_POINTS`, in the off form from 2 columns earlier (odd rows' lanes sit 2 after even
-/// rows').
-pub(crate) fn lanes_first_x(args: &hp_stencil_args) -> u64 {
+/// The first x of the lanes' tiles over `args`'s box in their [`lanes_view`] ([`stencil_lanes`];
+/// the kernels' `first_x` in `hp_stencil27_lanes`): its first column rounded down to a multiple
+/// of `HP_LANES_POINTS`, in the off form from 2 columns earlier (odd rows' lanes sit 2 after
+/// even rows').
+fn lanes_first_x(view: &hp_stencil_args) -> u64 {
     let points = u64::from(shared::HP_LANES_POINTS);
-    let first = args.begin[0] - if stencil_lanes_off(args) { 2 } else { 0 };
+    let first = view.begin[0] - if stencil_lanes_off(view) { 2 } else { 0 };
     first / points * points
+}
+
+/// Where the lanes' tiles over `args`'s box would end (exclusive, in the field's columns) if the
+/// box reached `x_end`: after the last of the 128-point tiles from the first that `x_end - 1`
+/// lies in.
+pub(crate) fn lanes_tiles_end(args: &hp_stencil_args, x_end: u64) -> u64 {
+    let width = u64::from(shared::HP_MARCH_X * shared::HP_LANES_POINTS);
+    let view = lanes_view(args);
+    let first = lanes_first_x(&view);
+    let phase = view.begin[0] - args.begin[0];
+    first + (x_end + phase - first).div_ceil(width) * width - phase
 }
 
 /// The grid of [`Kernel::StencilMarch32`](crate::Kernel::StencilMarch32) over `args`: the march
 /// form's tiles (a row a warp, `HP_LANES_POINTS` points a lane, `HP_LANES_Z` planes) from
 /// [`lanes_first_x`] (the kernel's `hp_stencil27_lanes`).
 fn lanes_dims(args: &hp_stencil_args, threads: u32) -> LaunchDims {
+    let view = lanes_view(args);
     let aligned = hp_stencil_args {
-        begin: [lanes_first_x(args), args.begin[1], args.begin[2]],
-        ..*args
+        begin: [lanes_first_x(&view), view.begin[1], view.begin[2]],
+        ..view
     };
     LaunchDims {
         blocks: march_tiles(
@@ -1333,7 +1393,7 @@ mod tests {
         let (launch, dims) = stencil_launch(&big32, 256);
         assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch32, 6));
         assert!(Launch::StencilMarch32(&big32).check("host", dims).is_ok());
-        // Otherwise (a field 4 bytes off 16, rows of 70 elements, f64) they take the march
+        // Otherwise (one field 4 bytes off 16, the other not; rows of 70; f64) they take the march
         // kernel's f32 tiles (64 columns, 8 warps x 2 rows, 16 planes: 2 x 2 x 3), and a lanes
         // launch by hand is refused.
         let off = hp_stencil_args {
@@ -1348,6 +1408,41 @@ mod tests {
         for other in [off, rows70, with_fields] {
             assert!(!stencil_lanes(&other, 256));
             assert!(Launch::StencilMarch32(&other).check("host", dims).is_err());
+        }
+        // Fields 4, 8 or 12 bytes past a 16-byte boundary (both alike) take the lanes from
+        // where their vectors start, where the lanes read only the field; not where lane 0's
+        // first vector would start before it (phase 1 from x = 1 in the first row read), nor
+        // where the last lane's vector would end after it (phase 3 to x = 71 in rows of 72, the
+        // last row read the field's last), nor with fields at two phases.
+        let phased = |phase: u64, begin: [u64; 3], end: [u64; 3]| hp_stencil_args {
+            in_: 0x1000 + 4 * phase,
+            out: 0x2000 + 4 * phase,
+            begin,
+            end,
+            ..big32
+        };
+        for taken in [
+            phased(3, [1, 1, 1], [68, 21, 41]),
+            phased(1, [1, 2, 1], [71, 20, 41]),
+            phased(2, [3, 1, 1], [71, 20, 41]),
+        ] {
+            assert!(stencil_lanes(&taken, 256), "{:?}", taken.begin);
+            let (launch, dims) = stencil_launch(&taken, 256);
+            assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch32, 6));
+            assert!(Launch::StencilMarch32(&taken).check("host", dims).is_ok());
+        }
+        for refused in [
+            phased(3, [1, 1, 1], [71, 21, 41]),
+            phased(1, [1, 1, 1], [68, 20, 41]),
+            hp_stencil_args {
+                out: 0x2008,
+                ..phased(3, [1, 1, 1], [68, 21, 41])
+            },
+        ] {
+            assert!(!stencil_lanes(&refused, 256), "{:?}", refused.end);
+            assert!(Launch::StencilMarch32(&refused)
+                .check("host", dims)
+                .is_err());
         }
         // Rows of 70 would take them with 2 cells of padding; the others not for padding.
         assert_eq!(lanes_padding(&rows70, 256), Some(2));

@@ -25,7 +25,8 @@ use std::time::Instant;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::backend::{
-    download_bytes, upload_bytes, Backend, DeviceMemory, Kernel, Launch, LaunchDims,
+    download_bytes, download_bytes_at, upload_bytes, upload_bytes_at, Backend, DeviceMemory,
+    Kernel, Launch, LaunchDims,
 };
 use crate::collective::{agree, barrier_until, lockstep_until, receive_until, send_until};
 use crate::domain::Neighbourhood;
@@ -33,7 +34,8 @@ use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
 use crate::regions::{
-    lanes_first_x, lanes_padding, stencil_lanes, stencil_launch, stencil_reads, Copy3d, ShellTiles,
+    lanes_padding, lanes_tiles_end, stencil_lanes, stencil_launch, stencil_reads, Copy3d,
+    ShellTiles,
 };
 use crate::shared::{
     hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_HALOS_IN, HP_SHELL_LIST,
@@ -107,9 +109,9 @@ pub struct JacobiConfig {
     /// How the update kernel walks its box ([`crate::shared::HP_STENCIL_FORM_MARCH`], the
     /// default, or `_POINTS`): every form gives the same bits; a benchmark compares them.
     pub form: u32,
-    /// The application allocates its fields itself and hands them to the library with
-    /// [`Field::adopt`], as code with its own allocator would; otherwise [`Field::alloc`].
-    pub adopt: bool,
+    /// Where the fields live: the library's allocations, or the application's, adopted at
+    /// their start or placed for the kernels.
+    pub fields: FieldPlacement,
     /// Two steps (interior update, `start`, `finish`, shell update, twice: the fields swap
     /// back) captured once into a graph ([`HaloExchange::begin_capture`]) before the first
     /// step, then replayed for every pair of steps after the first two (which run
@@ -122,6 +124,52 @@ pub struct JacobiConfig {
     /// (f64, the full stencil, one component: `HP_SHELL_READY` in the shared header): for
     /// comparing the two.
     pub shell_launches: bool,
+}
+
+/// Where the stencil's fields live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldPlacement {
+    /// [`Field::alloc`]: the library's allocations, each field at the start of its own.
+    Library,
+    /// The application's allocations, each field at the start of its own, handed to the
+    /// library with [`Field::adopt`], as code with its own allocator would.
+    Adopted,
+    /// The application's allocations, each field placed [`PLACEMENT`] bytes apart from its
+    /// interior's first cell ([`placement`]), adopted: where the rows' length allows, a warp's
+    /// rows of the interior start on a sector, and an f32 field's vectors at the interior's
+    /// first column (the lanes' tiles then hold no column before it). At 512^3 f32 on one
+    /// H200 the whole interior in one launch of the lanes took 315 us against 350 us with the
+    /// interior 16 bytes past such a boundary (results/2026-11-29-h200-f32-depth, call 11).
+    #[default]
+    Placed,
+}
+
+impl FieldPlacement {
+    /// `library`, `adopted` or `placed` (the command line's `--placement`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FieldPlacement::Library => "library",
+            FieldPlacement::Adopted => "adopted",
+            FieldPlacement::Placed => "placed",
+        }
+    }
+}
+
+/// The boundary [`FieldPlacement::Placed`] puts a field's interior on: a sector of device
+/// memory, 32 bytes.
+pub const PLACEMENT: u64 = 32;
+
+/// Bytes into an allocation at `addr` where a field of `d` with cells of `cell_bytes` bytes
+/// starts when placed ([`FieldPlacement::Placed`]): its interior's first cell on a
+/// [`PLACEMENT`] boundary. 0 where the rows' length is not a multiple of 16 bytes: rows then
+/// start at several phases, and f32 rows of 2 mod 4 elements take the lanes' off form only in
+/// 16-byte aligned fields ([`crate::regions::stencil_lanes_off`]).
+pub fn placement(d: &Decomposition, cell_bytes: u64, addr: u64) -> u64 {
+    if d.alloc[0] * cell_bytes % 16 != 0 {
+        return 0;
+    }
+    let first = addr + d.index(d.halo) * cell_bytes;
+    (PLACEMENT - first % PLACEMENT) % PLACEMENT
 }
 
 /// Where the inner box took the shell's x and y slabs into its tiles (the first such field):
@@ -341,15 +389,25 @@ pub fn run_jacobi<B: Backend>(
     let mut own = Vec::new();
     let kinds = FieldKind::of(&spec)?;
     let mut field = |f: usize| -> Result<Field<B>> {
-        if !config.adopt {
-            return Field::alloc_field(backend, &plan, f);
-        }
-        let bytes = d.alloc_elems() as usize * kinds[f].cell_bytes();
-        let memory = backend.alloc_device(bytes)?;
-        // SAFETY: (1) a device address of this backend, valid for len_bytes(); (2) `own`
-        // keeps the memory until after the exchange and the stream are dropped; (3) only the
-        // exchange touches halo cells, and the sweeps are ordered with it on one stream.
-        let adopted = unsafe { Field::adopt(memory.device_addr(), memory.len_bytes(), &plan)? };
+        let placed = match config.fields {
+            FieldPlacement::Library => return Field::alloc_field(backend, &plan, f),
+            FieldPlacement::Adopted => false,
+            FieldPlacement::Placed => true,
+        };
+        let cell_bytes = kinds[f].cell_bytes();
+        let bytes = d.alloc_elems() as usize * cell_bytes;
+        let memory = backend.alloc_device(bytes + if placed { PLACEMENT as usize } else { 0 })?;
+        let at = memory.device_addr();
+        let offset = if placed {
+            placement(d, cell_bytes as u64, at)
+        } else {
+            0
+        };
+        // SAFETY: (1) a device address of this backend, valid for `bytes` bytes from `offset`;
+        // (2) `own` keeps the memory until after the exchange and the stream are dropped; (3)
+        // only the exchange touches halo cells, and the sweeps are ordered with it on one
+        // stream.
+        let adopted = unsafe { Field::adopt(at + offset, bytes, &plan)? };
         own.push(memory);
         Ok(adopted)
     };
@@ -417,20 +475,15 @@ pub fn run_jacobi<B: Backend>(
     let inner_join = backend.create_marker()?;
     for f in 0..k {
         let initial = local_initial(d, kinds[f], f as u32);
-        upload_bytes(
-            backend,
-            storage(&u[f], &own)?,
-            &initial,
-            &stream,
-            deadline(),
-        )?;
-        upload_bytes(
-            backend,
-            storage(&v[f], &own)?,
-            &initial,
-            &stream,
-            deadline(),
-        )?;
+        for field in [&u[f], &v[f]] {
+            upload_bytes_at(
+                backend,
+                storage(field, &own)?,
+                &initial,
+                &stream,
+                deadline(),
+            )?;
+        }
     }
     for (memory, _) in shell_words.iter().flatten() {
         upload_bytes(
@@ -542,7 +595,7 @@ pub fn run_jacobi<B: Backend>(
     let links = exchange.links();
     let one_launch = (config.exchange_reps > 0).then(|| exchange.ran_in_one_launch());
     drop(exchange);
-    let last: Vec<&B::DeviceMemory> = last
+    let last: Vec<(&B::DeviceMemory, usize)> = last
         .iter()
         .map(|f| storage(f, &own))
         .collect::<Result<_>>()?;
@@ -624,14 +677,22 @@ pub fn run_jacobi<B: Backend>(
     })
 }
 
-/// The memory behind `field`: its own allocation, or the application's (`own`) it adopted.
+/// The memory behind `field` and where in it the field starts: its own allocation, or the
+/// application's (`own`) it adopted.
 fn storage<'a, B: Backend>(
     field: &'a Field<B>,
     own: &'a [B::DeviceMemory],
-) -> Result<&'a B::DeviceMemory> {
+) -> Result<(&'a B::DeviceMemory, usize)> {
+    let at = field.device_addr();
     field
         .device_memory()
-        .or_else(|| own.iter().find(|m| m.device_addr() == field.device_addr()))
+        .map(|m| (m, 0))
+        .or_else(|| {
+            own.iter().find_map(|m| {
+                let offset = usize::try_from(at.checked_sub(m.device_addr())?).ok()?;
+                (offset + field.len_bytes() <= m.len_bytes()).then_some((m, offset))
+            })
+        })
         .ok_or_else(|| Error::Internal("a field without memory".into()))
 }
 
@@ -765,17 +826,18 @@ impl HalosIn {
         if inner.iter().any(|[lo, hi]| hi <= lo) || !probe(inner) {
             return None;
         }
-        let width = u64::from(crate::shared::HP_MARCH_X * crate::shared::HP_LANES_POINTS);
         // The box from x_begin, in y from y_begin, the rest of the interior, in x to the end
-        // of the inner box's last tile.
+        // of the inner box's last tile, or up to 3 columns short of it where the lanes' last
+        // vectors would pass the field's end (a field whose vectors start before it).
         let wider = |(x_begin, y_begin): (u64, u64)| {
             let mut b = *interior;
             b[0][0] = x_begin;
             b[1][0] = y_begin;
-            let first = lanes_first_x(&over(&b, addrs[0]));
-            let tiles_end = first + (inner[0][1] - first).div_ceil(width) * width;
-            b[0][1] = tiles_end.min(interior[0][1]);
-            b
+            let end = lanes_tiles_end(&over(&b, addrs[0]), inner[0][1]).min(interior[0][1]);
+            (0..u64::from(crate::shared::HP_LANES_POINTS)).map(move |short| {
+                b[0][1] = end - short;
+                b
+            })
         };
         let wide = [
             (interior[0][0], interior[1][0]),
@@ -783,7 +845,7 @@ impl HalosIn {
             (inner[0][0], inner[1][0]),
         ]
         .into_iter()
-        .map(wider)
+        .flat_map(wider)
         .find(|b| probe(b) && b != inner)?;
         Some(Self {
             inner: wide,
@@ -1184,7 +1246,7 @@ fn gather<B: Backend>(
     comm: &SimpleCommunicator,
     spec: &DomainSpec,
     d: &Decomposition,
-    fields: &[&B::DeviceMemory],
+    fields: &[(&B::DeviceMemory, usize)],
     stream: &B::Stream,
     deadline: impl Fn() -> Instant,
 ) -> Result<Option<GlobalFields>> {
@@ -1194,7 +1256,7 @@ fn gather<B: Backend>(
     for (field, kind) in fields.iter().zip(&kinds) {
         // Whole cells, components and all.
         let eb = kind.cell_bytes();
-        let local = download_interior(backend, d, eb, field, stream, deadline())?;
+        let local = download_interior(backend, d, eb, *field, stream, deadline())?;
         if comm.rank() != 0 {
             for chunk in local.chunks(GATHER_CHUNK) {
                 send_until(comm, 0, chunk.to_vec(), deadline(), GATHERING)?;
@@ -1221,16 +1283,17 @@ fn gather<B: Backend>(
     }))
 }
 
-/// Copies a field's `memory` to the host and returns its interior, x fastest.
+/// Copies a field (in `memory` from an offset) to the host and returns its interior, x
+/// fastest.
 fn download_interior<B: Backend>(
     backend: &B,
     d: &Decomposition,
     eb: usize,
-    memory: &B::DeviceMemory,
+    memory: (&B::DeviceMemory, usize),
     stream: &B::Stream,
     deadline: Instant,
 ) -> Result<Vec<u8>> {
-    let all = download_bytes(
+    let all = download_bytes_at(
         backend,
         memory,
         (d.alloc_elems() as usize) * eb,
@@ -1265,6 +1328,43 @@ fn place(spec: &DomainSpec, p: &Decomposition, part: &[u8], global: &mut [u8], e
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placed_fields_start_their_interior_on_a_sector() {
+        // Rows of 520 f32 (2080 bytes) and 260 f64: the interior's first cell on a 32-byte
+        // boundary from any 16-byte aligned allocation; rows of 514 f32 (2056 bytes, rows at
+        // two phases) stay at the allocation's start.
+        for (elem, pad, placed) in [
+            (ElemType::F32, 6, true),
+            (ElemType::F64, 2, true),
+            (ElemType::F32, 0, false),
+        ] {
+            let spec = DomainSpec {
+                grid: [512, 6, 5],
+                procs: Some([1, 1, 1]),
+                periodic: [true, true, true],
+                halo: [1, 1, 1],
+                elem,
+                fields: 1,
+                layout: crate::domain::Layout {
+                    pad: [pad, 0, 0],
+                    ..Default::default()
+                },
+            };
+            let d = Decomposition::new(&spec, 1, 0).expect("decomposition");
+            let cell = u64::from(elem.bytes());
+            for base in [0x1000_u64, 0x1010, 0x1100] {
+                let offset = placement(&d, cell, base);
+                assert!(offset < PLACEMENT && offset % cell == 0, "{elem} {base:#x}");
+                let first = base + offset + d.index(d.halo) * cell;
+                if placed {
+                    assert_eq!(first % PLACEMENT, 0, "{elem} {base:#x}");
+                } else {
+                    assert_eq!(offset, 0, "{elem} {base:#x}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn boxes_cover_the_interior_once() {

@@ -12,7 +12,7 @@ use haloport::core::domain::{DomainSpec, HaloPlan, Neighbourhood};
 use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy};
 use haloport::core::stats::median;
 use haloport::core::stencil::{
-    run_jacobi, run_reference, FieldKind, JacobiConfig, Stencil as JacobiStencil,
+    run_jacobi, run_reference, FieldKind, FieldPlacement, JacobiConfig, Stencil as JacobiStencil,
 };
 use haloport::core::{Backend, Error, Kernel};
 use haloport::foreign::BackendKind;
@@ -87,6 +87,10 @@ pub(crate) struct StencilResult {
     hidden_fraction: f64,
     /// How the update kernel walked its boxes: `march` or `points`.
     stencil_form: String,
+    /// Where the fields lived (`--placement`): `library`, `adopted` or `placed`; older results
+    /// lack it.
+    #[serde(default)]
+    placement: String,
     /// Steps replayed from a captured graph, two per replay (`--graph`); older results lack it.
     #[serde(default)]
     graph: bool,
@@ -238,7 +242,11 @@ pub(crate) fn measured<B: Backend>(
             exchange_reps: args.exchange_reps,
             compute_steps: args.steps,
             form: args.stencil_form.code(),
-            adopt: args.adopt,
+            fields: if args.adopt {
+                FieldPlacement::Adopted
+            } else {
+                args.placement.placement()
+            },
             graph: args.graph,
             shell_launches: args.shell_launches,
         };
@@ -369,6 +377,7 @@ pub(crate) fn measured<B: Backend>(
             compute_median_us,
             exposed_exchange_us,
             stencil_form: args.stencil_form.name().to_owned(),
+            placement: config.fields.name().to_owned(),
             graph: args.graph,
             shell_launches: args.shell_launches,
             shell_tiles: shell_tiles.map(|t| ShellTilesRecord {
@@ -441,9 +450,10 @@ fn print_summary(r: &StencilResult) {
         100.0 * r.exchange_share
     );
     println!(
-        "  compute alone {:.1} us per step ({} form; {:.0} % of the copy speed: copying the fields takes {:.1} us): the exchange adds {:.1} us to a step ({:.0} % of it hidden)",
+        "  compute alone {:.1} us per step ({} form, {} fields; {:.0} % of the copy speed: copying the fields takes {:.1} us): the exchange adds {:.1} us to a step ({:.0} % of it hidden)",
         r.compute_median_us,
         r.stencil_form,
+        r.placement,
         100.0 * r.compute_speed_of_copy,
         r.copy_median_us,
         r.exposed_exchange_us,

@@ -1371,6 +1371,7 @@ fn stencil_launch<B: Backend>(
         blocks,
         threads,
         form,
+        lead: 0,
     };
     stencil_boxes(backend, &sweep, &[bounds])
 }
@@ -1385,6 +1386,9 @@ struct Sweep {
     blocks: Option<u32>,
     threads: u32,
     form: u32,
+    /// Elements of the allocations before both fields (their lanes' phase: the allocations are
+    /// 16-byte aligned), and as many after.
+    lead: u64,
 }
 
 /// One stencil launch per box (`regions::stencil_launch`'s kernel and grid) into one output,
@@ -1398,21 +1402,34 @@ fn stencil_boxes<B: Backend>(backend: &B, sweep: &Sweep, boxes: &[([u64; 3], [u6
         blocks,
         threads,
         form,
+        lead,
     } = *sweep;
     let ebu = eb as usize;
     let dims = Dims(alloc);
     let c = u64::from(comps.max(1));
     let n = dims.len() * c;
     let input = stencil_input(n);
-    let in_words: Vec<u64> = input.iter().map(|&v| bits(v, ebu)).collect();
     let sentinel = bits(-1234.5, ebu);
+    // The input between sentinels, which the lanes may read but not the CPU.
+    let around = vec![sentinel; lead as usize];
+    let in_words: Vec<u64> = [
+        &around[..],
+        &input.iter().map(|&v| bits(v, ebu)).collect::<Vec<_>>(),
+        &around[..],
+    ]
+    .concat();
     let stream = backend.create_stream().map_err(e)?;
     let din = device_with(backend, &stream, &encode(&in_words, ebu))?;
-    let dout = device_with(backend, &stream, &encode(&vec![sentinel; n as usize], ebu))?;
+    let dout = device_with(
+        backend,
+        &stream,
+        &encode(&vec![sentinel; (n + 2 * lead) as usize], ebu),
+    )?;
+    let at = |m: &B::DeviceMemory| m.device_addr() + lead * u64::from(eb);
     for &(begin, end) in boxes {
         let args = hp_stencil_args {
-            in_: din.device_addr(),
-            out: dout.device_addr(),
+            in_: at(&din),
+            out: at(&dout),
             alloc: dims.0,
             begin,
             end,
@@ -1422,6 +1439,10 @@ fn stencil_boxes<B: Backend>(backend: &B, sweep: &Sweep, boxes: &[([u64; 3], [u6
             form,
             ..Default::default()
         };
+        // The fields' phase is the lead's (the cases' expectations assume it).
+        ensure(regions::lanes_phase(&args) == lead % 4 || eb != 4, || {
+            format!("fields at {:#x}: not 16-byte aligned allocations", args.in_)
+        })?;
         // The march-only kernel where it applies (blocks of at most 256 threads), else
         // hp_stencil27 (whose march form serves larger blocks).
         let (launch, mut grid) = regions::stencil_launch(&args, threads);
@@ -1432,10 +1453,15 @@ fn stencil_boxes<B: Backend>(backend: &B, sweep: &Sweep, boxes: &[([u64; 3], [u6
         unsafe { backend.launch(launch, grid, &stream) }.map_err(e)?;
     }
     let (_din, dout) = settle(backend, &stream, (din, dout))?;
-    let have = decode(
-        &device_bytes(backend, &stream, &dout, n as usize * ebu)?,
+    let all = decode(
+        &device_bytes(backend, &stream, &dout, (n + 2 * lead) as usize * ebu)?,
         ebu,
     );
+    let (before, rest) = all.split_at(lead as usize);
+    let (have, after) = rest.split_at(n as usize);
+    ensure(before.iter().chain(after).all(|&w| w == sentinel), || {
+        format!("f{}: boxes {boxes:?}: a store outside the field", 8 * eb)
+    })?;
     let count = regions::stencil_count(shape);
     for comp in 0..c {
         // This component of every cell: the CPU's stencil runs on it alone.
@@ -1488,15 +1514,22 @@ fn stencil_boxes<B: Backend>(backend: &B, sweep: &Sweep, boxes: &[([u64; 3], [u6
 /// the interior's first cell, its last tile ending a cell before the interior's end (one
 /// slab), or after it (none); rows of 2 mod 4 (the off form, whose reads keep it from the
 /// first row): from the inner box's first cell and row (a slab at each end of x, one at y's
-/// start). An f64 box takes no such update.
+/// start). Fields whose vectors start 3 elements before them (interiors from a 16-byte
+/// boundary): the box ends where its last lane's vector stays in the field, 1 or 3 cells before
+/// the interior's end; 1 element before them: the box from the inner box's first row (the first
+/// row's first vector would start before the field). An f64 box takes no such update.
 pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Check {
     const THREADS: u32 = 256;
     // Allocation (halo 1 on every side, rows padded past the interior's cells), the
-    // interior's cells in x, the wider box's x range and first row, and its slabs.
-    for (alloc, local_x, x, y, slabs) in [
-        ([132, 12, 36], 128, [1, 128], 1, 1),
-        ([130, 12, 36], 128, [2, 128], 2, 3),
-        ([136, 10, 40], 134, [1, 135], 1, 0),
+    // interior's cells in x, the fields' phase, the wider box's x range and first row, and its
+    // slabs.
+    for (alloc, local_x, phase, x, y, slabs) in [
+        ([132, 12, 36], 128, 0, [1, 128], 1, 1),
+        ([130, 12, 36], 128, 0, [2, 128], 2, 3),
+        ([136, 10, 40], 134, 0, [1, 135], 1, 0),
+        ([132, 12, 36], 128, 3, [1, 128], 1, 1),
+        ([136, 10, 40], 134, 3, [1, 132], 1, 1),
+        ([132, 12, 36], 128, 1, [2, 129], 2, 2),
     ] {
         let interior: crate::stencil::CellBox =
             std::array::from_fn(|k| [1, if k == 0 { 1 + local_x } else { alloc[k] - 1 }]);
@@ -1507,15 +1540,16 @@ pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Ch
             components: 1,
             ..Default::default()
         };
-        let aligned = [1 << 12, 1 << 13];
-        let wide = crate::stencil::HalosIn::of(&kind, aligned, &interior, &inner)
+        let placed = [(1 << 12) + 4 * phase, (1 << 13) + 4 * phase];
+        let wide = crate::stencil::HalosIn::of(&kind, placed, &interior, &inner)
             .ok_or_else(|| format!("rows of {}: no update in the lanes", alloc[0]))?;
         let mut want = interior;
         want[0] = x;
         want[1][0] = y;
         ensure(wide.inner == want && wide.slabs.len() == slabs, || {
             format!(
-                "rows of {}: the box {:?} and slabs {:?}, expected {want:?} and {slabs} slabs",
+                "rows of {}, phase {phase}: the box {:?} and slabs {:?}, expected {want:?} and \
+                 {slabs} slabs",
                 alloc[0], wide.inner, wide.slabs
             )
         })?;
@@ -1531,6 +1565,7 @@ pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Ch
             blocks: None,
             threads: THREADS,
             form: crate::shared::HP_STENCIL_FORM_MARCH,
+            lead: phase,
         };
         stencil_boxes(backend, &sweep, &boxes)?;
         let f64_kind = hp_stencil_args {
@@ -1538,7 +1573,7 @@ pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Ch
             ..kind
         };
         ensure(
-            crate::stencil::HalosIn::of(&f64_kind, aligned, &interior, &inner).is_none(),
+            crate::stencil::HalosIn::of(&f64_kind, placed, &interior, &inner).is_none(),
             || "an f64 box took an update in the lanes".to_owned(),
         )?;
     }
@@ -1857,6 +1892,49 @@ pub fn stencil27_matches_the_cpu_bit_for_bit<B: Backend>(backend: &B) -> Check {
                         let form = HP_STENCIL_FORM_MARCH;
                         stencil_launch(backend, eb, 0, 1, alloc, bounds, blocks, threads, form)?;
                     }
+                }
+            }
+        }
+        // Fields 1 to 3 elements past a 16-byte boundary (rows of a multiple of 4) take the
+        // lanes from where their vectors start: from the first row read (y = z = 0) where the
+        // first vector starts in the field (phase 3 from x = 1, phase 2 from x = 3), else from
+        // y = 2; to where the last lane's vector ends in the field, or in a row before the last
+        // read; two tiles in rows of 136. One that would read past the field's end takes
+        // another kernel, as correct.
+        if eb == 4 {
+            for (phase, alloc, bounds, lanes) in [
+                (1, [104, 26, 42], ([1, 2, 1], [101, 25, 41]), true),
+                (2, [104, 26, 42], ([3, 1, 1], [103, 23, 41]), true),
+                (3, [104, 26, 42], ([1, 1, 1], [100, 25, 41]), true),
+                (3, [136, 10, 40], ([1, 1, 1], [132, 9, 39]), true),
+                (3, [104, 26, 42], ([1, 1, 1], [101, 25, 41]), false),
+            ] {
+                let probe = hp_stencil_args {
+                    in_: (1 << 12) + 4 * phase,
+                    out: (1 << 13) + 4 * phase,
+                    alloc,
+                    begin: bounds.0,
+                    end: bounds.1,
+                    elem_bytes: 4,
+                    components: 1,
+                    form: HP_STENCIL_FORM_MARCH,
+                    ..Default::default()
+                };
+                for (threads, blocks) in [(256, None), (64, Some(3))] {
+                    ensure(regions::stencil_lanes(&probe, threads) == lanes, || {
+                        format!("{bounds:?} in {alloc:?} at phase {phase}: lanes should be {lanes}")
+                    })?;
+                    let sweep = Sweep {
+                        eb,
+                        shape: 0,
+                        comps: 1,
+                        alloc,
+                        blocks,
+                        threads,
+                        form: HP_STENCIL_FORM_MARCH,
+                        lead: phase,
+                    };
+                    stencil_boxes(backend, &sweep, &[bounds])?;
                 }
             }
         }
