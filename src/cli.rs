@@ -45,13 +45,15 @@ pub enum Command {
 /// Where `haloport stencil` puts its fields (`FieldPlacement`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlacementArg {
-    /// `Field::alloc`: the library's allocations, each field at its start.
+    /// `Field::alloc`: the library's allocations, each field at its start (the fastest step).
     Library,
     /// The application's allocations, each field at its start, handed over with
     /// `Field::adopt` (as code with its own allocator would).
     Adopted,
     /// The application's allocations, each field placed so that its interior's first cell
-    /// sits on a 32-byte boundary (where the rows' length is a multiple of 16 bytes), adopted.
+    /// sits on a 32-byte boundary (where the rows' length is a multiple of 16 bytes), adopted:
+    /// a box over the whole interior writes whole sectors (f32 compute alone at 512^3 84 %
+    /// of the copy speed against 76 %), the step's inner box does not (its step 2-3 % slower).
     Placed,
 }
 
@@ -678,8 +680,8 @@ pub struct StencilArgs {
     #[arg(long, value_parser = parse_halo_fault)]
     pub inject: Option<haloport::core::halo::HaloFault>,
     /// Where the fields live: the library's allocations, or the application's, adopted at
-    /// their start or placed for the kernels.
-    #[arg(long, value_enum, default_value = "placed")]
+    /// their start or placed with the interior's first cell on a 32-byte boundary.
+    #[arg(long, value_enum, default_value = "library")]
     pub placement: PlacementArg,
     /// The same as --placement adopted.
     #[arg(long, conflicts_with = "placement")]

@@ -143,13 +143,21 @@ fn other_problems_verify_on_both_transports_and_element_types() {
             true,
             vec!["--grid", "12x10x8", "--adopt", "--variant", "tq"],
         ),
-        // Fields from the library's allocations (every other case places its own).
+        // Fields placed with their interior's first cell on a 32-byte boundary (rows of 16
+        // f32 elements: each field 28 bytes into its allocation).
         (
             2,
             "ipc",
             false,
             true,
-            vec!["--grid", "12x10x8", "--placement", "library"],
+            vec![
+                "--grid",
+                "28x10x8",
+                "--type",
+                "f32",
+                "--placement",
+                "placed",
+            ],
         ),
     ] {
         let mut args = vec!["--transport", transport, "--steps", "4"];
@@ -157,10 +165,10 @@ fn other_problems_verify_on_both_transports_and_element_types() {
         let result = verified_run(np, &args);
         let placement = if args.contains(&"--adopt") {
             "adopted"
-        } else if args.contains(&"library") {
-            "library"
-        } else {
+        } else if args.contains(&"placed") {
             "placed"
+        } else {
+            "library"
         };
         assert_eq!(result["placement"], placement, "{result}");
         let links: Vec<String> = result["links"]

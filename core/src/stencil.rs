@@ -129,18 +129,23 @@ pub struct JacobiConfig {
 /// Where the stencil's fields live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FieldPlacement {
-    /// [`Field::alloc`]: the library's allocations, each field at the start of its own.
+    /// [`Field::alloc`]: the library's allocations, each field at the start of its own (the
+    /// default: the fastest step measured).
+    #[default]
     Library,
     /// The application's allocations, each field at the start of its own, handed to the
     /// library with [`Field::adopt`], as code with its own allocator would.
     Adopted,
-    /// The application's allocations, each field placed [`PLACEMENT`] bytes apart from its
-    /// interior's first cell ([`placement`]), adopted: where the rows' length allows, a warp's
-    /// rows of the interior start on a sector, and an f32 field's vectors at the interior's
-    /// first column (the lanes' tiles then hold no column before it). At 512^3 f32 on one
-    /// H200 the whole interior in one launch of the lanes took 315 us against 350 us with the
-    /// interior 16 bytes past such a boundary (results/2026-11-29-h200-f32-depth, call 11).
-    #[default]
+    /// The application's allocations, each field placed so that its interior's first cell sits
+    /// on a [`PLACEMENT`] boundary ([`placement`]), adopted. A box whose rows start and end on
+    /// such boundaries writes whole sectors: at 512^3 f32 (rows of 520) on one H200 the whole
+    /// interior in one launch of the lanes, the compute alone, took 322-327 us (84 % of the
+    /// copy speed) against 357 us with fields at their start. But the step's inner box, a cell
+    /// short of the interior at both ends, then leaves a sector partly written at both ends
+    /// of every row (at its start only, with fields at their start): alone under ncu it took
+    /// 354-356 us against 342-345, and the step 421-427 us against 412. f64 (rows of 514)
+    /// lost too: compute alone 668 against 639-643 us
+    /// (results/2026-11-29-h200-placed-fields).
     Placed,
 }
 
@@ -710,6 +715,9 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
     config.compute_steps = 0;
     config.options.transport = crate::variant::TransportKind::Mpi;
     config.options.fault = None;
+    // The library's own fields: a run that places or adopts its fields is checked against
+    // fields it did not place.
+    config.fields = FieldPlacement::Library;
     run_jacobi(backend, &alone, &config)?
         .gathered
         .ok_or_else(|| Error::Internal("the reference run gathered nothing".into()))
