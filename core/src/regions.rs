@@ -450,8 +450,8 @@ pub fn stencil_lanes(args: &hp_stencil_args, threads: u32) -> bool {
 
 /// Where the 16-byte vectors of an f32 field start: the elements between the 16-byte boundary
 /// at or before the field's first element and that element (0 in a 16-byte aligned field, 1 in
-/// one 4 bytes past a boundary). With rows of a multiple of 4 elements the lanes' tiles start at the columns
-/// `x` where `x + phase` is a multiple of 4 ([`lanes_view`]).
+/// one 4 bytes past a boundary). With rows of a multiple of 4 elements the lanes' tiles start
+/// at the columns `x` where `x + phase` is a multiple of 4 (the kernels' `hp_lanes_view`).
 pub fn lanes_phase(args: &hp_stencil_args) -> u64 {
     (args.in_ / 4) % u64::from(shared::HP_LANES_POINTS)
 }
