@@ -57,8 +57,8 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         exchange_reps: 5,
         compute_steps: 0,
         form: haloport::core::shared::HP_STENCIL_FORM_MARCH,
-        // The library's allocations; Adopted: your own, through Field::adopt.
-        fields: FieldPlacement::Library,
+        // Fields placed so that the step's tiles start on sectors; Library: Field::alloc.
+        fields: FieldPlacement::Tiles,
         graph: false, // true: two steps captured into a CUDA/HIP graph, replayed (GPU backends)
         shell_launches: false, // true: the shell's x and y slabs in launches of their own
     };

@@ -45,16 +45,18 @@ pub enum Command {
 /// Where `haloport stencil` puts its fields (`FieldPlacement`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlacementArg {
-    /// `Field::alloc`: the library's allocations, each field at its start (the fastest step).
+    /// `Field::alloc`: the library's allocations, each field at its start.
     Library,
     /// The application's allocations, each field at its start, handed over with
     /// `Field::adopt` (as code with its own allocator would).
     Adopted,
+    /// The application's allocations, each field placed so that the inner box's first cell
+    /// (where the step's tiles start) sits on a 32-byte boundary, adopted.
+    Tiles,
     /// The application's allocations, each field placed so that its interior's first cell
-    /// sits on a 32-byte boundary (where the rows' length is a multiple of 16 bytes), adopted:
-    /// a box over the whole interior writes whole sectors (f32 compute alone at 512^3 84 %
-    /// of the copy speed against 76 %), the step's inner box does not (its step 2-3 % slower).
-    Placed,
+    /// sits on a 32-byte boundary, adopted: a box over the whole interior writes whole sectors
+    /// (f32 compute alone at 512^3 84 % of the copy speed), the step's inner box does not.
+    Interior,
 }
 
 impl PlacementArg {
@@ -63,7 +65,8 @@ impl PlacementArg {
         match self {
             PlacementArg::Library => FieldPlacement::Library,
             PlacementArg::Adopted => FieldPlacement::Adopted,
-            PlacementArg::Placed => FieldPlacement::Placed,
+            PlacementArg::Tiles => FieldPlacement::Tiles,
+            PlacementArg::Interior => FieldPlacement::Interior,
         }
     }
 }
@@ -680,8 +683,9 @@ pub struct StencilArgs {
     #[arg(long, value_parser = parse_halo_fault)]
     pub inject: Option<haloport::core::halo::HaloFault>,
     /// Where the fields live: the library's allocations, or the application's, adopted at
-    /// their start or placed with the interior's first cell on a 32-byte boundary.
-    #[arg(long, value_enum, default_value = "library")]
+    /// their start or placed with the inner box's (tiles) or the interior's first cell on a
+    /// 32-byte boundary (where the rows' length is a multiple of 16 bytes).
+    #[arg(long, value_enum, default_value = "tiles")]
     pub placement: PlacementArg,
     /// The same as --placement adopted.
     #[arg(long, conflicts_with = "placement")]

@@ -143,8 +143,9 @@ fn other_problems_verify_on_both_transports_and_element_types() {
             true,
             vec!["--grid", "12x10x8", "--adopt", "--variant", "tq"],
         ),
-        // Fields placed with their interior's first cell on a 32-byte boundary (rows of 16
-        // f32 elements: each field 28 bytes into its allocation).
+        // Fields from the library's allocations, and placed with their interior's first cell
+        // on a 32-byte boundary (rows of 16 f32 elements: each field 28 bytes into its
+        // allocation); every other case places its inner box's first cell so.
         (
             2,
             "ipc",
@@ -156,19 +157,31 @@ fn other_problems_verify_on_both_transports_and_element_types() {
                 "--type",
                 "f32",
                 "--placement",
-                "placed",
+                "library",
+            ],
+        ),
+        (
+            2,
+            "ipc",
+            false,
+            true,
+            vec![
+                "--grid",
+                "28x10x8",
+                "--type",
+                "f32",
+                "--placement",
+                "interior",
             ],
         ),
     ] {
         let mut args = vec!["--transport", transport, "--steps", "4"];
         args.extend(extra);
         let result = verified_run(np, &args);
-        let placement = if args.contains(&"--adopt") {
-            "adopted"
-        } else if args.contains(&"placed") {
-            "placed"
-        } else {
-            "library"
+        let placement = match args.iter().position(|&a| a == "--placement") {
+            Some(at) => args[at + 1],
+            None if args.contains(&"--adopt") => "adopted",
+            None => "tiles",
         };
         assert_eq!(result["placement"], placement, "{result}");
         let links: Vec<String> = result["links"]

@@ -110,7 +110,7 @@ pub struct JacobiConfig {
     /// default, or `_POINTS`): every form gives the same bits; a benchmark compares them.
     pub form: u32,
     /// Where the fields live: the library's allocations, or the application's, adopted at
-    /// their start or placed for the kernels.
+    /// their start or placed so that the step's tiles start on sectors.
     pub fields: FieldPlacement,
     /// Two steps (interior update, `start`, `finish`, shell update, twice: the fields swap
     /// back) captured once into a graph ([`HaloExchange::begin_capture`]) before the first
@@ -129,52 +129,70 @@ pub struct JacobiConfig {
 /// Where the stencil's fields live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FieldPlacement {
-    /// [`Field::alloc`]: the library's allocations, each field at the start of its own (the
-    /// default: the fastest step measured).
-    #[default]
+    /// [`Field::alloc`]: the library's allocations, each field at the start of its own.
     Library,
     /// The application's allocations, each field at the start of its own, handed to the
     /// library with [`Field::adopt`], as code with its own allocator would.
     Adopted,
-    /// The application's allocations, each field placed so that its interior's first cell sits
-    /// on a [`PLACEMENT`] boundary ([`placement`]), adopted. A box whose rows start and end on
-    /// such boundaries writes whole sectors: at 512^3 f32 (rows of 520) on one H200 the whole
+    /// The application's allocations, each field placed so that the inner box's first cell
+    /// (where the step's tiles start) sits on a [`PLACEMENT`] boundary ([`placement`]),
+    /// adopted (the default). Where every row starts at one phase, every row's tiles then
+    /// start on a sector: at 512^3 f64 with rows of 516 on one H200 the step took 682-688 us
+    /// against 761-762 us with [`FieldPlacement::Library`] (x = 2 16 bytes past a sector in
+    /// every row), compute alone 629-630 us (83 % of the copy speed) against 701-704 us; in
+    /// the other layouts measured (f32 rows of 520 and 516, f64 rows of 514) the step was the
+    /// library's, within 4 us (results/2026-11-29-h200-placed-fields, calls 4-5).
+    #[default]
+    Tiles,
+    /// The application's allocations, each field placed so that its interior's first cell
+    /// sits on a [`PLACEMENT`] boundary, adopted. A box whose rows start and end on such
+    /// boundaries writes whole sectors: at 512^3 f32 (rows of 520) on one H200 the whole
     /// interior in one launch of the lanes, the compute alone, took 322-327 us (84 % of the
-    /// copy speed) against 357 us with fields at their start. But the step's inner box, a cell
-    /// short of the interior at both ends, then leaves a sector partly written at both ends
-    /// of every row (at its start only, with fields at their start): alone under ncu it took
-    /// 354-356 us against 342-345, and the step 421-427 us against 412. f64 (rows of 514)
-    /// lost too: compute alone 668 against 639-643 us
-    /// (results/2026-11-29-h200-placed-fields).
-    Placed,
+    /// copy speed) against 357 us with fields at their start. But the step's inner box, a
+    /// cell short of the interior at both ends, then leaves a sector partly written at both
+    /// ends of every row (at its start only, with fields at their start): alone under ncu it
+    /// took 354-356 us against 342-345, and the step 421-427 us against 412
+    /// (results/2026-11-29-h200-placed-fields, calls 2-3).
+    Interior,
 }
 
 impl FieldPlacement {
-    /// `library`, `adopted` or `placed` (the command line's `--placement`).
+    /// `library`, `adopted`, `tiles` or `interior` (the command line's `--placement`).
     pub fn name(self) -> &'static str {
         match self {
             FieldPlacement::Library => "library",
             FieldPlacement::Adopted => "adopted",
-            FieldPlacement::Placed => "placed",
+            FieldPlacement::Tiles => "tiles",
+            FieldPlacement::Interior => "interior",
+        }
+    }
+
+    /// The cell a placement puts on a [`PLACEMENT`] boundary in a field of `d`: the inner
+    /// box's first or the interior's first; `None` at the allocation's start.
+    fn cell(self, d: &Decomposition) -> Option<[u64; 3]> {
+        match self {
+            FieldPlacement::Library | FieldPlacement::Adopted => None,
+            FieldPlacement::Tiles => Some(d.halo.map(|h| h + 1)),
+            FieldPlacement::Interior => Some(d.halo),
         }
     }
 }
 
-/// The boundary [`FieldPlacement::Placed`] puts a field's interior on: a sector of device
-/// memory, 32 bytes.
+/// The boundary a placed field's cell sits on ([`FieldPlacement::Tiles`],
+/// [`FieldPlacement::Interior`]): a sector of device memory, 32 bytes.
 pub const PLACEMENT: u64 = 32;
 
 /// Bytes into an allocation at `addr` where a field of `d` with cells of `cell_bytes` bytes
-/// starts when placed ([`FieldPlacement::Placed`]): its interior's first cell on a
-/// [`PLACEMENT`] boundary. 0 where the rows' length is not a multiple of 16 bytes: rows then
-/// start at several phases, and f32 rows of 2 mod 4 elements take the lanes' off form only in
-/// 16-byte aligned fields ([`crate::regions::stencil_lanes_off`]).
-pub fn placement(d: &Decomposition, cell_bytes: u64, addr: u64) -> u64 {
+/// starts so that `cell` sits on a [`PLACEMENT`] boundary. 0 where the rows' length is not a
+/// multiple of 16 bytes: rows then start at several phases, and f32 rows of 2 mod 4 elements
+/// take the lanes' off form only in 16-byte aligned fields
+/// ([`crate::regions::stencil_lanes_off`]).
+pub fn placement(d: &Decomposition, cell_bytes: u64, cell: [u64; 3], addr: u64) -> u64 {
     if d.alloc[0] * cell_bytes % 16 != 0 {
         return 0;
     }
-    let first = addr + d.index(d.halo) * cell_bytes;
-    (PLACEMENT - first % PLACEMENT) % PLACEMENT
+    let at = addr + d.index(cell) * cell_bytes;
+    (PLACEMENT - at % PLACEMENT) % PLACEMENT
 }
 
 /// Where the inner box took the shell's x and y slabs into its tiles (the first such field):
@@ -394,20 +412,20 @@ pub fn run_jacobi<B: Backend>(
     let mut own = Vec::new();
     let kinds = FieldKind::of(&spec)?;
     let mut field = |f: usize| -> Result<Field<B>> {
-        let placed = match config.fields {
-            FieldPlacement::Library => return Field::alloc_field(backend, &plan, f),
-            FieldPlacement::Adopted => false,
-            FieldPlacement::Placed => true,
-        };
+        if config.fields == FieldPlacement::Library {
+            return Field::alloc_field(backend, &plan, f);
+        }
+        let cell = config.fields.cell(d);
         let cell_bytes = kinds[f].cell_bytes();
         let bytes = d.alloc_elems() as usize * cell_bytes;
-        let memory = backend.alloc_device(bytes + if placed { PLACEMENT as usize } else { 0 })?;
-        let at = memory.device_addr();
-        let offset = if placed {
-            placement(d, cell_bytes as u64, at)
+        let slack = if cell.is_some() {
+            PLACEMENT as usize
         } else {
             0
         };
+        let memory = backend.alloc_device(bytes + slack)?;
+        let at = memory.device_addr();
+        let offset = cell.map_or(0, |c| placement(d, cell_bytes as u64, c, at));
         // SAFETY: (1) a device address of this backend, valid for `bytes` bytes from `offset`;
         // (2) `own` keeps the memory until after the exchange and the stream are dropped; (3)
         // only the exchange touches halo cells, and the sweeps are ordered with it on one
@@ -1338,10 +1356,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placed_fields_start_their_interior_on_a_sector() {
-        // Rows of 520 f32 (2080 bytes) and 260 f64: the interior's first cell on a 32-byte
-        // boundary from any 16-byte aligned allocation; rows of 514 f32 (2056 bytes, rows at
-        // two phases) stay at the allocation's start.
+    fn placed_fields_start_their_cell_on_a_sector() {
+        // Rows of 520 f32 (2080 bytes) and 516 f64: the inner box's or the interior's first
+        // cell on a 32-byte boundary from any 16-byte aligned allocation; rows of 514 f32
+        // (2056 bytes, rows at two phases) stay at the allocation's start.
         for (elem, pad, placed) in [
             (ElemType::F32, 6, true),
             (ElemType::F64, 2, true),
@@ -1361,17 +1379,40 @@ mod tests {
             };
             let d = Decomposition::new(&spec, 1, 0).expect("decomposition");
             let cell = u64::from(elem.bytes());
-            for base in [0x1000_u64, 0x1010, 0x1100] {
-                let offset = placement(&d, cell, base);
-                assert!(offset < PLACEMENT && offset % cell == 0, "{elem} {base:#x}");
-                let first = base + offset + d.index(d.halo) * cell;
-                if placed {
-                    assert_eq!(first % PLACEMENT, 0, "{elem} {base:#x}");
-                } else {
-                    assert_eq!(offset, 0, "{elem} {base:#x}");
+            for (how, at) in [
+                (FieldPlacement::Tiles, [2, 2, 2]),
+                (FieldPlacement::Interior, [1, 1, 1]),
+            ] {
+                let target = how.cell(&d).expect("a placed cell");
+                assert_eq!(target, at);
+                for base in [0x1000_u64, 0x1010, 0x1100] {
+                    let offset = placement(&d, cell, target, base);
+                    assert!(offset < PLACEMENT && offset % cell == 0, "{elem} {base:#x}");
+                    if placed {
+                        let first = base + offset + d.index(at) * cell;
+                        assert_eq!(first % PLACEMENT, 0, "{elem} {how:?} {base:#x}");
+                    } else {
+                        assert_eq!(offset, 0, "{elem} {base:#x}");
+                    }
                 }
             }
         }
+        assert_eq!(FieldPlacement::Library.cell(&d_of([8, 8, 8])), None);
+        assert_eq!(FieldPlacement::Adopted.cell(&d_of([8, 8, 8])), None);
+    }
+
+    /// The decomposition of `grid` on one rank, halo 1.
+    fn d_of(grid: [u64; 3]) -> Decomposition {
+        let spec = DomainSpec {
+            grid,
+            procs: Some([1, 1, 1]),
+            periodic: [true, true, true],
+            halo: [1, 1, 1],
+            elem: ElemType::F64,
+            fields: 1,
+            layout: Default::default(),
+        };
+        Decomposition::new(&spec, 1, 0).expect("decomposition")
     }
 
     #[test]

@@ -3,6 +3,8 @@
 # through the HIP-on-CUDA layer, whose two binding checks need hipcc's header and run in CI), and
 # compute-sanitizer memcheck on the f32 stencil with placed fields (the lanes from a field's
 # vectors 3 elements before it): 1 rank with rows of 132 and 136, 2 ranks over ipc periodic in x.
+# Ran on the build of commit "stencil: lanes take f32 fields at any 4-byte phase ...", whose
+# default placement (then `placed`) is now `--placement interior`.
 # usage, from the repository root: bash results/2026-11-29-h200-placed-fields/run-checks.sh BINDIR OUT
 #   BINDIR holds bins.tar.xz: haloport, cuda-conformance, hip-nvidia-conformance, libhaloport_hipnv.so.
 set -uo pipefail

@@ -2,6 +2,8 @@
 # Call 3: each kernel of the f32 512^3 step (rows of 520) alone under ncu (gpu__time_duration),
 # placed fields against fields at their allocation's start: 4 steps and 4 without the exchange,
 # 1 rank, no verification (the reference would double the kernels).
+# Ran on the build of commit "stencil: fields stay at their allocation's start by default ...":
+# its `--placement placed` is now `--placement interior`.
 # usage, from the repository root: bash results/2026-11-29-h200-placed-fields/run-kernels.sh BINDIR OUT
 #   BINDIR holds bins.tar.xz: haloport.
 set -uo pipefail

@@ -3,6 +3,8 @@
 # the default) against fields at their allocation's start (--placement adopted), 1 rank under
 # MPS, two rounds, builds interleaved: f32 with rows of 520 (--pad 6,0,0) and 516 (--pad
 # 2,0,0), f64 with rows of 514; placed also with --graph.
+# Ran on the build of commit "stencil: lanes take f32 fields at any 4-byte phase ...": its
+# `--placement placed` is now `--placement interior`.
 # usage, from the repository root: bash results/2026-11-29-h200-placed-fields/run-steps.sh BINDIR OUT
 #   BINDIR holds bins.tar.xz: haloport.
 set -uo pipefail

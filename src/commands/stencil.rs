@@ -87,7 +87,7 @@ pub(crate) struct StencilResult {
     hidden_fraction: f64,
     /// How the update kernel walked its boxes: `march` or `points`.
     stencil_form: String,
-    /// Where the fields lived (`--placement`): `library`, `adopted` or `placed`; older results
+    /// Where the fields lived (`--placement`): `library`, `adopted`, `tiles` or `interior`; older results
     /// lack it.
     #[serde(default)]
     placement: String,
