@@ -138,10 +138,10 @@ pub enum FieldPlacement {
     /// (where the step's tiles start) sits on a [`PLACEMENT`] boundary ([`placement`]),
     /// adopted (the default). Where every row starts at one phase, every row's tiles then
     /// start on a sector: at 512^3 f64 with rows of 516 on one H200 the step took 682-688 us
-    /// against 761-762 us with [`FieldPlacement::Library`] (x = 2 16 bytes past a sector in
-    /// every row), compute alone 629-630 us (83 % of the copy speed) against 701-704 us; in
-    /// the other layouts measured (f32 rows of 520 and 516, f64 rows of 514) the step was the
-    /// library's, within 4 us (results/2026-11-29-h200-placed-fields, calls 4-5).
+    /// against 761-762 us with [`FieldPlacement::Library`] (where x = 2 sat 16 bytes past a
+    /// sector in every row), compute alone 629-630 us (83 % of the copy speed) against 701-704
+    /// us; in the other layouts measured (f32 rows of 520 and 516, f64 rows of 514) the step
+    /// was the library's, within 5 us (results/2026-11-29-h200-placed-fields, calls 4-6).
     #[default]
     Tiles,
     /// The application's allocations, each field placed so that its interior's first cell

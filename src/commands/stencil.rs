@@ -87,8 +87,8 @@ pub(crate) struct StencilResult {
     hidden_fraction: f64,
     /// How the update kernel walked its boxes: `march` or `points`.
     stencil_form: String,
-    /// Where the fields lived (`--placement`): `library`, `adopted`, `tiles` or `interior`; older results
-    /// lack it.
+    /// Where the fields lived (`--placement`): `library`, `adopted`, `tiles` or `interior`;
+    /// older results lack it.
     #[serde(default)]
     placement: String,
     /// Steps replayed from a captured graph, two per replay (`--graph`); older results lack it.
