@@ -41,7 +41,6 @@ pub enum Command {
     Plan(PlanArgs),
 }
 
-/// The declaration of a domain, as `haloport stencil` and `haloport plan` take it.
 /// Where `haloport stencil` puts its fields (`FieldPlacement`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlacementArg {
@@ -71,6 +70,7 @@ impl PlacementArg {
     }
 }
 
+/// The declaration of a domain, as `haloport stencil` and `haloport plan` take it.
 #[derive(Debug, Args)]
 pub struct DeclarationArgs {
     /// Global grid, NXxNYxNZ (x innermost).

@@ -596,9 +596,8 @@ fn lanes_first_x(view: &hp_stencil_args) -> u64 {
 /// lies in.
 pub(crate) fn lanes_tiles_end(args: &hp_stencil_args, x_end: u64) -> u64 {
     let width = u64::from(shared::HP_MARCH_X * shared::HP_LANES_POINTS);
-    let view = lanes_view(args);
-    let first = lanes_first_x(&view);
-    let phase = view.begin[0] - args.begin[0];
+    let phase = lanes_phase(args);
+    let first = lanes_first_x(&lanes_view(args));
     first + (x_end + phase - first).div_ceil(width) * width - phase
 }
 

@@ -1379,6 +1379,8 @@ mod tests {
             };
             let d = Decomposition::new(&spec, 1, 0).expect("decomposition");
             let cell = u64::from(elem.bytes());
+            assert_eq!(FieldPlacement::Library.cell(&d), None);
+            assert_eq!(FieldPlacement::Adopted.cell(&d), None);
             for (how, at) in [
                 (FieldPlacement::Tiles, [2, 2, 2]),
                 (FieldPlacement::Interior, [1, 1, 1]),
@@ -1397,22 +1399,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(FieldPlacement::Library.cell(&d_of([8, 8, 8])), None);
-        assert_eq!(FieldPlacement::Adopted.cell(&d_of([8, 8, 8])), None);
-    }
-
-    /// The decomposition of `grid` on one rank, halo 1.
-    fn d_of(grid: [u64; 3]) -> Decomposition {
-        let spec = DomainSpec {
-            grid,
-            procs: Some([1, 1, 1]),
-            periodic: [true, true, true],
-            halo: [1, 1, 1],
-            elem: ElemType::F64,
-            fields: 1,
-            layout: Default::default(),
-        };
-        Decomposition::new(&spec, 1, 0).expect("decomposition")
     }
 
     #[test]
