@@ -658,7 +658,8 @@ pub struct StencilArgs {
     pub stencil_form: StencilForm,
     /// Capture two steps (interior update, start, finish, shell update, twice) into a CUDA or
     /// HIP graph once and replay it for every pair of steps after the first two (which run
-    /// uncaptured): no host call inside a replayed step.
+    /// uncaptured): no host call inside a replayed step. The steps without the exchange
+    /// (compute alone) are replayed two to a graph of their own alike.
     /// Needs a GPU backend and every neighbour device-direct (--transport ipc, one node) or
     /// the rank itself.
     #[arg(long)]

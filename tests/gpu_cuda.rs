@@ -333,6 +333,11 @@ fn the_stencil_replays_its_captured_graph_verified_and_refuses_host_staged_neigh
         let r = read_json(&json);
         assert_eq!(r["verified"], true, "-np {np} {transport} {periodic}: {r}");
         assert_eq!(r["graph"], true);
+        // The 7 steps without the exchange: three replays of their own graph, one plain.
+        assert_eq!(
+            r["compute_replayed_steps"], 6,
+            "-np {np} {transport} {periodic}: {r}"
+        );
     }
     // Over MPI between two ranks every neighbour is host-staged: refused on every rank.
     mpirun(

@@ -117,7 +117,8 @@ pub struct JacobiConfig {
     /// step, then replayed for every pair of steps after the first two (which run
     /// uncaptured, so that graph and plain exchanges mix in every run); an odd last step runs
     /// uncaptured. Each of a replay's steps is timed as half of it. Every neighbour must be
-    /// device-direct or the rank itself.
+    /// device-direct or the rank itself. The steps without the exchange
+    /// ([`Self::compute_steps`]) are then replayed two to a graph as well.
     pub graph: bool,
     /// The shell's x and y slabs as launches of their own beside the inner box, as every
     /// field's z slabs are, instead of in the inner box's tiles where the kernel takes them
@@ -229,6 +230,8 @@ pub struct JacobiRun {
     pub exchange_seconds: Vec<f64>,
     /// Wall time of each step without the exchange ([`JacobiConfig::compute_steps`]), seconds.
     pub compute_seconds: Vec<f64>,
+    /// How many of those were replayed from a graph, two a replay ([`JacobiConfig::graph`]).
+    pub compute_replayed: u32,
     /// Wall time of copying every field to the other by the copy engine, as often: a step
     /// reads one field and writes the other, so this is the time a step's traffic takes at the
     /// device's copy speed, measured in the same run.
@@ -639,14 +642,37 @@ pub fn run_jacobi<B: Backend>(
             "before the steps without the exchange",
         )?;
     }
+    // Steps replayed from a graph are compared with steps without the exchange replayed alike
+    // (two to a graph), so that what a graph saves in launches does not count as exchange.
+    let compute_graph = if config.graph && config.compute_steps >= 2 {
+        Some(step.capture_compute(comm, [fields(0), fields(1)])?)
+    } else {
+        None
+    };
     let mut compute_seconds = Vec::with_capacity(config.compute_steps as usize);
-    for s in 0..config.compute_steps {
+    let (mut done, mut compute_replayed) = (0, 0);
+    while done < config.compute_steps {
         together("before a step without the exchange")?;
         let t0 = Instant::now();
-        step.compute(fields(s))?;
+        let ran = match compute_graph.as_ref() {
+            Some(graph) if done + 2 <= config.compute_steps => {
+                // SAFETY: the graph's launches name the fields and shell words, which outlive
+                // the synchronization below.
+                unsafe { backend.launch_graph(graph, &stream)? };
+                compute_replayed += 2;
+                2
+            }
+            _ => {
+                step.compute(fields(done))?;
+                1
+            }
+        };
         backend.stream_synchronize(&stream, deadline())?;
-        compute_seconds.push(t0.elapsed().as_secs_f64());
+        let seconds = t0.elapsed().as_secs_f64() / f64::from(ran);
+        compute_seconds.extend(std::iter::repeat_n(seconds, ran as usize));
+        done += ran;
     }
+    drop(compute_graph);
     let mut copy_seconds = Vec::with_capacity(config.compute_steps as usize);
     for _ in 0..config.compute_steps {
         together("before a copy of the fields")?;
@@ -694,6 +720,7 @@ pub fn run_jacobi<B: Backend>(
         step_seconds,
         exchange_seconds,
         compute_seconds,
+        compute_replayed,
         copy_seconds,
         setup_seconds,
         gathered,
@@ -951,6 +978,30 @@ impl<B: Backend> Step<'_, B> {
         self.update_inner(fields, HP_SHELL_HALOS_IN)?;
         self.update_shell(fields, true)?;
         self.join_inner()
+    }
+
+    /// Captures two steps without the exchange ([`Self::compute`]) into a graph, on every rank
+    /// or on none.
+    fn capture_compute(
+        &self,
+        comm: &SimpleCommunicator,
+        steps: [StepFields<'_, B>; 2],
+    ) -> Result<B::Graph> {
+        const WHAT: &str = "capturing two steps without the exchange into a graph";
+        let began = self.backend.begin_capture(self.stream);
+        let capturing = began.is_ok();
+        if let Err(e) = agree(comm, WHAT, began) {
+            if capturing {
+                // Ends the capture this rank began; its graph is of no use.
+                let _ = self.backend.end_capture(self.stream);
+            }
+            return Err(e);
+        }
+        let queued = steps
+            .into_iter()
+            .try_for_each(|fields| self.compute(fields));
+        let graph = self.backend.end_capture(self.stream);
+        agree(comm, WHAT, queued.and(graph))
     }
 
     /// The parity of the step about to be queued (steps with the exchange alternate between

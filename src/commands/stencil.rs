@@ -94,6 +94,10 @@ pub(crate) struct StencilResult {
     /// Steps replayed from a captured graph, two per replay (`--graph`); older results lack it.
     #[serde(default)]
     graph: bool,
+    /// Of the steps without the exchange (rank 0's), those replayed from a graph, two per
+    /// replay (with `--graph`); older results lack it (their compute ran uncaptured).
+    #[serde(default)]
+    compute_replayed_steps: u32,
     /// The shell's x and y slabs ran as launches of their own (`--shell-launches`), not in
     /// the inner box's tiles; older results lack it.
     #[serde(default)]
@@ -292,6 +296,7 @@ pub(crate) fn measured<B: Backend>(
         let one_launch: Vec<bool> = ranks.iter().filter_map(|r| r.one_launch).collect();
         let links: Vec<Vec<LinkRecord>> = ranks.into_iter().map(|r| r.links).collect();
         let shell_tiles = run.shell_tiles;
+        let compute_replayed_steps = run.compute_replayed;
         let Some(gathered) = run.gathered else {
             return Ok(None);
         };
@@ -379,6 +384,7 @@ pub(crate) fn measured<B: Backend>(
             stencil_form: args.stencil_form.name().to_owned(),
             placement: config.fields.name().to_owned(),
             graph: args.graph,
+            compute_replayed_steps,
             shell_launches: args.shell_launches,
             shell_tiles: shell_tiles.map(|t| ShellTilesRecord {
                 capacity: t.capacity,
@@ -450,10 +456,15 @@ fn print_summary(r: &StencilResult) {
         100.0 * r.exchange_share
     );
     println!(
-        "  compute alone {:.1} us per step ({} form, {} fields; {:.0} % of the copy speed: copying the fields takes {:.1} us): the exchange adds {:.1} us to a step ({:.0} % of it hidden)",
+        "  compute alone {:.1} us per step ({} form, {} fields{}; {:.0} % of the copy speed: copying the fields takes {:.1} us): the exchange adds {:.1} us to a step ({:.0} % of it hidden)",
         r.compute_median_us,
         r.stencil_form,
         r.placement,
+        if r.compute_replayed_steps > 0 {
+            ", two steps per replay of a graph, as the steps"
+        } else {
+            ""
+        },
         100.0 * r.compute_speed_of_copy,
         r.copy_median_us,
         r.exposed_exchange_us,
