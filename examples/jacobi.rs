@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use haloport::core::domain::{DomainSpec, ElemType};
 use haloport::core::halo::HaloOptions;
 use haloport::core::stats::median;
-use haloport::core::stencil::{run_jacobi, run_reference, FieldPlacement, JacobiConfig};
+use haloport::core::stencil::{run_jacobi, run_reference, FieldPlacement, JacobiConfig, Overlap};
 use haloport::host::HostBackend;
 use mpi::topology::Communicator;
 
@@ -61,6 +61,8 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         fields: FieldPlacement::Tiles,
         graph: false, // true: two steps captured into a CUDA/HIP graph, replayed (GPU backends)
         shell_launches: false, // true: the shell's x and y slabs in launches of their own
+        // Beside the exchange unless every neighbour is this rank; On, Off to choose.
+        overlap: Overlap::Auto,
     };
     let run = run_jacobi(&backend, world, &config)?;
     if let Some(fields) = run.gathered {

@@ -70,6 +70,29 @@ impl PlacementArg {
     }
 }
 
+/// Whether a stencil step overlaps its exchange (`haloport_core::stencil::Overlap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OverlapArg {
+    /// On, unless every neighbour of the rank is the rank itself (its exchange is then
+    /// copies within the device).
+    Auto,
+    /// The inner box beside the exchange, the shell after it.
+    On,
+    /// The exchange, then the whole interior.
+    Off,
+}
+
+impl OverlapArg {
+    pub fn overlap(self) -> haloport::core::stencil::Overlap {
+        use haloport::core::stencil::Overlap;
+        match self {
+            OverlapArg::Auto => Overlap::Auto,
+            OverlapArg::On => Overlap::On,
+            OverlapArg::Off => Overlap::Off,
+        }
+    }
+}
+
 /// The declaration of a domain, as `haloport stencil` and `haloport plan` take it.
 #[derive(Debug, Args)]
 pub struct DeclarationArgs {
@@ -670,6 +693,11 @@ pub struct StencilArgs {
     /// for comparing the two.
     #[arg(long)]
     pub shell_launches: bool,
+    /// Whether each step updates its inner box beside the exchange and then the shell (on),
+    /// or runs the exchange first and then the whole interior in one wide box where the
+    /// kernel allows (off). auto: on, unless every neighbour of the rank is the rank itself.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub overlap: OverlapArg,
     /// Run the stencil on 1, 2, 4, ... ranks of the job and all of them, one after the other:
     /// strong (the same grid every time) or weak (--grid is one rank's part); prints a table of
     /// each count's step, compute alone, exposed exchange and parallel efficiency.

@@ -290,15 +290,20 @@ fn the_stencil_replays_its_captured_graph_verified_and_refuses_host_staged_neigh
     // ones), one plain again; verified bit for bit against one rank. Periodic in x alone, two
     // ranks have only device-direct neighbours: their plain exchanges are the one launch, its
     // table built while the graph is captured (the timed blocking exchanges come after).
-    for (np, transport, elem, periodic) in [
-        (1, "mpi", "f64", "xyz"),
-        (2, "ipc", "f32", "xyz"),
-        (2, "ipc", "f64", "xyz"),
-        (2, "ipc", "f64", "x"),
+    // --overlap auto overlaps where a neighbour is another rank; off: each step's exchange,
+    // then the whole interior.
+    for (np, transport, elem, periodic, choice, overlap) in [
+        (1, "mpi", "f64", "xyz", "auto", false),
+        (1, "mpi", "f64", "xyz", "on", true),
+        (2, "ipc", "f32", "xyz", "auto", true),
+        (2, "ipc", "f64", "xyz", "auto", true),
+        (2, "ipc", "f64", "x", "auto", true),
+        (2, "ipc", "f32", "x", "off", false),
+        (2, "ipc", "f64", "xyz", "off", false),
     ] {
         let json = dir
             .path()
-            .join(format!("graph-{np}-{elem}-{periodic}.json"));
+            .join(format!("graph-{np}-{elem}-{periodic}-{choice}.json"));
         let job = mpirun(
             np,
             &[
@@ -320,6 +325,8 @@ fn the_stencil_replays_its_captured_graph_verified_and_refuses_host_staged_neigh
                 "7",
                 "--exchange-reps",
                 "2",
+                "--overlap",
+                choice,
                 "--json",
                 json.to_str().expect("utf-8 path"),
             ],
@@ -327,12 +334,13 @@ fn the_stencil_replays_its_captured_graph_verified_and_refuses_host_staged_neigh
         assert_eq!(
             job.code,
             Some(0),
-            "-np {np} {transport} {periodic}: {}",
+            "-np {np} {transport} {periodic} --overlap {choice}: {}",
             job.explain()
         );
         let r = read_json(&json);
         assert_eq!(r["verified"], true, "-np {np} {transport} {periodic}: {r}");
         assert_eq!(r["graph"], true);
+        assert_eq!(r["overlap"], overlap, "{r}");
         // The 7 steps without the exchange: three replays of their own graph, one plain.
         assert_eq!(
             r["compute_replayed_steps"], 6,

@@ -73,6 +73,8 @@ fn every_decomposition_verifies_and_agrees_on_the_checksum() {
         let result = verified_run(np, &args);
         let ranks = result["links"].as_array().map(Vec::len);
         assert_eq!(ranks, Some(np as usize), "one link list per rank");
+        // --overlap auto: one rank's neighbours are all itself, so its steps do not overlap.
+        assert_eq!(result["overlap"], np > 1, "-np {np}: {result}");
         checksums.push((
             np,
             procs,
@@ -174,6 +176,30 @@ fn other_problems_verify_on_both_transports_and_element_types() {
                 "interior",
             ],
         ),
+        // Without overlap: each step's exchange, then the whole interior.
+        (
+            2,
+            "ipc",
+            true,
+            true,
+            vec![
+                "--grid",
+                "24x10x8",
+                "--periodic",
+                "x",
+                "--type",
+                "f32",
+                "--overlap",
+                "off",
+            ],
+        ),
+        (
+            3,
+            "mpi",
+            false,
+            false,
+            vec!["--grid", "10x10x9", "--procs", "1x1x3", "--overlap", "off"],
+        ),
     ] {
         let mut args = vec!["--transport", transport, "--steps", "4"];
         args.extend(extra);
@@ -184,6 +210,8 @@ fn other_problems_verify_on_both_transports_and_element_types() {
             None => "tiles",
         };
         assert_eq!(result["placement"], placement, "{result}");
+        // Every rank here has a neighbour other than itself: auto overlaps.
+        assert_eq!(result["overlap"], !args.contains(&"off"), "{result}");
         let links: Vec<String> = result["links"]
             .as_array()
             .into_iter()

@@ -125,6 +125,48 @@ pub struct JacobiConfig {
     /// (f64, the full stencil, one component: `HP_SHELL_READY` in the shared header): for
     /// comparing the two.
     pub shell_launches: bool,
+    /// Whether each step updates its inner box beside the exchange.
+    pub overlap: Overlap,
+}
+
+/// Whether each step updates its inner box beside the exchange and then the shell
+/// ([`Overlap::On`]), or runs the exchange first and then updates the whole interior as a step
+/// without the exchange does ([`Overlap::Off`]: one wide box, and no shell where the kernel
+/// allows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overlap {
+    /// On, unless every neighbour of the rank is the rank itself (or it has none): its
+    /// exchange is then copies within the device, shorter than the shell's slabs cost beside
+    /// the box (512^3 on one H200: f64 steps 657-671 us against 677-691, f32 349-394 against
+    /// 403-427; `results/2026-11-29-h200-issue23-final/`).
+    #[default]
+    Auto,
+    /// The inner box beside the exchange, the shell after it.
+    On,
+    /// The exchange, then the whole interior. Where ranks share a GPU, a rank's exchange then
+    /// waits (on the device) beside the other's update: 2 ranks of 512^3 f64 sharing one H200
+    /// took 2030 us a step against 1395 us with overlap.
+    Off,
+}
+
+impl Overlap {
+    /// Whether a rank whose neighbours travel by `links` overlaps its steps.
+    pub fn overlaps(self, links: &[Link]) -> bool {
+        match self {
+            Overlap::On => true,
+            Overlap::Off => false,
+            Overlap::Auto => !links.iter().all(|l| *l == Link::Local),
+        }
+    }
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Overlap::Auto => "auto",
+            Overlap::On => "on",
+            Overlap::Off => "off",
+        }
+    }
 }
 
 /// Where the stencil's fields live.
@@ -232,6 +274,8 @@ pub struct JacobiRun {
     pub compute_seconds: Vec<f64>,
     /// How many of those were replayed from a graph, two a replay ([`JacobiConfig::graph`]).
     pub compute_replayed: u32,
+    /// Whether each step updated its inner box beside the exchange ([`Overlap`]).
+    pub overlapped: bool,
     /// Wall time of copying every field to the other by the copy engine, as often: a step
     /// reads one field and writes the other, so this is the time a step's traffic takes at the
     /// device's copy speed, measured in the same run.
@@ -574,6 +618,7 @@ pub fn run_jacobi<B: Backend>(
         halos_in: &halos_in,
         halos_in_side: &halos_in_side,
         halos_in_joins: &halos_in_joins,
+        overlap: config.overlap.overlaps(&exchange.links()),
     };
     // Step s reads u and writes v when s is even, the other way round when odd.
     let fields = |s: u32| if s % 2 == 0 { (&u, &v) } else { (&v, &u) };
@@ -702,10 +747,12 @@ pub fn run_jacobi<B: Backend>(
         &inner,
         shell_words[0].is_some(),
     );
+    // Without overlap the halos are in before every update: no tile waits for them.
     let shell_tiles = shell_words
         .iter()
         .flatten()
         .next()
+        .filter(|_| step.overlap)
         .map(|(_, capacity)| ShellTilesListed {
             capacity: *capacity,
             last_step: listed_in_steps.unwrap_or(0),
@@ -721,6 +768,7 @@ pub fn run_jacobi<B: Backend>(
         exchange_seconds,
         compute_seconds,
         compute_replayed,
+        overlapped: step.overlap,
         copy_seconds,
         setup_seconds,
         gathered,
@@ -763,6 +811,7 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
     // The library's own fields: a run that places or adopts its fields is checked against
     // fields it did not place.
     config.fields = FieldPlacement::Library;
+    config.overlap = Overlap::On;
     run_jacobi(backend, &alone, &config)?
         .gathered
         .ok_or_else(|| Error::Internal("the reference run gathered nothing".into()))
@@ -941,6 +990,8 @@ struct Step<'a, B: Backend> {
     /// markers.
     halos_in_side: &'a [B::Stream],
     halos_in_joins: &'a [B::Event],
+    /// The inner box beside the exchange ([`Overlap`]).
+    overlap: bool,
 }
 
 /// The fields a step reads and writes.
@@ -951,13 +1002,19 @@ impl<B: Backend> Step<'_, B> {
     /// beside the exchange), `finish`, the shell ([`Self::close`]). The inner box reads no
     /// halo until the ready word raised after `finish` (where it takes the x and y slabs), and
     /// the shell writes none of its cells, so the exchange and the shell may run while it
-    /// does.
+    /// does. Without overlap ([`Overlap`]): the exchange, then [`Self::compute`].
     fn queue(
         &self,
         exchange: &mut HaloExchange<'_, B>,
         (cur, next): StepFields<'_, B>,
     ) -> Result<()> {
         let cur_refs: Vec<&Field<B>> = cur.iter().collect();
+        if !self.overlap {
+            // The halos first, then the update with them in.
+            exchange.start(&cur_refs, self.stream)?;
+            exchange.finish(self.stream)?;
+            return self.compute((cur, next));
+        }
         let parity = self.next_parity();
         // Before the pack: the inner box waits for the step before, not for the pack.
         self.fork_inner()?;
@@ -1405,6 +1462,21 @@ fn place(spec: &DomainSpec, p: &Decomposition, part: &[u8], global: &mut [u8], e
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_overlaps_only_a_rank_with_another_rank_for_a_neighbour() {
+        use Link::{Direct, Local, Staged};
+        for (links, auto) in [
+            (&[][..], false),
+            (&[Local, Local][..], false),
+            (&[Local, Direct][..], true),
+            (&[Staged][..], true),
+        ] {
+            assert_eq!(Overlap::Auto.overlaps(links), auto, "{links:?}");
+            assert!(Overlap::On.overlaps(links), "{links:?}");
+            assert!(!Overlap::Off.overlaps(links), "{links:?}");
+        }
+    }
 
     #[test]
     fn placed_fields_start_their_cell_on_a_sector() {

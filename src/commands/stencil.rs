@@ -98,6 +98,9 @@ pub(crate) struct StencilResult {
     /// replay (with `--graph`); older results lack it (their compute ran uncaptured).
     #[serde(default)]
     compute_replayed_steps: u32,
+    /// Each step's inner box ran beside its exchange (`--overlap`; false: the exchange,
+    /// then the whole interior); older results lack it (they overlapped).
+    overlap: bool,
     /// The shell's x and y slabs ran as launches of their own (`--shell-launches`), not in
     /// the inner box's tiles; older results lack it.
     #[serde(default)]
@@ -253,6 +256,7 @@ pub(crate) fn measured<B: Backend>(
             },
             graph: args.graph,
             shell_launches: args.shell_launches,
+            overlap: args.overlap.overlap(),
         };
         let run = run_jacobi(backend, world, &config)
             .with_context(|| format!("running the stencil on the {} backend", backend.name()))?;
@@ -297,6 +301,7 @@ pub(crate) fn measured<B: Backend>(
         let links: Vec<Vec<LinkRecord>> = ranks.into_iter().map(|r| r.links).collect();
         let shell_tiles = run.shell_tiles;
         let compute_replayed_steps = run.compute_replayed;
+        let overlap = run.overlapped;
         let Some(gathered) = run.gathered else {
             return Ok(None);
         };
@@ -385,6 +390,7 @@ pub(crate) fn measured<B: Backend>(
             placement: config.fields.name().to_owned(),
             graph: args.graph,
             compute_replayed_steps,
+            overlap,
             shell_launches: args.shell_launches,
             shell_tiles: shell_tiles.map(|t| ShellTilesRecord {
                 capacity: t.capacity,
@@ -445,12 +451,17 @@ fn print_summary(r: &StencilResult) {
         r.messages
     );
     println!(
-        "  step median {:.1} us{}, exchange median {:.1} us ({:.1} % of a step)",
+        "  step median {:.1} us{}{}, exchange median {:.1} us ({:.1} % of a step)",
         r.step_median_us,
         if r.graph {
             " (two steps per replay of a captured graph, each half of it)"
         } else {
             ""
+        },
+        if r.overlap {
+            ""
+        } else {
+            " (no overlap: the exchange, then the whole interior)"
         },
         r.exchange_median_us,
         100.0 * r.exchange_share
