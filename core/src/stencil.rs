@@ -158,15 +158,6 @@ impl Overlap {
             Overlap::Auto => !links.iter().all(|l| *l == Link::Local),
         }
     }
-
-    /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Overlap::Auto => "auto",
-            Overlap::On => "on",
-            Overlap::Off => "off",
-        }
-    }
 }
 
 /// Where the stencil's fields live.
