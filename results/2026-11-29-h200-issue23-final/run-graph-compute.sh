@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call 4: compute alone replayed from a graph with --graph. haloport is this directory's commit,
+# Call 4: compute alone replayed from a graph with --graph. haloport is 18f8a14 (one rank still overlapped),
 # haloport-base the commit before (9bd6c74, compute alone in plain launches). The CLI's GPU
 # tests; compute-sanitizer memcheck and racecheck on 2 ranks sharing the GPU with --graph (f64,
 # f32 rows of 136); under MPS, both builds interleaved, two rounds: 8 ranks weak 128^3 a rank,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Call 5: haloport stencil --no-overlap (each step's exchange, then the whole interior as a step
-# without the exchange updates it), this directory's commit. The CLI's GPU tests; compute-
+# without the exchange updates it), a build before this directory's commit: its flag is
+# `--overlap off` since, the same code path, and one rank now goes without overlap by default. The CLI's GPU tests; compute-
 # sanitizer memcheck and racecheck on 2 ranks sharing the GPU without overlap (f64, f32 rows of
 # 136), plain and --graph; under MPS, two rounds, each layout with and without overlap, plain
 # and --graph: 512^3 on 1 rank (f64 rows of 516 and 514, f32 rows of 520 placed for the tiles

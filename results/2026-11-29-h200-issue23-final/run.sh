@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23's figures with the final code (this directory's commit), on one H200, in two parts:
+# Issue 23's figures with 9bd6c74 (the code before this session), on one H200, in two parts:
 #   PART=checks  CUDA conformance, the CLI's GPU tests, the HIP backend through the HIP-on-CUDA
 #                layer; compute-sanitizer memcheck and racecheck of the stencil, 2 ranks sharing
 #                the GPU over ipc (periodic in x: the one launch) and 1 rank (every message a
