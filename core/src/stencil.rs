@@ -592,6 +592,8 @@ pub fn run_jacobi<B: Backend>(
     let halos_in_joins = (0..slab_sides)
         .map(|_| backend.create_marker())
         .collect::<Result<Vec<_>>>()?;
+    // How each neighbour's messages travel: fixed when the exchange was set up.
+    let links = exchange.links();
     let step = Step {
         backend,
         launches: &launches,
@@ -609,7 +611,7 @@ pub fn run_jacobi<B: Backend>(
         halos_in: &halos_in,
         halos_in_side: &halos_in_side,
         halos_in_joins: &halos_in_joins,
-        overlap: config.overlap.overlaps(&exchange.links()),
+        overlap: config.overlap.overlaps(&links),
     };
     // Step s reads u and writes v when s is even, the other way round when odd.
     let fields = |s: u32| if s % 2 == 0 { (&u, &v) } else { (&v, &u) };
@@ -654,7 +656,6 @@ pub fn run_jacobi<B: Backend>(
         exchange.exchange(&last_refs, &stream)?;
         exchange_seconds.push(t0.elapsed().as_secs_f64());
     }
-    let links = exchange.links();
     let one_launch = (config.exchange_reps > 0).then(|| exchange.ran_in_one_launch());
     drop(exchange);
     let last: Vec<(&B::DeviceMemory, usize)> = last
