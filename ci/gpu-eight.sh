@@ -109,15 +109,16 @@ if wants faults; then
     grep -ciE "timed out|time-out" "$out/fault-drop-send.log" | sed 's/^/lines naming a time-out: /'
     grep -iE "timed out|time-out" "$out/fault-drop-send.log" | head -n 3
     if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then status=1; failed+=("fault-drop-send (exit $rc)"); fi
-    # A stopped rank: the fourth rank process receives SIGSTOP once the job runs (enough steps
-    # that it is still stepping 15 s in); the others must time out.
+    # A stopped rank: the fourth rank process (the last, with fewer ranks) receives SIGSTOP
+    # once the job runs (enough steps that it is still stepping 15 s in); the others must time
+    # out.
     timeout 180 "${mpi[@]}" "$hp" stencil --backend cuda --periodic xyz --grid "$small" \
         --procs "$procs" --transport ipc --steps 2000000 --timeout 5 \
         > "$out/fault-stopped-rank.log" 2>&1 &
     job=$!
     sleep 15
     # The rank processes' command lines start with the binary (mpirun's and timeout's do not).
-    victim=$(pgrep -f "^$hp stencil" | sort -n | sed -n 4p)
+    victim=$(pgrep -f "^$hp stencil" | sort -n | sed -n "$((ranks < 4 ? ranks : 4))p")
     if [ -n "$victim" ]; then kill -STOP "$victim"; echo "stopped pid $victim"; fi
     wait $job
     rc=$?

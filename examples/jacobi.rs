@@ -57,8 +57,9 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         exchange_reps: 5,
         compute_steps: 0,
         form: haloport::core::shared::HP_STENCIL_FORM_MARCH,
-        // Fields placed so that the step's tiles start on sectors; Library: Field::alloc.
-        fields: FieldPlacement::Tiles,
+        // Each field placed for the box its steps run most (the step's tiles, or without
+        // overlap the f32 lanes over the interior); Library: Field::alloc.
+        fields: FieldPlacement::Auto,
         graph: false, // true: two steps captured into a CUDA/HIP graph, replayed (GPU backends)
         shell_launches: false, // true: the shell's x and y slabs in launches of their own
         // Beside the exchange unless every neighbour is this rank; On, Off to choose.

@@ -44,6 +44,10 @@ pub enum Command {
 /// Where `haloport stencil` puts its fields (`FieldPlacement`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PlacementArg {
+    /// Each field placed for the box its steps run most: `interior` where the steps do not
+    /// overlap (`--overlap`) and an f32 field's update then runs its lanes over the interior,
+    /// `tiles` elsewhere.
+    Auto,
     /// `Field::alloc`: the library's allocations, each field at its start.
     Library,
     /// The application's allocations, each field at its start, handed over with
@@ -62,6 +66,7 @@ impl PlacementArg {
     pub fn placement(self) -> haloport::core::stencil::FieldPlacement {
         use haloport::core::stencil::FieldPlacement;
         match self {
+            PlacementArg::Auto => FieldPlacement::Auto,
             PlacementArg::Library => FieldPlacement::Library,
             PlacementArg::Adopted => FieldPlacement::Adopted,
             PlacementArg::Tiles => FieldPlacement::Tiles,
@@ -713,8 +718,9 @@ pub struct StencilArgs {
     pub inject: Option<haloport::core::halo::HaloFault>,
     /// Where the fields live: the library's allocations, or the application's, adopted at
     /// their start or placed with the inner box's (tiles) or the interior's first cell on a
-    /// 32-byte boundary (where the rows' length is a multiple of 16 bytes).
-    #[arg(long, value_enum, default_value = "tiles")]
+    /// 32-byte boundary (where the rows' length is a multiple of 16 bytes); auto: each field
+    /// as the box its steps run most wants.
+    #[arg(long, value_enum, default_value = "auto")]
     pub placement: PlacementArg,
     /// The same as --placement adopted.
     #[arg(long, conflicts_with = "placement")]

@@ -496,6 +496,15 @@ fn f32_rows_of_a_multiple_of_4_elements_take_the_lanes_and_others_are_told_how()
     let (_, aligned) = run("64x32x32", &["--pad", "2,0,0"]);
     assert_eq!(aligned["inner_kernel"], "hp_stencil27_march32", "{aligned}");
     assert_eq!(aligned["checksum"], off["checksum"]);
+    // --placement auto: one rank's steps do not overlap, so fields whose rows (68 elements,
+    // 272 bytes) can be placed are placed for the lanes over the interior; rows of 66 (264
+    // bytes, at two phases) cannot be, and with overlap the step's tiles want their own.
+    assert_eq!(off["overlap"], false, "{off}");
+    assert_eq!(off["placement"], "tiles", "{off}");
+    assert_eq!(aligned["placement"], "interior", "{aligned}");
+    let (_, overlapped) = run("64x32x32", &["--pad", "2,0,0", "--overlap", "on"]);
+    assert_eq!(overlapped["placement"], "tiles", "{overlapped}");
+    assert_eq!(overlapped["checksum"], off["checksum"]);
     let (stdout, plain) = run("64x31x32", &[]);
     assert_eq!(plain["inner_kernel"], "hp_stencil27_marching", "{plain}");
     assert_eq!(plain["lanes_padding"], 2, "{plain}");
@@ -507,7 +516,7 @@ fn f32_rows_of_a_multiple_of_4_elements_take_the_lanes_and_others_are_told_how()
     assert_eq!(padded["inner_kernel"], "hp_stencil27_march32", "{padded}");
     assert!(padded.get("lanes_padding").is_none(), "{padded}");
     assert!(!stdout.contains("hint:"), "{stdout}");
-    for result in [&off, &aligned, &plain, &padded] {
+    for result in [&off, &aligned, &overlapped, &plain, &padded] {
         assert_eq!(result["verified"], true, "{result}");
     }
     assert_eq!(padded["checksum"], plain["checksum"]);

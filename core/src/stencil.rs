@@ -150,19 +150,38 @@ pub enum Overlap {
 }
 
 impl Overlap {
-    /// Whether a rank whose neighbours travel by `links` overlaps its steps.
-    pub fn overlaps(self, links: &[Link]) -> bool {
+    /// Whether a rank overlaps its steps; `alone`: every neighbour of the rank is the rank
+    /// itself, or it has none ([`alone`]).
+    pub fn overlaps(self, alone: bool) -> bool {
         match self {
             Overlap::On => true,
             Overlap::Off => false,
-            Overlap::Auto => !links.iter().all(|l| *l == Link::Local),
+            Overlap::Auto => !alone,
         }
     }
+}
+
+/// Whether every neighbour in `plan` is its own rank (or it has none): its exchange is then
+/// copies within the device ([`Link::Local`]).
+pub fn alone(plan: &HaloPlan) -> bool {
+    plan.neighbours
+        .iter()
+        .all(|n| n.rank == plan.decomposition.rank)
 }
 
 /// Where the stencil's fields live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FieldPlacement {
+    /// Each field placed for the box its steps run most ([`FieldPlacement::resolve`]):
+    /// [`FieldPlacement::Interior`] where the steps do not overlap ([`Overlap`]) and the
+    /// field's update then runs its f32 lanes over the interior ([`HalosIn`]), whose rows the
+    /// placement puts on sectors; [`FieldPlacement::Tiles`] elsewhere (the default). At 512^3
+    /// on one rank of one H200 (no overlap), f32 rows of 520: steps 348-359 us against 382-395
+    /// us with `Tiles`, compute alone 83-85 % of the copy speed against 76-77 %; f64 keeps
+    /// `Tiles`, 656-672 us against 725-738 (`results/2026-11-29-h200-issue23-final/`, calls
+    /// 5-7).
+    #[default]
+    Auto,
     /// [`Field::alloc`]: the library's allocations, each field at the start of its own.
     Library,
     /// The application's allocations, each field at the start of its own, handed to the
@@ -170,13 +189,12 @@ pub enum FieldPlacement {
     Adopted,
     /// The application's allocations, each field placed so that the inner box's first cell
     /// (where the step's tiles start) sits on a [`PLACEMENT`] boundary ([`placement`]),
-    /// adopted (the default). Where every row starts at one phase, every row's tiles then
+    /// adopted. Where every row starts at one phase, every row's tiles then
     /// start on a sector: at 512^3 f64 with rows of 516 on one H200 the step took 682-688 us
     /// against 761-762 us with [`FieldPlacement::Library`] (where x = 2 sat 16 bytes past a
     /// sector in every row), compute alone 629-630 us (83 % of the copy speed) against 701-704
     /// us; in the other layouts measured (f32 rows of 520 and 516, f64 rows of 514) the step
     /// was the library's, within 5 us (results/2026-11-29-h200-placed-fields, calls 4-6).
-    #[default]
     Tiles,
     /// The application's allocations, each field placed so that its interior's first cell
     /// sits on a [`PLACEMENT`] boundary, adopted. A box whose rows start and end on such
@@ -191,9 +209,10 @@ pub enum FieldPlacement {
 }
 
 impl FieldPlacement {
-    /// `library`, `adopted`, `tiles` or `interior` (the command line's `--placement`).
+    /// `auto`, `library`, `adopted`, `tiles` or `interior` (the command line's `--placement`).
     pub fn name(self) -> &'static str {
         match self {
+            FieldPlacement::Auto => "auto",
             FieldPlacement::Library => "library",
             FieldPlacement::Adopted => "adopted",
             FieldPlacement::Tiles => "tiles",
@@ -205,9 +224,38 @@ impl FieldPlacement {
     /// box's first or the interior's first; `None` at the allocation's start.
     fn cell(self, d: &Decomposition) -> Option<[u64; 3]> {
         match self {
-            FieldPlacement::Library | FieldPlacement::Adopted => None,
+            FieldPlacement::Auto | FieldPlacement::Library | FieldPlacement::Adopted => None,
             FieldPlacement::Tiles => Some(d.halo.map(|h| h + 1)),
             FieldPlacement::Interior => Some(d.halo),
+        }
+    }
+
+    /// The placement of a field whose update launches as `kind` (its element type and
+    /// shape) in steps of `d` with the inner box `inner` that do or do not `overlap`: `self`,
+    /// or what [`FieldPlacement::Auto`] picks. That is [`FieldPlacement::Interior`] where the
+    /// steps do not overlap, the rows' length lets a field be placed ([`placement`]), and the
+    /// update so placed runs its lanes over a box wider than the inner one ([`HalosIn`]);
+    /// [`FieldPlacement::Tiles`] elsewhere.
+    pub(crate) fn resolve(
+        self,
+        kind: &hp_stencil_args,
+        d: &Decomposition,
+        inner: &CellBox,
+        overlap: bool,
+    ) -> FieldPlacement {
+        if self != FieldPlacement::Auto {
+            return self;
+        }
+        let cell_bytes = u64::from(kind.elem_bytes) * u64::from(kind.components);
+        // Where a field placed for its interior starts in an allocation at address 0.
+        let at = placement(d, cell_bytes, d.halo, 0);
+        if !overlap
+            && placeable(d, cell_bytes)
+            && HalosIn::of(kind, [at, at], &interior_box(d), inner).is_some()
+        {
+            FieldPlacement::Interior
+        } else {
+            FieldPlacement::Tiles
         }
     }
 }
@@ -222,11 +270,17 @@ pub const PLACEMENT: u64 = 32;
 /// take the lanes' off form only in 16-byte aligned fields
 /// ([`crate::regions::stencil_lanes_off`]).
 pub fn placement(d: &Decomposition, cell_bytes: u64, cell: [u64; 3], addr: u64) -> u64 {
-    if d.alloc[0] * cell_bytes % 16 != 0 {
+    if !placeable(d, cell_bytes) {
         return 0;
     }
     let at = addr + d.index(cell) * cell_bytes;
     (PLACEMENT - at % PLACEMENT) % PLACEMENT
+}
+
+/// Whether [`placement`] places a field of `d` with cells of `cell_bytes` bytes: its rows'
+/// length is a multiple of 16 bytes, so every row starts at one phase.
+fn placeable(d: &Decomposition, cell_bytes: u64) -> bool {
+    d.alloc[0] * cell_bytes % 16 == 0
 }
 
 /// Where the inner box took the shell's x and y slabs into its tiles (the first such field):
@@ -267,6 +321,9 @@ pub struct JacobiRun {
     pub compute_replayed: u32,
     /// Whether each step updated its inner box beside the exchange ([`Overlap`]).
     pub overlapped: bool,
+    /// Where each field lived ([`JacobiConfig::fields`], resolved: never
+    /// [`FieldPlacement::Auto`]).
+    pub placements: Vec<FieldPlacement>,
     /// Wall time of copying every field to the other by the copy engine, as often: a step
     /// reads one field and writes the other, so this is the time a step's traffic takes at the
     /// device's copy speed, measured in the same run.
@@ -449,11 +506,30 @@ pub fn run_jacobi<B: Backend>(
     // kernels, the stream drains), as `Field::adopt`'s contract asks.
     let mut own = Vec::new();
     let kinds = FieldKind::of(&spec)?;
+    let (inner, shell) = boxes(d, shape);
+    // Each field's launch: its element type and components.
+    let launches: Vec<hp_stencil_args> = kinds
+        .iter()
+        .map(|kind| hp_stencil_args {
+            alloc: d.alloc,
+            elem_bytes: kind.elem.bytes(),
+            shape,
+            components: kind.components,
+            form: config.form,
+            ..hp_stencil_args::default()
+        })
+        .collect();
+    // Known from the plan: a neighbour travels as a local copy exactly where it is this rank.
+    let overlap = config.overlap.overlaps(alone(&plan));
+    let placements: Vec<FieldPlacement> = launches
+        .iter()
+        .map(|kind| config.fields.resolve(kind, d, &inner, overlap))
+        .collect();
     let mut field = |f: usize| -> Result<Field<B>> {
-        if config.fields == FieldPlacement::Library {
+        if placements[f] == FieldPlacement::Library {
             return Field::alloc_field(backend, &plan, f);
         }
-        let cell = config.fields.cell(d);
+        let cell = placements[f].cell(d);
         let cell_bytes = kinds[f].cell_bytes();
         let bytes = d.alloc_elems() as usize * cell_bytes;
         let slack = if cell.is_some() {
@@ -487,19 +563,6 @@ pub fn run_jacobi<B: Backend>(
     let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
     let setup_seconds = setup_started.elapsed().as_secs_f64();
     let deadline = || crate::backend::deadline_in(config.options.timeout);
-    let (inner, shell) = boxes(d, shape);
-    // Each field's launch: its element type and components.
-    let launches: Vec<hp_stencil_args> = kinds
-        .iter()
-        .map(|kind| hp_stencil_args {
-            alloc: d.alloc,
-            elem_bytes: kind.elem.bytes(),
-            shape,
-            components: kind.components,
-            form: config.form,
-            ..hp_stencil_args::default()
-        })
-        .collect();
     // The control words of each field whose inner box takes the shell's x and y slabs into
     // its tiles (declared before the stream, which is drained before they are freed).
     let shell_words = launches
@@ -611,7 +674,7 @@ pub fn run_jacobi<B: Backend>(
         halos_in: &halos_in,
         halos_in_side: &halos_in_side,
         halos_in_joins: &halos_in_joins,
-        overlap: config.overlap.overlaps(&links),
+        overlap,
     };
     // Step s reads u and writes v when s is even, the other way round when odd.
     let fields = |s: u32| if s % 2 == 0 { (&u, &v) } else { (&v, &u) };
@@ -761,6 +824,7 @@ pub fn run_jacobi<B: Backend>(
         compute_seconds,
         compute_replayed,
         overlapped: step.overlap,
+        placements,
         copy_seconds,
         setup_seconds,
         gathered,
@@ -1455,18 +1519,66 @@ fn place(spec: &DomainSpec, p: &Decomposition, part: &[u8], global: &mut [u8], e
 mod tests {
     use super::*;
 
+    /// A 27-point f32 or f64 field of `grid` on `procs`, rank `rank`, periodic everywhere,
+    /// rows padded by `pad`.
+    fn periodic(elem: ElemType, grid: [u64; 3], procs: [u32; 3], rank: i32, pad: u32) -> HaloPlan {
+        let spec = DomainSpec {
+            grid,
+            procs: Some(procs),
+            periodic: [true, true, true],
+            halo: [1, 1, 1],
+            elem,
+            fields: 1,
+            layout: crate::domain::Layout {
+                pad: [pad, 0, 0],
+                ..Default::default()
+            },
+        };
+        let ranks = procs.iter().product::<u32>() as i32;
+        HaloPlan::compile(&spec, ranks, rank).expect("plan")
+    }
+
     #[test]
     fn auto_overlaps_only_a_rank_with_another_rank_for_a_neighbour() {
-        use Link::{Direct, Local, Staged};
-        for (links, auto) in [
-            (&[][..], false),
-            (&[Local, Local][..], false),
-            (&[Local, Direct][..], true),
-            (&[Staged][..], true),
+        let one = periodic(ElemType::F64, [16, 8, 8], [1, 1, 1], 0, 0);
+        let two = periodic(ElemType::F64, [16, 8, 8], [2, 1, 1], 1, 0);
+        // One rank of two along y only: its x and z neighbours are itself, not its y ones.
+        let beside = periodic(ElemType::F64, [16, 8, 8], [1, 2, 1], 0, 0);
+        for (plan, by_itself) in [(&one, true), (&two, false), (&beside, false)] {
+            assert_eq!(alone(plan), by_itself);
+            assert_eq!(Overlap::Auto.overlaps(alone(plan)), !by_itself);
+            assert!(Overlap::On.overlaps(alone(plan)));
+            assert!(!Overlap::Off.overlaps(alone(plan)));
+        }
+    }
+
+    #[test]
+    fn auto_places_for_the_interior_only_lanes_without_overlap() {
+        // f32 rows of 520 take the lanes over the interior once it sits on a sector; rows of
+        // 514 cannot be placed; f64 marches in tiles, which want the inner box placed.
+        for (elem, pad, overlap, placed) in [
+            (ElemType::F32, 6, false, FieldPlacement::Interior),
+            (ElemType::F32, 6, true, FieldPlacement::Tiles),
+            (ElemType::F32, 0, false, FieldPlacement::Tiles),
+            (ElemType::F64, 2, false, FieldPlacement::Tiles),
         ] {
-            assert_eq!(Overlap::Auto.overlaps(links), auto, "{links:?}");
-            assert!(Overlap::On.overlaps(links), "{links:?}");
-            assert!(!Overlap::Off.overlaps(links), "{links:?}");
+            let plan = periodic(elem, [512, 8, 8], [1, 1, 1], 0, pad);
+            let d = &plan.decomposition;
+            let (inner, _) = boxes(d, Stencil::Point27.shape([1; 3], [1; 3]));
+            let kind = hp_stencil_args {
+                alloc: d.alloc,
+                elem_bytes: elem.bytes(),
+                shape: Stencil::Point27.shape([1; 3], [1; 3]),
+                components: 1,
+                form: crate::shared::HP_STENCIL_FORM_MARCH,
+                ..hp_stencil_args::default()
+            };
+            let auto = FieldPlacement::Auto.resolve(&kind, d, &inner, overlap);
+            assert_eq!(auto, placed, "{elem} pad {pad} overlap {overlap}");
+            // A placement named is kept.
+            for named in [FieldPlacement::Library, FieldPlacement::Interior] {
+                assert_eq!(named.resolve(&kind, d, &inner, overlap), named);
+            }
         }
     }
 

@@ -87,8 +87,9 @@ pub(crate) struct StencilResult {
     hidden_fraction: f64,
     /// How the update kernel walked its boxes: `march` or `points`.
     stencil_form: String,
-    /// Where the fields lived (`--placement`): `library`, `adopted`, `tiles` or `interior`;
-    /// older results lack it.
+    /// Where the fields lived (`--placement`, `auto` resolved): `library`, `adopted`, `tiles`
+    /// or `interior`, or for fields placed differently their placements in order joined by
+    /// commas; older results lack it.
     #[serde(default)]
     placement: String,
     /// Steps replayed from a captured graph, two per replay (`--graph`); older results lack it.
@@ -387,7 +388,7 @@ pub(crate) fn measured<B: Backend>(
             compute_median_us,
             exposed_exchange_us,
             stencil_form: args.stencil_form.name().to_owned(),
-            placement: config.fields.name().to_owned(),
+            placement: placement_names(&run.placements),
             graph: args.graph,
             compute_replayed_steps,
             overlap,
@@ -414,6 +415,16 @@ pub(crate) fn measured<B: Backend>(
             verification,
         };
         Ok(Some(result))
+    }
+}
+
+/// The placement of rank 0's fields: one name where they share it, else each field's in order.
+fn placement_names(placements: &[FieldPlacement]) -> String {
+    let names: Vec<&str> = placements.iter().map(|p| p.name()).collect();
+    if names.windows(2).all(|w| w[0] == w[1]) {
+        names.first().copied().unwrap_or_default().to_owned()
+    } else {
+        names.join(",")
     }
 }
 
