@@ -172,14 +172,15 @@ pub fn alone(plan: &HaloPlan) -> bool {
 /// Where the stencil's fields live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FieldPlacement {
-    /// Each field placed for the box its steps run most ([`FieldPlacement::resolve`]):
-    /// [`FieldPlacement::Interior`] where the steps do not overlap ([`Overlap`]) and the
-    /// field's update then runs its f32 lanes over the interior ([`HalosIn`]), whose rows the
-    /// placement puts on sectors; [`FieldPlacement::Tiles`] elsewhere (the default). At 512^3
-    /// on one rank of one H200 (no overlap), f32 rows of 520: steps 348-359 us against 382-395
-    /// us with `Tiles`, compute alone 83-85 % of the copy speed against 76-77 %; f64 keeps
-    /// `Tiles`, 656-672 us against 725-738 (`results/2026-11-29-h200-issue23-final/`, calls
-    /// 5-7).
+    /// The default: each field placed for the box its steps run most
+    /// ([`FieldPlacement::resolve`]): [`FieldPlacement::Interior`] where the steps do not
+    /// overlap ([`Overlap`]) and the field's update then runs its f32 lanes over the interior
+    /// ([`HalosIn`]), whose rows the placement puts on sectors; [`FieldPlacement::Tiles`]
+    /// elsewhere. At 512^3 on one rank of one H200 (no overlap), f32 rows of 520: steps
+    /// 357-358 us (`--graph` 348) against 392-395 (384-389) with `Tiles`, compute alone 83-86 %
+    /// of the copy speed against 76-77 % (`results/2026-11-29-h200x2-two-gpus/`, call 3). f64
+    /// keeps `Tiles`: 656-672 us against 725-738 with `Interior`
+    /// (`results/2026-11-29-h200-issue23-final/`, call 7).
     #[default]
     Auto,
     /// [`Field::alloc`]: the library's allocations, each field at the start of its own.
@@ -247,8 +248,9 @@ impl FieldPlacement {
             return self;
         }
         let cell_bytes = u64::from(kind.elem_bytes) * u64::from(kind.components);
+        let interior = FieldPlacement::Interior.cell(d);
         // Where a field placed for its interior starts in an allocation at address 0.
-        let at = placement(d, cell_bytes, d.halo, 0);
+        let at = interior.map_or(0, |cell| placement(d, cell_bytes, cell, 0));
         if !overlap
             && placeable(d, cell_bytes)
             && HalosIn::of(kind, [at, at], &interior_box(d), inner).is_some()
