@@ -172,11 +172,10 @@ pub fn alone(plan: &HaloPlan) -> bool {
 /// Where the stencil's fields live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FieldPlacement {
-    /// The default: each field placed for the box its steps run most
-    /// ([`FieldPlacement::resolve`]): [`FieldPlacement::Interior`] where the steps do not
-    /// overlap ([`Overlap`]) and the field's update then runs its f32 lanes over the interior
-    /// ([`HalosIn`]), whose rows the placement puts on sectors; [`FieldPlacement::Tiles`]
-    /// elsewhere. At 512^3 on one rank of one H200 (no overlap), f32 rows of 520: steps
+    /// The default: each field placed for the box its steps run most:
+    /// [`FieldPlacement::Interior`] where the steps do not overlap ([`Overlap`]) and the
+    /// field's update then runs its f32 lanes over the whole interior, whose rows the
+    /// placement puts on sectors; [`FieldPlacement::Tiles`] elsewhere. At 512^3 on one rank of one H200 (no overlap), f32 rows of 520: steps
     /// 357-358 us (`--graph` 348) against 392-395 (384-389) with `Tiles`, compute alone 83-86 %
     /// of the copy speed against 76-77 % (`results/2026-11-29-h200x2-two-gpus/`, call 3). f64
     /// keeps `Tiles`: 656-672 us against 725-738 with `Interior`
