@@ -477,8 +477,9 @@ fn padded_allocations_verify_on_1_2_4_and_8_ranks_with_the_same_checksum() {
 #[test]
 fn f32_rows_of_a_multiple_of_4_elements_take_the_lanes_and_others_are_told_how() {
     // Rows of 66 f32 elements take the lanes' off form in planes of 34 rows; in planes of 33
-    // rows they march in the march kernel's tiles, and the report says which padding gives the
-    // lanes of 4 points. With it the box takes them, with the same result either way.
+    // rows they march in the march kernel's tiles. With overlap the report says which padding
+    // gives the lanes of 4 points; without (one rank), which gives rows of whole sectors, where
+    // --placement auto places the interior on one. The result is the same every way.
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("stencil.json");
     let run = |grid: &str, extra: &[&str]| {
@@ -489,18 +490,26 @@ fn f32_rows_of_a_multiple_of_4_elements_take_the_lanes_and_others_are_told_how()
         assert_eq!(job.code, Some(0), "{grid} {extra:?}: {}", job.explain());
         (job.stdout, read_json(&json))
     };
-    let (stdout, off) = run("64x32x32", &[]);
+    let (stdout, off) = run("64x32x32", &["--overlap", "on"]);
     assert_eq!(off["inner_kernel"], "hp_stencil27_march32", "{off}");
     assert!(off.get("lanes_padding").is_none(), "{off}");
     assert!(!stdout.contains("hint:"), "{stdout}");
+    let (stdout, alone) = run("64x32x32", &[]);
+    assert_eq!(alone["lanes_padding"], 6, "{alone}");
+    assert!(
+        stdout.contains("hint: rows of 66 f32 elements: --pad 6,0,0 makes them a multiple of 8"),
+        "{stdout}"
+    );
+    assert_eq!(alone["checksum"], off["checksum"]);
     let (_, aligned) = run("64x32x32", &["--pad", "2,0,0"]);
     assert_eq!(aligned["inner_kernel"], "hp_stencil27_march32", "{aligned}");
     assert_eq!(aligned["checksum"], off["checksum"]);
     // --placement auto: one rank's steps do not overlap, so fields whose rows (68 elements,
     // 272 bytes) can be placed are placed for the lanes over the interior; rows of 66 (264
     // bytes, at two phases) cannot be, and with overlap the step's tiles want their own.
-    assert_eq!(off["overlap"], false, "{off}");
-    assert_eq!(off["placement"], "tiles", "{off}");
+    assert_eq!(alone["overlap"], false, "{alone}");
+    assert_eq!(alone["placement"], "tiles", "{alone}");
+    assert_eq!(aligned["lanes_padding"], 4, "{aligned}");
     assert_eq!(aligned["placement"], "interior", "{aligned}");
     let (_, overlapped) = run("64x32x32", &["--pad", "2,0,0", "--overlap", "on"]);
     assert_eq!(overlapped["placement"], "tiles", "{overlapped}");
@@ -527,21 +536,34 @@ fn f32_rows_of_a_multiple_of_4_elements_take_the_lanes_and_others_are_told_how()
     let mixed = read_json(&mixed);
     assert_eq!(mixed["placement"], "interior,tiles", "{mixed}");
     assert_eq!(mixed["verified"], true, "{mixed}");
-    let (stdout, plain) = run("64x31x32", &[]);
+    let (stdout, plain) = run("64x31x32", &["--overlap", "on"]);
     assert_eq!(plain["inner_kernel"], "hp_stencil27_marching", "{plain}");
     assert_eq!(plain["lanes_padding"], 2, "{plain}");
     assert!(
         stdout.contains("hint: rows of 66 f32 elements: --pad 2,0,0 makes them a multiple of 4"),
         "{stdout}"
     );
-    let (stdout, padded) = run("64x31x32", &["--pad", "2,0,0"]);
+    let (stdout, padded) = run("64x31x32", &["--pad", "2,0,0", "--overlap", "on"]);
     assert_eq!(padded["inner_kernel"], "hp_stencil27_march32", "{padded}");
     assert!(padded.get("lanes_padding").is_none(), "{padded}");
     assert!(!stdout.contains("hint:"), "{stdout}");
-    for result in [&off, &aligned, &overlapped, &plain, &padded] {
+    let (stdout, sectors) = run("64x31x32", &["--pad", "6,0,0"]);
+    assert_eq!(sectors["placement"], "interior", "{sectors}");
+    assert!(sectors.get("lanes_padding").is_none(), "{sectors}");
+    assert!(!stdout.contains("hint:"), "{stdout}");
+    for result in [
+        &off,
+        &alone,
+        &aligned,
+        &overlapped,
+        &plain,
+        &padded,
+        &sectors,
+    ] {
         assert_eq!(result["verified"], true, "{result}");
     }
     assert_eq!(padded["checksum"], plain["checksum"]);
+    assert_eq!(sectors["checksum"], plain["checksum"]);
 }
 
 #[test]

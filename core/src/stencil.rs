@@ -294,6 +294,17 @@ pub struct ShellTilesListed {
     pub last_step: u32,
 }
 
+/// Padding after each row of a field that would give its update a faster form
+/// ([`JacobiRun::inner_rows_padding`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowsPadding {
+    /// Cells of padding.
+    pub cells: u64,
+    /// What the padded rows' length is a multiple of, in elements: 4 for the f32 lanes, 8 (f32)
+    /// for rows of whole sectors with the interior placed on one.
+    pub multiple: u64,
+}
+
 /// What one run measured, and (on rank 0) the gathered final fields.
 pub struct JacobiRun {
     /// Where the inner box took the shell's x and y slabs into its tiles (the first such
@@ -302,9 +313,11 @@ pub struct JacobiRun {
     /// The kernel that updates this rank's inner box of the first field (`None` where the
     /// box is empty): which tiles the step's bulk runs in.
     pub inner_kernel: Option<Kernel>,
-    /// The cells of padding after each row that would give that box the f32 lanes of 4
-    /// points ([`crate::regions::lanes_padding`]); `None` where it has them or cannot.
-    pub inner_lanes_padding: Option<u64>,
+    /// The padding after each row that would give that box its faster form: rows of whole
+    /// sectors where the field would then be placed for its interior
+    /// ([`FieldPlacement::Auto`]), else the f32 lanes of 4 points
+    /// ([`crate::regions::lanes_padding`]); `None` where it has it or cannot.
+    pub inner_rows_padding: Option<RowsPadding>,
     /// This rank's plan.
     pub plan: HaloPlan,
     /// How each neighbour's messages travelled, in the plan's order.
@@ -797,12 +810,17 @@ pub fn run_jacobi<B: Backend>(
         backend.stream_synchronize(&stream, deadline())?;
         copy_seconds.push(t0.elapsed().as_secs_f64());
     }
-    let (inner_kernel, inner_lanes_padding) = inner_kernel(
+    let (inner_kernel, lanes_padding) = inner_kernel(
         &launches[0],
         (&u[0], &v[0]),
         &inner,
         shell_words[0].is_some(),
     );
+    let inner_rows_padding = sector_rows_padding(config.fields, &launches[0], d, &inner, overlap)
+        .or(lanes_padding.map(|cells| RowsPadding {
+            cells,
+            multiple: u64::from(crate::shared::HP_LANES_POINTS),
+        }));
     // Without overlap the halos are in before every update: no tile waits for them.
     let shell_tiles = shell_words
         .iter()
@@ -819,7 +837,7 @@ pub fn run_jacobi<B: Backend>(
         one_launch,
         shell_tiles,
         inner_kernel,
-        inner_lanes_padding,
+        inner_rows_padding,
         step_seconds,
         exchange_seconds,
         compute_seconds,
@@ -1392,6 +1410,40 @@ fn sweep<B: Backend>(
     // interior, so every point's neighbours lie inside the allocation; (3) the CPU does not
     // touch the fields while kernels run.
     unsafe { backend.launch(launch, dims, stream) }
+}
+
+/// The cells of padding after each row that would make a field whose update launches as
+/// `kind` rows of whole [`PLACEMENT`] sectors, where `placement` would then place it for its
+/// interior ([`FieldPlacement::resolve`]); `None` where its rows are whole sectors already or
+/// it would not be so placed. Placed so, rows of 4 f32 elements past a sector start at two
+/// phases: at 512^3 on one H200 compute alone took 363-370 us with rows of 516 against 317-325
+/// us with rows of 520, at 256^3 77 us (260) against 66 us (264)
+/// (`results/2026-11-29-h200x2-two-gpus/`, call 5).
+fn sector_rows_padding(
+    placement: FieldPlacement,
+    kind: &hp_stencil_args,
+    d: &Decomposition,
+    inner: &CellBox,
+    overlap: bool,
+) -> Option<RowsPadding> {
+    let cell_bytes = u64::from(kind.elem_bytes) * u64::from(kind.components);
+    let per_sector = PLACEMENT / cell_bytes;
+    if per_sector == 0 || PLACEMENT % cell_bytes != 0 {
+        return None;
+    }
+    let short = (per_sector - d.alloc[0] % per_sector) % per_sector;
+    let mut padded = d.clone();
+    padded.alloc[0] += short;
+    let padded_kind = hp_stencil_args {
+        alloc: padded.alloc,
+        ..*kind
+    };
+    (short > 0
+        && placement.resolve(&padded_kind, &padded, inner, overlap) == FieldPlacement::Interior)
+        .then_some(RowsPadding {
+            cells: short,
+            multiple: per_sector,
+        })
 }
 
 /// The kernel [`sweep`] (or, where the box takes its shell's slabs, the step) launches over the

@@ -51,10 +51,16 @@ pub(crate) struct StencilResult {
     /// absent where that box is empty (and in older results).
     #[serde(skip_serializing_if = "Option::is_none")]
     inner_kernel: Option<&'static str>,
-    /// The cells of padding after each of rank 0's rows that would give its f32 box the lanes
-    /// of 4 points (`hp_stencil27_march32`); absent where it has them or cannot.
+    /// The cells of padding after each of rank 0's rows that would give its f32 box its
+    /// faster form: rows of whole 32-byte sectors where `--placement auto` would then place
+    /// the field for its interior, else the lanes of 4 points (`hp_stencil27_march32`); absent
+    /// where it has it or cannot.
     #[serde(skip_serializing_if = "Option::is_none")]
     lanes_padding: Option<u64>,
+    /// What rows so padded are a multiple of, in elements: 4 (the lanes) or 8 (whole sectors);
+    /// absent with `lanes_padding`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    padded_multiple: Option<u64>,
     /// 7 or 27: the points the update averages.
     stencil: u32,
     /// Messages rank 0 sends per exchange (its neighbours that receive something).
@@ -355,7 +361,8 @@ pub(crate) fn measured<B: Backend>(
             pad: config.spec.layout.pad,
             alloc: run.plan.decomposition.alloc,
             inner_kernel: run.inner_kernel.map(Kernel::symbol),
-            lanes_padding: run.inner_lanes_padding,
+            lanes_padding: run.inner_rows_padding.map(|p| p.cells),
+            padded_multiple: run.inner_rows_padding.map(|p| p.multiple),
             stencil: config.stencil.points(),
             messages: run
                 .plan
@@ -428,18 +435,25 @@ fn placement_names(placements: &[FieldPlacement]) -> String {
     }
 }
 
-/// Where rank 0's f32 box misses the lanes of 4 points only for its rows' length: the padding
-/// that gives them.
+/// Where rank 0's f32 box misses its faster form only for its rows' length: the padding that
+/// gives it (the lanes of 4 points, or rows of whole sectors for the lanes over the interior).
 fn lanes_hint(r: &StencilResult) -> Option<String> {
+    let multiple = r.padded_multiple?;
+    let why = if multiple == u64::from(haloport::core::shared::HP_LANES_POINTS) {
+        format!(
+            "for the faster f32 tiles ({})",
+            Kernel::StencilMarch32.symbol()
+        )
+    } else {
+        "whole 32-byte sectors, so that every row of the interior starts on one".to_owned()
+    };
     r.lanes_padding.map(|short| {
         format!(
-            "rows of {} f32 elements: --pad {},{},{} makes them a multiple of {}, for the faster f32 tiles ({})",
+            "rows of {} f32 elements: --pad {},{},{} makes them a multiple of {multiple}, {why}",
             r.alloc[0],
             u64::from(r.pad[0]) + short,
             r.pad[1],
             r.pad[2],
-            haloport::core::shared::HP_LANES_POINTS,
-            Kernel::StencilMarch32.symbol()
         )
     })
 }
