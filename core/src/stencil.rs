@@ -1645,19 +1645,8 @@ mod tests {
             (ElemType::F64, 2, true),
             (ElemType::F32, 0, false),
         ] {
-            let spec = DomainSpec {
-                grid: [512, 6, 5],
-                procs: Some([1, 1, 1]),
-                periodic: [true, true, true],
-                halo: [1, 1, 1],
-                elem,
-                fields: 1,
-                layout: crate::domain::Layout {
-                    pad: [pad, 0, 0],
-                    ..Default::default()
-                },
-            };
-            let d = Decomposition::new(&spec, 1, 0).expect("decomposition");
+            let plan = periodic(elem, [512, 6, 5], [1, 1, 1], 0, pad);
+            let d = plan.decomposition;
             let cell = u64::from(elem.bytes());
             assert_eq!(FieldPlacement::Library.cell(&d), None);
             assert_eq!(FieldPlacement::Adopted.cell(&d), None);
