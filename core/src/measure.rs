@@ -211,9 +211,7 @@ pub fn measure_run(
 ) -> Result<()> {
     // The first iteration's check records start zeroed; clear anything a previous user left.
     strategy.report(&mut Discard)?;
-    let depth = strategy.pipeline_depth().max(1) as usize;
-    // Ends of the last `depth` iterations, oldest first.
-    let mut ends: VecDeque<u64> = VecDeque::with_capacity(depth);
+    let mut periods = Periods::new(strategy.pipeline_depth());
     for it in 0..protocol.iterations {
         // Global iteration numbers run on across runs: a stale buffer never holds the value
         // the current iteration expects.
@@ -222,19 +220,7 @@ pub fn measure_run(
         let called = host_now_ns();
         strategy.iteration(global)?;
         let end = host_now_ns();
-        // Pipelined, the GPU works on this iteration while the CPU verifies the previous one,
-        // and iterations in flight together often end together: the period, averaged over up
-        // to `depth` iterations.
-        let (start, time_ns) = match (ends.front(), ends.back()) {
-            (Some(&oldest), Some(&previous)) if depth > 1 => {
-                (previous, (end - oldest) as f64 / ends.len() as f64)
-            }
-            _ => (called, (end - called) as f64),
-        };
-        if ends.len() == depth {
-            ends.pop_front();
-        }
-        ends.push_back(end);
+        let (start, time_ns) = periods.time(called, end);
         let measured = it >= protocol.warmup;
         if measured {
             outcome.iteration_us.push(time_ns / 1e3);
@@ -259,6 +245,43 @@ pub fn measure_run(
         on_iteration(run, it);
     }
     Ok(())
+}
+
+/// The time of each iteration from its host stamps. Pipelined, the GPU works on this
+/// iteration while the CPU verifies the previous one, and iterations in flight together often
+/// end together: an iteration lasts the period averaged over up to `depth` iterations, from
+/// the end of the oldest. Otherwise it lasts from its call to its end.
+struct Periods {
+    depth: usize,
+    /// Ends of the last `depth` iterations, oldest first.
+    ends: VecDeque<u64>,
+}
+
+impl Periods {
+    fn new(depth: u32) -> Periods {
+        let depth = depth.max(1) as usize;
+        Periods {
+            depth,
+            ends: VecDeque::with_capacity(depth),
+        }
+    }
+
+    /// The start stamp and the length in ns of an iteration called at `called` that ended at
+    /// `end`.
+    fn time(&mut self, called: u64, end: u64) -> (u64, f64) {
+        let timed = match (self.ends.front(), self.ends.back()) {
+            (Some(&oldest), Some(&previous)) if self.depth > 1 => (
+                previous,
+                end.saturating_sub(oldest) as f64 / self.ends.len() as f64,
+            ),
+            _ => (called, end.saturating_sub(called) as f64),
+        };
+        if self.ends.len() == self.depth {
+            self.ends.pop_front();
+        }
+        self.ends.push_back(end);
+        timed
+    }
 }
 
 /// The benchmark's observer of one iteration: verification into the rank's outcome, the
@@ -489,53 +512,43 @@ mod tests {
         );
     }
 
-    /// A pipelined strategy whose verification (untimed) takes 2 ms, and whose every other
-    /// call waits 6 ms more (for both epochs in flight) while the next finds its epoch done.
-    struct SlowToVerify;
-
-    impl Strategy for SlowToVerify {
-        fn iteration(&mut self, iteration: u32) -> Result<()> {
-            if iteration % 2 == 1 {
-                std::thread::sleep(std::time::Duration::from_millis(6));
-            }
-            Ok(())
-        }
-        fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
-            std::thread::sleep(std::time::Duration::from_millis(2));
-            observer.checks(BlockChecks {
-                records: &[],
-                planned: &[],
-                state: &|_| None,
-            });
-            Ok(())
-        }
-        fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
-            (crate::Coherence::Coherent, crate::Coherence::Coherent)
-        }
-        fn pipeline_depth(&self) -> u32 {
-            2
-        }
-    }
-
     #[test]
     fn a_pipelined_iteration_lasts_the_period_over_its_depth() {
-        let protocol = Protocol {
-            iterations: 6,
-            warmup: 2,
-            runs: 1,
-        };
-        let outcome = measure(&mut SlowToVerify, 0, protocol, |_, _| {}).expect("measured");
-        // Each period includes the previous iteration's verification (2 ms), during which a
-        // pipelined GPU goes on working; two periods hold one 6 ms wait: 5 ms each, not
-        // alternately 8 and 2.
-        assert_eq!(outcome.iteration_us.len(), 4);
-        assert!(
-            outcome
-                .iteration_us
+        // Stamps in ms: each call comes 2 ms after the previous end (the untimed verification),
+        // and every other call waits 6 ms more for both epochs in flight.
+        let calls_and_ends = [(0, 1), (3, 10), (12, 13), (15, 22), (24, 25), (27, 34)];
+        let times = |depth| {
+            let mut periods = Periods::new(depth);
+            calls_and_ends
                 .iter()
-                .all(|&us| (5000.0..7000.0).contains(&us)),
-            "{:?}",
-            outcome.iteration_us
+                .map(|&(called, end)| periods.time(called * 1000, end * 1000))
+                .collect::<Vec<_>>()
+        };
+        // Two periods hold one 6 ms wait: 6 ms each once two ends are known, measured from
+        // the previous end; not alternately 9 and 3.
+        assert_eq!(
+            times(2),
+            [
+                (0, 1000.0),
+                (1000, 9000.0),
+                (10000, 6000.0),
+                (13000, 6000.0),
+                (22000, 6000.0),
+                (25000, 6000.0)
+            ]
         );
+        // Not pipelined (depth 0 counts as 1), every iteration lasts from its call.
+        assert_eq!(
+            times(0),
+            [
+                (0, 1000.0),
+                (3000, 7000.0),
+                (12000, 1000.0),
+                (15000, 7000.0),
+                (24000, 1000.0),
+                (27000, 7000.0)
+            ]
+        );
+        assert_eq!(times(1), times(0));
     }
 }
