@@ -33,8 +33,9 @@ for line in open(sys.argv[1]):
         print(m["out_dir"])
 ' "$1" | tail -n 1
 }
-cargo build -p haloport-hip --features nvidia-layer
-cargo build -p haloport-hip --features nvidia-layer --message-format=json > "$tmp/build.json"
+# The test build runs the build script too: one build gives the layer and the tests.
+cargo test -p haloport-hip --features nvidia-layer --no-run
+cargo test -p haloport-hip --features nvidia-layer --no-run --message-format=json > "$tmp/build.json"
 out_dir=$(layer_dir "$tmp/build.json")
 lib="$out_dir/libhaloport_hipnv.so"
 [ -f "$lib" ] || { echo "hip-nvidia-test: no layer at $lib"; exit 1; }

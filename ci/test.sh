@@ -11,23 +11,34 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
+# Each part's start, with the seconds spent so far: CI must end within 30 minutes.
+part() { echo "ci/test.sh: $1 (after ${SECONDS} s)"; }
+part "formatting and clippy"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --features cuda,hip -- -D warnings
+part "the API docs"
 # The API docs (the crate's front page has the worked example, which the doc tests run): no
 # broken or private links.
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
+part "the workspace's tests"
 cargo test --workspace --features cuda,hip -- --show-output
+part "HIP on NVIDIA"
 # HIP on NVIDIA without a GPU (SPEC 19): the layer, its mapping and plumbing tests, the HIP
 # backend through it.
 bash ci/hip-nvidia-test.sh
+part "the C ABI"
 # The C ABI installed as the README says, its C and Fortran examples and its error paths
-# under mpirun (the library built from the test build above, with every backend).
+# under mpirun (the library built in the test build's target directory, unoptimized, with every
+# backend).
 HALOPORT_CMAKE_ARGS="-DHALOPORT_FEATURES=host,cuda,hip -DHALOPORT_CARGO_PROFILE=dev -DHALOPORT_CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}" \
     bash ci/capi-test.sh build/prefix
+part "the Python package"
 # The Python package installed as the README says, its tests under mpirun -np 2 and 4, and
 # examples/python/jacobi.py.
 bash ci/python-setup.sh
 bash ci/python-test.sh
+part "a host-only build"
 # The main build has every backend; refusing one that is not built in needs a build without
 # the GPU backends, so that test runs once more in a host-only build.
 cargo test --test bad_input a_backend_not_built_in_is_refused -- --show-output
+part "all passed"
