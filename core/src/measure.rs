@@ -512,6 +512,48 @@ mod tests {
         );
     }
 
+    /// A strategy with `depth` iterations in flight that does nothing but report empty checks.
+    struct InFlight {
+        depth: u32,
+    }
+
+    impl Strategy for InFlight {
+        fn iteration(&mut self, _iteration: u32) -> Result<()> {
+            Ok(())
+        }
+        fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
+            observer.checks(BlockChecks {
+                records: &[],
+                planned: &[],
+                state: &|_| None,
+            });
+            Ok(())
+        }
+        fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
+            (crate::Coherence::Coherent, crate::Coherence::Coherent)
+        }
+        fn pipeline_depth(&self) -> u32 {
+            self.depth
+        }
+    }
+
+    #[test]
+    fn the_measurement_times_a_pipelined_strategy_by_its_periods() {
+        let protocol = Protocol {
+            iterations: 5,
+            warmup: 1,
+            runs: 1,
+        };
+        let outcome =
+            measure(&mut InFlight { depth: 2 }, 0, protocol, |_, _| {}).expect("measured");
+        // Pipelined, each measured iteration starts where the one before it ended.
+        let timeline = &outcome.raw_timeline;
+        assert_eq!(timeline.len(), 4);
+        for pair in timeline.windows(2) {
+            assert_eq!(pair[1].cpu_start_ns, pair[0].cpu_end_ns, "{timeline:?}");
+        }
+    }
+
     #[test]
     fn a_pipelined_iteration_lasts_the_period_over_its_depth() {
         // Stamps in ms: each call comes 2 ms after the previous end (the untimed verification),
