@@ -1,6 +1,6 @@
 //! The compiled halo exchange: one plan, the user's fields, any transport, ordered on the
 //! user's stream (SPEC 13). The plan's neighbours become the entries of a
-//! [`MessageExchange`](super::engine::MessageExchange), whose messages are the fields' halo
+//! [`MessageExchange`], whose messages are the fields' halo
 //! regions.
 
 // Adopting a raw MPI_Comm of a foreign caller is an unsafe promise of that caller.
