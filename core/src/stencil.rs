@@ -25,12 +25,12 @@ use std::time::Instant;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::backend::{
-    download_bytes, download_bytes_at, upload_bytes, upload_bytes_at, Backend, DeviceMemory,
-    Kernel, Launch, LaunchDims,
+    download_bytes, upload_bytes, upload_bytes_at, Backend, DeviceMemory, Kernel, Launch,
+    LaunchDims,
 };
-use crate::collective::{agree, barrier_until, lockstep_until, receive_until, send_until};
+use crate::collective::{agree, barrier_until, lockstep_until};
 use crate::domain::Neighbourhood;
-use crate::domain::{Decomposition, DomainSpec, ElemType, HaloPlan};
+use crate::domain::{Decomposition, DomainSpec, HaloPlan};
 use crate::error::{Error, Result};
 use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
 use crate::regions::{
@@ -40,6 +40,14 @@ use crate::regions::{
 use crate::shared::{
     hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_HALOS_IN, HP_SHELL_LIST,
 };
+
+mod fields;
+mod placement;
+
+use fields::{gather, local_initial};
+pub use fields::{initial_value, FieldKind, GlobalFields};
+use placement::sector_rows_padding;
+pub use placement::{placement, FieldPlacement, RowsPadding, PLACEMENT};
 
 /// Threads per block of the stencil kernel.
 const STENCIL_THREADS: u32 = 256;
@@ -169,121 +177,6 @@ pub fn alone(plan: &HaloPlan) -> bool {
         .all(|n| n.rank == plan.decomposition.rank)
 }
 
-/// Where the stencil's fields live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FieldPlacement {
-    /// The default: each field placed for the box its steps run most:
-    /// [`FieldPlacement::Interior`] where the steps do not overlap ([`Overlap`]) and the
-    /// field's update then runs its f32 lanes over the whole interior, whose rows the
-    /// placement puts on sectors; [`FieldPlacement::Tiles`] elsewhere. At 512^3 on one rank of one H200 (no overlap), f32 rows of 520: steps
-    /// 357-358 us (`--graph` 348) against 392-395 (384-389) with `Tiles`, compute alone 83-86 %
-    /// of the copy speed against 76-77 % (`results/2026-11-29-h200x2-two-gpus/`, call 3). f64
-    /// keeps `Tiles`: 656-672 us against 725-738 with `Interior`
-    /// (`results/2026-11-29-h200-issue23-final/`, call 7).
-    #[default]
-    Auto,
-    /// [`Field::alloc`]: the library's allocations, each field at the start of its own.
-    Library,
-    /// The application's allocations, each field at the start of its own, handed to the
-    /// library with [`Field::adopt`], as code with its own allocator would.
-    Adopted,
-    /// The application's allocations, each field placed so that the inner box's first cell
-    /// (where the step's tiles start) sits on a [`PLACEMENT`] boundary ([`placement`]),
-    /// adopted. Where every row starts at one phase, every row's tiles then
-    /// start on a sector: at 512^3 f64 with rows of 516 on one H200 the step took 682-688 us
-    /// against 761-762 us with [`FieldPlacement::Library`] (where x = 2 sat 16 bytes past a
-    /// sector in every row), compute alone 629-630 us (83 % of the copy speed) against 701-704
-    /// us; in the other layouts measured (f32 rows of 520 and 516, f64 rows of 514) the step
-    /// was the library's, within 5 us (results/2026-11-29-h200-placed-fields, calls 4-6).
-    Tiles,
-    /// The application's allocations, each field placed so that its interior's first cell
-    /// sits on a [`PLACEMENT`] boundary, adopted. A box whose rows start and end on such
-    /// boundaries writes whole sectors: at 512^3 f32 (rows of 520) on one H200 the whole
-    /// interior in one launch of the lanes, the compute alone, took 322-327 us (84 % of the
-    /// copy speed) against 357 us with fields at their start. But the step's inner box, a
-    /// cell short of the interior at both ends, then leaves a sector partly written at both
-    /// ends of every row (at its start only, with fields at their start): alone under ncu it
-    /// took 354-356 us against 342-345, and the step 421-427 us against 412
-    /// (results/2026-11-29-h200-placed-fields, calls 2-3).
-    Interior,
-}
-
-impl FieldPlacement {
-    /// `auto`, `library`, `adopted`, `tiles` or `interior` (the command line's `--placement`).
-    pub fn name(self) -> &'static str {
-        match self {
-            FieldPlacement::Auto => "auto",
-            FieldPlacement::Library => "library",
-            FieldPlacement::Adopted => "adopted",
-            FieldPlacement::Tiles => "tiles",
-            FieldPlacement::Interior => "interior",
-        }
-    }
-
-    /// The cell a placement puts on a [`PLACEMENT`] boundary in a field of `d`: the inner
-    /// box's first or the interior's first; `None` at the allocation's start.
-    fn cell(self, d: &Decomposition) -> Option<[u64; 3]> {
-        match self {
-            FieldPlacement::Auto | FieldPlacement::Library | FieldPlacement::Adopted => None,
-            FieldPlacement::Tiles => Some(d.halo.map(|h| h + 1)),
-            FieldPlacement::Interior => Some(d.halo),
-        }
-    }
-
-    /// The placement of a field whose update launches as `kind` (its element type and
-    /// shape) in steps of `d` with the inner box `inner` that do or do not `overlap`: `self`,
-    /// or what [`FieldPlacement::Auto`] picks. That is [`FieldPlacement::Interior`] where the
-    /// steps do not overlap, the rows' length lets a field be placed ([`placement`]), and the
-    /// update so placed runs its lanes over a box wider than the inner one ([`HalosIn`]);
-    /// [`FieldPlacement::Tiles`] elsewhere.
-    pub(crate) fn resolve(
-        self,
-        kind: &hp_stencil_args,
-        d: &Decomposition,
-        inner: &CellBox,
-        overlap: bool,
-    ) -> FieldPlacement {
-        if self != FieldPlacement::Auto {
-            return self;
-        }
-        let cell_bytes = u64::from(kind.elem_bytes) * u64::from(kind.components);
-        let interior = FieldPlacement::Interior.cell(d);
-        // Where a field placed for its interior starts in an allocation at address 0.
-        let at = interior.map_or(0, |cell| placement(d, cell_bytes, cell, 0));
-        if !overlap
-            && placeable(d, cell_bytes)
-            && HalosIn::of(kind, [at, at], &interior_box(d), inner).is_some()
-        {
-            FieldPlacement::Interior
-        } else {
-            FieldPlacement::Tiles
-        }
-    }
-}
-
-/// The boundary a placed field's cell sits on ([`FieldPlacement::Tiles`],
-/// [`FieldPlacement::Interior`]): a sector of device memory, 32 bytes.
-pub const PLACEMENT: u64 = 32;
-
-/// Bytes into an allocation at `addr` where a field of `d` with cells of `cell_bytes` bytes
-/// starts so that `cell` sits on a [`PLACEMENT`] boundary. 0 where the rows' length is not a
-/// multiple of 16 bytes: rows then start at several phases, and f32 rows of 2 mod 4 elements
-/// take the lanes' off form only in 16-byte aligned fields
-/// ([`crate::regions::stencil_lanes_off`]).
-pub fn placement(d: &Decomposition, cell_bytes: u64, cell: [u64; 3], addr: u64) -> u64 {
-    if !placeable(d, cell_bytes) {
-        return 0;
-    }
-    let at = addr + d.index(cell) * cell_bytes;
-    (PLACEMENT - at % PLACEMENT) % PLACEMENT
-}
-
-/// Whether [`placement`] places a field of `d` with cells of `cell_bytes` bytes: its rows'
-/// length is a multiple of 16 bytes, so every row starts at one phase.
-fn placeable(d: &Decomposition, cell_bytes: u64) -> bool {
-    d.alloc[0] * cell_bytes % 16 == 0
-}
-
 /// Where the inner box took the shell's x and y slabs into its tiles (the first such field):
 /// how many of its slab tiles ran before the halos were in and were left to the fix-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,17 +185,6 @@ pub struct ShellTilesListed {
     pub capacity: u32,
     /// Of them, left to the fix-up in the last step.
     pub last_step: u32,
-}
-
-/// Padding after each row of a field that would give its update a faster form
-/// ([`JacobiRun::inner_rows_padding`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RowsPadding {
-    /// Cells of padding.
-    pub cells: u64,
-    /// What the padded rows' length is a multiple of, in elements: 4 for the f32 lanes, 8 (f32)
-    /// for rows of whole sectors with the interior placed on one.
-    pub multiple: u64,
 }
 
 /// What one run measured, and (on rank 0) the gathered final fields.
@@ -347,149 +229,6 @@ pub struct JacobiRun {
     pub setup_seconds: f64,
     /// The final fields gathered on rank 0; `None` on other ranks.
     pub gathered: Option<GlobalFields>,
-}
-
-/// What the stencil computes on in one field: its element type and the components of a cell,
-/// each updated from the same component of the neighbours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldKind {
-    /// f32 or f64.
-    pub elem: ElemType,
-    /// Interleaved components per cell.
-    pub components: u32,
-}
-
-impl FieldKind {
-    /// Every field of `spec`: its [`DomainSpec::field_shapes`], whose elements must be f32 or
-    /// f64 (what the stencil computes on).
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`] naming a field of another element size.
-    pub fn of(spec: &DomainSpec) -> Result<Vec<FieldKind>> {
-        spec.field_shapes()
-            .iter()
-            .enumerate()
-            .map(|(k, shape)| {
-                let elem = match shape.elem_bytes {
-                    4 => ElemType::F32,
-                    8 => ElemType::F64,
-                    other => {
-                        return Err(Error::InvalidInput(format!(
-                            "field {k}: the stencil computes on f32 and f64 elements, not on elements of {other} bytes"
-                        )))
-                    }
-                };
-                Ok(FieldKind {
-                    elem,
-                    components: shape.components,
-                })
-            })
-            .collect()
-    }
-
-    /// Bytes of one cell.
-    pub fn cell_bytes(self) -> usize {
-        self.elem.bytes() as usize * self.components as usize
-    }
-}
-
-/// Every field's interior over the whole grid, x fastest (components interleaved), as raw
-/// element bytes (compared bit-for-bit).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GlobalFields {
-    /// Global extents.
-    pub grid: [u64; 3],
-    /// Each field's element type and components.
-    pub kinds: Vec<FieldKind>,
-    /// One byte array per field.
-    pub fields: Vec<Vec<u8>>,
-}
-
-impl GlobalFields {
-    /// An order-independent checksum of every field's bits: the wrapping sum over cells of a
-    /// hash of (field, global index, bits). Equal fields give equal checksums whatever the
-    /// decomposition that computed them.
-    pub fn checksum(&self) -> u64 {
-        let cells = self.grid.iter().product::<u64>();
-        let mut sum = 0_u64;
-        for (k, (field, kind)) in self.fields.iter().zip(&self.kinds).enumerate() {
-            let eb = kind.elem.bytes() as usize;
-            // Element g of field k (for one component per cell, cell g).
-            for (g, bytes) in field.chunks_exact(eb).enumerate() {
-                let mut word = [0_u8; 8];
-                word[..eb].copy_from_slice(bytes);
-                let index = k as u64 * cells + g as u64;
-                sum = sum.wrapping_add(mix(u64::from_le_bytes(word) ^ mix(index)));
-            }
-        }
-        sum
-    }
-
-    /// The first cell where `other` differs, described; `None` when every bit agrees.
-    pub fn first_difference(&self, other: &GlobalFields) -> Option<String> {
-        if self.grid != other.grid || self.kinds != other.kinds {
-            return Some("the grids or the fields' kinds differ".into());
-        }
-        for (k, ((a, b), kind)) in self
-            .fields
-            .iter()
-            .zip(&other.fields)
-            .zip(&self.kinds)
-            .enumerate()
-        {
-            let eb = kind.elem.bytes() as usize;
-            if let Some(g) =
-                (0..a.len() / eb).find(|&g| a[g * eb..(g + 1) * eb] != b[g * eb..(g + 1) * eb])
-            {
-                let [nx, ny, _] = self.grid;
-                let comps = kind.components.max(1) as u64;
-                let (cell, c) = (g as u64 / comps, g as u64 % comps);
-                let (x, y, z) = (cell % nx, (cell / nx) % ny, cell / (nx * ny));
-                return Some(format!(
-                    "field {k} cell ({x}, {y}, {z}) component {c}: {} here, {} in the reference",
-                    self.value(k, g),
-                    other.value(k, g)
-                ));
-            }
-        }
-        (self.fields.len() != other.fields.len()).then(|| "the field counts differ".into())
-    }
-
-    /// Element `g` of field `k` as f64.
-    pub fn value(&self, k: usize, g: usize) -> f64 {
-        let field = &self.fields[k];
-        match self.kinds[k].elem {
-            ElemType::F32 => {
-                let mut b = [0_u8; 4];
-                b.copy_from_slice(&field[4 * g..4 * g + 4]);
-                f64::from(f32::from_le_bytes(b))
-            }
-            ElemType::F64 => {
-                let mut b = [0_u8; 8];
-                b.copy_from_slice(&field[8 * g..8 * g + 8]);
-                f64::from_le_bytes(b)
-            }
-        }
-    }
-}
-
-/// SplitMix64's finaliser: a cheap, well-mixed 64-bit hash.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The starting value of the cell at global coordinates `at` (outside the grid too: fixed
-/// boundary cells) of field `field`: a hash of both, in [0, 1) with 20 significant bits, exact
-/// in f32 and f64.
-pub fn initial_value(at: [i64; 3], field: u32) -> f64 {
-    let key = (at[0] as u64)
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        .wrapping_add((at[1] as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f))
-        .wrapping_add((at[2] as u64).wrapping_mul(0x1656_67b1_9e37_79f9))
-        .wrapping_add(u64::from(field).wrapping_mul(0x27d4_eb2f_1656_67c5));
-    (mix(key) >> 44) as f64 / (1_u64 << 20) as f64
 }
 
 /// Runs `config` on `comm`; rank 0 gathers the final fields. Collective over `comm`.
@@ -890,33 +629,6 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
     run_jacobi(backend, &alone, &config)?
         .gathered
         .ok_or_else(|| Error::Internal("the reference run gathered nothing".into()))
-}
-
-/// The allocated local array of field `field` at its initial values, as element bytes;
-/// component `c` of a cell starts from the value of field `field + 65536 * c` (component 0
-/// from the field's own).
-fn local_initial(d: &Decomposition, kind: FieldKind, field: u32) -> Vec<u8> {
-    let eb = kind.elem.bytes() as usize;
-    let comps = kind.components.max(1) as usize;
-    let mut bytes = vec![0_u8; d.alloc_elems() as usize * eb * comps];
-    for z in 0..d.alloc[2] {
-        for y in 0..d.alloc[1] {
-            for x in 0..d.alloc[0] {
-                for c in 0..comps {
-                    let key = field.wrapping_add(65536 * c as u32);
-                    let value = initial_value(d.global_of([x, y, z]), key);
-                    let at = (d.index([x, y, z]) as usize * comps + c) * eb;
-                    match kind.elem {
-                        ElemType::F32 => {
-                            bytes[at..at + 4].copy_from_slice(&(value as f32).to_le_bytes());
-                        }
-                        ElemType::F64 => bytes[at..at + 8].copy_from_slice(&value.to_le_bytes()),
-                    }
-                }
-            }
-        }
-    }
-    bytes
 }
 
 /// A box of cells: `[begin, end)` per dimension.
@@ -1412,40 +1124,6 @@ fn sweep<B: Backend>(
     unsafe { backend.launch(launch, dims, stream) }
 }
 
-/// The cells of padding after each row that would make a field whose update launches as
-/// `kind` rows of whole [`PLACEMENT`] sectors, where `placement` would then place it for its
-/// interior ([`FieldPlacement::resolve`]); `None` where its rows are whole sectors already or
-/// it would not be so placed. Placed so, rows of 4 f32 elements past a sector start at two
-/// phases: at 512^3 on one H200 compute alone took 363-370 us with rows of 516 against 317-325
-/// us with rows of 520, at 256^3 77 us (260) against 66 us (264)
-/// (`results/2026-11-29-h200x2-two-gpus/`, call 5).
-fn sector_rows_padding(
-    placement: FieldPlacement,
-    kind: &hp_stencil_args,
-    d: &Decomposition,
-    inner: &CellBox,
-    overlap: bool,
-) -> Option<RowsPadding> {
-    let cell_bytes = u64::from(kind.elem_bytes) * u64::from(kind.components);
-    let per_sector = PLACEMENT / cell_bytes;
-    if per_sector == 0 || PLACEMENT % cell_bytes != 0 {
-        return None;
-    }
-    let short = (per_sector - d.alloc[0] % per_sector) % per_sector;
-    let mut padded = d.clone();
-    padded.alloc[0] += short;
-    let padded_kind = hp_stencil_args {
-        alloc: padded.alloc,
-        ..*kind
-    };
-    (short > 0
-        && placement.resolve(&padded_kind, &padded, inner, overlap) == FieldPlacement::Interior)
-        .then_some(RowsPadding {
-            cells: short,
-            multiple: per_sector,
-        })
-}
-
 /// The kernel [`sweep`] (or, where the box takes its shell's slabs, the step) launches over the
 /// inner box `b` of a field of `kind` from `from` into `to`, and the padding of its rows that
 /// would give it the f32 lanes; `None` for an empty box.
@@ -1474,103 +1152,10 @@ fn inner_kernel<B: Backend>(
     )
 }
 
-/// Largest message of the gather: MPI counts are ints, and rsmpi refuses longer slices.
-const GATHER_CHUNK: usize = 1 << 30;
-
-/// What [`gather`]'s messages do, for their time-outs.
-const GATHERING: &str = "gathering the final fields on rank 0";
-
-/// This rank's interior of every field, x fastest, gathered on rank 0 into global arrays (by
-/// point-to-point messages of at most [`GATHER_CHUNK`] bytes, so parts of any size travel), each
-/// download and message giving up at a `deadline()` of its own: a rank that stopped must not
-/// leave the others waiting for ever.
-fn gather<B: Backend>(
-    backend: &B,
-    comm: &SimpleCommunicator,
-    spec: &DomainSpec,
-    d: &Decomposition,
-    fields: &[(&B::DeviceMemory, usize)],
-    stream: &B::Stream,
-    deadline: impl Fn() -> Instant,
-) -> Result<Option<GlobalFields>> {
-    let kinds = FieldKind::of(spec)?;
-    let size = comm.size();
-    let mut gathered = Vec::with_capacity(fields.len());
-    for (field, kind) in fields.iter().zip(&kinds) {
-        // Whole cells, components and all.
-        let eb = kind.cell_bytes();
-        let local = download_interior(backend, d, eb, *field, stream, deadline())?;
-        if comm.rank() != 0 {
-            for chunk in local.chunks(GATHER_CHUNK) {
-                send_until(comm, 0, chunk.to_vec(), deadline(), GATHERING)?;
-            }
-            continue;
-        }
-        let mut global = vec![0_u8; spec.grid.iter().product::<u64>() as usize * eb];
-        place(spec, d, &local, &mut global, eb);
-        for r in 1..size {
-            let part = Decomposition::new(spec, size, r)?;
-            let mut bytes = vec![0_u8; part.local.iter().product::<u64>() as usize * eb];
-            for chunk in bytes.chunks_mut(GATHER_CHUNK) {
-                let got = receive_until(comm, r, chunk.len(), deadline(), GATHERING)?;
-                chunk.copy_from_slice(&got);
-            }
-            place(spec, &part, &bytes, &mut global, eb);
-        }
-        gathered.push(global);
-    }
-    Ok((comm.rank() == 0).then_some(GlobalFields {
-        grid: spec.grid,
-        kinds,
-        fields: gathered,
-    }))
-}
-
-/// Copies a field (in `memory` from an offset) to the host and returns its interior, x
-/// fastest.
-fn download_interior<B: Backend>(
-    backend: &B,
-    d: &Decomposition,
-    eb: usize,
-    memory: (&B::DeviceMemory, usize),
-    stream: &B::Stream,
-    deadline: Instant,
-) -> Result<Vec<u8>> {
-    let all = download_bytes_at(
-        backend,
-        memory,
-        (d.alloc_elems() as usize) * eb,
-        stream,
-        deadline,
-    )?;
-    let mut interior = Vec::with_capacity(d.local.iter().product::<u64>() as usize * eb);
-    let row = d.local[0] as usize * eb;
-    for z in d.halo[2]..d.halo[2] + d.local[2] {
-        for y in d.halo[1]..d.halo[1] + d.local[1] {
-            let at = d.index([d.halo[0], y, z]) as usize * eb;
-            interior.extend_from_slice(&all[at..at + row]);
-        }
-    }
-    Ok(interior)
-}
-
-/// Puts one rank's interior (x fastest) into the global array.
-fn place(spec: &DomainSpec, p: &Decomposition, part: &[u8], global: &mut [u8], eb: usize) {
-    let [nx, ny, _] = spec.grid;
-    let row = p.local[0] as usize * eb;
-    let mut at = 0;
-    for z in 0..p.local[2] {
-        for y in 0..p.local[1] {
-            let g = (p.origin[0] + nx * ((p.origin[1] + y) + ny * (p.origin[2] + z))) as usize;
-            global[g * eb..g * eb + row].copy_from_slice(&part[at..at + row]);
-            at += row;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ElemType;
 
     /// A 27-point f32 or f64 field of `grid` on `procs`, rank `rank`, periodic everywhere,
     /// rows padded by `pad`.
