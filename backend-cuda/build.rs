@@ -2,7 +2,8 @@
 //! architecture in `HALOPORT_CUDA_ARCHS` (default `80;90`) plus PTX for the newest, and leaves it
 //! in `OUT_DIR` for `include_bytes!`. Only with the `kernels` feature (which haloport's `cuda`
 //! feature turns on): without it the crate builds without nvcc and reports at run time that it
-//! has no kernels. Never queries a GPU. Finding nvcc is `haloport-toolchain`'s job (shared with
+//! has no kernels. Under `cargo clippy` an empty image stands in (`only_checking`: nothing is
+//! linked or run). Never queries a GPU. Finding nvcc is `haloport-toolchain`'s job (shared with
 //! `haloport-hip`'s build script).
 
 use std::env;
@@ -53,7 +54,11 @@ fn main() {
         eprintln!("error: {e}");
         std::process::exit(1);
     });
-    toolchain::compile_or_exit(&mut cmd, "nvcc");
+    if toolchain::only_checking() {
+        toolchain::stand_in_image(&out);
+    } else {
+        toolchain::compile_or_exit(&mut cmd, "nvcc");
+    }
     println!("cargo:rustc-cfg=haloport_kernels");
     println!("cargo:rustc-env=HALOPORT_NVCC={}", nvcc.display());
     println!("cargo:rustc-env=HALOPORT_CUDA_ARCHS={}", archs.join(";"));

@@ -123,6 +123,31 @@ pub fn arch_list(spec: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether this build script runs for `cargo clippy`, which only checks the crates: cargo then
+/// names clippy-driver in `RUSTC_WORKSPACE_WRAPPER`. Nothing is linked or run, so the kernels'
+/// image is never read: the build scripts leave an empty one ([`stand_in_image`]) instead of
+/// compiling the kernels, minutes of nvcc and hipcc per clippy run in CI, every Rust item
+/// (those under `cfg(haloport_kernels)` too) linted all the same.
+pub fn only_checking() -> bool {
+    println!("cargo:rerun-if-env-changed=RUSTC_WORKSPACE_WRAPPER");
+    is_clippy(std::env::var_os("RUSTC_WORKSPACE_WRAPPER").as_deref())
+}
+
+/// Whether `wrapper` (a `RUSTC_WORKSPACE_WRAPPER` value) is clippy's driver.
+fn is_clippy(wrapper: Option<&std::ffi::OsStr>) -> bool {
+    wrapper
+        .and_then(|w| Path::new(w).file_name())
+        .is_some_and(|name| name == "clippy-driver" || name == "clippy-driver.exe")
+}
+
+/// Writes an empty kernel image at `out`, where [`only_checking`] says no kernel is compiled.
+pub fn stand_in_image(out: &Path) {
+    if let Err(e) = std::fs::write(out, []) {
+        eprintln!("error: could not write {}: {e}", out.display());
+        std::process::exit(1);
+    }
+}
+
 /// The CUDA architectures to build kernels for: `HALOPORT_CUDA_ARCHS` ("80;90" by default).
 pub fn cuda_archs() -> Vec<String> {
     arch_list(&std::env::var("HALOPORT_CUDA_ARCHS").unwrap_or_else(|_| "80;90".into()))
@@ -302,6 +327,17 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+
+    #[test]
+    fn only_clippy_s_driver_counts_as_checking() {
+        let clippy = std::ffi::OsStr::new("/root/.rustup/toolchains/stable/bin/clippy-driver");
+        assert!(is_clippy(Some(clippy)));
+        assert!(is_clippy(Some(std::ffi::OsStr::new("clippy-driver"))));
+        for other in ["/usr/bin/sccache", "/opt/clippy-driver-wrapper", ""] {
+            assert!(!is_clippy(Some(std::ffi::OsStr::new(other))), "{other}");
+        }
+        assert!(!is_clippy(None));
+    }
 
     #[test]
     fn scratch_is_read_per_kernel_from_clangs_remarks() {
