@@ -419,6 +419,11 @@ pub struct ExchangeArgs {
     /// chunk moves at most that block's share, so smaller blocks get fewer GPU blocks.
     #[arg(long, default_value_t = ExchangeOptions::default().ipc_chunks, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub ipc_chunks: u32,
+    /// Library variants (`lib-*`): most GPU blocks serving one region of a signalled message
+    /// (1 to 4096), as `haloport stencil --signalled-blocks`; where every message is
+    /// device-direct, the costliest region gets this many and the others fewer, in proportion.
+    #[arg(long, default_value_t = ExchangeOptions::default().lib_blocks, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub lib_blocks: u32,
 }
 
 impl ExchangeArgs {
@@ -431,6 +436,7 @@ impl ExchangeArgs {
             verify: self.verify,
             barrier: !self.no_barrier,
             ipc_chunks: self.ipc_chunks,
+            lib_blocks: self.lib_blocks,
         }
     }
 }

@@ -54,6 +54,7 @@ fn unknown_names_are_refused_with_the_known_ones_listed() {
     );
     alone(&["run", "--verify", "some"])
         .assert_fails_with(2, "unknown verification 'some'; known: sample, full");
+    alone(&["run", "--lib-blocks", "0"]).assert_fails_with(2, "'--lib-blocks <LIB_BLOCKS>'");
     let dir = tempfile::tempdir().expect("temp dir");
     let dir_name = dir.path().to_str().expect("utf-8 path");
     alone(&["run", "--pattern", dir_name]).assert_fails_with(

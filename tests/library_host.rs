@@ -156,6 +156,32 @@ fn a_dropped_block_ends_every_rank_with_a_time_out_naming_it() {
 }
 
 #[test]
+fn one_block_a_region_still_verifies_every_element() {
+    // `--lib-blocks 1`: every region of a signalled message served by one grid block, so each
+    // message raises its flag without a count.
+    let dir = tempfile::tempdir().expect("temp dir");
+    for variant in ["lib-tq-mpi", "lib-tq-ipc"] {
+        let json = dir.path().join(format!("{variant}.json"));
+        let mut args = library_args(
+            variant,
+            "mixed",
+            &["--lib-blocks", "1", "--verify", "full", "--json"],
+        );
+        args.push(json.to_str().expect("utf-8 path"));
+        let job = mpirun(2, &args);
+        assert_eq!(job.code, Some(0), "{variant}: {}", job.explain());
+        let r = read_json(&json);
+        assert_eq!(r["verified"], true, "{variant}");
+        assert_eq!(r["wrong"], 0, "{variant}");
+        assert_eq!(
+            r["checked"],
+            (1 + 15_000 + 30_000 + 45_000) * 8 * 2,
+            "{variant}"
+        );
+    }
+}
+
+#[test]
 fn faults_and_pacing_the_library_cannot_serve_are_refused() {
     let job = mpirun(
         2,

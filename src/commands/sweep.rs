@@ -282,6 +282,7 @@ impl OnBackend for Sweep<'_> {
             verify: exchange.verify.name().to_owned(),
             barrier: exchange.barrier,
             ipc_chunks: exchange.ipc_chunks,
+            lib_blocks: exchange.lib_blocks,
             variants: variants.iter().map(Variant::name).collect(),
             workloads: workloads.iter().map(|w| w.name().to_owned()).collect(),
             patterns: patterns.clone(),

@@ -90,6 +90,9 @@ pub struct SweepPlan {
     /// Device-direct: most GPU blocks per pattern block.
     #[serde(default = "default_ipc_chunks")]
     pub ipc_chunks: u32,
+    /// Library variants: most GPU blocks per region of a signalled message.
+    #[serde(default = "default_lib_blocks")]
+    pub lib_blocks: u32,
     /// Variant names in sweep order (the `mpi-only` floor first), no duplicates.
     pub variants: Vec<String>,
     /// Workload names in sweep order, no duplicates.
@@ -112,6 +115,11 @@ fn default_barrier() -> bool {
 
 fn default_ipc_chunks() -> u32 {
     4
+}
+
+/// What the library variants used before the option existed.
+fn default_lib_blocks() -> u32 {
+    16
 }
 
 /// One finished-or-not piece of a sweep: run `run` of variant `variant` on workload `workload`
@@ -216,6 +224,11 @@ impl SweepPlan {
             "ipc chunks per block",
             self.ipc_chunks.to_string(),
             requested.ipc_chunks.to_string(),
+        );
+        key(
+            "library blocks per region",
+            self.lib_blocks.to_string(),
+            requested.lib_blocks.to_string(),
         );
         key(
             "variants",
@@ -577,6 +590,7 @@ mod tests {
             verify: "sample".into(),
             barrier: true,
             ipc_chunks: 4,
+            lib_blocks: 16,
             variants: vec!["mpi-only".into(), "base-nb-wait".into()],
             workloads: vec!["small".into()],
             patterns: vec![vec![RankPattern {
@@ -632,6 +646,22 @@ mod tests {
                 source: 0,
             });
         assert!(a.differences(&c)[0].contains("blocks differ"));
+        let d = SweepPlan {
+            lib_blocks: 8,
+            ..plan()
+        };
+        assert_eq!(
+            a.differences(&d),
+            vec!["library blocks per region: 16 in the manifest, 8 requested".to_owned()]
+        );
+    }
+
+    #[test]
+    fn a_manifest_from_before_the_library_blocks_reads_as_sixteen() {
+        let mut json = serde_json::to_value(plan()).expect("encode");
+        json.as_object_mut().expect("object").remove("lib_blocks");
+        let read: SweepPlan = serde_json::from_value(json).expect("decode");
+        assert_eq!(read.lib_blocks, 16);
     }
 
     #[test]

@@ -138,6 +138,7 @@ impl<'b, B: Backend> LibraryExchange<'b, B> {
             timeout: exchange.timeout,
             threads,
             elems_per_thread: ELEMS_PER_THREAD as u32,
+            signalled_blocks: exchange.lib_blocks,
             fault: None,
             ..HaloOptions::default()
         };

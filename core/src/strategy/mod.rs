@@ -132,6 +132,9 @@ pub struct ExchangeOptions {
     /// Device-direct: GPU blocks (chunks) serving the largest pattern block of any rank;
     /// every chunk moves at most that block's share, so smaller blocks get fewer.
     pub ipc_chunks: u32,
+    /// The library variants (`lib-*`): most GPU blocks serving one region of a signalled
+    /// message ([`HaloOptions::signalled_blocks`](crate::halo::HaloOptions::signalled_blocks)).
+    pub lib_blocks: u32,
 }
 
 impl ExchangeOptions {
@@ -154,6 +157,7 @@ impl Default for ExchangeOptions {
             // Measured on 2 x H200 (results/2026-11-22-h200x2-ipc-chunks): 8 is as fast as 4
             // on small, thesis-9 and thesis-27 and fastest on large.
             ipc_chunks: 8,
+            lib_blocks: crate::halo::HaloOptions::default().signalled_blocks,
         }
     }
 }
