@@ -13,6 +13,8 @@
  *   hp_fence_system()                fence ordering this thread's writes for the CPU
  *   hp_fence_acq_rel_system()        acquire-release fence at system scope: orders, without the
  *                                    global serialization of a sequentially consistent fence
+ *   hp_count_acq_rel_device(p)       adds 1 to the u32 at p, acquire-release at device scope
+ *                                    (the GPU's blocks, no CPU or peer); returns the value before
  *   hp_backoff(ns)                   pause about ns nanoseconds between polls (0: none)
  *   hp_prefetch_l2(p)                ask L2 for the line holding p ahead of its loads (a hint:
  *                                    no register is held for it, and no fault is raised)
@@ -107,6 +109,12 @@ HP_DEVICE void hp_fence_system(void) { __threadfence_system(); }
  * 2 us each on H200: a launch of 1000 signalling blocks spent 1.5 ms in fences). A release or
  * acquire pattern needs only acq_rel. */
 HP_DEVICE void hp_fence_acq_rel_system(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+HP_DEVICE uint32_t hp_count_acq_rel_device(uint32_t* p) {
+    uint32_t before;
+    asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(p) : "memory");
+    return before;
+}
 
 HP_DEVICE uint64_t hp_double_bits(double v) { return (uint64_t)__double_as_longlong(v); }
 

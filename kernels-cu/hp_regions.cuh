@@ -337,11 +337,14 @@ __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r
     const int32_t rank = (int32_t)(uint32_t)(r.offset >> 32);
     const uint32_t block = (uint32_t)r.offset;
     double* buffer = (double*)r.buffer;
+    /* Read once: a store through `buffer` may alias `a` as far as the compiler knows, so
+     * a.iteration read in the loop was loaded again after every store, on each store's path. */
+    const uint32_t iteration = a.iteration;
     uint64_t begin, end;
     hp_synthetic_run(n, r.blocks, local_block, begin, end);
     uint64_t e = begin + threadIdx.x;
     if (PACK) {
-        for (; e < end; e += blockDim.x) buffer[e] = hp_packed_value(a.iteration, rank, block, e);
+        for (; e < end; e += blockDim.x) buffer[e] = hp_packed_value(iteration, rank, block, e);
         return;
     }
     if (a.checks == 0) return;
@@ -350,7 +353,7 @@ __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r
         /* The thesis's sample of the whole block, by the first grid block; none by the rest. */
         const hp_thread_checks none = {0, 0, 0, 0.0, 0.0};
         if (local_block == 0) {
-            hp_check_range(buffer, 0, n, HP_VERIFY_SAMPLE, a.iteration, rank, block, check);
+            hp_check_range(buffer, 0, n, HP_VERIFY_SAMPLE, iteration, rank, block, check);
         } else {
             hp_fold_checks(none, check);
         }
@@ -358,7 +361,7 @@ __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r
     }
     hp_thread_checks c = {0, 0, 0, 0.0, 0.0};
     for (; e < end; e += blockDim.x) {
-        hp_check_one(c, buffer, e, hp_packed_value(a.iteration, rank, block, e));
+        hp_check_one(c, buffer, e, hp_packed_value(iteration, rank, block, e));
     }
     hp_fold_checks(c, check);
 }
@@ -483,27 +486,25 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
     if (outcome != HP_MESSAGE_OK) return false;
 
     hp_region_payload<PACK, COPIES>(a, regions, r, local_block);
-    /* The barrier orders every thread's stores before thread 0's (CTA scope); thread 0's
-     * release fence at system scope, cumulative, then orders them all before the block is
-     * counted (as cooperative groups' grid sync does). One acq_rel fence per block: a
-     * sequentially consistent one per thread serializes the whole launch. */
+    /* The barrier orders every thread's moves before thread 0's (CTA scope). */
     __syncthreads();
     if (threadIdx.x == 0) {
         if (DONE) hp_regions_stamp<PACK, true>(a);
-        hp_fence_acq_rel_system();
-        /* A message of one block raises its flag at once; others count their blocks. A u32
-         * count compared modulo 2^32: it gains exactly m.blocks per epoch. */
-        const bool last = m.blocks == 1u || atomicAdd((unsigned int*)m.counter, 1u) + 1u ==
+        /* A message of several blocks counts them at device scope, acquire-release: each count
+         * releases its block's moves to the block that counts last, which acquires them all (a
+         * release sequence on the counter). A u32 count compared modulo 2^32: it gains exactly
+         * m.blocks per epoch. */
+        const bool last = m.blocks == 1u || hp_count_acq_rel_device((uint32_t*)m.counter) + 1u ==
                                                 (uint32_t)(epoch * m.blocks);
-        if (last && m.flag != 0) {
-            /* The last block of the message: every other block's fence and count happened
-             * before its count was seen here (a release sequence on the counter); acquire
-             * them, then release all of them with the flag: the fence followed by a strong
-             * store is a release pattern (PTX memory model), so the store needs no fence of
-             * its own (each costs a round trip to the peer's memory). */
-            if (m.blocks != 1u) hp_fence_acq_rel_system();
-            hp_store_relaxed_system_u64((uint64_t*)m.flag, epoch);
-        }
+        /* Then one acq_rel fence at system scope, cumulative, releases every block's moves with
+         * the flag (the fence followed by a strong store is a release pattern, PTX memory
+         * model), and a done block's work with its done word; the other blocks of a pack need
+         * none. Each block fenced at system scope before its count and the last fenced again
+         * before the flag: that second fence cost thesis-9 3 us on 2 x H200
+         * (results/2026-11-29-h200-lib-blocks). A sequentially consistent fence per thread
+         * would serialize the whole launch. */
+        if (last || DONE) hp_fence_acq_rel_system();
+        if (last && m.flag != 0) hp_store_relaxed_system_u64((uint64_t*)m.flag, epoch);
         if (DONE) {
             /* The flag's store is not ordered before the done word: the host, which polls
              * the done words, reads no flag, and waits for the launch's event before peers may

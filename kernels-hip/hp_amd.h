@@ -70,6 +70,10 @@ HP_DEVICE void hp_fence_system(void) { __threadfence_system(); }
 /* AMD's system fence is already acquire-release (no sequentially consistent variant to avoid). */
 HP_DEVICE void hp_fence_acq_rel_system(void) { __threadfence_system(); }
 
+HP_DEVICE uint32_t hp_count_acq_rel_device(uint32_t* p) {
+    return __hip_atomic_fetch_add(p, 1u, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
+}
+
 HP_DEVICE uint64_t hp_double_bits(double v) { return (uint64_t)__double_as_longlong(v); }
 
 /* Pause for about `ns` nanoseconds between polls (0: none). s_sleep N waits 64 * N clocks;
