@@ -4,7 +4,8 @@
  *   timer:   s_memrealtime through wall_clock64(), a constant-rate clock shared by all compute
  *            units (its rate is the device attribute hipDeviceAttributeWallClockRate, in kHz).
  *   atomics: clang's scoped HIP atomics at system scope, so the CPU sees them (and vice versa)
- *            through coherent pinned memory.
+ *            through coherent pinned memory; a message's block count at agent scope (the
+ *            device's blocks alone count it).
  *   fences:  __threadfence_system().
  *   back-off: s_sleep, ~64 clocks per unit (thesis 4.6.2: constant polling slowed flag
  *            propagation on MI50s; a pause between polls lets it through).
