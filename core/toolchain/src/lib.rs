@@ -127,10 +127,23 @@ pub fn arch_list(spec: &str) -> Vec<String> {
 /// names clippy-driver in `RUSTC_WORKSPACE_WRAPPER`. Nothing is linked or run, so the kernels'
 /// image is never read: the build scripts leave an empty one ([`stand_in_image`]) instead of
 /// compiling the kernels, minutes of nvcc and hipcc per clippy run in CI, every Rust item
-/// (those under `cfg(haloport_kernels)` too) linted all the same.
+/// (those under `cfg(haloport_kernels)` too) linted all the same. Cargo names the wrapper to
+/// its own workspace's build scripts only, so clippy of a workspace that takes these crates as
+/// path dependencies (`python/`'s) says so with [`CHECK_ONLY_VAR`]`=1`.
 pub fn only_checking() -> bool {
     println!("cargo:rerun-if-env-changed=RUSTC_WORKSPACE_WRAPPER");
+    println!("cargo:rerun-if-env-changed={CHECK_ONLY_VAR}");
     is_clippy(std::env::var_os("RUSTC_WORKSPACE_WRAPPER").as_deref())
+        || asked_to_check_only(std::env::var_os(CHECK_ONLY_VAR).as_deref())
+}
+
+/// Set to `1`, the build scripts leave an empty kernel image, as under this workspace's
+/// `cargo clippy` ([`only_checking`]); a binary built so has no kernels to run.
+pub const CHECK_ONLY_VAR: &str = "HALOPORT_CHECK_ONLY";
+
+/// Whether `value` (of [`CHECK_ONLY_VAR`]) asks for checking only: exactly `1`.
+fn asked_to_check_only(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| v == "1")
 }
 
 /// Whether `wrapper` (a `RUSTC_WORKSPACE_WRAPPER` value) is clippy's driver.
@@ -329,7 +342,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_clippy_s_driver_counts_as_checking() {
+    fn only_clippy_s_driver_or_the_variable_at_1_counts_as_checking() {
         let clippy = std::ffi::OsStr::new("/root/.rustup/toolchains/stable/bin/clippy-driver");
         assert!(is_clippy(Some(clippy)));
         assert!(is_clippy(Some(std::ffi::OsStr::new("clippy-driver"))));
@@ -337,6 +350,14 @@ mod tests {
             assert!(!is_clippy(Some(std::ffi::OsStr::new(other))), "{other}");
         }
         assert!(!is_clippy(None));
+        assert!(asked_to_check_only(Some(std::ffi::OsStr::new("1"))));
+        for other in ["0", "", "yes", " 1"] {
+            assert!(
+                !asked_to_check_only(Some(std::ffi::OsStr::new(other))),
+                "{other}"
+            );
+        }
+        assert!(!asked_to_check_only(None));
     }
 
     #[test]
