@@ -10,10 +10,10 @@
 //! `e = local_block * threads + t`, then `+ blocks * threads`, ... (units of a pair, interleaving
 //! the region's and its partner's elements, by [`regions::paired_unit`]). Words are moved as
 //! `u32` or `u64` bits, never as floats. Message signalling is the kernel's step for step: wait (Acquire
-//! loads of the flag, the abort flag every 64th poll from the first), a SeqCst fence where the
-//! GPU fences at system scope, the counter through an atomic add, a second fence and a Release
-//! store of the flag by the block that completes the message (a message of one block counts
-//! nothing: its block stores the flag after its fence). With `hp_regions_args.times`, a
+//! loads of the flag, the abort flag every 64th poll from the first), the counter through an
+//! acquire-release atomic add, then by the block that completes the message a SeqCst fence
+//! where the GPU fences at system scope and a Release store of the flag (a message of one
+//! block counts nothing: its block fences and stores the flag). With `hp_regions_args.times`, a
 //! grid block stamps its start and end on [`timer_ns`] where the kernel's thread 0 does.
 //!
 //! ## Stencil
@@ -273,19 +273,18 @@ unsafe fn region_block(
         return;
     }
     payload();
-    // As __threadfence_system() before the count: this block's stores are ordered before it.
-    fence(Ordering::SeqCst);
-    // A message of one block counts nothing; others count their blocks, a u32 count compared
-    // modulo 2^32: it gains exactly m.blocks per epoch.
+    // A message of one block counts nothing; others count their blocks, acquire-release (a
+    // u32 count compared modulo 2^32: it gains exactly m.blocks per epoch): each count releases
+    // its block's stores to the block that counts last, which acquires them all.
     // SAFETY: the counter is a live, aligned u32 in this process's device memory (contract).
     let last = m.blocks == 1
         || unsafe { flag(m.counter) }
-            .fetch_add(1, Ordering::Relaxed)
+            .fetch_add(1, Ordering::AcqRel)
             .wrapping_add(1)
             == args.epoch.wrapping_mul(u64::from(m.blocks)) as u32;
     if last && m.flag != 0 {
-        // Every other block's fence and count came before the count seen above: this fence
-        // orders all their stores before the flag.
+        // As the kernel's one fence at system scope before the flag: every block's stores,
+        // this one's and those acquired above, are ordered before it.
         fence(Ordering::SeqCst);
         // SAFETY: the flag is a live, aligned u64 (own or a peer's memory), accessed atomically.
         unsafe { flag64(m.flag) }.store(args.epoch, Ordering::Release);
