@@ -555,6 +555,16 @@ typedef struct hp_stencil_args {
  * registers against 64 and was 2 to 22 % slower; 2 x 2 x 8 tiles in a kernel of their own gained
  * 2 % (f32_bench.csv there), not worth an entry. */
 #define HP_MARCH_PREFETCH 2u
+/* hp_stencil7_marching, the 7-point stencil's march form in an entry of its own (blocks of at
+ * most HP_MARCHING_MAX_THREADS threads) with a floor of HP_MARCH7_MIN_BLOCKS resident blocks an
+ * SM, as hp_stencil27_march64. At 512^3 on one H200 its f64 compute took 753-754 us against
+ * 774 us in hp_stencil27 (70 against 68 % of the copy speed; 80 registers on sm_90 in both),
+ * but its f32 488-495 against 481-483 us: the host sends it f64 only
+ * (haloport_core::regions::stencil7_marching), and its f32 branch stays so that its code stays
+ * the one measured. The same bounds on hp_stencil27 itself gained 4 % in f64 and 5 % in f32,
+ * but hp_stencil27 takes any block size. An L2 prefetch as hp_stencil27_march64's gained
+ * nothing, and tiles 8 planes deep lost 7 % (results/2026-11-29-h200-compact-launch). */
+#define HP_MARCH7_MIN_BLOCKS 3
 /* hp_stencil27_march32: the march form's f32 tiles in lanes of HP_LANES_POINTS consecutive
  * points, loaded as one 16-byte vector a row, x - 1 and x + 4 taken from the lanes beside
  * (shuffles; lanes 0 and 31 load the ends of their group's 128 points): a row costs a lane one

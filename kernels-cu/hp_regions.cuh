@@ -1573,6 +1573,24 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64
                        (int)HP_MARCH_PREFETCH>(a);
 }
 
+/* The 7-point stencil's march form (HP_MARCH7_MIN_BLOCKS in haloport_shared.h): the host
+ * launches it only for the 7-point stencil over one component of f64 in a box that marches in
+ * tiles, in blocks of whole warps up to HP_MARCHING_MAX_THREADS (haloport_core::regions::
+ * stencil7_marching); anything else updates nothing, and the host refuses such a launch up
+ * front. Larger blocks, and f32, march in hp_stencil27. */
+extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH7_MIN_BLOCKS)
+    hp_stencil7_marching(hp_stencil_args a) {
+    if (hp_stencil_box_empty(a) || a.shape != (HP_STENCIL_FACES | HP_STENCIL_FULL) ||
+        a.components > 1u || !hp_stencil_marches(a)) {
+        return;
+    }
+    if (a.elem_bytes == 8) {
+        hp_stencil7_march<double, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS>(a);
+    } else if (a.elem_bytes == 4) {
+        hp_stencil7_march<float, HP_MARCH_ROWS, HP_MARCH_Z, HP_MARCH_COLS>(a);
+    }
+}
+
 /* Whether the rows of `a` are 2 mod 4 elements long in planes of a multiple of 4, a box from
  * x >= 2 and y or z >= 2: hp_stencil27_lanes' OFF form. */
 HP_DEVICE bool hp_stencil_lanes_off(const hp_stencil_args& a) {

@@ -286,6 +286,7 @@ impl Backend for HostBackend {
             Launch::Stencil27(args)
             | Launch::StencilMarching(args)
             | Launch::StencilMarch64(args)
+            | Launch::StencilMarch7(args)
             | Launch::StencilMarch32(args) => HostLaunch::Stencil(*args),
             Launch::StencilMarch64Shell(args) => HostLaunch::ShellBox(*args, dims.threads),
             Launch::StencilShellReady(args) => HostLaunch::ShellReady(*args),

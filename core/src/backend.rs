@@ -174,6 +174,10 @@ pub enum Kernel {
     StencilMarch64Shell,
     /// Raises a step's ready word for [`Kernel::StencilMarch64Shell`]: one thread.
     StencilShellReady,
+    /// The 7-point stencil's f64 march form, alone in its kernel with a floor of resident
+    /// blocks (`HP_MARCH7_MIN_BLOCKS`): blocks of at most `HP_MARCHING_MAX_THREADS` threads;
+    /// larger ones, and f32, march in [`Kernel::Stencil27`].
+    StencilMarch7,
     /// The slab points of the tiles [`Kernel::StencilMarch64Shell`] listed before the ready
     /// word (`HP_SHELL_FIXUP_BLOCKS` blocks).
     StencilShellFixup,
@@ -208,6 +212,7 @@ impl Kernel {
             Kernel::StencilMarch64Shell => "hp_stencil27_march64_shell",
             Kernel::StencilShellReady => "hp_stencil27_shell_ready",
             Kernel::StencilShellFixup => "hp_stencil27_shell_fixup",
+            Kernel::StencilMarch7 => "hp_stencil7_marching",
         }
     }
 
@@ -222,7 +227,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 25] = [
+    pub const ALL: [Kernel; 26] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -248,6 +253,7 @@ impl Kernel {
         Kernel::StencilMarch64Shell,
         Kernel::StencilShellReady,
         Kernel::StencilShellFixup,
+        Kernel::StencilMarch7,
     ];
 }
 
@@ -297,6 +303,10 @@ pub enum Launch<'a> {
     /// for tiles); [`regions::stencil_launch`](crate::regions::stencil_launch) picks it and its
     /// grid, a block per tile.
     StencilMarch64(&'a hp_stencil_args),
+    /// [`Kernel::StencilMarch7`]: only where
+    /// [`regions::stencil7_marching`](crate::regions::stencil7_marching) says so;
+    /// [`regions::stencil_launch`](crate::regions::stencil_launch) picks it and its grid.
+    StencilMarch7(&'a hp_stencil_args),
     /// [`Kernel::StencilMarch32`]: only where
     /// [`regions::stencil_lanes`](crate::regions::stencil_lanes) says so (f32 tiles, rows of a
     /// multiple of 4 elements, 16-byte aligned fields);
@@ -331,6 +341,7 @@ impl Launch<'_> {
             Launch::Stencil27(a)
             | Launch::StencilMarching(a)
             | Launch::StencilMarch64(a)
+            | Launch::StencilMarch7(a)
             | Launch::StencilMarch32(a)
             | Launch::StencilMarch64Shell(a)
             | Launch::StencilShellReady(a)
@@ -352,8 +363,12 @@ impl Launch<'_> {
         let invalid = |what: String| Err(crate::Error::InvalidInput(format!("{backend}: {what}")));
         match self {
             Launch::PackRegions(a) | Launch::UnpackRegions(a) | Launch::ExchangeRegions(a) => {
-                crate::regions::check_word_bytes(a.elem_bytes, &format!("{:?}", self.kernel()))
-                    .or_else(|e| invalid(e.to_string()))?;
+                // The kernel's name formatted only for the error: every launch passes here.
+                if crate::regions::check_word_bytes(a.elem_bytes, "").is_err() {
+                    let kernel = format!("{:?}", self.kernel());
+                    crate::regions::check_word_bytes(a.elem_bytes, &kernel)
+                        .or_else(|e| invalid(e.to_string()))?;
+                }
                 let fused = matches!(self, Launch::ExchangeRegions(_));
                 if fused != matches!(a.form, HP_REGIONS_FUSED | HP_REGIONS_FUSED_COPIES) {
                     return invalid(format!(
@@ -418,6 +433,21 @@ impl Launch<'_> {
                     crate::shared::HP_MARCHING_MAX_THREADS,
                     a.begin,
                     a.end,
+                    a.shape,
+                    a.components,
+                    dims.threads
+                ))
+            }
+            Launch::StencilMarch7(a) if !crate::regions::stencil7_marching(a, dims.threads) => {
+                invalid(format!(
+                    "the 7-point march kernel takes the 7-point stencil over one component of 8-byte elements, a box of at least {}x{}x{} points and blocks of whole warps up to {} threads (box {:?}..{:?}, {}-byte elements, shape {}, {} components, {} threads)",
+                    crate::shared::HP_MARCH_X,
+                    crate::shared::HP_MARCH_ROWS,
+                    crate::shared::HP_MARCH_MIN_Z,
+                    crate::shared::HP_MARCHING_MAX_THREADS,
+                    a.begin,
+                    a.end,
+                    a.elem_bytes,
                     a.shape,
                     a.components,
                     dims.threads
@@ -492,6 +522,7 @@ impl Launch<'_> {
             Launch::Stencil27(a)
             | Launch::StencilMarching(a)
             | Launch::StencilMarch64(a)
+            | Launch::StencilMarch7(a)
             | Launch::StencilMarch32(a)
             | Launch::StencilMarch64Shell(a)
             | Launch::StencilShellFixup(a) => {
@@ -544,6 +575,7 @@ impl Launch<'_> {
             Launch::EpochStep(_) => Kernel::EpochStep,
             Launch::StencilMarching(_) => Kernel::StencilMarching,
             Launch::StencilMarch64(_) => Kernel::StencilMarch64,
+            Launch::StencilMarch7(_) => Kernel::StencilMarch7,
             Launch::StencilMarch32(_) => Kernel::StencilMarch32,
             Launch::StencilMarch64Shell(_) => Kernel::StencilMarch64Shell,
             Launch::StencilShellReady(_) => Kernel::StencilShellReady,

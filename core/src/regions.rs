@@ -391,7 +391,8 @@ pub fn stencil_components(args: &hp_stencil_args) -> u32 {
 /// the full 27-point stencil or the 7-point one (every face read) over one component, in
 /// blocks of whole warps, over a box of at least `HP_MARCH_X` x `HP_MARCH_ROWS` x
 /// `HP_MARCH_MIN_Z` points, in tiles (the kernels' `hp_stencil_marches`; the 7-point stencil
-/// in [`Kernel::Stencil27`](crate::Kernel::Stencil27)'s `hp_stencil7_march`). A shell's
+/// in [`Kernel::StencilMarch7`](crate::Kernel::StencilMarch7), see [`stencil7_marching`], or in
+/// larger blocks in [`Kernel::Stencil27`](crate::Kernel::Stencil27)). A shell's
 /// thinner slabs take the point form in [`Kernel::Stencil27`](crate::Kernel::Stencil27) and
 /// march in columns in the march form's own kernel ([`stencil_marching`]).
 pub fn stencil_marches(args: &hp_stencil_args, threads: u32) -> bool {
@@ -423,6 +424,20 @@ pub fn stencil_marching(args: &hp_stencil_args, threads: u32) -> bool {
         && threads <= shared::HP_MARCHING_MAX_THREADS
         && matches!(args.elem_bytes, 4 | 8)
         && extent(2) >= u64::from(shared::HP_MARCH_MIN_Z)
+}
+
+/// Whether a sweep of `args` with `threads` a block runs the 7-point stencil's march form in its
+/// own kernel ([`Kernel::StencilMarch7`](crate::Kernel::StencilMarch7)): the 7-point stencil
+/// (every face read) over one component of 8-byte elements in a box that marches in tiles
+/// ([`stencil_marches`]), in blocks of whole warps up to `HP_MARCHING_MAX_THREADS`. Larger
+/// blocks, and f32, march in [`Kernel::Stencil27`](crate::Kernel::Stencil27): f32 was 1-3 %
+/// slower in the kernel of its own (`HP_MARCH7_MIN_BLOCKS`).
+pub fn stencil7_marching(args: &hp_stencil_args, threads: u32) -> bool {
+    stencil_shape(args.shape) == shared::HP_STENCIL_FACES | shared::HP_STENCIL_FULL
+        && stencil_marches(args, threads)
+        && threads > 0
+        && threads <= shared::HP_MARCHING_MAX_THREADS
+        && args.elem_bytes == 8
 }
 
 /// Whether a sweep of `args` with `threads` a block runs the march form's f32 tiles in lanes of
@@ -515,7 +530,8 @@ pub fn lanes_padding(args: &hp_stencil_args, threads: u32) -> Option<u64> {
     (short > 0 && !stencil_lanes(args, threads) && stencil_lanes(&padded, threads)).then_some(short)
 }
 
-/// The launch of one sweep of `args` with `threads` a block, and its grid: where
+/// The launch of one sweep of `args` with `threads` a block, and its grid: the 7-point
+/// stencil's march kernel where [`stencil7_marching`] says so, a block per tile; where
 /// [`stencil_marching`] says so, the march form's own kernels: in a box thick enough for tiles
 /// ([`stencil_marches`]) a block per tile of its element type's shape, f64 tiles in
 /// [`Kernel::StencilMarch64`](crate::Kernel::StencilMarch64), f32 tiles in lanes of 4 points
@@ -523,6 +539,13 @@ pub fn lanes_padding(args: &hp_stencil_args, threads: u32) -> Option<u64> {
 /// `HP_SLAB_Z` planes. Else [`Kernel::Stencil27`](crate::Kernel::Stencil27) with
 /// [`stencil_blocks`].
 pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, LaunchDims) {
+    if stencil7_marching(args, threads) {
+        let dims = LaunchDims {
+            blocks: stencil_blocks(args, threads),
+            threads,
+        };
+        return (Launch::StencilMarch7(args), dims);
+    }
     if !stencil_marching(args, threads) {
         let dims = LaunchDims {
             blocks: stencil_blocks(args, threads),
@@ -1514,15 +1537,41 @@ mod tests {
         assert_eq!(dims.blocks, stencil_blocks(&big, 512));
         let (launch, dims) = stencil_launch(&slab_z, 256);
         assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch64, 3));
-        // The 7-point stencil marches in hp_stencil27, in its tiles (3 x 1 x 2); a one-sided
-        // one takes the point form.
+        // The 7-point stencil (f64) marches in its own kernel in blocks of up to 256 threads,
+        // in hp_stencil27 in larger ones, in the same tiles (3 x 1 x 2); a one-sided one takes
+        // the point form.
         let faces = hp_stencil_args {
             shape: shared::HP_STENCIL_FACES | shared::HP_STENCIL_FULL,
             ..big
         };
         assert!(stencil_marches(&faces, 256));
         let (launch, dims) = stencil_launch(&faces, 256);
-        assert_eq!((launch.kernel(), dims.blocks), (Kernel::Stencil27, 6));
+        assert_eq!((launch.kernel(), dims.blocks), (Kernel::StencilMarch7, 6));
+        let fields = hp_stencil_args {
+            in_: 0x1000,
+            out: 0x2000,
+            ..faces
+        };
+        assert!(Launch::StencilMarch7(&fields).check("host", dims).is_ok());
+        let (launch, dims512) = stencil_launch(&faces, 512);
+        assert_eq!(launch.kernel(), Kernel::Stencil27);
+        assert_eq!(dims512.blocks, stencil_blocks(&faces, 512));
+        let e = Launch::StencilMarch7(&fields)
+            .check("host", dims512)
+            .expect_err("blocks past the kernel's bound");
+        assert!(e.to_string().contains("7-point march kernel"), "{e}");
+        let full = hp_stencil_args {
+            shape: shared::HP_STENCIL_FULL,
+            ..fields
+        };
+        assert!(Launch::StencilMarch7(&full).check("host", dims).is_err());
+        // f32 marches in hp_stencil27.
+        let faces32 = hp_stencil_args {
+            elem_bytes: 4,
+            ..fields
+        };
+        assert_eq!(stencil_launch(&faces32, 256).0.kernel(), Kernel::Stencil27);
+        assert!(Launch::StencilMarch7(&faces32).check("host", dims).is_err());
         let one_sided = hp_stencil_args {
             shape: shared::HP_STENCIL_FACES | (shared::HP_STENCIL_FULL & !shared::HP_STENCIL_HI),
             ..big
