@@ -1577,7 +1577,8 @@ extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64
  * launches it only for the 7-point stencil over one component of f64 in a box that marches in
  * tiles, in blocks of whole warps up to HP_MARCHING_MAX_THREADS (haloport_core::regions::
  * stencil7_marching); anything else updates nothing, and the host refuses such a launch up
- * front. Larger blocks, and f32, march in hp_stencil27. */
+ * front. Larger blocks, and f32, march in hp_stencil27; the f32 branch stays so that the
+ * entry's code stays the one measured. */
 extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH7_MIN_BLOCKS)
     hp_stencil7_marching(hp_stencil_args a) {
     if (hp_stencil_box_empty(a) || a.shape != (HP_STENCIL_FACES | HP_STENCIL_FULL) ||
