@@ -361,6 +361,22 @@ impl Launch<'_> {
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `backend` and the problem.
     pub fn check(&self, backend: &str, dims: LaunchDims) -> Result<()> {
         let invalid = |what: String| Err(crate::Error::InvalidInput(format!("{backend}: {what}")));
+        // What the f64 march kernels take, and what the launch brought.
+        let f64_march_refused = |kernel: &str, a: &hp_stencil_args| {
+            format!(
+                "{kernel} over one component of 8-byte elements, a box of at least {}x{}x{} points and blocks of whole warps up to {} threads (box {:?}..{:?}, {}-byte elements, shape {}, {} components, {} threads)",
+                crate::shared::HP_MARCH_X,
+                crate::shared::HP_MARCH_ROWS,
+                crate::shared::HP_MARCH_MIN_Z,
+                crate::shared::HP_MARCHING_MAX_THREADS,
+                a.begin,
+                a.end,
+                a.elem_bytes,
+                a.shape,
+                a.components,
+                dims.threads
+            )
+        };
         match self {
             Launch::PackRegions(a) | Launch::UnpackRegions(a) | Launch::ExchangeRegions(a) => {
                 // The kernel's name formatted only for the error: every launch passes here.
@@ -439,38 +455,14 @@ impl Launch<'_> {
                 ))
             }
             Launch::StencilMarch7(a) if !crate::regions::stencil7_marching(a, dims.threads) => {
-                invalid(format!(
-                    "the 7-point march kernel takes the 7-point stencil over one component of 8-byte elements, a box of at least {}x{}x{} points and blocks of whole warps up to {} threads (box {:?}..{:?}, {}-byte elements, shape {}, {} components, {} threads)",
-                    crate::shared::HP_MARCH_X,
-                    crate::shared::HP_MARCH_ROWS,
-                    crate::shared::HP_MARCH_MIN_Z,
-                    crate::shared::HP_MARCHING_MAX_THREADS,
-                    a.begin,
-                    a.end,
-                    a.elem_bytes,
-                    a.shape,
-                    a.components,
-                    dims.threads
-                ))
+                invalid(f64_march_refused("the 7-point march kernel takes the 7-point stencil", a))
             }
             Launch::StencilMarch64(a)
                 if a.elem_bytes != 8
                     || !crate::regions::stencil_marching(a, dims.threads)
                     || !crate::regions::stencil_marches(a, dims.threads) =>
             {
-                invalid(format!(
-                    "the f64 march kernel takes the full stencil over one component of 8-byte elements, a box of at least {}x{}x{} points and blocks of whole warps up to {} threads (box {:?}..{:?}, {}-byte elements, shape {}, {} components, {} threads)",
-                    crate::shared::HP_MARCH_X,
-                    crate::shared::HP_MARCH_ROWS,
-                    crate::shared::HP_MARCH_MIN_Z,
-                    crate::shared::HP_MARCHING_MAX_THREADS,
-                    a.begin,
-                    a.end,
-                    a.elem_bytes,
-                    a.shape,
-                    a.components,
-                    dims.threads
-                ))
+                invalid(f64_march_refused("the f64 march kernel takes the full stencil", a))
             }
             Launch::StencilMarch32(a) if !crate::regions::stencil_lanes(a, dims.threads) => {
                 invalid(format!(
