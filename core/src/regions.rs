@@ -539,19 +539,18 @@ pub fn lanes_padding(args: &hp_stencil_args, threads: u32) -> Option<u64> {
 /// `HP_SLAB_Z` planes. Else [`Kernel::Stencil27`](crate::Kernel::Stencil27) with
 /// [`stencil_blocks`].
 pub fn stencil_launch(args: &hp_stencil_args, threads: u32) -> (Launch<'_>, LaunchDims) {
-    if stencil7_marching(args, threads) {
+    let seven = stencil7_marching(args, threads);
+    if seven || !stencil_marching(args, threads) {
         let dims = LaunchDims {
             blocks: stencil_blocks(args, threads),
             threads,
         };
-        return (Launch::StencilMarch7(args), dims);
-    }
-    if !stencil_marching(args, threads) {
-        let dims = LaunchDims {
-            blocks: stencil_blocks(args, threads),
-            threads,
+        let launch = if seven {
+            Launch::StencilMarch7(args)
+        } else {
+            Launch::Stencil27(args)
         };
-        return (Launch::Stencil27(args), dims);
+        return (launch, dims);
     }
     if !stencil_marches(args, threads) {
         let extent = |k: usize| args.end[k].saturating_sub(args.begin[k]);
