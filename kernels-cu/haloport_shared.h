@@ -459,6 +459,10 @@ typedef struct hp_epoch_args {
  *     (a periodic rank with device-direct neighbours too): they need no kernel boundary either.
  *     A kernel of its own, so that the one launch without copies keeps its registers. */
 #define HP_REGIONS_FUSED_COPIES 3u
+/*   HP_REGIONS_FUSED_SYNTHETIC  hp_exchange_synthetic(_few): HP_REGIONS_FUSED whose every region
+ *     is synthetic (HP_PAYLOAD_SYNTHETIC, the thesis's workload as the library's messages):
+ *     kernels without the moves, a fourteenth of the code. */
+#define HP_REGIONS_FUSED_SYNTHETIC 4u
 
 /* Elements a thread of the region kernels moves at once, all loads before any store, so their
  * memory latencies overlap (results/2026-11-22-h200-pack-probe: with loads issued one at a

@@ -4,7 +4,9 @@
  *   hp_pack_regions    field -> packed buffer, for many regions in one launch
  *   hp_unpack_regions  packed buffer -> field
  *   hp_exchange_regions  both, for device-direct messages (HP_REGIONS_FUSED); _copies with a
- *                      rank's own messages copied into its halos (HP_REGIONS_FUSED_COPIES)
+ *                      rank's own messages copied into its halos (HP_REGIONS_FUSED_COPIES);
+ *                      _w4, _w8 for one word size; hp_exchange_synthetic for synthetic regions
+ *                      (HP_REGIONS_FUSED_SYNTHETIC); _few of each with a short parameter
  *   hp_{pack|unpack}_regions_w4, _w8   their plain form (HP_REGIONS_PLAIN in haloport_shared.h)
  *   hp_stencil27       one Jacobi sweep of the 27-point stencil over a box (the application)
  *   hp_stencil27_marching, hp_stencil27_march64, hp_stencil27_march32   its march form
@@ -17,7 +19,8 @@
  * haloport_shared.h.
  *
  * Launch convention (regions): grid block g serves the region r with
- * first_block <= g < first_block + blocks (found by binary search, every thread alike, so the
+ * first_block <= g < first_block + blocks (region g if it is g's alone, else found by binary
+ * search, every thread alike, so the
  * plain path needs no barrier); its threads take elements e = (g - first_block) * blockDim.x +
  * threadIdx.x, then + blocks * blockDim.x, ... Grid blocks past the last region return at once.
  * Each element's field index is computed from e alone (no dependencies between threads); the
@@ -62,8 +65,11 @@ HP_DEVICE void hp_with_table(const hp_regions_args& a, F&& f) {
 }
 
 /* The region grid block `g` serves: the last region whose first_block <= g, if g lies inside
- * its blocks. Regions are sorted by first_block (the header's rule). */
+ * its blocks. Regions are sorted by first_block (the header's rule). Region g is asked first:
+ * where every region has one block (a small exchange) it is the one, found without the search's
+ * chain of dependent reads (results/2026-11-29-h200-small-floor). */
 HP_DEVICE uint32_t hp_region_of(const hp_region* regions, uint32_t num_regions, uint32_t g) {
+    if (g < num_regions && regions[g].first_block == g && regions[g].blocks == 1u) return g;
     if (num_regions == 0 || g < regions[0].first_block) return HP_REGION_NONE;
     uint32_t lo = 0, hi = num_regions; /* invariant: first_block[lo] <= g < first_block[hi] */
     while (hi - lo > 1) {
@@ -289,29 +295,38 @@ __device__ __forceinline__ void hp_move_pair_words(const hp_region& r, const hp_
     }
 }
 
-template <bool PACK, bool COPIES>
+/* WORDS, the word sizes a kernel moves: HP_WORDS_ANY (a.elem_bytes says which), 4 or 8 (that
+ * size alone), or HP_WORDS_SYNTHETIC (no moves: a table of synthetic regions only). A kernel of
+ * one word size holds a third of the code (244 KB against 754 KB for the one launch, sm_90),
+ * one of synthetic regions a fourteenth, and a small exchange, whose blocks run a few hundred
+ * instructions, spends less on fetching them (results/2026-11-29-h200-small-floor). */
+#define HP_WORDS_ANY 0u
+#define HP_WORDS_SYNTHETIC 0xffu
+template <bool PACK, bool COPIES, uint32_t WORDS>
 __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const hp_region* regions,
                                                const hp_region& r, uint32_t local_block) {
+    if (WORDS == HP_WORDS_SYNTHETIC) return;
+    const uint32_t elem_bytes = WORDS == HP_WORDS_ANY ? a.elem_bytes : WORDS;
     if (r.partner != 0) {
         const hp_region p = regions[r.partner - 1];
-        if (a.elem_bytes == 8) {
+        if (elem_bytes == 8) {
             hp_move_pair_words<uint64_t, PACK, COPIES>(r, p, local_block);
-        } else if (a.elem_bytes == 4) {
+        } else if (elem_bytes == 4) {
             hp_move_pair_words<uint32_t, PACK, COPIES>(r, p, local_block);
-        } else if (a.elem_bytes == 2) {
+        } else if (elem_bytes == 2) {
             hp_move_pair_words<uint16_t, PACK, COPIES>(r, p, local_block);
-        } else if (a.elem_bytes == 1) {
+        } else if (elem_bytes == 1) {
             hp_move_pair_words<uint8_t, PACK, COPIES>(r, p, local_block);
         }
         return;
     }
-    if (a.elem_bytes == 8) {
+    if (elem_bytes == 8) {
         hp_move_region_words<uint64_t, PACK, COPIES>(r, local_block);
-    } else if (a.elem_bytes == 4) {
+    } else if (elem_bytes == 4) {
         hp_move_region_words<uint32_t, PACK, COPIES>(r, local_block);
-    } else if (a.elem_bytes == 2) {
+    } else if (elem_bytes == 2) {
         hp_move_region_words<uint16_t, PACK, COPIES>(r, local_block);
-    } else if (a.elem_bytes == 1) {
+    } else if (elem_bytes == 1) {
         hp_move_region_words<uint8_t, PACK, COPIES>(r, local_block);
     }
     /* Any other word size moves nothing (the backends refuse such launches up front). */
@@ -321,6 +336,12 @@ __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const h
  * `blocks` serves (haloport_shared.h; haloport_core::regions::synthetic_run). */
 HP_DEVICE void hp_synthetic_run(uint64_t n, uint32_t blocks, uint32_t local_block,
                                 uint64_t& begin, uint64_t& end) {
+    if (blocks == 1u) {
+        /* The whole region, without the 64-bit division below. */
+        begin = 0;
+        end = n;
+        return;
+    }
     const uint64_t align = HP_SYNTHETIC_RUN_ALIGN;
     const uint64_t per = ((n + blocks - 1) / blocks + align - 1) / align * align;
     begin = min(n, (uint64_t)local_block * per);
@@ -366,15 +387,16 @@ __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r
     hp_fold_checks(c, check);
 }
 
-/* This block's part of region r, whatever its payload (COPIES: as hp_move_region_words). */
-template <bool PACK, bool COPIES>
+/* This block's part of region r, whatever its payload (COPIES: as hp_move_region_words;
+ * WORDS: as hp_move_region, a synthetic region's words are 8 bytes). */
+template <bool PACK, bool COPIES, uint32_t WORDS = HP_WORDS_ANY>
 __device__ __forceinline__ void hp_region_payload(const hp_regions_args& a,
                                                   const hp_region* regions, const hp_region& r,
                                                   uint32_t local_block) {
     if (r.payload == HP_PAYLOAD_SYNTHETIC) {
-        if (a.elem_bytes == 8) hp_synthetic_region<PACK>(a, r, local_block);
+        if (WORDS != 4u && a.elem_bytes == 8) hp_synthetic_region<PACK>(a, r, local_block);
     } else {
-        hp_move_region<PACK, COPIES>(a, regions, r, local_block);
+        hp_move_region<PACK, COPIES, WORDS>(a, regions, r, local_block);
     }
 }
 
@@ -412,12 +434,9 @@ HP_DEVICE uint32_t hp_message_wait(const hp_regions_args& a, const hp_message_si
 }
 
 /* Stamps this grid block's start (END false) or end of the launch's side, pack_* or unpack_*,
- * in hp_block_times[] at `times`. Not inlined: inlined, its few registers pushed the full
- * form's signalling (at the 64 of HP_REGIONS_MAX_THREADS) into spilling a message's counter
- * across the moves, with timestamps off too (ptxas, sm_90); a call costs only where they are
- * on. */
+ * in hp_block_times[] at `times`. */
 template <bool PACK, bool END>
-__device__ __noinline__ void hp_regions_stamp_at(uint64_t times) {
+__device__ __forceinline__ void hp_regions_stamp_inline(uint64_t times) {
     hp_block_times* t = (hp_block_times*)times + blockIdx.x;
     const uint64_t now = hp_timer();
     if (PACK) {
@@ -433,11 +452,25 @@ __device__ __noinline__ void hp_regions_stamp_at(uint64_t times) {
     }
 }
 
-/* hp_regions_stamp_at when the launch records timestamps (a.times, read from the parameters at
- * each stamp, so that no register holds it across the block's moves). */
+/* hp_regions_stamp_inline, not inlined: inlined, its few registers pushed the full form's
+ * signalling (at the 64 of HP_REGIONS_MAX_THREADS) into spilling a message's counter across the
+ * moves, with timestamps off too (ptxas, sm_90); a call costs only where they are on. */
 template <bool PACK, bool END>
+__device__ __noinline__ void hp_regions_stamp_at(uint64_t times) {
+    hp_regions_stamp_inline<PACK, END>(times);
+}
+
+/* hp_regions_stamp_at when the launch records timestamps (a.times, read from the parameters at
+ * each stamp, so that no register holds it across the block's moves). INLINE: the stamp inlined
+ * where no moves compete for registers (HP_WORDS_SYNTHETIC): a call costs its spills. */
+template <bool PACK, bool END, bool INLINE = false>
 HP_DEVICE void hp_regions_stamp(const hp_regions_args& a) {
-    if (a.times != 0) hp_regions_stamp_at<PACK, END>(a.times);
+    if (a.times == 0) return;
+    if (INLINE) {
+        hp_regions_stamp_inline<PACK, END>(a.times);
+    } else {
+        hp_regions_stamp_at<PACK, END>(a.times);
+    }
 }
 
 HP_DEVICE void hp_raise_done(const hp_regions_args& a);
@@ -450,19 +483,20 @@ HP_DEVICE void hp_raise_done(const hp_regions_args& a);
  * fence, its end stamp taken before that fence, so the one fence orders everything the host
  * reads (ipc-tq's chunks also end with one); returns whether it did (the same in every thread
  * of the block). */
-template <bool PACK, bool DONE = false, bool COPIES = PACK>
+template <bool PACK, bool DONE = false, bool COPIES = PACK, uint32_t WORDS = HP_WORDS_ANY>
 __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const hp_region* regions,
                                                 const hp_region& r,
                                                 const hp_message_signal* signal) {
+    constexpr bool inline_stamps = WORDS == HP_WORDS_SYNTHETIC;
     const uint32_t local_block = blockIdx.x - r.first_block;
     if (r.message == HP_NO_MESSAGE || a.messages == 0) {
-        if (threadIdx.x == 0) hp_regions_stamp<PACK, false>(a);
-        hp_region_payload<PACK, COPIES>(a, regions, r, local_block);
+        if (threadIdx.x == 0) hp_regions_stamp<PACK, false, inline_stamps>(a);
+        hp_region_payload<PACK, COPIES, WORDS>(a, regions, r, local_block);
         if (a.times != 0) {
             /* The end once every thread moved its elements (a.times is the launch's: every
              * thread of the block reaches the barrier). */
             __syncthreads();
-            if (threadIdx.x == 0) hp_regions_stamp<PACK, true>(a);
+            if (threadIdx.x == 0) hp_regions_stamp<PACK, true, inline_stamps>(a);
         }
         return false;
     }
@@ -473,9 +507,9 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
     const uint64_t epoch = threadIdx.x == 0 ? hp_epoch(a) : 0;
     if (threadIdx.x == 0) {
         /* Pack's start includes its wait for the slot; unpack's starts when its data came. */
-        if (PACK) hp_regions_stamp<PACK, false>(a);
+        if (PACK) hp_regions_stamp<PACK, false, inline_stamps>(a);
         outcome = hp_message_wait(a, m, epoch);
-        if (!PACK && outcome == HP_MESSAGE_OK) hp_regions_stamp<PACK, false>(a);
+        if (!PACK && outcome == HP_MESSAGE_OK) hp_regions_stamp<PACK, false, inline_stamps>(a);
         if (outcome != HP_MESSAGE_OK && a.status != 0) {
             hp_store_release_system((uint32_t*)a.status + r.message, outcome);
         }
@@ -485,11 +519,11 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
     __syncthreads();
     if (outcome != HP_MESSAGE_OK) return false;
 
-    hp_region_payload<PACK, COPIES>(a, regions, r, local_block);
+    hp_region_payload<PACK, COPIES, WORDS>(a, regions, r, local_block);
     /* The barrier orders every thread's moves before thread 0's (CTA scope). */
     __syncthreads();
     if (threadIdx.x == 0) {
-        if (DONE) hp_regions_stamp<PACK, true>(a);
+        if (DONE) hp_regions_stamp<PACK, true, inline_stamps>(a);
         /* A message of several blocks counts them at device scope, acquire-release: each count
          * releases its block's moves to the block that counts last, which acquires them all (a
          * release sequence on the counter). A u32 count compared modulo 2^32: it gains exactly
@@ -511,7 +545,7 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
              * free what the flags point at (MessageExchange::close). */
             hp_raise_done(a);
         } else {
-            hp_regions_stamp<PACK, true>(a);
+            hp_regions_stamp<PACK, true, inline_stamps>(a);
         }
     }
     return DONE;
@@ -519,7 +553,7 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
 
 /* One grid block of hp_pack_regions (PACK) or hp_unpack_regions; `regions` is the side's table
  * of `num_regions` regions (as hp_region_block). */
-template <bool PACK, bool DONE = false, bool COPIES = PACK>
+template <bool PACK, bool DONE = false, bool COPIES = PACK, uint32_t WORDS = HP_WORDS_ANY>
 __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
                                                  const hp_region* regions, uint32_t num_regions) {
     const uint32_t ri = hp_region_of(regions, num_regions, blockIdx.x);
@@ -527,7 +561,7 @@ __device__ __forceinline__ bool hp_regions_block(const hp_regions_args& a,
     const hp_region r = regions[ri];
     const hp_message_signal* signal =
         r.message == HP_NO_MESSAGE ? 0 : (const hp_message_signal*)a.messages + r.message;
-    return hp_region_block<PACK, DONE, COPIES>(a, regions, r, signal);
+    return hp_region_block<PACK, DONE, COPIES, WORDS>(a, regions, r, signal);
 }
 
 /* The most threads a block of the region kernels may have (the devices' limit): the compiler
@@ -678,12 +712,12 @@ HP_DEVICE void hp_plan_block(const hp_regions_args& a, const hp_region* regions,
  * to shared memory first) small and thesis-9 were slower (results/2026-11-27-h200-block-plan).
  * A table in device memory is planned first (hp_plan_block). COPIES: the pack side may hold
  * HP_PAYLOAD_COPY regions (HP_REGIONS_FUSED_COPIES). */
-template <bool COPIES>
+template <bool COPIES, uint32_t WORDS = HP_WORDS_ANY>
 HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
     if (args.table_inline) {
         const hp_region* regions = args.inline_regions;
-        hp_regions_block<true, false, COPIES>(args, regions, args.num_regions);
-        if (!hp_regions_block<false, true>(args, regions + args.num_regions,
+        hp_regions_block<true, false, COPIES, WORDS>(args, regions, args.num_regions);
+        if (!hp_regions_block<false, true, false, WORDS>(args, regions + args.num_regions,
                                            args.num_unpack_regions)) {
             hp_launch_done(args);
         }
@@ -693,10 +727,11 @@ HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
     const hp_region* regions = (const hp_region*)args.regions;
     hp_plan_block(args, regions, plan);
     if (plan.index[0] != HP_REGION_NONE) {
-        hp_region_block<true, false, COPIES>(args, regions, plan.region[0], &plan.signal[0]);
+        hp_region_block<true, false, COPIES, WORDS>(args, regions, plan.region[0],
+                                                    &plan.signal[0]);
     }
     const bool done = plan.index[1] != HP_REGION_NONE &&
-                      hp_region_block<false, true>(args, regions + args.num_regions,
+                      hp_region_block<false, true, false, WORDS>(args, regions + args.num_regions,
                                                    plan.region[1], &plan.signal[1]);
     if (!done) hp_launch_done(args);
 }
@@ -704,6 +739,23 @@ HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
     hp_exchange_launch<false>(hp_args_in_place(a));
+}
+
+/* hp_exchange_regions for one word size (HP_WORDS_ANY's note), and for a table of synthetic
+ * regions only (HP_REGIONS_FUSED_SYNTHETIC). */
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_regions_w4(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_exchange_launch<false, 4u>(hp_args_in_place(a));
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_regions_w8(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_exchange_launch<false, 8u>(hp_args_in_place(a));
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_synthetic(const HP_GRID_CONSTANT hp_regions_args a) {
+    hp_exchange_launch<false, HP_WORDS_SYNTHETIC>(hp_args_in_place(a));
 }
 
 /* The one launch whose pack side also copies a rank's own messages straight into its halos
@@ -726,16 +778,32 @@ struct hp_regions_args_upto {
  * regions: the same code over a shorter parameter. A launch with more regions inline would read
  * past its parameter: it moves nothing and raises no done word, so the host's wait reports the
  * launch as ended without them. */
-template <uint32_t N>
+template <uint32_t N, uint32_t WORDS = HP_WORDS_ANY>
 HP_DEVICE void hp_exchange_launch_upto(const hp_regions_args_upto<N>& a) {
     const hp_regions_args& args = *(const hp_regions_args*)(const void*)&a;
     if (args.table_inline && args.num_regions + args.num_unpack_regions > N) return;
-    hp_exchange_launch<false>(args);
+    hp_exchange_launch<false, WORDS>(args);
 }
 
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions_few(const HP_GRID_CONSTANT hp_regions_args_upto<HP_INLINE_REGIONS_FEW> a) {
     hp_exchange_launch_upto(hp_args_in_place(a));
+}
+
+/* hp_exchange_regions_few as hp_exchange_regions_w4, _w8 and hp_exchange_synthetic. */
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_regions_few_w4(const HP_GRID_CONSTANT hp_regions_args_upto<HP_INLINE_REGIONS_FEW> a) {
+    hp_exchange_launch_upto<HP_INLINE_REGIONS_FEW, 4u>(hp_args_in_place(a));
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_regions_few_w8(const HP_GRID_CONSTANT hp_regions_args_upto<HP_INLINE_REGIONS_FEW> a) {
+    hp_exchange_launch_upto<HP_INLINE_REGIONS_FEW, 8u>(hp_args_in_place(a));
+}
+
+extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
+    hp_exchange_synthetic_few(const HP_GRID_CONSTANT hp_regions_args_upto<HP_INLINE_REGIONS_FEW> a) {
+    hp_exchange_launch_upto<HP_INLINE_REGIONS_FEW, HP_WORDS_SYNTHETIC>(hp_args_in_place(a));
 }
 
 /* Moves a graph's epochs on (hp_epoch_args). */

@@ -70,10 +70,7 @@ pub(crate) unsafe fn run_regions(
     args: &hp_regions_args,
     dims: LaunchDims,
 ) -> Result<(), String> {
-    if matches!(
-        kernel,
-        Kernel::ExchangeRegions | Kernel::ExchangeRegionsFew | Kernel::ExchangeRegionsCopies
-    ) {
+    if kernel.is_one_launch() {
         // `hp_exchange_regions`: on a GPU each block packs, then unpacks. Here blocks share a
         // few workers, so a block waiting for an arrival could hold a worker that the pack it
         // waits for needs: every pack block first, then every unpack block, the same result.

@@ -21,7 +21,8 @@ use crate::regions::Copy3d;
 use crate::shared::{
     hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
     hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_PAYLOAD_COPY,
-    HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_FUSED_COPIES, HP_REGIONS_PLAIN,
+    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_FUSED_COPIES,
+    HP_REGIONS_FUSED_SYNTHETIC, HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -151,6 +152,22 @@ pub enum Kernel {
     /// neighbours): a kernel of its own, so that the one launch without copies keeps its
     /// registers.
     ExchangeRegionsCopies,
+    /// [`Kernel::ExchangeRegions`] for 4-byte elements only: a third of its code, so a small
+    /// exchange's blocks spend less fetching instructions (`HP_WORDS_ANY` in
+    /// `kernels-cu/hp_regions.cuh`).
+    ExchangeRegionsW4,
+    /// [`Kernel::ExchangeRegionsW4`] for 8-byte elements.
+    ExchangeRegionsW8,
+    /// [`Kernel::ExchangeRegionsFew`] for 4-byte elements only.
+    ExchangeRegionsFewW4,
+    /// [`Kernel::ExchangeRegionsFew`] for 8-byte elements only.
+    ExchangeRegionsFewW8,
+    /// [`Kernel::ExchangeRegions`] for a table of synthetic regions only
+    /// (`HP_REGIONS_FUSED_SYNTHETIC`: the thesis's workload as the library's messages): no
+    /// moves, a fourteenth of the code.
+    ExchangeSynthetic,
+    /// [`Kernel::ExchangeSynthetic`] with the short parameter of [`Kernel::ExchangeRegionsFew`].
+    ExchangeSyntheticFew,
     /// One Jacobi sweep of the 27-point stencil over a box of a field (SPEC 13's application).
     Stencil27,
     /// [`Kernel::Stencil27`] over cells of several components: a kernel of its own, so that
@@ -203,6 +220,12 @@ impl Kernel {
             Kernel::ExchangeRegions => "hp_exchange_regions",
             Kernel::ExchangeRegionsFew => "hp_exchange_regions_few",
             Kernel::ExchangeRegionsCopies => "hp_exchange_regions_copies",
+            Kernel::ExchangeRegionsW4 => "hp_exchange_regions_w4",
+            Kernel::ExchangeRegionsW8 => "hp_exchange_regions_w8",
+            Kernel::ExchangeRegionsFewW4 => "hp_exchange_regions_few_w4",
+            Kernel::ExchangeRegionsFewW8 => "hp_exchange_regions_few_w8",
+            Kernel::ExchangeSynthetic => "hp_exchange_synthetic",
+            Kernel::ExchangeSyntheticFew => "hp_exchange_synthetic_few",
             Kernel::Stencil27 => "hp_stencil27",
             Kernel::StencilCells => "hp_stencil_cells",
             Kernel::EpochStep => "hp_epoch_step",
@@ -226,8 +249,24 @@ impl Kernel {
         matches!(self, Kernel::Taskqueue | Kernel::IpcTaskqueue)
     }
 
+    /// True for the one-launch exchange's kernels ([`Launch::ExchangeRegions`] picks one).
+    pub fn is_one_launch(self) -> bool {
+        matches!(
+            self,
+            Kernel::ExchangeRegions
+                | Kernel::ExchangeRegionsFew
+                | Kernel::ExchangeRegionsCopies
+                | Kernel::ExchangeRegionsW4
+                | Kernel::ExchangeRegionsW8
+                | Kernel::ExchangeRegionsFewW4
+                | Kernel::ExchangeRegionsFewW8
+                | Kernel::ExchangeSynthetic
+                | Kernel::ExchangeSyntheticFew
+        )
+    }
+
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 26] = [
+    pub const ALL: [Kernel; 32] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -244,6 +283,12 @@ impl Kernel {
         Kernel::ExchangeRegions,
         Kernel::ExchangeRegionsFew,
         Kernel::ExchangeRegionsCopies,
+        Kernel::ExchangeRegionsW4,
+        Kernel::ExchangeRegionsW8,
+        Kernel::ExchangeRegionsFewW4,
+        Kernel::ExchangeRegionsFewW8,
+        Kernel::ExchangeSynthetic,
+        Kernel::ExchangeSyntheticFew,
         Kernel::Stencil27,
         Kernel::StencilCells,
         Kernel::EpochStep,
@@ -283,7 +328,9 @@ pub enum Launch<'a> {
     /// same regions.
     UnpackRegions(&'a hp_regions_args),
     /// [`Kernel::ExchangeRegions`]: form `HP_REGIONS_FUSED` (or `HP_REGIONS_FUSED_COPIES`:
-    /// [`Kernel::ExchangeRegionsCopies`]), a grid of the larger side's blocks. Its waits
+    /// [`Kernel::ExchangeRegionsCopies`]; `HP_REGIONS_FUSED_SYNTHETIC`:
+    /// [`Kernel::ExchangeSynthetic`]; the kernel for the word size where it has one, with the
+    /// short parameter where the table fits it), a grid of the larger side's blocks. Its waits
     /// depend on other processes' blocks: launch it only where every rank's grid on the device
     /// can be resident at once.
     ExchangeRegions(&'a hp_regions_args),
@@ -386,11 +433,29 @@ impl Launch<'_> {
                         .or_else(|e| invalid(e.to_string()))?;
                 }
                 let fused = matches!(self, Launch::ExchangeRegions(_));
-                if fused != matches!(a.form, HP_REGIONS_FUSED | HP_REGIONS_FUSED_COPIES) {
+                if fused
+                    != matches!(
+                        a.form,
+                        HP_REGIONS_FUSED | HP_REGIONS_FUSED_COPIES | HP_REGIONS_FUSED_SYNTHETIC
+                    )
+                {
                     return invalid(format!(
-                        "region kernel form {} for {:?} (forms {HP_REGIONS_FUSED} and {HP_REGIONS_FUSED_COPIES} are the one-launch exchange's alone)",
+                        "region kernel form {} for {:?} (forms {HP_REGIONS_FUSED}, {HP_REGIONS_FUSED_COPIES} and {HP_REGIONS_FUSED_SYNTHETIC} are the one-launch exchange's alone)",
                         a.form,
                         self.kernel()
+                    ));
+                }
+                // The synthetic form's kernels move nothing: refused where the table is at
+                // hand (inline) and holds another payload.
+                let both = (a.num_regions + a.num_unpack_regions) as usize;
+                if a.form == HP_REGIONS_FUSED_SYNTHETIC
+                    && a.table_inline == 1
+                    && a.inline_regions[..both.min(HP_INLINE_REGIONS as usize)]
+                        .iter()
+                        .any(|r| r.payload != HP_PAYLOAD_SYNTHETIC)
+                {
+                    return invalid(format!(
+                        "a one-launch exchange of form {HP_REGIONS_FUSED_SYNTHETIC} (synthetic regions only) with a region of another payload"
                     ));
                 }
                 // Without its copies form the one launch would pack a copy into the buffer's
@@ -431,7 +496,10 @@ impl Launch<'_> {
                     return invalid("messages need an epoch of at least 1".into());
                 }
                 match a.form {
-                    HP_REGIONS_FULL | HP_REGIONS_FUSED | HP_REGIONS_FUSED_COPIES => Ok(()),
+                    HP_REGIONS_FULL
+                    | HP_REGIONS_FUSED
+                    | HP_REGIONS_FUSED_COPIES
+                    | HP_REGIONS_FUSED_SYNTHETIC => Ok(()),
                     HP_REGIONS_PLAIN if a.messages == 0 && a.checks == 0 && a.times == 0 => {
                         Ok(())
                     }
@@ -439,7 +507,7 @@ impl Launch<'_> {
                         "the plain form of the region kernels has no message, check or timestamp table"
                             .into(),
                     ),
-                    other => invalid(format!("region kernel form {other} (0 to 3)")),
+                    other => invalid(format!("region kernel form {other} (0 to 4)")),
                 }
             }
             Launch::StencilMarching(a) if !crate::regions::stencil_marching(a, dims.threads) => {
@@ -554,14 +622,21 @@ impl Launch<'_> {
             Launch::ExchangeRegions(a) if a.form == HP_REGIONS_FUSED_COPIES => {
                 Kernel::ExchangeRegionsCopies
             }
-            // The short parameter where it holds the table (HP_INLINE_REGIONS_FEW).
-            Launch::ExchangeRegions(a)
-                if a.table_inline == 1
-                    && a.num_regions + a.num_unpack_regions <= HP_INLINE_REGIONS_FEW =>
-            {
-                Kernel::ExchangeRegionsFew
+            Launch::ExchangeRegions(a) => {
+                // The short parameter where it holds the table (HP_INLINE_REGIONS_FEW).
+                let few = a.table_inline == 1
+                    && a.num_regions + a.num_unpack_regions <= HP_INLINE_REGIONS_FEW;
+                match (a.form == HP_REGIONS_FUSED_SYNTHETIC, a.elem_bytes, few) {
+                    (true, _, false) => Kernel::ExchangeSynthetic,
+                    (true, _, true) => Kernel::ExchangeSyntheticFew,
+                    (false, 4, false) => Kernel::ExchangeRegionsW4,
+                    (false, 4, true) => Kernel::ExchangeRegionsFewW4,
+                    (false, 8, false) => Kernel::ExchangeRegionsW8,
+                    (false, 8, true) => Kernel::ExchangeRegionsFewW8,
+                    (false, _, false) => Kernel::ExchangeRegions,
+                    (false, _, true) => Kernel::ExchangeRegionsFew,
+                }
             }
-            Launch::ExchangeRegions(_) => Kernel::ExchangeRegions,
             Launch::Stencil27(a) if a.components > 1 => Kernel::StencilCells,
             Launch::Stencil27(_) => Kernel::Stencil27,
             Launch::EpochStep(_) => Kernel::EpochStep,

@@ -1244,6 +1244,80 @@ mod tests {
     }
 
     #[test]
+    fn a_one_launch_takes_the_kernel_of_its_word_size_or_of_synthetic_regions() {
+        use crate::backend::LaunchDims;
+        use crate::shared::{
+            HP_INLINE_REGIONS_FEW, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FUSED,
+            HP_REGIONS_FUSED_SYNTHETIC,
+        };
+        let synthetic = hp_region {
+            payload: HP_PAYLOAD_SYNTHETIC,
+            ..region(0, [4, 1, 1], [1, 4, 4])
+        };
+        let args = |form: u32, elem_bytes: u32, regions: usize, table: hp_region| {
+            let base = hp_regions_args {
+                regions: 0x1000,
+                messages: 0x2000,
+                epoch: 1,
+                elem_bytes,
+                num_regions: regions as u32,
+                form,
+                ..Default::default()
+            };
+            base.with_inline_table(&vec![table; regions])
+        };
+        let kernel = |form, elem_bytes, regions| {
+            Launch::ExchangeRegions(&args(form, elem_bytes, regions, synthetic)).kernel()
+        };
+        let few = HP_INLINE_REGIONS_FEW as usize;
+        let cases = [
+            (HP_REGIONS_FUSED, 4, few, Kernel::ExchangeRegionsFewW4),
+            (HP_REGIONS_FUSED, 4, few + 1, Kernel::ExchangeRegionsW4),
+            (HP_REGIONS_FUSED, 8, few, Kernel::ExchangeRegionsFewW8),
+            (HP_REGIONS_FUSED, 8, few + 1, Kernel::ExchangeRegionsW8),
+            (HP_REGIONS_FUSED, 2, few, Kernel::ExchangeRegionsFew),
+            (HP_REGIONS_FUSED, 1, few + 1, Kernel::ExchangeRegions),
+            (
+                HP_REGIONS_FUSED_SYNTHETIC,
+                8,
+                few,
+                Kernel::ExchangeSyntheticFew,
+            ),
+            (
+                HP_REGIONS_FUSED_SYNTHETIC,
+                8,
+                few + 1,
+                Kernel::ExchangeSynthetic,
+            ),
+        ];
+        for (form, elem_bytes, regions, want) in cases {
+            let got = kernel(form, elem_bytes, regions);
+            assert_eq!(
+                got, want,
+                "form {form}, {elem_bytes}-byte words, {regions} regions"
+            );
+            assert!(got.is_one_launch() && Kernel::ALL.contains(&got));
+        }
+        let dims = LaunchDims {
+            blocks: 1,
+            threads: 32,
+        };
+        Launch::ExchangeRegions(&args(HP_REGIONS_FUSED_SYNTHETIC, 8, 2, synthetic))
+            .check("test", dims)
+            .expect("the synthetic form takes synthetic regions");
+        // Its kernels move nothing: a region of fields is refused, not silently skipped.
+        let fields = region(0, [4, 1, 1], [1, 4, 4]);
+        let e = Launch::ExchangeRegions(&args(HP_REGIONS_FUSED_SYNTHETIC, 8, 2, fields))
+            .check("test", dims)
+            .expect_err("a field region in the synthetic form");
+        assert!(e.to_string().contains("synthetic regions only"), "{e}");
+        let e = Launch::PackRegions(&args(HP_REGIONS_FUSED_SYNTHETIC, 8, 2, synthetic))
+            .check("test", dims)
+            .expect_err("a pack launch of the one launch's form");
+        assert!(e.to_string().contains("one-launch exchange's alone"), "{e}");
+    }
+
+    #[test]
     fn x_faces_pair_and_every_element_is_moved_once() {
         for halo in [false, true] {
             let [minus, plus] = x_faces(halo);

@@ -1184,10 +1184,11 @@ pub fn one_launch_exchange_packs_then_unpacks<B: Backend>(backend: &B) -> Check 
             args
         };
         let kernel = Launch::ExchangeRegions(&args).kernel();
+        // 8-byte words: the one launch's kernels of that size.
         let want_kernel = match (copy, inline) {
             (true, _) => Kernel::ExchangeRegionsCopies,
-            (false, true) => Kernel::ExchangeRegionsFew,
-            (false, false) => Kernel::ExchangeRegions,
+            (false, true) => Kernel::ExchangeRegionsFewW8,
+            (false, false) => Kernel::ExchangeRegionsW8,
         };
         ensure(kernel == want_kernel, || {
             format!("{case}: {} regions launch {kernel:?}", table.len())

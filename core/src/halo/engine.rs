@@ -5,7 +5,8 @@
 //! Per exchange (epoch e = 1, 2, ...): one pack launch covers every region of every message,
 //! one unpack launch every received region; where every message is device-direct or a local
 //! copy (and one is device-direct), one launch does both (`HP_REGIONS_FUSED`, with copies
-//! `HP_REGIONS_FUSED_COPIES`, [`FusedTable`]). How a message travels is chosen per entry
+//! `HP_REGIONS_FUSED_COPIES`, of synthetic regions only `HP_REGIONS_FUSED_SYNTHETIC`,
+//! [`FusedTable`]). How a message travels is chosen per entry
 //! ([`Link`]): to this rank itself copied by the pack straight into the halo it fills
 //! (`HP_PAYLOAD_COPY`, nothing to unpack; a synthetic block through its own receive slot);
 //! device-direct into a same-node peer's receive slot e & 1, announced by the peer's arrival

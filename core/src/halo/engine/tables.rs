@@ -23,6 +23,7 @@ use crate::regions::{blocks_for, kernel_form, pair_regions};
 use crate::shared::{
     hp_message_signal, hp_region, hp_regions_args, HP_NO_MESSAGE, HP_PAYLOAD_COPY,
     HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_FUSED_COPIES,
+    HP_REGIONS_FUSED_SYNTHETIC,
 };
 
 impl<B: Backend> MessageExchange<'_, B> {
@@ -379,6 +380,8 @@ impl<B: Backend> MessageExchange<'_, B> {
             num_unpack_regions: unpack.regions.len() as u32,
             form: if copies {
                 HP_REGIONS_FUSED_COPIES
+            } else if regions.iter().all(|r| r.payload == HP_PAYLOAD_SYNTHETIC) {
+                HP_REGIONS_FUSED_SYNTHETIC
             } else {
                 HP_REGIONS_FUSED
             },
