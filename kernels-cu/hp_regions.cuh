@@ -20,9 +20,9 @@
  *
  * Launch convention (regions): grid block g serves the region r with
  * first_block <= g < first_block + blocks (region g if it is g's alone, else found by binary
- * search, every thread alike, so the
- * plain path needs no barrier); its threads take elements e = (g - first_block) * blockDim.x +
- * threadIdx.x, then + blocks * blockDim.x, ... Grid blocks past the last region return at once.
+ * search, every thread alike, so the plain path needs no barrier); its threads take elements
+ * e = (g - first_block) * blockDim.x + threadIdx.x, then + blocks * blockDim.x, ... Grid blocks
+ * past the last region return at once.
  * Each element's field index is computed from e alone (no dependencies between threads); the
  * element numbering is 32-bit, dividing by magic numbers, when the region's elements plus
  * HP_UNROLL of the threads' strides stay below 2^31 and its strides below 2^32. A thread loads
