@@ -296,22 +296,26 @@ __device__ __forceinline__ void hp_move_pair_words(const hp_region& r, const hp_
 }
 
 /* WORDS, the word sizes a kernel moves: HP_WORDS_ANY (a.elem_bytes says which), 4 or 8 (that
- * size alone), or HP_WORDS_SYNTHETIC (no moves: a table of synthetic regions only). A kernel of
- * one word size holds a third of the code (244 KB against 754 KB for the one launch, sm_90),
- * one of synthetic regions a fourteenth, and a small exchange, whose blocks run a few hundred
- * instructions, spends less on fetching them (results/2026-11-29-h200-small-floor). */
+ * size alone), HP_WORDS_NARROW (1 or 2, a.elem_bytes says which) or HP_WORDS_SYNTHETIC (no
+ * moves: a table of synthetic regions only). A kernel of one word size holds a third of the
+ * code (244 KB against 754 KB for the one launch of any size, sm_90), one of synthetic regions a
+ * fourteenth, and a small exchange, whose blocks run a few hundred instructions, spends less on
+ * fetching them (results/2026-11-29-h200-small-floor). */
 #define HP_WORDS_ANY 0u
+#define HP_WORDS_NARROW 0xfeu
 #define HP_WORDS_SYNTHETIC 0xffu
 template <bool PACK, bool COPIES, uint32_t WORDS>
 __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const hp_region* regions,
                                                const hp_region& r, uint32_t local_block) {
     if (WORDS == HP_WORDS_SYNTHETIC) return;
-    const uint32_t elem_bytes = WORDS == HP_WORDS_ANY ? a.elem_bytes : WORDS;
+    constexpr bool wide = WORDS != HP_WORDS_NARROW;
+    const uint32_t elem_bytes =
+        WORDS == HP_WORDS_ANY || WORDS == HP_WORDS_NARROW ? a.elem_bytes : WORDS;
     if (r.partner != 0) {
         const hp_region p = regions[r.partner - 1];
-        if (elem_bytes == 8) {
+        if (wide && elem_bytes == 8) {
             hp_move_pair_words<uint64_t, PACK, COPIES>(r, p, local_block);
-        } else if (elem_bytes == 4) {
+        } else if (wide && elem_bytes == 4) {
             hp_move_pair_words<uint32_t, PACK, COPIES>(r, p, local_block);
         } else if (elem_bytes == 2) {
             hp_move_pair_words<uint16_t, PACK, COPIES>(r, p, local_block);
@@ -320,9 +324,9 @@ __device__ __forceinline__ void hp_move_region(const hp_regions_args& a, const h
         }
         return;
     }
-    if (elem_bytes == 8) {
+    if (wide && elem_bytes == 8) {
         hp_move_region_words<uint64_t, PACK, COPIES>(r, local_block);
-    } else if (elem_bytes == 4) {
+    } else if (wide && elem_bytes == 4) {
         hp_move_region_words<uint32_t, PACK, COPIES>(r, local_block);
     } else if (elem_bytes == 2) {
         hp_move_region_words<uint16_t, PACK, COPIES>(r, local_block);
@@ -394,7 +398,9 @@ __device__ __forceinline__ void hp_region_payload(const hp_regions_args& a,
                                                   const hp_region* regions, const hp_region& r,
                                                   uint32_t local_block) {
     if (r.payload == HP_PAYLOAD_SYNTHETIC) {
-        if (WORDS != 4u && a.elem_bytes == 8) hp_synthetic_region<PACK>(a, r, local_block);
+        if (WORDS != 4u && WORDS != HP_WORDS_NARROW && a.elem_bytes == 8) {
+            hp_synthetic_region<PACK>(a, r, local_block);
+        }
     } else {
         hp_move_region<PACK, COPIES, WORDS>(a, regions, r, local_block);
     }
@@ -736,9 +742,10 @@ HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
     if (!done) hp_launch_done(args);
 }
 
+/* The one launch of 1- and 2-byte words: 4- and 8-byte ones take _w4 and _w8. */
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions(const HP_GRID_CONSTANT hp_regions_args a) {
-    hp_exchange_launch<false>(hp_args_in_place(a));
+    hp_exchange_launch<false, HP_WORDS_NARROW>(hp_args_in_place(a));
 }
 
 /* hp_exchange_regions for one word size (HP_WORDS_ANY's note), and for a table of synthetic
@@ -787,7 +794,7 @@ HP_DEVICE void hp_exchange_launch_upto(const hp_regions_args_upto<N>& a) {
 
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)
     hp_exchange_regions_few(const HP_GRID_CONSTANT hp_regions_args_upto<HP_INLINE_REGIONS_FEW> a) {
-    hp_exchange_launch_upto(hp_args_in_place(a));
+    hp_exchange_launch_upto<HP_INLINE_REGIONS_FEW, HP_WORDS_NARROW>(hp_args_in_place(a));
 }
 
 /* hp_exchange_regions_few as hp_exchange_regions_w4, _w8 and hp_exchange_synthetic. */

@@ -142,6 +142,8 @@ pub enum Kernel {
     UnpackRegionsW8,
     /// An exchange whose every message is device-direct in one launch (`HP_REGIONS_FUSED`):
     /// each grid block packs its pack block, then unpacks its unpack block (ipc-tq's shape).
+    /// This kernel moves 1- and 2-byte words; [`Kernel::ExchangeRegionsW4`] and
+    /// [`Kernel::ExchangeRegionsW8`] the others.
     ExchangeRegions,
     /// [`Kernel::ExchangeRegions`] for a table of at most `HP_INLINE_REGIONS_FEW` regions in
     /// the launch's parameters: the same code over the first 880 bytes of its argument, so the
@@ -152,15 +154,15 @@ pub enum Kernel {
     /// neighbours): a kernel of its own, so that the one launch without copies keeps its
     /// registers.
     ExchangeRegionsCopies,
-    /// [`Kernel::ExchangeRegions`] for 4-byte elements only: a third of its code, so a small
-    /// exchange's blocks spend less fetching instructions (`HP_WORDS_ANY` in
-    /// `kernels-cu/hp_regions.cuh`).
+    /// [`Kernel::ExchangeRegions`] for 4-byte elements: a kernel of one word size holds a third
+    /// of the code of one of any size, so a small exchange's blocks spend less fetching
+    /// instructions (`HP_WORDS_ANY` in `kernels-cu/hp_regions.cuh`).
     ExchangeRegionsW4,
     /// [`Kernel::ExchangeRegionsW4`] for 8-byte elements.
     ExchangeRegionsW8,
-    /// [`Kernel::ExchangeRegionsFew`] for 4-byte elements only.
+    /// [`Kernel::ExchangeRegionsFew`] for 4-byte elements.
     ExchangeRegionsFewW4,
-    /// [`Kernel::ExchangeRegionsFew`] for 8-byte elements only.
+    /// [`Kernel::ExchangeRegionsFew`] for 8-byte elements.
     ExchangeRegionsFewW8,
     /// [`Kernel::ExchangeRegions`] for a table of synthetic regions only
     /// (`HP_REGIONS_FUSED_SYNTHETIC`: the thesis's workload as the library's messages): no
