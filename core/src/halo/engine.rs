@@ -673,9 +673,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.queue_start(key, id, stream)?;
             return self.finish_inner(stream);
         };
-        // The table found once: a look-up costs about 0.1 us on the launch's path
-        // (results/2026-11-29-h200-small-floor, call 7).
-        let launched = self.launch_fused_table(fused, stream);
+        let launched = self.launch_fused(fused, stream);
         self.unrecorded = true;
         self.done_words = launched?;
         self.done_seen.set(0);
@@ -784,18 +782,17 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let staged = self.routes.iter().any(|r| r.link == Link::Staged);
         let capturing = self.capture.is_some();
         self.unrecorded = !capturing;
-        let beside = self
-            .beside
-            .as_deref()
-            .filter(|_| self.fused_table(&key).is_some());
-        if let Some(beside) = beside {
+        let fused = self.fused_table(&key);
+        let beside = self.beside.as_deref().filter(|_| fused.is_some());
+        if let (Some(beside), Some(fused)) = (beside, fused) {
             // The launch starts after what came before `start` on `stream` (the fields'
             // writers, the previous step's readers of the halos), and runs beside what
             // comes after it until `finish`.
             self.backend.record_event(&beside.fork, stream)?;
             self.backend
                 .stream_wait_event(&beside.stream, &beside.fork)?;
-            self.done_words = self.launch_fused(&key, &beside.stream)?;
+            let launched = self.launch_fused(fused, &beside.stream);
+            self.done_words = launched?;
             self.done_seen.set(0);
             self.backend
                 .record_event(&self.last_unpack, &beside.stream)?;
@@ -1352,21 +1349,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         unsafe { self.backend.launch(launch, dims, stream) }
     }
 
-    /// Queues the one launch of the fields at `key` for the current epoch ([`FusedTable`]) on
-    /// `stream`; returns its done words ([`MessageExchange::done_words`]'s address and count).
-    fn launch_fused(&self, key: &[u64], stream: &B::Stream) -> Result<(usize, u32)> {
-        let fused = self
-            .fused_table(key)
-            .ok_or_else(|| Error::Internal("no one-launch table for these fields".into()))?;
-        self.launch_fused_table(fused, stream)
-    }
-
-    /// [`Self::launch_fused`] of the table `fused`, found already.
-    fn launch_fused_table(
-        &self,
-        fused: &FusedTable<B>,
-        stream: &B::Stream,
-    ) -> Result<(usize, u32)> {
+    /// Queues the one launch of `fused`, the table [`Self::fused_table`] found for the current
+    /// epoch, on `stream`; returns its done words ([`MessageExchange::done_words`]'s address and
+    /// count). The callers look the table up once: a look-up costs about 0.1 us on the launch's
+    /// path (results/2026-11-29-h200-small-floor, call 7).
+    fn launch_fused(&self, fused: &FusedTable<B>, stream: &B::Stream) -> Result<(usize, u32)> {
         // What changes between exchanges (as `region_args` sets it, outside a capture); the rest
         // was set with the table.
         let mut args = fused.args.borrow_mut();
