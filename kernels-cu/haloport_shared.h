@@ -460,8 +460,9 @@ typedef struct hp_epoch_args {
  *     A kernel of its own, so that the one launch without copies keeps its registers. */
 #define HP_REGIONS_FUSED_COPIES 3u
 /*   HP_REGIONS_FUSED_SYNTHETIC  hp_exchange_synthetic(_few): HP_REGIONS_FUSED whose every region
- *     is synthetic (HP_PAYLOAD_SYNTHETIC, the thesis's workload as the library's messages):
- *     kernels without the moves, a fourteenth of the code. */
+ *     is synthetic (HP_PAYLOAD_SYNTHETIC, the thesis's workload as the library's messages) and
+ *     has its message: kernels without the moves or the unsignalled path, a twentieth of the
+ *     code (a region without a message moves nothing there). */
 #define HP_REGIONS_FUSED_SYNTHETIC 4u
 
 /* Elements a thread of the region kernels moves at once, all loads before any store, so their

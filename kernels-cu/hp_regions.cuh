@@ -297,10 +297,13 @@ __device__ __forceinline__ void hp_move_pair_words(const hp_region& r, const hp_
 
 /* WORDS, the word sizes a kernel moves: HP_WORDS_ANY (a.elem_bytes says which), 4 or 8 (that
  * size alone), HP_WORDS_NARROW (1 or 2, a.elem_bytes says which) or HP_WORDS_SYNTHETIC (no
- * moves: a table of synthetic regions only). A kernel of one word size holds a third of the
- * code (244 KB against 754 KB for the one launch of any size, sm_90), one of synthetic regions a
- * fourteenth, and a small exchange, whose blocks run a few hundred instructions, spends less on
- * fetching them (results/2026-11-29-h200-small-floor). */
+ * moves: a table of synthetic regions only, each with its message). A kernel of one word size
+ * holds a third of the code (244 KB against 754 KB for the one launch of any size, sm_90), one
+ * of synthetic regions a fourteenth, and a small exchange, whose blocks run a few hundred
+ * instructions, spends less on fetching them (results/2026-11-29-h200-small-floor). The _few
+ * kernels halve that again (_few_w8 114 KB, hp_exchange_synthetic_few 17 KB; ipc-tq's kernel is
+ * 10 KB): without the path of a table in device memory, and the synthetic form without the
+ * unsignalled path (results/2026-11-30-h200-host-path). */
 #define HP_WORDS_ANY 0u
 #define HP_WORDS_NARROW 0xfeu
 #define HP_WORDS_SYNTHETIC 0xffu
@@ -496,6 +499,9 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
     constexpr bool inline_stamps = WORDS == HP_WORDS_SYNTHETIC;
     const uint32_t local_block = blockIdx.x - r.first_block;
     if (r.message == HP_NO_MESSAGE || a.messages == 0) {
+        /* The synthetic form signals every region (HP_REGIONS_FUSED_SYNTHETIC): without the
+         * unsignalled path its kernels hold a third less code. */
+        if (WORDS == HP_WORDS_SYNTHETIC) return false;
         if (threadIdx.x == 0) hp_regions_stamp<PACK, false, inline_stamps>(a);
         hp_region_payload<PACK, COPIES, WORDS>(a, regions, r, local_block);
         if (a.times != 0) {
@@ -717,10 +723,11 @@ HP_DEVICE void hp_plan_block(const hp_regions_args& a, const hp_region* regions,
  * time, through the constant bank: planned ahead (its signalling, or its regions too, copied
  * to shared memory first) small and thesis-9 were slower (results/2026-11-27-h200-block-plan).
  * A table in device memory is planned first (hp_plan_block). COPIES: the pack side may hold
- * HP_PAYLOAD_COPY regions (HP_REGIONS_FUSED_COPIES). */
-template <bool COPIES, uint32_t WORDS = HP_WORDS_ANY>
+ * HP_PAYLOAD_COPY regions (HP_REGIONS_FUSED_COPIES). INLINE_ONLY: the table is inline (the
+ * caller checked), and the path of a table in device memory is not built. */
+template <bool COPIES, uint32_t WORDS = HP_WORDS_ANY, bool INLINE_ONLY = false>
 HP_DEVICE void hp_exchange_launch(const hp_regions_args& args) {
-    if (args.table_inline) {
+    if (INLINE_ONLY || args.table_inline) {
         const hp_region* regions = args.inline_regions;
         hp_regions_block<true, false, COPIES, WORDS>(args, regions, args.num_regions);
         if (!hp_regions_block<false, true, false, WORDS>(args, regions + args.num_regions,
@@ -782,14 +789,15 @@ struct hp_regions_args_upto {
 };
 
 /* hp_exchange_regions over `a`, read as an hp_regions_args whose inline table holds at most N
- * regions: the same code over a shorter parameter. A launch with more regions inline would read
- * past its parameter: it moves nothing and raises no done word, so the host's wait reports the
- * launch as ended without them. */
+ * regions: the same code over a shorter parameter, without the path of a table in device
+ * memory (half the code). A launch with more regions inline would read past its parameter, and
+ * one with its table in device memory has no code here: either moves nothing and raises no done
+ * word, so the host's wait reports the launch as ended without them. */
 template <uint32_t N, uint32_t WORDS = HP_WORDS_ANY>
 HP_DEVICE void hp_exchange_launch_upto(const hp_regions_args_upto<N>& a) {
     const hp_regions_args& args = *(const hp_regions_args*)(const void*)&a;
-    if (args.table_inline && args.num_regions + args.num_unpack_regions > N) return;
-    hp_exchange_launch<false, WORDS>(args);
+    if (!args.table_inline || args.num_regions + args.num_unpack_regions > N) return;
+    hp_exchange_launch<false, WORDS, true>(args);
 }
 
 extern "C" __global__ void __launch_bounds__(HP_REGIONS_MAX_THREADS)

@@ -20,9 +20,9 @@ use crate::error::Result;
 use crate::regions::Copy3d;
 use crate::shared::{
     hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
-    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_PAYLOAD_COPY,
-    HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED, HP_REGIONS_FUSED_COPIES,
-    HP_REGIONS_FUSED_SYNTHETIC, HP_REGIONS_PLAIN,
+    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_NO_MESSAGE,
+    HP_PAYLOAD_COPY, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED,
+    HP_REGIONS_FUSED_COPIES, HP_REGIONS_FUSED_SYNTHETIC, HP_REGIONS_PLAIN,
 };
 
 /// Which kind of pinned host memory to allocate.
@@ -146,8 +146,9 @@ pub enum Kernel {
     /// [`Kernel::ExchangeRegionsW8`] the others.
     ExchangeRegions,
     /// [`Kernel::ExchangeRegions`] for a table of at most `HP_INLINE_REGIONS_FEW` regions in
-    /// the launch's parameters: the same code over the first 880 bytes of its argument, so the
-    /// launch costs less (a small exchange is mostly launch).
+    /// the launch's parameters: the same code over the first 880 bytes of its argument, without
+    /// the path of a table in device memory, so the launch costs less (a small exchange is
+    /// mostly launch).
     ExchangeRegionsFew,
     /// [`Kernel::ExchangeRegions`] whose pack side also copies a rank's own messages straight
     /// into its halos (`HP_REGIONS_FUSED_COPIES`: a periodic rank with device-direct
@@ -164,9 +165,9 @@ pub enum Kernel {
     ExchangeRegionsFewW4,
     /// [`Kernel::ExchangeRegionsFew`] for 8-byte elements.
     ExchangeRegionsFewW8,
-    /// [`Kernel::ExchangeRegions`] for a table of synthetic regions only
+    /// [`Kernel::ExchangeRegions`] for a table of synthetic regions only, each with its message
     /// (`HP_REGIONS_FUSED_SYNTHETIC`: the thesis's workload as the library's messages): no
-    /// moves, a fourteenth of the code.
+    /// moves, no unsignalled path, a twentieth of the code.
     ExchangeSynthetic,
     /// [`Kernel::ExchangeSynthetic`] with the short parameter of [`Kernel::ExchangeRegionsFew`].
     ExchangeSyntheticFew,
@@ -447,17 +448,18 @@ impl Launch<'_> {
                         self.kernel()
                     ));
                 }
-                // The synthetic form's kernels move nothing: refused where the table is at
-                // hand (inline) and holds another payload.
+                // The synthetic form's kernels move nothing, and have no path for a region
+                // without a message: refused where the table is at hand (inline) and holds
+                // another payload or an unsignalled region.
                 let both = (a.num_regions + a.num_unpack_regions) as usize;
                 if a.form == HP_REGIONS_FUSED_SYNTHETIC
                     && a.table_inline == 1
                     && a.inline_regions[..both.min(HP_INLINE_REGIONS as usize)]
                         .iter()
-                        .any(|r| r.payload != HP_PAYLOAD_SYNTHETIC)
+                        .any(|r| r.payload != HP_PAYLOAD_SYNTHETIC || r.message == HP_NO_MESSAGE)
                 {
                     return invalid(format!(
-                        "a one-launch exchange of form {HP_REGIONS_FUSED_SYNTHETIC} (synthetic regions only) with a region of another payload"
+                        "a one-launch exchange of form {HP_REGIONS_FUSED_SYNTHETIC} (synthetic regions only, each with its message) with a region of another payload or without a message"
                     ));
                 }
                 // Without its copies form the one launch would pack a copy into the buffer's

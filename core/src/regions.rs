@@ -1247,7 +1247,7 @@ mod tests {
     fn a_one_launch_takes_the_kernel_of_its_word_size_or_of_synthetic_regions() {
         use crate::backend::LaunchDims;
         use crate::shared::{
-            HP_INLINE_REGIONS_FEW, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FUSED,
+            HP_INLINE_REGIONS_FEW, HP_NO_MESSAGE, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FUSED,
             HP_REGIONS_FUSED_SYNTHETIC,
         };
         let synthetic = hp_region {
@@ -1311,6 +1311,15 @@ mod tests {
             .check("test", dims)
             .expect_err("a field region in the synthetic form");
         assert!(e.to_string().contains("synthetic regions only"), "{e}");
+        // Nor do they have a path for a region without its message.
+        let unsignalled = hp_region {
+            message: HP_NO_MESSAGE,
+            ..synthetic
+        };
+        let e = Launch::ExchangeRegions(&args(HP_REGIONS_FUSED_SYNTHETIC, 8, 2, unsignalled))
+            .check("test", dims)
+            .expect_err("an unsignalled region in the synthetic form");
+        assert!(e.to_string().contains("without a message"), "{e}");
         let e = Launch::PackRegions(&args(HP_REGIONS_FUSED_SYNTHETIC, 8, 2, synthetic))
             .check("test", dims)
             .expect_err("a pack launch of the one launch's form");

@@ -23,7 +23,7 @@
 #![allow(unsafe_code)]
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -107,10 +107,12 @@ struct FusedTable<B: Backend> {
 pub(crate) const TABLE_SETS: usize = 8;
 
 mod graph;
+mod table_sets;
 mod tables;
 
 pub use graph::ExchangeGraph;
 use graph::{Capture, GraphParts};
+use table_sets::TableSets;
 
 /// The region tables of one set of fields, for each slot parity.
 struct Tables<B: Backend> {
@@ -159,7 +161,7 @@ struct Memory<B: Backend> {
     /// Same-node peers' mailboxes, opened (device-direct only): unmapped before ours is freed.
     _share: Option<NodeShare<B>>,
     /// At most [`TABLE_SETS`] sets, by the fields' addresses.
-    tables: HashMap<Vec<u64>, Tables<B>>,
+    tables: TableSets<Tables<B>>,
     /// Tables evicted from `tables` that a queued kernel may still read: freed once an unpack
     /// recorded after their last use is seen complete.
     retired: Vec<Tables<B>>,
@@ -272,6 +274,8 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     layout: Mailbox,
     options: HaloOptions,
     routes: Vec<Route>,
+    /// Some message is host-staged (the CPU moves it between pack and unpack).
+    staged_routes: bool,
     /// Everything kernels (ours and peers') touch; freed in `drop` only once shown unused.
     memory: ManuallyDrop<Memory<B>>,
     /// 64-bit: flags carry it, and it never wraps.
@@ -311,8 +315,9 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
     unrecorded: bool,
     /// Fields the queued kernels use, until `last_unpack` is seen complete.
     in_use: Vec<Arc<FieldMemory<B>>>,
-    /// The fields (their addresses) of the started exchange.
+    /// The fields (their addresses) of the started exchange, and the index of their tables.
     current: Vec<u64>,
+    current_set: usize,
     /// The error this exchange failed with: every later call returns it again.
     failed: Option<Error>,
     /// Closed (by [`Self::close`] or a failed close): `drop` has nothing left to do.
@@ -547,6 +552,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             && routes
                 .iter()
                 .all(|r| matches!(r.link, Link::Direct | Link::Local));
+        let staged_routes = routes.iter().any(|r| r.link == Link::Staged);
         let ranks_on_device = share.as_ref().map_or(1, NodeShare::ranks_on_device);
         let mut mpi = MpiTransport::new(world, options.timeout)?;
         mpi.prepare_tagged(
@@ -579,9 +585,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             layout: mine,
             options,
             routes,
+            staged_routes,
             memory: ManuallyDrop::new(Memory {
                 _share: share,
-                tables: HashMap::new(),
+                tables: TableSets::default(),
                 retired: Vec::new(),
                 counters,
                 abort,
@@ -597,6 +604,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             unrecorded: false,
             in_use: Vec::new(),
             current: Vec::new(),
+            current_set: 0,
             failed: None,
             closed: false,
             id: graph::next_exchange_id(),
@@ -640,8 +648,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         keep: Vec<Arc<FieldMemory<B>>>,
         stream: &B::Stream,
     ) -> Result<()> {
-        let id = self.prepare(&key, keep, stream)?;
-        self.queue_start(key, id, stream)
+        let (id, set) = self.prepare(&key, keep, stream)?;
+        self.queue_start(key, id, set, stream)
     }
 
     /// A blocking exchange: [`Self::start`] and [`Self::finish`] at once. Where every message
@@ -668,9 +676,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         keep: Vec<Arc<FieldMemory<B>>>,
         stream: &B::Stream,
     ) -> Result<()> {
-        let id = self.prepare(&key, keep, stream)?;
-        let Some(fused) = self.fused_table(&key) else {
-            self.queue_start(key, id, stream)?;
+        let (id, set) = self.prepare(&key, keep, stream)?;
+        let Some(fused) = self.fused_table(set) else {
+            self.queue_start(key, id, set, stream)?;
             return self.finish_inner(stream);
         };
         let launched = self.launch_fused(fused, stream);
@@ -680,6 +688,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         self.backend.record_event(&self.last_unpack, stream)?;
         self.joined = None;
         self.current = key;
+        self.current_set = set;
         self.finished_on(id, true)
     }
 
@@ -702,23 +711,21 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     /// Everything before an exchange's first launch: earlier failures, the order after the
     /// last unpack, the new epoch, host-staged receives posted, the region tables of `key`,
-    /// the fields kept. Returns the stream's id.
+    /// the fields kept. Returns the stream's id and the index of `key`'s tables.
     fn prepare(
         &mut self,
         key: &[u64],
         keep: Vec<Arc<FieldMemory<B>>>,
         stream: &B::Stream,
-    ) -> Result<u64> {
-        let deadline = self.deadline();
+    ) -> Result<(u64, usize)> {
         self.check_capturing_stream(stream)?;
         // A GPU-side wait of an earlier exchange that gave up, as far as the device got.
         self.check_status()?;
         // Host-staged receives land in one pinned buffer: the previous unpack must be done
         // reading it before a peer's next message may arrive there. Without them, the streams
         // order everything and the CPU does not wait.
-        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
-        if self.unpack_recorded && (staged || self.last_unpack_seen_done()?) {
-            self.wait_last_unpack(deadline)?;
+        if self.unpack_recorded && (self.staged_routes || self.last_unpack_seen_done()?) {
+            self.wait_last_unpack(self.deadline())?;
             self.unpack_done();
         }
         let id = self.backend.stream_id(stream);
@@ -728,33 +735,25 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.backend.stream_wait_event(stream, &self.last_unpack)?;
         }
         self.epoch += 1;
-        for j in self.staged(Side::Recv) {
-            let region = self.staged_region(Side::Recv, j);
-            let source = self.entries[j].peer;
-            self.mpi.post_recv(j, region, source)?;
+        if self.staged_routes {
+            for j in self.staged(Side::Recv) {
+                let region = self.staged_region(Side::Recv, j);
+                let source = self.entries[j].peer;
+                self.mpi.post_recv(j, region, source)?;
+            }
         }
         let capturing = self.capture.is_some();
-        // One look-up where the tables exist (every exchange after the first of these fields).
-        if let Some(tables) = self.memory.tables.get_mut(key) {
-            tables.last_used = self.epoch;
-            tables.pinned |= capturing;
-        } else {
-            self.evict_tables();
-            let mut tables = self.build_tables(key)?;
-            if self.payload == Payload::Synthetic && self.memory.checks.is_none() {
-                let bytes = tables.unpack[0].blocks as usize * size_of::<hp_block_check>();
-                let checks = self
-                    .backend
-                    .alloc_pinned(bytes.max(1), Coherence::Coherent)?;
-                // SAFETY: a fresh allocation of `bytes` bytes no kernel uses yet.
-                unsafe { std::ptr::write_bytes(checks.host_ptr(), 0, bytes) };
-                self.memory.checks = Some(checks);
+        let set = match self.memory.tables.find(key) {
+            Some(set) => {
+                let tables = self.memory.tables.at_mut(set);
+                tables.last_used = self.epoch;
+                tables.pinned |= capturing;
+                set
             }
-            tables.pinned = capturing;
-            self.memory.tables.insert(key.to_vec(), tables);
-        }
+            None => self.add_tables(key, capturing)?,
+        };
         if self.record_times && self.memory.times.is_none() {
-            let grid = self.memory.tables.get(key).map_or(0, Tables::max_grid);
+            let grid = self.memory.tables.at(set).max_grid();
             let bytes = grid as usize * size_of::<hp_block_times>();
             let times = self
                 .backend
@@ -772,17 +771,42 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 kept.push(share);
             }
         }
-        Ok(id)
+        Ok((id, set))
     }
 
-    /// Queues the prepared exchange's start on `stream` (id `id`): its one launch beside the
-    /// caller's stream where it has one, else its pack, and sends its host-staged messages.
-    fn queue_start(&mut self, key: Vec<u64>, id: u64, stream: &B::Stream) -> Result<()> {
+    /// Builds and caches the region tables of `key` (the first exchange of these fields),
+    /// evicting the least recently used set where the cache is full; returns their index.
+    fn add_tables(&mut self, key: &[u64], capturing: bool) -> Result<usize> {
+        self.evict_tables();
+        let mut tables = self.build_tables(key)?;
+        if self.payload == Payload::Synthetic && self.memory.checks.is_none() {
+            let bytes = tables.unpack[0].blocks as usize * size_of::<hp_block_check>();
+            let checks = self
+                .backend
+                .alloc_pinned(bytes.max(1), Coherence::Coherent)?;
+            // SAFETY: a fresh allocation of `bytes` bytes no kernel uses yet.
+            unsafe { std::ptr::write_bytes(checks.host_ptr(), 0, bytes) };
+            self.memory.checks = Some(checks);
+        }
+        tables.pinned = capturing;
+        Ok(self.memory.tables.insert(key.to_vec(), tables))
+    }
+
+    /// Queues the prepared exchange's start on `stream` (id `id`, tables `set`): its one
+    /// launch beside the caller's stream where it has one, else its pack, and sends its
+    /// host-staged messages.
+    fn queue_start(
+        &mut self,
+        key: Vec<u64>,
+        id: u64,
+        set: usize,
+        stream: &B::Stream,
+    ) -> Result<()> {
         let deadline = self.deadline();
-        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
+        let staged = self.staged_routes;
         let capturing = self.capture.is_some();
         self.unrecorded = !capturing;
-        let fused = self.fused_table(&key);
+        let fused = self.fused_table(set);
         let beside = self.beside.as_deref().filter(|_| fused.is_some());
         if let (Some(beside), Some(fused)) = (beside, fused) {
             // The launch starts after what came before `start` on `stream` (the fields'
@@ -801,7 +825,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.pack_stream = side;
             self.unpack_stream = side;
         } else {
-            self.launch(&key, true, stream)?;
+            self.launch(set, true, stream)?;
             if !capturing {
                 self.backend.record_event(&self.last_pack, stream)?;
             }
@@ -812,6 +836,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         self.joined = None;
         self.unrecorded = false;
         self.current = key;
+        self.current_set = set;
         if staged {
             match self.options.strategy {
                 HaloStrategy::Base => {
@@ -827,17 +852,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         Ok(())
     }
 
-    /// The one-launch table of `key` for the current epoch's slot parity, outside a capture
-    /// (a graph keeps the two launches).
-    fn fused_table(&self, key: &[u64]) -> Option<&FusedTable<B>> {
+    /// The one-launch table of tables `set` for the current epoch's slot parity, outside a
+    /// capture (a graph keeps the two launches).
+    fn fused_table(&self, set: usize) -> Option<&FusedTable<B>> {
         if self.capture.is_some() {
             return None;
         }
         let slot = (self.epoch & 1) as usize;
-        self.memory
-            .tables
-            .get(key)
-            .and_then(|t| t.fused[slot].as_ref())
+        self.memory.tables.at(set).fused[slot].as_ref()
     }
 
     /// True when the injected fault drops outgoing message `i` (never a local one).
@@ -950,7 +972,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let deadline = self.deadline();
         self.check_capturing_stream(stream)?;
         self.check_status()?;
-        let staged = self.routes.iter().any(|r| r.link == Link::Staged);
+        let staged = self.staged_routes;
         let taskqueue = self.options.strategy == HaloStrategy::Taskqueue;
         if staged && !taskqueue {
             self.raise_each_on_arrival(deadline)?;
@@ -974,7 +996,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }
         let capturing = self.capture.is_some();
         self.unrecorded = !capturing;
-        self.launch(&self.current, false, stream)?;
+        self.launch(self.current_set, false, stream)?;
         if capturing {
             // Captured, not run: nothing to record or wait for (see `graph`).
             self.phase = Phase::Finished;
@@ -1116,12 +1138,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 .memory
                 .tables
                 .iter()
+                .enumerate()
                 .filter(|(_, t)| !t.pinned)
                 .min_by_key(|(_, t)| t.last_used)
-                .map(|(k, _)| k.clone());
-            let Some(tables) = oldest.and_then(|k| self.memory.tables.remove(&k)) else {
+                .map(|(i, _)| i);
+            let Some(oldest) = oldest else {
                 break;
             };
+            let tables = self.memory.tables.remove(oldest);
             self.memory.retired.push(tables);
         }
         if !self.unpack_recorded && !self.unrecorded && self.phase != Phase::Started {
@@ -1292,13 +1316,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         }
     }
 
-    /// Queues the pack (or unpack) of the fields at `key` for the current epoch.
-    fn launch(&self, key: &[u64], pack: bool, stream: &B::Stream) -> Result<()> {
-        let tables = self
-            .memory
-            .tables
-            .get(key)
-            .ok_or_else(|| Error::Internal("no region tables for these fields".into()))?;
+    /// Queues the pack (or unpack) of tables `set` for the current epoch.
+    fn launch(&self, set: usize, pack: bool, stream: &B::Stream) -> Result<()> {
+        let tables = self.memory.tables.at(set);
         let slot = (self.epoch & 1) as usize;
         let table = if pack {
             &tables.pack[slot]
