@@ -735,12 +735,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.backend.stream_wait_event(stream, &self.last_unpack)?;
         }
         self.epoch += 1;
-        if self.staged_routes {
-            for j in self.staged(Side::Recv) {
-                let region = self.staged_region(Side::Recv, j);
-                let source = self.entries[j].peer;
-                self.mpi.post_recv(j, region, source)?;
-            }
+        for j in self.staged(Side::Recv) {
+            let region = self.staged_region(Side::Recv, j);
+            let source = self.entries[j].peer;
+            self.mpi.post_recv(j, region, source)?;
         }
         let capturing = self.capture.is_some();
         let set = match self.memory.tables.find(key) {
