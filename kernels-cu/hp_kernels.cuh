@@ -107,6 +107,38 @@ __device__ void hp_fold_checks(const hp_thread_checks& c, hp_block_check* check)
     }
 }
 
+/* A thread's part of the thesis's sample of the range [begin, end) (HP_VERIFY_SAMPLE): element
+ * `index`, spread over the range by thread number; thread 0 also checks the first element, the
+ * last thread the last. */
+struct hp_sample {
+    uint64_t begin;
+    uint64_t end;
+    uint64_t index;
+};
+
+/* This thread's part of the sample of [begin, end). It needs no data (its division is most of a
+ * check's arithmetic), so a caller may work it out before the data comes. */
+HP_DEVICE hp_sample hp_sample_of(uint64_t begin, uint64_t end) {
+    hp_sample s = {begin, end, begin};
+    if (end > begin) s.index = begin + (uint64_t)threadIdx.x * (end - begin) / (uint64_t)blockDim.x;
+    return s;
+}
+
+/* Checks this thread's part `s` of the sample of block b's receive buffer `recv` against what
+ * rank `source` packed in `iteration`. */
+HP_DEVICE void hp_check_sample(hp_thread_checks& c, const double* recv, const hp_sample& s,
+                               uint32_t iteration, int32_t source, uint32_t b) {
+    if (s.end <= s.begin) return;
+    hp_check_one(c, recv, s.index, hp_packed_value(iteration, source, b, s.index));
+    if (threadIdx.x == 0) {
+        hp_check_one(c, recv, s.begin, hp_packed_value(iteration, source, b, s.begin));
+    }
+    if (threadIdx.x == blockDim.x - 1) {
+        const uint64_t last = s.end - 1;
+        hp_check_one(c, recv, last, hp_packed_value(iteration, source, b, last));
+    }
+}
+
 /* Checks elements [begin, end) of block b's receive buffer `recv` against what rank `source`
  * packed in `iteration`, by `verify`, and writes the check record. All threads of the block
  * call it. */
@@ -118,17 +150,8 @@ __device__ void hp_check_range(const double* recv, uint64_t begin, uint64_t end,
         for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
             hp_check_one(c, recv, i, hp_packed_value(iteration, source, b, i));
         }
-    } else if (end > begin) {
-        const uint64_t n = end - begin;
-        const uint64_t index = begin + (uint64_t)threadIdx.x * n / (uint64_t)blockDim.x;
-        hp_check_one(c, recv, index, hp_packed_value(iteration, source, b, index));
-        if (threadIdx.x == 0) {
-            hp_check_one(c, recv, begin, hp_packed_value(iteration, source, b, begin));
-        }
-        if (threadIdx.x == blockDim.x - 1) {
-            const uint64_t last = end - 1;
-            hp_check_one(c, recv, last, hp_packed_value(iteration, source, b, last));
-        }
+    } else {
+        hp_check_sample(c, recv, hp_sample_of(begin, end), iteration, source, b);
     }
     hp_fold_checks(c, check);
 }

@@ -355,57 +355,88 @@ HP_DEVICE void hp_synthetic_run(uint64_t n, uint32_t blocks, uint32_t local_bloc
     end = min(n, begin + per);
 }
 
-/* This block's elements of a synthetic region (HP_PAYLOAD_SYNTHETIC in haloport_shared.h), its
- * run: pack stores the thesis's values, unpack checks every one and writes the block's check
- * record. */
+/* What a block of a synthetic region (HP_PAYLOAD_SYNTHETIC in haloport_shared.h) works out
+ * before its wait, needing no data: its run [begin, end) and, for the unpack's sample of the
+ * region, this thread's part. Worked out after the wait, this arithmetic (the sample's division
+ * among it) ran once the data had come, on a path of one warp in a small exchange: small's
+ * unpack blocks took 1.18 us against ipc-tq's 0.90, and 0.90-0.93 planned ahead
+ * (results/2026-11-30-h200-ahead). */
+struct hp_synthetic_plan {
+    uint64_t begin;
+    uint64_t end;
+    hp_sample sample;
+};
+
+template <bool PACK>
+HP_DEVICE hp_synthetic_plan hp_plan_synthetic(const hp_regions_args& a, const hp_region& r,
+                                              uint32_t local_block) {
+    const uint64_t n = r.count[0] * r.count[1] * r.count[2];
+    hp_synthetic_plan p;
+    hp_synthetic_run(n, r.blocks, local_block, p.begin, p.end);
+    /* The thesis's sample of the whole region, by its first grid block; none by the rest. */
+    const bool samples = !PACK && a.verify != HP_VERIFY_FULL && local_block == 0;
+    p.sample = hp_sample_of(0, samples ? n : 0);
+    return p;
+}
+
+/* This block's elements of a synthetic region, its run (`p`, hp_plan_synthetic): pack stores the
+ * thesis's values, unpack checks every one, or its part of the sample, and writes the block's
+ * check record. */
 template <bool PACK>
 __device__ void hp_synthetic_region(const hp_regions_args& a, const hp_region& r,
-                                    uint32_t local_block) {
-    const uint64_t n = r.count[0] * r.count[1] * r.count[2];
+                                    const hp_synthetic_plan& p) {
     const int32_t rank = (int32_t)(uint32_t)(r.offset >> 32);
     const uint32_t block = (uint32_t)r.offset;
     double* buffer = (double*)r.buffer;
     /* Read once: a store through `buffer` may alias `a` as far as the compiler knows, so
      * a.iteration read in the loop was loaded again after every store, on each store's path. */
     const uint32_t iteration = a.iteration;
-    uint64_t begin, end;
-    hp_synthetic_run(n, r.blocks, local_block, begin, end);
-    uint64_t e = begin + threadIdx.x;
+    uint64_t e = p.begin + threadIdx.x;
     if (PACK) {
-        for (; e < end; e += blockDim.x) buffer[e] = hp_packed_value(iteration, rank, block, e);
+        for (; e < p.end; e += blockDim.x) buffer[e] = hp_packed_value(iteration, rank, block, e);
         return;
     }
     if (a.checks == 0) return;
-    hp_block_check* check = (hp_block_check*)a.checks + blockIdx.x;
-    if (a.verify != HP_VERIFY_FULL) {
-        /* The thesis's sample of the whole block, by the first grid block; none by the rest. */
-        const hp_thread_checks none = {0, 0, 0, 0.0, 0.0};
-        if (local_block == 0) {
-            hp_check_range(buffer, 0, n, HP_VERIFY_SAMPLE, iteration, rank, block, check);
-        } else {
-            hp_fold_checks(none, check);
-        }
-        return;
-    }
     hp_thread_checks c = {0, 0, 0, 0.0, 0.0};
-    for (; e < end; e += blockDim.x) {
-        hp_check_one(c, buffer, e, hp_packed_value(iteration, rank, block, e));
+    if (a.verify == HP_VERIFY_FULL) {
+        for (; e < p.end; e += blockDim.x) {
+            hp_check_one(c, buffer, e, hp_packed_value(iteration, rank, block, e));
+        }
+    } else {
+        hp_check_sample(c, buffer, p.sample, iteration, rank, block);
     }
-    hp_fold_checks(c, check);
+    hp_fold_checks(c, (hp_block_check*)a.checks + blockIdx.x);
+}
+
+/* Whether region r's payload is synthetic in a kernel of WORDS (a synthetic region's words are
+ * 8 bytes; a launch of another size moves nothing of it). */
+template <uint32_t WORDS>
+HP_DEVICE bool hp_synthetic_in(const hp_regions_args& a, const hp_region& r) {
+    return WORDS != 4u && WORDS != HP_WORDS_NARROW && r.payload == HP_PAYLOAD_SYNTHETIC &&
+           a.elem_bytes == 8;
+}
+
+/* hp_plan_synthetic where r is synthetic (hp_synthetic_in), else nothing. */
+template <bool PACK, uint32_t WORDS>
+HP_DEVICE hp_synthetic_plan hp_plan_payload(const hp_regions_args& a, const hp_region& r,
+                                            uint32_t local_block) {
+    if (!hp_synthetic_in<WORDS>(a, r)) return hp_synthetic_plan{0, 0, {0, 0, 0}};
+    return hp_plan_synthetic<PACK>(a, r, local_block);
 }
 
 /* This block's part of region r, whatever its payload (COPIES: as hp_move_region_words;
- * WORDS: as hp_move_region, a synthetic region's words are 8 bytes). */
+ * WORDS: as hp_move_region). `ahead`: r's plan (hp_plan_payload), or null to work it out here,
+ * where only a synthetic region's path holds it. */
 template <bool PACK, bool COPIES, uint32_t WORDS = HP_WORDS_ANY>
 __device__ __forceinline__ void hp_region_payload(const hp_regions_args& a,
                                                   const hp_region* regions, const hp_region& r,
-                                                  uint32_t local_block) {
-    if (r.payload == HP_PAYLOAD_SYNTHETIC) {
-        if (WORDS != 4u && WORDS != HP_WORDS_NARROW && a.elem_bytes == 8) {
-            hp_synthetic_region<PACK>(a, r, local_block);
-        }
-    } else {
+                                                  uint32_t local_block,
+                                                  const hp_synthetic_plan* ahead) {
+    if (r.payload != HP_PAYLOAD_SYNTHETIC) {
         hp_move_region<PACK, COPIES, WORDS>(a, regions, r, local_block);
+    } else if (hp_synthetic_in<WORDS>(a, r)) {
+        hp_synthetic_region<PACK>(a, r,
+                                  ahead ? *ahead : hp_plan_synthetic<PACK>(a, r, local_block));
     }
 }
 
@@ -503,7 +534,7 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
          * unsignalled path its kernels hold a third less code. */
         if (WORDS == HP_WORDS_SYNTHETIC) return false;
         if (threadIdx.x == 0) hp_regions_stamp<PACK, false, inline_stamps>(a);
-        hp_region_payload<PACK, COPIES, WORDS>(a, regions, r, local_block);
+        hp_region_payload<PACK, COPIES, WORDS>(a, regions, r, local_block, 0);
         if (a.times != 0) {
             /* The end once every thread moved its elements (a.times is the launch's: every
              * thread of the block reaches the barrier). */
@@ -514,16 +545,24 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
     }
 
     const hp_message_signal m = *signal;
+    /* The synthetic form works out its payload's arithmetic before the wait (hp_plan_payload);
+     * kernels that move words keep those registers for their moves. */
+    constexpr bool ahead = WORDS == HP_WORDS_SYNTHETIC;
+    hp_synthetic_plan plan = {0, 0, {0, 0, 0}};
+    if (ahead) plan = hp_plan_payload<PACK, WORDS>(a, r, local_block);
     __shared__ uint32_t outcome;
     /* Only thread 0 waits and signals: only it reads the epoch. */
     const uint64_t epoch = threadIdx.x == 0 ? hp_epoch(a) : 0;
     if (threadIdx.x == 0) {
         /* Pack's start includes its wait for the slot; unpack's starts when its data came. */
         if (PACK) hp_regions_stamp<PACK, false, inline_stamps>(a);
-        outcome = hp_message_wait(a, m, epoch);
-        if (!PACK && outcome == HP_MESSAGE_OK) hp_regions_stamp<PACK, false, inline_stamps>(a);
-        if (outcome != HP_MESSAGE_OK && a.status != 0) {
-            hp_store_release_system((uint32_t*)a.status + r.message, outcome);
+        /* The outcome in a register: read back from shared memory after the start stamp's
+         * store (which may alias it, as far as the compiler knows), it delayed the barrier. */
+        const uint32_t waited = hp_message_wait(a, m, epoch);
+        outcome = waited;
+        if (!PACK && waited == HP_MESSAGE_OK) hp_regions_stamp<PACK, false, inline_stamps>(a);
+        if (waited != HP_MESSAGE_OK && a.status != 0) {
+            hp_store_release_system((uint32_t*)a.status + r.message, waited);
         }
     }
     /* Broadcasts the outcome; with thread 0's acquire, orders every thread's accesses after
@@ -531,7 +570,7 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
     __syncthreads();
     if (outcome != HP_MESSAGE_OK) return false;
 
-    hp_region_payload<PACK, COPIES, WORDS>(a, regions, r, local_block);
+    hp_region_payload<PACK, COPIES, WORDS>(a, regions, r, local_block, ahead ? &plan : 0);
     /* The barrier orders every thread's moves before thread 0's (CTA scope). */
     __syncthreads();
     if (threadIdx.x == 0) {
