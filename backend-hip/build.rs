@@ -358,8 +358,8 @@ fn compile_kernels(hipcc: &Path, archs: &[String], shared: &Path, amd: &Path, ou
 
 /// The most scratch (private memory) per lane a kernel may use. Clang puts there what does not
 /// fit in registers, and a copy of any by-value argument whose address is taken: 3 KiB per
-/// lane for `hp_regions_args` read without `hp_args_in_place`. The kernels need at most 64 bytes
-/// (the full region kernels on gfx906); a GPU we cannot run must not get the copy unseen.
+/// lane for `hp_regions_args` read without `hp_args_in_place`. The kernels need at most 92 bytes
+/// (`hp_unpack_regions` on gfx906, hipcc 5.2); a GPU we cannot run must not get the copy unseen.
 const SCRATCH_LIMIT: u64 = 256;
 
 /// Stops the build when a kernel uses more scratch than [`SCRATCH_LIMIT`] on some target,
