@@ -557,7 +557,8 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
         /* Pack's start includes its wait for the slot; unpack's starts when its data came. */
         if (PACK) hp_regions_stamp<PACK, false, inline_stamps>(a);
         /* The outcome in a register: read back from shared memory after the start stamp's
-         * store (which may alias it, as far as the compiler knows), it delayed the barrier. */
+         * store (which may alias it, as far as the compiler knows), it sat on the path to the
+         * barrier (SASS, sm_90). */
         const uint32_t waited = hp_message_wait(a, m, epoch);
         outcome = waited;
         if (!PACK && waited == HP_MESSAGE_OK) hp_regions_stamp<PACK, false, inline_stamps>(a);
