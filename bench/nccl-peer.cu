@@ -1,23 +1,24 @@
-// NCCL's grouped send/recv of haloport's named workloads (SPEC 5), for issue 25's side-by-side:
-// two ranks, one GPU each, every pattern block one ncclSend and one ncclRecv to the peer inside
-// one ncclGroupStart/End, the same messages `haloport sweep --pattern pairwise` moves. Each
+// NCCL's grouped send/recv of haloport's named workloads, beside `haloport sweep`: two ranks,
+// one GPU each, every pattern block one ncclSend and one ncclRecv to the peer inside one
+// ncclGroupStart/End, the same messages `haloport sweep --pattern pairwise` moves. Each
 // iteration fills the send buffer with values that name the sender, the iteration and the
 // element (a kernel), exchanges, and checks every received element (a kernel counting
 // mismatches on the device), so NCCL pays what haloport's variants pay: pack, move, unpack with
 // a check. Two protocols:
 //   barrier:      each iteration is timed alone and ends with cudaStreamSynchronize and
-//                 MPI_Barrier (the thesis protocol of `haloport sweep`);
+//                 MPI_Barrier (the protocol of `haloport sweep`);
 //   back-to-back: ITERS iterations queued without a host wait between them, one synchronize at
 //                 the end; the run's time divided by ITERS (the `--no-barrier` figure).
 // Prints one CSV line per workload and protocol: the median, minimum and maximum over RUNS runs
-// (of ITERS timed iterations each, after WARMUP untimed ones) and whether every check passed.
+// (of ITERS timed iterations each, after WARMUP untimed ones) and whether every check passed;
+// with --json FILE, rank 0 also writes them as JSON (schema haloport-bench/1, bench/README.md).
 // Exit 0 only if every element of every iteration arrived right.
 //
 // Build (the GPU machine: nvcc, OpenMPI, NCCL and its header):
-//   nvcc -O2 -arch=native ci/nccl-peer.cu $(mpicxx --showme:compile) $(mpicxx --showme:link) \
+//   nvcc -O2 -arch=native bench/nccl-peer.cu $(mpicxx --showme:compile) $(mpicxx --showme:link) \
 //       -lnccl -o nccl-peer
 // Run: mpirun -np 2 nccl-peer [--workloads small,thesis-9,thesis-27,large] [--runs 20]
-//        [--iters 10] [--warmup 3] [--timeout 120]
+//        [--iters 10] [--warmup 3] [--timeout 120] [--json FILE]
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,13 +61,13 @@
         }                                                                                       \
     } while (0)
 
-// Elements of f64 per block in thesis table 4.1 (core/src/workload.rs, THESIS_TABLE_4_1).
+// Elements of f64 per block of the thesis workloads (haloport's THESIS_TABLE_4_1).
 static const long kTable[27] = {1,      15000,  30000,  45000,  60000,  75000,  90000,
                                 105000, 120000, 5000,   20000,  35000,  50000,  65000,
                                 80000,  95000,  110000, 125000, 10000,  25000,  40000,
                                 55000,  70000,  85000,  100000, 115000, 130000};
 
-// The blocks of a named workload, as core/src/workload.rs defines them; empty if unknown.
+// The blocks of a named workload, as haloport defines them; empty if unknown.
 static std::vector<long> block_elems(const std::string &name) {
     std::vector<long> v;
     if (name == "small") {
@@ -106,6 +108,7 @@ static void on_alarm(int) {
 struct Options {
     std::vector<std::string> workloads{"small", "thesis-9", "thesis-27", "large"};
     int runs = 20, iters = 10, warmup = 3, timeout = 120;
+    std::string json;  // empty: no JSON file
 };
 
 static bool parse(int argc, char **argv, Options &o, std::string &why) {
@@ -124,6 +127,8 @@ static bool parse(int argc, char **argv, Options &o, std::string &why) {
                 if (comma == std::string::npos) break;
                 start = comma + 1;
             }
+        } else if (flag == "--json") {
+            o.json = value;
         } else if (flag == "--runs" || flag == "--iters" || flag == "--warmup" || flag == "--timeout") {
             char *end = nullptr;
             long n = strtol(value.c_str(), &end, 10);
@@ -166,6 +171,82 @@ struct Exchange {
     }
 };
 
+// One workload under one protocol, as the JSON's `results` rows hold it.
+struct Row {
+    std::string workload;
+    bool barrier;
+    size_t blocks;
+    long bytes;
+    double median_us, min_us, max_us;
+    long checked;
+    unsigned long long wrong;
+};
+
+// `s` as a JSON string.
+static std::string json_string(const std::string &s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += (char)c;
+        } else if (c < 0x20) {
+            char escaped[8];
+            snprintf(escaped, sizeof escaped, "\\u%04x", (unsigned)c);
+            out += escaped;
+        } else {
+            out += (char)c;
+        }
+    }
+    return out + "\"";
+}
+
+// MPI_Get_library_version's first line, as haloport's result files record it.
+static std::string mpi_library() {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    if (MPI_Get_library_version(text, &len) != MPI_SUCCESS) return "unknown";
+    std::string s(text, len);
+    size_t end = s.find_first_of("\n\r");
+    if (end != std::string::npos) s.resize(end);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
+    return s;
+}
+
+// The result in schema haloport-bench/1 (bench/README.md); false if it cannot be written.
+static bool write_json(FILE *f, const Options &o, int ranks, int nccl_version, const std::vector<Row> &rows,
+                       bool all_right) {
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    if (MPI_Get_processor_name(host, &len) != MPI_SUCCESS) len = 0;
+    int device;
+    cudaDeviceProp prop;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+    fprintf(f, "{\n  \"schema\": \"haloport-bench/1\",\n  \"command\": \"nccl-peer\",\n");
+    fprintf(f, "  \"host\": %s,\n", json_string(std::string(host, len)).c_str());
+    fprintf(f, "  \"mpi_library\": %s,\n", json_string(mpi_library()).c_str());
+    fprintf(f, "  \"backend\": \"cuda\",\n  \"device\": %s,\n", json_string(prop.name).c_str());
+    fprintf(f, "  \"nccl_version\": %d,\n  \"ranks\": %d,\n  \"pattern\": \"pairwise\",\n", nccl_version, ranks);
+    fprintf(f, "  \"iterations\": %d,\n  \"warmup\": %d,\n  \"runs\": %d,\n", o.iters + o.warmup, o.warmup, o.runs);
+    fprintf(f, "  \"variants\": [\"nccl\"],\n  \"workloads\": [");
+    for (size_t i = 0; i < o.workloads.size(); i++)
+        fprintf(f, "%s%s", i ? ", " : "", json_string(o.workloads[i]).c_str());
+    fprintf(f, "],\n  \"verified\": %s,\n  \"results\": [", all_right ? "true" : "false");
+    for (size_t i = 0; i < rows.size(); i++) {
+        const Row &r = rows[i];
+        fprintf(f,
+                "%s\n    {\"variant\": \"nccl\", \"strategy\": \"nccl\", \"transport\": \"nccl\", "
+                "\"barrier\": %s, \"workload\": %s, \"blocks\": %zu, \"bytes_per_direction\": %ld, "
+                "\"runs\": %d, \"median_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, "
+                "\"checked\": %ld, \"wrong\": %llu, \"verified\": %s}",
+                i ? "," : "", r.barrier ? "true" : "false", json_string(r.workload).c_str(), r.blocks,
+                r.bytes, o.runs, r.median_us, r.min_us, r.max_us, r.checked, r.wrong,
+                r.wrong == 0 && r.checked > 0 ? "true" : "false");
+    }
+    fprintf(f, "\n  ]\n}\n");
+    return fflush(f) == 0 && !ferror(f);
+}
+
 static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     size_t n = v.size();
@@ -182,6 +263,22 @@ int main(int argc, char **argv) {
     if (size != 2 || !parse(argc, argv, o, why)) {
         if (rank == 0)
             fprintf(stderr, "nccl-peer: %s\n", size != 2 ? "needs exactly 2 ranks (mpirun -np 2)" : why.c_str());
+        MPI_Finalize();
+        return 2;
+    }
+    // The JSON file opened before anything runs, so that a path that cannot be written fails
+    // at once rather than after the measurements.
+    FILE *json = nullptr;
+    int json_ok = 1;
+    if (rank == 0 && !o.json.empty()) {
+        json = fopen(o.json.c_str(), "w");
+        if (!json) {
+            fprintf(stderr, "nccl-peer: --json %s: cannot be written: %s\n", o.json.c_str(), strerror(errno));
+            json_ok = 0;
+        }
+    }
+    CHECK_MPI(MPI_Bcast(&json_ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (!json_ok) {
         MPI_Finalize();
         return 2;
     }
@@ -208,6 +305,7 @@ int main(int argc, char **argv) {
         printf("workload,protocol,messages,bytes_per_direction,runs,median_us,min_us,max_us,checked_elements,wrong_elements,verified\n");
     }
     bool all_right = true;
+    std::vector<Row> rows;
     int iter = 0;
     for (const std::string &w : o.workloads) {
         x.blocks = block_elems(w);
@@ -254,6 +352,9 @@ int main(int argc, char **argv) {
             if (rank == 0) {
                 bool right = wrong_all == 0;
                 all_right = all_right && right;
+                rows.push_back(Row{w, !back_to_back, x.blocks.size(), x.total * 8L, median(slowest),
+                                   *std::min_element(slowest.begin(), slowest.end()),
+                                   *std::max_element(slowest.begin(), slowest.end()), checked_all, wrong_all});
                 printf("%s,%s,%zu,%ld,%d,%.1f,%.1f,%.1f,%ld,%llu,%s\n", w.c_str(),
                        back_to_back ? "back-to-back" : "barrier", x.blocks.size(), x.total * 8L,
                        o.runs, median(slowest), *std::min_element(slowest.begin(), slowest.end()),
@@ -266,6 +367,13 @@ int main(int argc, char **argv) {
         CHECK_CUDA(cudaFree(x.recv));
     }
     int verdict = all_right ? 0 : 1;
+    if (json) {
+        bool written = write_json(json, o, size, version, rows, all_right);
+        if (fclose(json) != 0 || !written) {
+            fprintf(stderr, "nccl-peer: --json %s: could not be written completely\n", o.json.c_str());
+            verdict = 1;
+        }
+    }
     CHECK_MPI(MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD));
     CHECK_NCCL(ncclCommDestroy(x.comm));
     CHECK_CUDA(cudaFree(x.wrong));

@@ -4,13 +4,14 @@ memory, swapped with the neighbour by mpi4py's Sendrecv, and copied back into th
 y then z, each slab spanning the halos of the dimensions before it so that edges and corners
 arrive too.
 
-    mpirun -np 2 python python/bench/handwritten.py --transport mpi
-    mpirun -np 2 python python/bench/handwritten.py --transport ipc   # under MPS on one GPU
+    mpirun -np 2 python bench/python/handwritten.py --transport mpi
+    mpirun -np 2 python bench/python/handwritten.py --transport ipc   # under MPS on one GPU
 
 For each grid (f64, periodic, halo 1, split by MPI_Dims_create): both exchanges run once on
 copies of the same array and must leave identical arrays (checked), then each is timed,
 synchronized on its stream after every call, and the medians over the ranks' slowest are
 printed. ``--backend host`` runs the same with NumPy arrays (for a try without a GPU).
+``--json FILE`` writes them in schema haloport-bench/1 (bench/README.md).
 """
 
 import argparse
@@ -21,6 +22,7 @@ import numpy as np
 from mpi4py import MPI
 
 import haloport
+from bench_json import device_name, header, write
 
 
 class ByHand:
@@ -74,6 +76,7 @@ def main():
     parser.add_argument("--transport", default="mpi")
     parser.add_argument("--grids", default="1024x512x512,256x128x128")
     parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--json", help="write the results here (schema haloport-bench/1)")
     args = parser.parse_args()
     comm = MPI.COMM_WORLD
     if args.backend == "host":
@@ -84,6 +87,7 @@ def main():
 
         pinned = lambda shape: cupyx.empty_pinned(shape, dtype=np.float64)  # noqa: E731
         sync = lambda: xp.cuda.get_current_stream().synchronize()  # noqa: E731
+    rows, device = [], None
     for text in args.grids.split(","):
         grid = tuple(int(n) for n in text.split("x"))
         domain = haloport.Domain(grid, dtype="float64", halo=1, periodic=True)
@@ -113,8 +117,10 @@ def main():
                     call()
                     sync()
                     times.append(time.perf_counter() - t0)
-                results[name] = median_of_slowest(comm, times) * 1e3
+                results[name] = median_of_slowest(comm, times)
             links = sorted({n.transport for n in ex.neighbours})
+            if device is None:
+                device = device_name(args.backend, "cupy", ex.device)
             cart.Free()
             del u, v
         if comm.rank == 0:
@@ -122,11 +128,22 @@ def main():
                 f"handwritten.py: {comm.size} ranks, grid {text} f64 periodic halo 1 "
                 f"(local {'x'.join(map(str, ex.local))}), {args.backend}: by hand (CuPy slices, "
                 f"pinned host staging, mpi4py Sendrecv, x then y then z) median "
-                f"{results['by hand']:.3f} ms; haloport over {args.transport} (neighbours: "
-                f"{', '.join(links)}) median {results['haloport']:.3f} ms; "
+                f"{results['by hand'] * 1e3:.3f} ms; haloport over {args.transport} (neighbours: "
+                f"{', '.join(links)}) median {results['haloport'] * 1e3:.3f} ms; "
                 + ("same halos" if agree else "HALOS DIFFER")
                 , flush=True
             )
+        common = {"grid": list(grid), "local": list(ex.local), "procs": list(ex.procs), "verified": agree}
+        rows.append({"variant": "by-hand", "transport": "mpi", **common,
+                     "median_us": results["by hand"] * 1e6})
+        rows.append({"variant": "haloport", "transport": args.transport, "links": links, **common,
+                     "median_us": results["haloport"] * 1e6})
+    if args.json and comm.rank == 0:
+        doc = header(comm, "python-handwritten", args.backend, device, reps=args.reps,
+                     verified=all(r["verified"] for r in rows), results=rows)
+        write(args.json, doc)
+    if not all(r["verified"] for r in rows):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
