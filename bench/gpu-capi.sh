@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Issue 21 on one GPU: the CUDA C++ example (examples/cuda/jacobi.cu: its own kernels, stream,
+# The C ABI on one GPU: the CUDA C++ example (examples/cuda/jacobi.cu: its own kernels, stream,
 # cudaMalloc'd fields and Cartesian communicator) built here with nvcc and mpicxx against the
 # C ABI installed in DIR/capi (pkg-config), run on 1 rank and on 2 ranks sharing the GPU (mpi,
 # ipc), under compute-sanitizer memcheck, and beside the same solver through the Rust API
 # (DIR/app_kernel: same kernel arithmetic, grid, periodicity and steps).
-# usage: ci/gpu-capi.sh DIR OUT
+# usage: bench/gpu-capi.sh DIR OUT
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-capi.sh DIR OUT}" && pwd)
+dir=$(cd "${1:?usage: bench/gpu-capi.sh DIR OUT}" && pwd)
 out=${2:?OUT}
+repo=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export LD_LIBRARY_PATH=$dir/capi/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -29,7 +30,7 @@ fi
 echo "haloport flags: $flags"
 exe=$out/cuda-jacobi
 # shellcheck disable=SC2046,SC2086
-log build.txt nvcc -O2 -fmad=false -arch=native examples/cuda/jacobi.cu $flags \
+log build.txt nvcc -O2 -fmad=false -arch=native "$repo/examples/cuda/jacobi.cu" $flags \
     $(mpicxx --showme:compile) $(mpicxx --showme:link) -o "$exe"
 
 grid="--grid 64 48 40 --steps 20"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 26: the 3-D decomposition with real neighbours in all three dimensions, 8 ranks, one GPU
+# The 3-D decomposition with real neighbours in all three dimensions, 8 ranks, one GPU
 # each where the machine has 8 (fewer GPUs: the ranks share them under MPS, which checks
 # correctness, not speed). Builds nothing: DIR holds haloport (ci/build-gpu-carry.sh, or its
 # bins.tar.xz). Parts (all by default, or those named):
@@ -14,11 +14,11 @@
 #   faults   a dropped send (--inject drop-send=+x) and a stopped rank (SIGSTOP to one rank
 #            mid-run) on 8 ranks: every other rank must end with a time-out naming the halo,
 #            none may hang (each run has a limit).
-# usage: ci/gpu-eight.sh DIR OUT [PART...]   (env: PART, STRONG, STEPS, RANKS; POINTS and RUNS
+# usage: bench/gpu-eight.sh DIR OUT [PART...]   (env: PART, STRONG, STEPS, RANKS; POINTS and RUNS
 #   choose weak's stencils and runs, by default "27 7" and "ipc-plain ipc-graph mpi-plain")
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-eight.sh DIR OUT [PART...]}" && pwd)
-out=${2:?usage: ci/gpu-eight.sh DIR OUT [PART...]}
+dir=$(cd "${1:?usage: bench/gpu-eight.sh DIR OUT [PART...]}" && pwd)
+out=${2:?usage: bench/gpu-eight.sh DIR OUT [PART...]}
 shift 2
 parts=${*:-weak strong setup faults}
 part=${PART:-512x512x512}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Graphs and the step (SPEC 18, issue 23) on one GPU:
+# CUDA graphs and the stencil step on one GPU:
 #   1. the CLI test of graph mode (capture, plain steps, replays that move the epochs on, the
 #      refusal of host-staged neighbours), verified bit for bit;
 #   2. compute-sanitizer memcheck and racecheck on graph mode, 2 ranks sharing the GPU over ipc
@@ -11,11 +11,11 @@
 #   5. when DIR holds them (ci/build-gpu-carry.sh's HIP-on-NVIDIA files): the HIP conformance
 #      suite (a captured HIP graph replayed on two streams among it) and haloport stencil
 #      --backend hip --graph, verified.
-# usage: ci/gpu-graph.sh DIR OUT [quick]   (DIR: haloport, gpu-cuda-cli and cuda-conformance
-# built with the cuda feature, or bins.tar.xz holding them; quick: 1 and 2, then one round of
+# usage: bench/gpu-graph.sh DIR OUT [quick]   (DIR: haloport, gpu-cuda-cli and cuda-conformance
+# built with the cuda feature, or bins.tar.xz holding them; quick: 1 and 2, then one pass of
 # 512^3 f64 with and without --graph)
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-graph.sh DIR OUT}" && pwd)
+dir=$(cd "${1:?usage: bench/gpu-graph.sh DIR OUT}" && pwd)
 out=${2:?OUT}
 mkdir -p "$out"
 if [ -f "$dir/bins.tar.xz" ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HIP on NVIDIA on one GPU (issue 24, SPEC 19): the HIP backend's own code, run through haloport's
+# HIP on NVIDIA on one GPU: the HIP backend's own code, run through haloport's
 # HIP-on-CUDA layer. Evidence for the backend's code, never for AMD hardware. Builds nothing: DIR
 # is what ci/build-gpu-carry.sh made (haloport-hipnv, built with cuda and hip-nvidia;
 # hip-nvidia-conformance; libhaloport_hipnv.so, found through LD_LIBRARY_PATH). In order:
@@ -12,10 +12,10 @@
 #   4. under MPS, the same sweep with --backend cuda and with --backend hip from the same binary,
 #      one after the other, then haloport compare of the two (same kernels: build.rs embeds the
 #      CUDA fatbin for both, so differences come from the host code and the layer).
-# Every log and result under OUT; a summary at the end. usage: ci/gpu-hip-nvidia.sh DIR OUT
+# Every log and result under OUT; a summary at the end. usage: bench/gpu-hip-nvidia.sh DIR OUT
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-hip-nvidia.sh DIR OUT}" && pwd)
-out=${2:?usage: ci/gpu-hip-nvidia.sh DIR OUT}
+dir=$(cd "${1:?usage: bench/gpu-hip-nvidia.sh DIR OUT}" && pwd)
+out=${2:?usage: bench/gpu-hip-nvidia.sh DIR OUT}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 hp="$dir/haloport-hipnv"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Issue 19 on one GPU: the CUDA conformance suite (64-bit epochs in the region kernels), the
-# app_kernel example (the application's own NVRTC kernel on its own cudarc stream) on 1 rank and
-# 2 ranks sharing the GPU, compute-sanitizer memcheck on it, and pack-bench and the stencil
-# before (BEFORE_BIN, the binary of the previous commit) and after this change.
-# usage: ci/gpu-interop.sh DIR OUT [BEFORE_BIN]
+# Interoperation with the application's own CUDA code on one GPU: the CUDA conformance suite
+# (64-bit epochs in the region kernels), the app_kernel example (the application's own NVRTC
+# kernel on its own cudarc stream) on 1 rank and 2 ranks sharing the GPU, compute-sanitizer
+# memcheck on it, and pack-bench and the stencil with BEFORE_BIN (another build of haloport,
+# e.g. the previous commit's) and with DIR's, interleaved.
+# usage: bench/gpu-interop.sh DIR OUT [BEFORE_BIN]
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-interop.sh DIR OUT [BEFORE_BIN]}" && pwd)
+dir=$(cd "${1:?usage: bench/gpu-interop.sh DIR OUT [BEFORE_BIN]}" && pwd)
 out=${2:?OUT}
 before=${3:-}
 mkdir -p "$out"

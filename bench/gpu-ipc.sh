@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The device-direct transport on a two-GPU machine, in one go (issue 10's evidence): the GPU
+# The device-direct transport on a two-GPU machine, in one go: the GPU
 # test suite, a sweep of every variant (host-staged and ipc) on small, thesis-9, thesis-27 and
 # large with the thesis protocol, the ipc variants back to back (pipelined), two ranks sharing one
 # GPU, the drop-send and short-send faults, and compute-sanitizer on the ipc kernels, with the
 # barrier and back to back.
-# Builds nothing: DIR is what ci/build-gpu-carry.sh made. usage: ci/gpu-ipc.sh DIR OUT [RUNS]
+# Builds nothing: DIR is what ci/build-gpu-carry.sh made. usage: bench/gpu-ipc.sh DIR OUT [RUNS]
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-ipc.sh DIR OUT [RUNS]}" && pwd)
-out=${2:?usage: ci/gpu-ipc.sh DIR OUT [RUNS]}
+dir=$(cd "${1:?usage: bench/gpu-ipc.sh DIR OUT [RUNS]}" && pwd)
+out=${2:?usage: bench/gpu-ipc.sh DIR OUT [RUNS]}
 runs=${3:-10}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -15,7 +15,7 @@ hp="$dir/haloport"
 step() { echo; echo "=== $*"; "$@"; echo "exit code: $?"; }
 
 nvidia-smi topo -m
-bash "$dir/gpu-test.sh" "$dir" "$out" > "$out/gpu-test.log" 2>&1
+bash "$(dirname "$0")/gpu-test.sh" "$dir" "$out" > "$out/gpu-test.log" 2>&1
 echo "gpu-test.sh exit code: $?"; grep -E "test result|FAILED|gpu-test:" "$out/gpu-test.log"
 
 step mpirun -np 2 "$hp" sweep --backend cuda --variants all \

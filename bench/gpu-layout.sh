@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Issues 19 and 20 on one GPU: the CUDA conformance suite (stencil shapes, epochs across 2^32),
-# the GPU CLI tests, and, under MPS, the stencil's new declarations (7-point, halo widths per
-# side with a zero side, padding) on 1 and 2 ranks, the 7-point exchange beside the 27-point one,
-# and the library's device-direct variant against ipc-tq before (BEFORE_BIN) and after.
-# Every output goes into OUT/layout.tgz (the device tool returns few files).
-# usage: ci/gpu-layout.sh DIR OUT [BEFORE_BIN]
+# Domain layouts on one GPU: the CUDA conformance suite (stencil shapes, epochs across 2^32),
+# the GPU CLI tests, and, under MPS, the stencil's declarations (7-point, halo widths per side
+# with a zero side, padding, an uneven decomposition) on 1 and 2 ranks, the 7-point exchange
+# beside the 27-point one, a plan of a million ranks, and the library's device-direct variants
+# against ipc-tq with BEFORE_BIN (another build of haloport) and with DIR's, interleaved.
+# Every output goes into OUT/layout.tgz (one archive: easy to bring back from a GPU machine).
+# usage: bench/gpu-layout.sh DIR OUT [BEFORE_BIN]
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-layout.sh DIR OUT [BEFORE_BIN]}" && pwd)
+dir=$(cd "${1:?usage: bench/gpu-layout.sh DIR OUT [BEFORE_BIN]}" && pwd)
 out=${2:?OUT}
 before=${3:-}
 work=$(mktemp -d)

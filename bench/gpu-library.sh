@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The library on 2 GPUs of one node (SPEC 13): CUDA conformance (region, stencil and 3-D copy
+# The library on 2 GPUs of one node: CUDA conformance (region, stencil and 3-D copy
 # kernels included), the CLI GPU tests, pack throughput on one GPU against the copy engine, and
 # the stencil at 512^3 per GPU on both transports. Runs the binaries in DIR (ci/build-gpu-carry.sh).
-# usage: ci/gpu-library.sh DIR OUT_DIR [quick]   (quick: benchmarks only)
+# usage: bench/gpu-library.sh DIR OUT_DIR [quick]   (quick: benchmarks only)
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-library.sh DIR OUT_DIR}" && pwd)
-out=${2:?usage: ci/gpu-library.sh DIR OUT_DIR}
+dir=$(cd "${1:?usage: bench/gpu-library.sh DIR OUT_DIR}" && pwd)
+out=${2:?usage: bench/gpu-library.sh DIR OUT_DIR}
 mkdir -p "$out"
 export HALOPORT_REQUIRE_GPU=1 HALOPORT_BIN="$dir/haloport"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

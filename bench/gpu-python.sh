@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# The Python package on one GPU (SPEC 17), from the wheel ci/build-gpu-carry.sh built: the
-# Jacobi example on CuPy arrays (1 rank; 2 ranks sharing the GPU under MPS, over ipc and over
-# mpi), PyTorch tensors on a non-default stream (1 rank; 2 ranks over ipc), the per-call
-# overhead of exchange() from Python beside the same call from Rust (host and CUDA, twice,
-# interleaved), and the hand-written CuPy + mpi4py exchange beside haloport's (2 ranks, mpi and
-# ipc). Needs python3 with CuPy, PyTorch and mpi4py (on the machine's OpenMPI); installs nothing
-# outside a temporary folder.
-# Outputs: OUT/python/*.txt (one per run, written as it goes) and OUT/python.tgz of them. About
-# 5 minutes; every run has its own time limit.
-# usage: bash ci/gpu-python.sh DIR OUT   (DIR: the carry folder, with haloport-*.whl and
+# The Python package on one GPU, from the wheel ci/build-gpu-carry.sh built: the Jacobi example
+# on CuPy arrays (1 rank; 2 ranks sharing the GPU under MPS, over ipc and over mpi), PyTorch
+# tensors on a non-default stream (1 rank; 2 ranks over ipc), the time of one exchange() from
+# Python beside the same exchange from Rust (host and CUDA, twice, interleaved;
+# bench/python/overhead.py), and the hand-written CuPy + mpi4py exchange beside haloport's
+# (2 ranks, mpi and ipc; bench/python/handwritten.py). Needs python3 with CuPy, PyTorch and
+# mpi4py (on the machine's OpenMPI); installs nothing outside a temporary folder.
+# Outputs: OUT/python/*.txt (one per run, written as it goes), the benchmarks' JSON
+# (OUT/python/overhead-*.json, handwritten-*.json: schema haloport-bench/1, bench/README.md;
+# rust-*.json: exchange_overhead's own) and OUT/python.tgz of them. About 5 minutes; every run
+# has its own time limit.
+# usage: bash bench/gpu-python.sh DIR OUT   (DIR: the carry folder, with haloport-*.whl and
 #        exchange_overhead; PYTHON: the interpreter with CuPy and PyTorch, default python3)
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-python.sh DIR OUT}" && pwd)
-out=${2:?usage: ci/gpu-python.sh DIR OUT}
-repo=$(cd "$(dirname "$0")/.." && pwd)
+dir=$(cd "${1:?usage: bench/gpu-python.sh DIR OUT}" && pwd)
+out=${2:?usage: bench/gpu-python.sh DIR OUT}
+# This script's folder (bench/, or the carry folder it was copied into, which then holds
+# python/ from bench/python), and the repository above it (the examples and tests).
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
 [ -f "$repo/examples/python/jacobi.py" ] || repo=$(git rev-parse --show-toplevel 2>/dev/null || pwd)
+benches=$here/python
+[ -f "$benches/overhead.py" ] || benches=$repo/bench/python
 cd "$repo" || exit 1
 mkdir -p "$out/python"
 logs="$out/python"
@@ -56,13 +63,13 @@ run jacobi-cupy-1rank 150 "${mpi[@]}" -np 1 "$python" examples/python/jacobi.py 
 run torch-stream-1rank 120 "${mpi[@]}" -np 1 "$python" python/tests/gpu_torch_stream.py
 for round in 1 2; do
     run "overhead-rust-host-$round" 120 "${mpi[@]}" -np 1 "$dir/exchange_overhead" --backend host --json "$logs/rust-host-$round.json"
-    run "overhead-python-host-$round" 120 "${mpi[@]}" -np 1 "$python" python/bench/overhead.py --backend host --rust-json "$logs/rust-host-$round.json"
+    run "overhead-python-host-$round" 120 "${mpi[@]}" -np 1 "$python" "$benches/overhead.py" --backend host --rust-json "$logs/rust-host-$round.json" --json "$logs/overhead-host-$round.json"
     run "overhead-rust-cuda-$round" 120 "${mpi[@]}" -np 1 "$dir/exchange_overhead" --backend cuda --json "$logs/rust-cuda-$round.json"
-    run "overhead-python-cupy-$round" 120 "${mpi[@]}" -np 1 "$python" python/bench/overhead.py --backend cuda --rust-json "$logs/rust-cuda-$round.json"
+    run "overhead-python-cupy-$round" 120 "${mpi[@]}" -np 1 "$python" "$benches/overhead.py" --backend cuda --rust-json "$logs/rust-cuda-$round.json" --json "$logs/overhead-cupy-$round.json"
 done
-run overhead-python-torch 120 "${mpi[@]}" -np 1 "$python" python/bench/overhead.py --backend cuda --arrays torch --rust-json "$logs/rust-cuda-2.json"
+run overhead-python-torch 120 "${mpi[@]}" -np 1 "$python" "$benches/overhead.py" --backend cuda --arrays torch --rust-json "$logs/rust-cuda-2.json" --json "$logs/overhead-torch.json"
 
-# Two ranks sharing the GPU: MPS lets their kernels run at once (shared/device-facts.md).
+# Two ranks sharing the GPU: MPS lets their kernels run at once.
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d && echo "MPS started"
@@ -70,8 +77,8 @@ mpi+=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
 run jacobi-cupy-2ranks-ipc 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport ipc --grid 192x160x128 --steps 10
 run jacobi-cupy-2ranks-mpi 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport mpi --grid 192x160x128 --steps 10
 run torch-stream-2ranks-ipc 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_torch_stream.py --transport ipc
-run handwritten-mpi 180 "${mpi[@]}" -np 2 "$python" python/bench/handwritten.py --transport mpi
-run handwritten-ipc 180 "${mpi[@]}" -np 2 "$python" python/bench/handwritten.py --transport ipc
+run handwritten-mpi 180 "${mpi[@]}" -np 2 "$python" "$benches/handwritten.py" --transport mpi --json "$logs/handwritten-mpi.json"
+run handwritten-ipc 180 "${mpi[@]}" -np 2 "$python" "$benches/handwritten.py" --transport ipc --json "$logs/handwritten-ipc.json"
 echo quit | nvidia-cuda-mps-control
 
 tar czf "$out/python.tgz" -C "$out" python

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The step at the speed of memory (SPEC 18) on one GPU: the CUDA conformance suite (the march
+# The stencil step at the speed of memory on one GPU: the CUDA conformance suite (the march
 # form of the 27-point stencil bit for bit against the CPU), pack-bench 512^3 f64 (its device copy
 # bandwidth, and no regression of the region kernels), and haloport stencil 512^3 in f64 and f32,
 # march against points, interleaved, twice (each reports its compute alone against a copy of the
 # fields by the copy engine in the same run), then 2 ranks sharing the GPU under MPS (ipc),
 # verified.
-# usage: ci/gpu-step.sh DIR OUT
+# usage: bench/gpu-step.sh DIR OUT
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-step.sh DIR OUT}" && pwd)
+dir=$(cd "${1:?usage: bench/gpu-step.sh DIR OUT}" && pwd)
 out=${2:?OUT}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HALOPORT_REQUIRE_GPU=1

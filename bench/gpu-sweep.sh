@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The full sweep on a two-GPU machine, in one MPI job: every baseline and taskqueue variant and the
-# mpi-only floor on every named workload, RUNS runs interleaved (SPEC 7). Builds nothing; run
-# `haloport report OUT` afterwards (anywhere: it needs no GPU). usage: ci/gpu-sweep.sh DIR OUT [RUNS]
+# The full sweep on a two-GPU machine, in one MPI job: every variant (baseline, taskqueue,
+# device-direct, library) and the mpi-only floor on every named workload, one rank per GPU,
+# RUNS runs interleaved (OUT/sweep.json, sweep.csv). Builds nothing; run `haloport report OUT`
+# afterwards (anywhere: it needs no GPU). usage: bench/gpu-sweep.sh DIR OUT [RUNS]
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-sweep.sh DIR OUT [RUNS]}" && pwd)
+dir=$(cd "${1:?usage: bench/gpu-sweep.sh DIR OUT [RUNS]}" && pwd)
 out=${2:?usage}
 runs=${3:-40}
 mkdir -p "$out"

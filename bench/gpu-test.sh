@@ -2,9 +2,9 @@
 # GPU test suite, run on a machine with NVIDIA GPUs. Builds nothing: it runs the binaries in DIR
 # (made by ci/build-gpu-carry.sh): the CUDA conformance suite, the CLI's GPU tests, and a short
 # verified baseline run. A missing GPU fails here (HALOPORT_REQUIRE_GPU=1), it is not skipped.
-# usage: ci/gpu-test.sh DIR [OUT_DIR]
+# usage: bench/gpu-test.sh DIR [OUT_DIR]
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-test.sh DIR [OUT_DIR]}" && pwd)
+dir=$(cd "${1:?usage: bench/gpu-test.sh DIR [OUT_DIR]}" && pwd)
 out=${2:-.}
 mkdir -p "$out"
 export HALOPORT_REQUIRE_GPU=1 HALOPORT_BIN="$dir/haloport"

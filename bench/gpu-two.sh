@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Issue 25 on two GPUs of one host, one rank per GPU: every measurement of this round that needs
-# two GPUs, in one job. Builds nothing in Rust: DIR is what ci/build-gpu-carry.sh made (or a
-# folder with its bins.tar.xz, unpacked here first); the NCCL peer (ci/nccl-peer.cu) and the CUDA
-# C++ example are compiled here with nvcc. Parts, in order (all by default, or those named):
+# Two GPUs of one host, one rank per GPU: every two-GPU measurement in one job. Builds nothing
+# in Rust: DIR is what ci/build-gpu-carry.sh made (or a folder with its bins.tar.xz, unpacked
+# here first); the NCCL peer (bench/nccl-peer.cu) and the CUDA C++ example are compiled here
+# with nvcc. Parts, in order (all by default, or those named):
 #   sweep     haloport sweep of ipc-base, ipc-tq, lib-base-ipc, lib-tq-ipc and the host-staged
 #             variants that were fastest on 2 x H200 (base-nb-wait, base-nb-test-nc, tq-nb-tq)
 #             on small, thesis-9, thesis-27 and large, with the barrier, then the device-direct
 #             ones back to back (--no-barrier); NCCL's grouped send/recv of the same messages
-#             (nccl-peer) before and after, in the same job;
+#             (nccl-peer, OUT/nccl-1.json and nccl-2.json) before and after, in the same job;
 #   stencil   haloport stencil --scaling weak (512^3 f64 per GPU) and --scaling strong
 #             (1024x512x512) on 1 and 2 GPUs over ipc, with and without --graph: compute alone,
 #             exposed exchange and parallel efficiency, every rank count verified;
@@ -18,13 +18,16 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on the graph mode and on lib-tq-ipc
 #             across the two GPUs.
 # Every log under OUT (a file per step), a summary at the end; exit 1 if any step failed.
-# usage: ci/gpu-two.sh DIR OUT [PART...]
+# usage: bench/gpu-two.sh DIR OUT [PART...]
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-two.sh DIR OUT [PART...]}" && pwd)
-out=${2:?usage: ci/gpu-two.sh DIR OUT [PART...]}
+dir=$(cd "${1:?usage: bench/gpu-two.sh DIR OUT [PART...]}" && pwd)
+out=${2:?usage: bench/gpu-two.sh DIR OUT [PART...]}
 shift 2
 parts=${*:-sweep stencil examples hip sanitize}
-repo=$(cd "$(dirname "$0")/.." && pwd)
+# This script's folder (bench/, or the carry folder it was copied into), and the repository
+# above it (the examples).
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -f "$dir/bins.tar.xz" ] && [ ! -x "$dir/haloport" ]; then
@@ -55,17 +58,22 @@ gpus=$(nvidia-smi -L | grep -c '^GPU')
 [ "$gpus" -ge 2 ] || echo "gpu-two: only $gpus GPU(s): two ranks share one (correctness only, no speed)"
 
 if wants sweep; then
-    step nccl-build 120 nvcc -O2 -arch=native "$repo/ci/nccl-peer.cu" $(mpicxx --showme:compile) \
+    peer=$here/nccl-peer.cu
+    [ -f "$peer" ] || peer=$repo/bench/nccl-peer.cu
+    # shellcheck disable=SC2046 # mpicxx's flags are words of their own
+    step nccl-build 120 nvcc -O2 -arch=native "$peer" $(mpicxx --showme:compile) \
         $(mpicxx --showme:link) -lnccl -o /tmp/nccl-peer
     workloads=small,thesis-9,thesis-27,large
-    TAIL=12 step nccl-1 180 "${mpi[@]}" -np 2 /tmp/nccl-peer --workloads $workloads --runs 20
+    TAIL=12 step nccl-1 180 "${mpi[@]}" -np 2 /tmp/nccl-peer --workloads $workloads --runs 20 \
+        --json "$out/nccl-1.json"
     TAIL=30 step sweep-barrier 420 "${mpi[@]}" -np 2 "$hp" sweep --backend cuda \
         --variants ipc-base,ipc-tq,lib-base-ipc,lib-tq-ipc,base-nb-wait,base-nb-test-nc,tq-nb-tq \
         --workloads $workloads --runs 20 --quiet --out "$out/sweep-barrier"
     TAIL=20 step sweep-back-to-back 240 "${mpi[@]}" -np 2 "$hp" sweep --backend cuda \
         --variants ipc-base,ipc-tq,lib-base-ipc,lib-tq-ipc --no-barrier \
         --workloads $workloads --runs 20 --quiet --out "$out/sweep-back-to-back"
-    TAIL=12 step nccl-2 180 "${mpi[@]}" -np 2 /tmp/nccl-peer --workloads $workloads --runs 20
+    TAIL=12 step nccl-2 180 "${mpi[@]}" -np 2 /tmp/nccl-peer --workloads $workloads --runs 20 \
+        --json "$out/nccl-2.json"
 fi
 
 if wants stencil; then
@@ -86,6 +94,7 @@ if wants examples; then
     for link in libhaloport.so libhaloport.so.0.1; do
         [ -e "$dir/capi/lib/$link" ] || ln -sf libhaloport.so.0.1.0 "$dir/capi/lib/$link"
     done
+    # shellcheck disable=SC2046 # mpicxx's flags are words of their own
     step capi-build 180 nvcc -O2 -fmad=false -arch=native "$repo/examples/cuda/jacobi.cu" \
         -I"$dir/capi/include" -L"$dir/capi/lib" -lhaloport $(mpicxx --showme:compile) \
         $(mpicxx --showme:link) -o /tmp/cuda-jacobi
@@ -127,7 +136,7 @@ fi
 
 if wants sanitize; then
     for tool in memcheck racecheck; do
-        san=(compute-sanitizer --tool $tool --error-exitcode 9)
+        san=(compute-sanitizer --tool "$tool" --error-exitcode 9)
         TAIL=6 step "$tool-graph" 300 "${mpi[@]}" -np 2 "${san[@]}" "$hp" stencil --backend cuda \
             --transport ipc --graph --grid 128x64x64 --procs 2x1x1 --fields 2 --steps 6 \
             --exchange-reps 2

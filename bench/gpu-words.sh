@@ -3,11 +3,11 @@
 # conformance suite (regions in words of 8, 4, 2 and 1 bytes; stencils of 1 to 3 components),
 # pack-bench 512^3 f64 before (BEFORE_BIN) and after, interleaved, the 1-rank stencil before and
 # after, and the stencil over f32 and f64 fields of 3 components on 1 rank and 2 ranks sharing
-# the GPU under MPS.
+# the GPU under MPS. BEFORE_BIN: another build of haloport to compare with (optional).
 # Outputs into OUT/words.tgz.
-# usage: ci/gpu-words.sh DIR OUT [BEFORE_BIN]
+# usage: bench/gpu-words.sh DIR OUT [BEFORE_BIN]
 set -uo pipefail
-dir=$(cd "${1:?usage: ci/gpu-words.sh DIR OUT [BEFORE_BIN]}" && pwd)
+dir=$(cd "${1:?usage: bench/gpu-words.sh DIR OUT [BEFORE_BIN]}" && pwd)
 out=${2:?OUT}
 before=${3:-}
 work=$(mktemp -d)
@@ -25,7 +25,7 @@ for round in 1 2; do
 done
 log stencil-after.txt "$dir/haloport" stencil --backend cuda --grid 512x512x512 --type f64 --steps 20 --exchange-reps 20
 [ -n "$before" ] && log stencil-before.txt "$before" stencil --backend cuda --grid 512x512x512 --type f64 --steps 20 --exchange-reps 20
-# Fields of their own types and components (SPEC 15), 1 rank and 2 ranks sharing the GPU.
+# Fields of their own types and components, 1 rank and 2 ranks sharing the GPU.
 log stencil-types-components-1rank.txt "$dir/haloport" stencil --backend cuda --grid 256x256x256 \
     --steps 10 --types f32,f64 --components 3
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, here, everything a GPU machine runs (it has no Rust toolchain): the release binary with
 # the cuda feature and the GPU test binaries, copied under stable names into carry/ (git-ignored),
-# which the device tool carries along. Needs nvcc (ci/setup.sh installs it into .venv).
+# the folder to copy to the GPU machine. Needs nvcc (ci/setup.sh installs it into .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
@@ -49,8 +49,8 @@ cmake --build build/capi-gpu
 cmake --install build/capi-gpu --prefix carry/capi > /dev/null
 rm -f carry/capi/lib/libhaloport.a
 strip carry/* carry/capi/lib/libhaloport.so.* 2>/dev/null || true
-# The Python package with the cuda feature, an abi3 wheel for ci/gpu-python.sh to install, and
-# the Rust side of its per-call overhead benchmark (python/README.md, python/bench/overhead.py).
+# The Python package with the cuda feature, an abi3 wheel for bench/gpu-python.sh to install, and
+# the Rust side of its overhead benchmark (python/README.md, bench/python/overhead.py).
 (
     export CARGO_TARGET_DIR="$PWD/python/target"
     MATURIN_PEP517_ARGS="--features cuda" .venv/bin/python -m pip wheel -q --disable-pip-version-check \
@@ -59,7 +59,7 @@ strip carry/* carry/capi/lib/libhaloport.so.* 2>/dev/null || true
     cp python/target/release/examples/exchange_overhead carry/exchange_overhead
     strip carry/exchange_overhead
 )
-# HIP on NVIDIA (ci/gpu-hip-nvidia.sh, SPEC 19): a second binary with the cuda and hip-nvidia
+# HIP on NVIDIA (bench/gpu-hip-nvidia.sh): a second binary with the cuda and hip-nvidia
 # features (the HIP backend on haloport's HIP-on-CUDA layer; both backends in one binary, so the
 # cross-backend compare runs the same host code), the HIP conformance suite built the same way,
 # and the layer itself (libhaloport_hipnv.so; the script puts carry/ on LD_LIBRARY_PATH).
@@ -89,5 +89,9 @@ for line in sys.stdin:
         strip "carry/$f"
     done
 )
-cp ci/gpu-*.sh carry/
+# The benchmark drivers beside the binaries (bench/README.md): the GPU job scripts, the NCCL
+# peer that gpu-two.sh compiles there, and the Python benchmarks gpu-python.sh runs (carry/python).
+cp bench/gpu-*.sh bench/nccl-peer.cu carry/
+mkdir -p carry/python
+cp bench/python/*.py carry/python/
 ls -la carry
