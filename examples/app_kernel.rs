@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use haloport::core::domain::{dims_create, Decomposition, DomainSpec, ElemType};
 use haloport::core::halo::{Field, HaloExchange, HaloOptions};
-use haloport::core::variant::TransportKind;
+use haloport::core::transport::TransportKind;
 use haloport::{Backend, Error, Result};
 use mpi::collective::SystemOperation;
 use mpi::topology::{Communicator, SimpleCommunicator};

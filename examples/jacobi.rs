@@ -18,9 +18,9 @@ use std::process::ExitCode;
 
 use haloport::core::domain::{DomainSpec, ElemType};
 use haloport::core::halo::HaloOptions;
-use haloport::core::stats::median;
-use haloport::core::stencil::{run_jacobi, run_reference, FieldPlacement, JacobiConfig, Overlap};
 use haloport::host::HostBackend;
+use haloport_stencil::{run_jacobi, run_reference, FieldPlacement, JacobiConfig, Overlap};
+use haloport_thesis::stats::median;
 use mpi::topology::Communicator;
 
 fn main() -> ExitCode {

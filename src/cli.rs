@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use haloport::core::measure::Protocol;
-use haloport::core::strategy::ExchangeOptions;
-use haloport::core::variant::TransportKind;
-use haloport::core::{Fault, PatternSource, Variant, Verify, Workload};
+use haloport::core::transport::TransportKind;
+use haloport::core::{Fault, PatternSource, Verify};
+use haloport_thesis::measure::Protocol;
+use haloport_thesis::strategy::ExchangeOptions;
+use haloport_thesis::{Variant, Workload};
 
 /// Halo exchange between GPUs over MPI, portable across CUDA and HIP. Run under mpirun.
 #[derive(Debug, Parser)]
@@ -63,8 +64,8 @@ pub enum PlacementArg {
 }
 
 impl PlacementArg {
-    pub fn placement(self) -> haloport::core::stencil::FieldPlacement {
-        use haloport::core::stencil::FieldPlacement;
+    pub fn placement(self) -> haloport_stencil::FieldPlacement {
+        use haloport_stencil::FieldPlacement;
         match self {
             PlacementArg::Auto => FieldPlacement::Auto,
             PlacementArg::Library => FieldPlacement::Library,
@@ -75,7 +76,7 @@ impl PlacementArg {
     }
 }
 
-/// Whether a stencil step overlaps its exchange (`haloport_core::stencil::Overlap`).
+/// Whether a stencil step overlaps its exchange (`haloport_stencil::Overlap`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OverlapArg {
     /// On, unless every neighbour of the rank is the rank itself (its exchange is then
@@ -88,8 +89,8 @@ pub enum OverlapArg {
 }
 
 impl OverlapArg {
-    pub fn overlap(self) -> haloport::core::stencil::Overlap {
-        use haloport::core::stencil::Overlap;
+    pub fn overlap(self) -> haloport_stencil::Overlap {
+        use haloport_stencil::Overlap;
         match self {
             OverlapArg::Auto => Overlap::Auto,
             OverlapArg::On => Overlap::On,
@@ -606,10 +607,10 @@ fn parse_pad(s: &str) -> Result<[u32; 3], String> {
     <[u32; 3]>::try_from(parts).map_err(|_| bad())
 }
 
-fn parse_stencil(s: &str) -> Result<haloport::core::stencil::Stencil, String> {
+fn parse_stencil(s: &str) -> Result<haloport_stencil::Stencil, String> {
     match s {
-        "7" => Ok(haloport::core::stencil::Stencil::Point7),
-        "27" => Ok(haloport::core::stencil::Stencil::Point27),
+        "7" => Ok(haloport_stencil::Stencil::Point7),
+        "27" => Ok(haloport_stencil::Stencil::Point27),
         _ => Err(format!("'{s}' is not a stencil: 7 or 27")),
     }
 }
@@ -657,7 +658,7 @@ pub struct StencilArgs {
     pub steps: u32,
     /// 7 (the cell and its faces; the exchange then moves faces only) or 27 (all neighbours).
     #[arg(long, value_parser = parse_stencil, default_value = "27")]
-    pub stencil: haloport::core::stencil::Stencil,
+    pub stencil: haloport_stencil::Stencil,
     /// Backend that runs the kernels and owns the memory.
     #[arg(long, value_enum, default_value = "host")]
     pub backend: BackendKind,

@@ -11,20 +11,20 @@
 
 pub mod sweep_dir;
 
+use haloport::core::transport::TransportKind;
 use haloport_core::clock::ClockFit;
-use haloport_core::measure::{
+use haloport_core::pattern::RankPattern;
+use haloport_core::transport::node::{block_links, BlockLink};
+use haloport_core::{Coherence, DeviceInfo};
+use haloport_thesis::measure::{
     MissingCheck, Protocol, RankOutcome, WrongValue, MAX_RECORDED_ERRORS,
 };
-use haloport_core::pattern::RankPattern;
-use haloport_core::stats::Summary;
-use haloport_core::strategy::EventProfile;
-use haloport_core::timeline::IterationTimeline;
-use haloport_core::transport::node::{block_links, BlockLink};
-use haloport_core::variant::TransportKind;
-use haloport_core::{Coherence, DeviceInfo};
+use haloport_thesis::stats::Summary;
+use haloport_thesis::strategy::EventProfile;
+use haloport_thesis::timeline::IterationTimeline;
 use serde::Serialize;
 
-use crate::provenance::Provenance;
+use haloport::provenance::Provenance;
 
 /// Format version of the result files; bumped when a key changes meaning.
 pub const RESULT_FORMAT: u32 = 2;
@@ -151,8 +151,8 @@ impl VariantResult {
 
     /// Builds the result of one variant on one workload from every rank's outcome.
     pub fn from_outcomes(
-        variant: &haloport_core::Variant,
-        workload: haloport_core::Workload,
+        variant: &haloport_thesis::Variant,
+        workload: haloport_thesis::Workload,
         patterns: &[RankPattern],
         outcomes: &[RankOutcome],
         protocol: Protocol,
@@ -313,7 +313,7 @@ impl SweepResult {
 mod tests {
     use super::*;
     use haloport_core::pattern::BuiltinPattern;
-    use haloport_core::{Variant, Workload};
+    use haloport_thesis::{Variant, Workload};
 
     fn outcome(rank: i32, checked: u64, wrong: u64) -> RankOutcome {
         RankOutcome {

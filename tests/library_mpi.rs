@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use haloport::core::backend::{download_bytes, upload_bytes};
 use haloport::core::domain::{DomainSpec, ElemType};
 use haloport::core::halo::{Field, HaloExchange, HaloFault, HaloOptions, Link};
-use haloport::core::variant::TransportKind;
+use haloport::core::transport::TransportKind;
 use haloport::core::{Backend, Error};
 use haloport::host::HostBackend;
 use mpi::raw::AsRaw;

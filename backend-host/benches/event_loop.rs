@@ -8,8 +8,8 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 use haloport_core::clock::{ClockFit, ClockSample};
 use haloport_core::control::ControlBlock;
-use haloport_core::stats::Summary;
 use haloport_host::HostBackend;
+use haloport_thesis::stats::Summary;
 
 fn event_tests(c: &mut Criterion) {
     let backend = HostBackend::new(0).expect("host backend");

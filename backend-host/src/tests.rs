@@ -153,8 +153,8 @@ impl haloport_core::transport::HostTransport for NullTransport {
 #[test]
 fn the_taskqueue_refuses_a_grid_that_cannot_be_resident_at_once() {
     use haloport_core::pattern::BuiltinPattern;
-    use haloport_core::strategy::{ExchangeOptions, Taskqueue};
-    use haloport_core::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
+    use haloport_thesis::strategy::{ExchangeOptions, Taskqueue};
+    use haloport_thesis::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
 
     let backend = HostBackend::new(0)
         .expect("host backend")
@@ -198,8 +198,8 @@ fn the_taskqueue_refuses_a_grid_that_cannot_be_resident_at_once() {
 #[test]
 fn the_taskqueue_refuses_a_flag_stride_that_is_not_a_multiple_of_8() {
     use haloport_core::pattern::BuiltinPattern;
-    use haloport_core::strategy::{ExchangeOptions, Taskqueue};
-    use haloport_core::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
+    use haloport_thesis::strategy::{ExchangeOptions, Taskqueue};
+    use haloport_thesis::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
 
     let backend = HostBackend::new(0).expect("host backend");
     let pattern = BuiltinPattern::Ring.resolve(0, 1, &[8]).expect("pattern");

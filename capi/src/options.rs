@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use haloport::core::halo::{HaloOptions, HaloStrategy};
-use haloport::core::variant::TransportKind;
+use haloport::core::transport::TransportKind;
 
 use crate::handles::{Kind, Table};
 use crate::status::{entry, Failure, HaloportStatus, Outcome};

@@ -1300,3 +1300,18 @@ pub fn check_range(
         ))),
     }
 }
+
+/// Checks that `backend` can run GPU blocks of `threads` threads, before anything is allocated.
+///
+/// # Errors
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the backend and its limit.
+pub fn check_threads<B: Backend>(backend: &B, threads: u32) -> crate::Result<()> {
+    let max = backend.device_info().max_threads_per_block;
+    if threads == 0 || threads > max {
+        return Err(crate::Error::InvalidInput(format!(
+            "{threads} threads per block: the {} backend runs 1 to {max}",
+            backend.name()
+        )));
+    }
+    Ok(())
+}

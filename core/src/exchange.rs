@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::backend::{Backend, Coherence, DeviceMemory, PinnedMemory};
 use crate::error::Result;
-use crate::observe::{BlockChecks, Observer};
 use crate::pattern::RankPattern;
 use crate::shared::{hp_block, hp_block_check, hp_block_times, hp_exchange_args};
 use crate::transport::HostRegion;
@@ -263,7 +262,7 @@ impl<B: Backend> ExchangeBuffers<B> {
     /// # Errors
     /// [`Error::Internal`](crate::Error::Internal) when `kernels_idle` is false.
     pub fn take_checks_when_idle(&mut self, kernels_idle: bool) -> Result<Vec<hp_block_check>> {
-        crate::strategy::ensure_idle(kernels_idle)?;
+        ensure_idle(kernels_idle)?;
         // SAFETY: the caller saw every stream its kernels ran on idle after the last launch.
         Ok(unsafe { self.take_checks() })
     }
@@ -273,38 +272,9 @@ impl<B: Backend> ExchangeBuffers<B> {
     /// # Errors
     /// [`Error::Internal`](crate::Error::Internal) when `kernels_idle` is false.
     pub fn read_times_when_idle(&self, kernels_idle: bool) -> Result<Vec<hp_block_times>> {
-        crate::strategy::ensure_idle(kernels_idle)?;
+        ensure_idle(kernels_idle)?;
         // SAFETY: as for take_checks_when_idle.
         Ok(unsafe { self.read_times() })
-    }
-
-    /// Reports the last iteration's check records, with the checks planned for `verify` and
-    /// `threads` threads per block and each block's `state`, and (when wanted) its device
-    /// timestamps to `observer`: the records part of a strategy's
-    /// [`report`](crate::Strategy::report) for every strategy that exchanges through these
-    /// buffers.
-    ///
-    /// # Errors
-    /// [`Error::Internal`](crate::Error::Internal) when `kernels_idle` is false.
-    pub fn report_records(
-        &mut self,
-        kernels_idle: bool,
-        verify: Verify,
-        threads: u32,
-        state: &dyn Fn(usize) -> Option<String>,
-        observer: &mut dyn Observer,
-    ) -> Result<()> {
-        let records = self.take_checks_when_idle(kernels_idle)?;
-        let planned = self.planned_checks(verify, threads);
-        observer.checks(BlockChecks {
-            records: &records,
-            planned: &planned,
-            state,
-        });
-        if observer.wants_device_times() {
-            observer.device_times(&self.read_times_when_idle(kernels_idle)?);
-        }
-        Ok(())
     }
 
     /// Reads every block's device timestamps of the last iteration.
@@ -321,6 +291,21 @@ impl<B: Backend> ExchangeBuffers<B> {
             )
             .to_vec()
         }
+    }
+}
+
+/// The error for reading kernel output (check records, timestamps) while kernels that write it
+/// may still run: after an iteration that failed before its kernels were seen finished.
+///
+/// # Errors
+/// [`Error::Internal`](crate::Error::Internal) when `kernels_idle` is false.
+pub fn ensure_idle(kernels_idle: bool) -> crate::Result<()> {
+    if kernels_idle {
+        Ok(())
+    } else {
+        Err(crate::Error::Internal(
+            "check records and timestamps read while the kernels writing them may still run (the last iteration failed)".into(),
+        ))
     }
 }
 

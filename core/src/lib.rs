@@ -1,10 +1,12 @@
-//! haloport-core: the vendor-neutral heart of haloport.
+//! haloport-core: the vendor-neutral halo-exchange library.
 //!
-//! It holds the [`Backend`] trait every GPU vendor implements, exchange [patterns](pattern) and
-//! [workloads](workload), the [strategies](strategy) (written against the trait only, so they
-//! run unchanged on CUDA, HIP and the host backend), the MPI [transport], the measurement
-//! protocol and statistics, and the library's [domain] declarations compiled into halo-exchange
-//! plans (SPEC 13). It contains no vendor code.
+//! It holds the [`Backend`] trait every GPU vendor implements and its kernel catalogue, the
+//! library's [domain] declarations compiled into halo-exchange plans, the [halo] exchange that
+//! runs them over per-neighbour routes ([transport]: host-staged MPI, device-direct IPC), the
+//! message layouts the routes move ([pattern], [exchange]), verification ([verify]) and the
+//! conformance suite every backend instantiates ([conformance]). It contains no vendor code.
+//! The thesis benchmark (`haloport-thesis`) and the stencil application (`haloport-stencil`)
+//! are built on it, in crates of their own.
 //!
 //! Unsafe code is denied except in the modules that must touch raw memory: [`exchange`]
 //! (pinned buffers shared with kernels) and [`transport::mpi`] (the MPI bridge).
@@ -21,30 +23,19 @@ pub mod domain;
 pub mod error;
 pub mod exchange;
 pub mod halo;
-pub mod measure;
-pub mod observe;
-pub mod packbench;
 pub mod pattern;
 pub mod regions;
 pub mod shared;
-pub mod stats;
-pub mod stencil;
-pub mod strategy;
-pub mod timeline;
+pub mod stencil_launch;
 pub mod transport;
-pub mod variant;
 pub mod verify;
-pub mod workload;
 
 pub use backend::{
     Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, IpcHandle, Kernel, Launch,
     LaunchDims, PinnedMemory,
 };
 pub use error::{Error, Result};
-pub use observe::{BlockChecks, Discard, Observer};
 pub use pattern::{BuiltinPattern, PatternSource, RankPattern};
 pub use regions::Copy3d;
-pub use strategy::{ExchangeOptions, Fault, Strategy};
-pub use variant::Variant;
+pub use transport::{Fault, TransportKind};
 pub use verify::Verify;
-pub use workload::Workload;

@@ -616,7 +616,7 @@ fn lanes_first_x(view: &hp_stencil_args) -> u64 {
 /// Where the lanes' tiles over `args`'s box would end (exclusive, in the field's columns) if the
 /// box reached `x_end`: after the last of the 128-point tiles from the first that `x_end - 1`
 /// lies in.
-pub(crate) fn lanes_tiles_end(args: &hp_stencil_args, x_end: u64) -> u64 {
+pub fn lanes_tiles_end(args: &hp_stencil_args, x_end: u64) -> u64 {
     let width = u64::from(shared::HP_MARCH_X * shared::HP_LANES_POINTS);
     let phase = lanes_phase(args);
     let first = lanes_first_x(&lanes_view(args));

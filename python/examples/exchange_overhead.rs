@@ -18,8 +18,7 @@ use std::time::Instant;
 
 use haloport::core::domain::{DomainSpec, ElemType};
 use haloport::core::halo::{Field, HaloExchange, HaloOptions};
-use haloport::core::stats::median;
-use haloport::core::variant::TransportKind;
+use haloport::core::transport::TransportKind;
 use haloport::core::Backend;
 use haloport::foreign::{BackendKind, ForeignBackend, ForeignExchange, RawField, RawStream};
 use haloport::{Error, Result};
@@ -164,6 +163,14 @@ fn foreign_call(
     };
     exchange.close()?;
     Ok(times)
+}
+
+/// The median of `values` (the mean of the two middle ones for an even count).
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    (n > 0).then(|| (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0)
 }
 
 fn run(world: &SimpleCommunicator, config: &Config) -> Result<()> {

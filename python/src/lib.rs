@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use haloport::core::domain::{DomainSpec, ElemType, FieldShape, Layout, Neighbourhood, Splits};
 use haloport::core::halo::{HaloOptions, HaloStrategy};
-use haloport::core::variant::TransportKind;
+use haloport::core::transport::TransportKind;
 use haloport::foreign::{
     built_backends, BackendKind, ErrorKind, ForeignBackend, ForeignExchange, RawField,
 };

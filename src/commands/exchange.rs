@@ -7,16 +7,17 @@ use std::time::Duration;
 use anyhow::Context;
 use haloport::core::clock::{ping_pong, ClockFit, ClockSample};
 use haloport::core::collective::all_gather;
-use haloport::core::measure::{Protocol, RankOutcome};
 use haloport::core::pattern::RankPattern;
-use haloport::core::strategy::{
-    Baseline, ExchangeOptions, IpcExchange, LibraryExchange, MpiOnly, Strategy, Taskqueue,
-};
 use haloport::core::transport::faulty::Faulty;
 use haloport::core::transport::mpi::MpiTransport;
-use haloport::core::{Backend, Error, Variant};
+use haloport::core::{Backend, Error};
 use haloport::provenance::provenance;
-use haloport::results::{ResultHeader, RESULT_FORMAT};
+use haloport_cli::results::{ResultHeader, RESULT_FORMAT};
+use haloport_thesis::measure::{Protocol, RankOutcome};
+use haloport_thesis::strategy::{
+    Baseline, ExchangeOptions, IpcExchange, LibraryExchange, MpiOnly, Strategy, Taskqueue,
+};
+use haloport_thesis::Variant;
 use mpi::topology::SimpleCommunicator;
 
 use crate::cli::BackendKind;

@@ -63,7 +63,7 @@ fn not_built(name: &str) -> (String, Result<DeviceSummary, String>) {
         name.to_owned(),
         Err(format!(
             "not available in this binary (built with: {})",
-            env!("HALOPORT_BACKENDS")
+            haloport::foreign::built_backends()
         )),
     )
 }

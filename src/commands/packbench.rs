@@ -1,9 +1,9 @@
 //! `haloport pack-bench`: the library's pack and unpack kernels against the copy engine and
 //! the device's copy bandwidth, on rank 0's device (SPEC 13's speed targets).
 
-use haloport::core::packbench::{run_pack_bench, PackBenchConfig, PackBenchResult};
 use haloport::core::{Backend, Error};
 use haloport::provenance::{provenance, Provenance};
+use haloport_thesis::packbench::{run_pack_bench, PackBenchConfig, PackBenchResult};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde::Serialize;
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::Context;
 use haloport::core::domain::{direction_tag, DomainSpec};
 use haloport::core::halo::{direction_name, RankSetup};
-use haloport::core::stats::median;
+use haloport_thesis::stats::median;
 use serde::Serialize;
 
 use crate::cli::PlanArgs;

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use haloport::report::{compare as cmp, load, write_report};
+use haloport_cli::report::{compare as cmp, load, write_report};
 
 use crate::cli::{CompareArgs, ReportArgs};
 

@@ -3,14 +3,14 @@
 
 use anyhow::Context;
 use haloport::core::collective::agree_on_pattern;
-use haloport::core::measure::measure;
 use haloport::core::pattern::RankPattern;
-use haloport::core::stats::Summary;
-use haloport::core::timeline::BlockPhases;
 use haloport::core::transport::node::nodes_of_every_rank;
 use haloport::core::verify::decode_value;
 use haloport::core::{Backend, Error};
-use haloport::results::{RunResult, VariantResult};
+use haloport_cli::results::{RunResult, VariantResult};
+use haloport_thesis::measure::measure;
+use haloport_thesis::stats::Summary;
+use haloport_thesis::timeline::BlockPhases;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
 

@@ -10,13 +10,13 @@ use anyhow::Context;
 use haloport::core::collective::all_gather_until;
 use haloport::core::domain::{DomainSpec, HaloPlan, Neighbourhood};
 use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy};
-use haloport::core::stats::median;
-use haloport::core::stencil::{
-    run_jacobi, run_reference, FieldKind, FieldPlacement, JacobiConfig, Stencil as JacobiStencil,
-};
 use haloport::core::{Backend, Error, Kernel};
 use haloport::foreign::BackendKind;
 use haloport::provenance::{provenance, Provenance};
+use haloport_stencil::{
+    run_jacobi, run_reference, FieldKind, FieldPlacement, JacobiConfig, Stencil as JacobiStencil,
+};
+use haloport_thesis::stats::median;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde::Serialize;
 
@@ -132,7 +132,7 @@ pub(crate) struct StencilResult {
     pub(crate) verification: String,
 }
 
-/// [`haloport::core::stencil::ShellTilesListed`] in a result.
+/// [`haloport_stencil::ShellTilesListed`] in a result.
 #[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub(crate) struct ShellTilesRecord {
     capacity: u32,

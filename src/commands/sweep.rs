@@ -3,7 +3,7 @@
 //! 40 runs). Runs are interleaved: run r of every (workload, variant) comes before run r + 1 of
 //! any, each on a freshly set-up strategy, so drift on a noisy machine hits all variants alike.
 //!
-//! Durability (see [`haloport::results::sweep_dir`] for the layout): rank 0 first writes the
+//! Durability (see [`haloport_cli::results::sweep_dir`] for the layout): rank 0 first writes the
 //! sweep's manifest, after moving an earlier sweep's files aside; after each finished unit
 //! (workload, variant, run) every rank's outcome is gathered and rank 0 writes it under
 //! `DIR/cells/`. Only when every unit is on disk does rank 0 assemble `sweep.json` (the clock fit
@@ -21,13 +21,14 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use haloport::core::clock::ClockFit;
 use haloport::core::collective::{agree_on_pattern, all_gather};
-use haloport::core::measure::{measure_run, RankOutcome};
 use haloport::core::pattern::RankPattern;
 use haloport::core::transport::node::nodes_of_every_rank;
-use haloport::core::{Backend, Error, Variant, Workload};
-use haloport::report::{headline, markdown, Measured};
-use haloport::results::sweep_dir::{self, Manifest, SweepPlan, Unit};
-use haloport::results::{ResultHeader, SweepResult};
+use haloport::core::{Backend, Error};
+use haloport_cli::report::{headline, markdown, Measured};
+use haloport_cli::results::sweep_dir::{self, Manifest, SweepPlan, Unit};
+use haloport_cli::results::{ResultHeader, SweepResult};
+use haloport_thesis::measure::{measure_run, RankOutcome};
+use haloport_thesis::{Variant, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
-use haloport_core::variant::SendMode;
-use haloport_core::Variant;
+use haloport_thesis::variant::SendMode;
+use haloport_thesis::Variant;
 use serde::Serialize;
 
 /// What the headline needs of one (variant, workload) result.

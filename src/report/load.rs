@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use haloport_core::pattern::RankPattern;
-use haloport_core::strategy::EventProfile;
-use haloport_core::timeline::IterationTimeline;
+use haloport_thesis::strategy::EventProfile;
+use haloport_thesis::timeline::IterationTimeline;
 use serde::Deserialize;
 
 use crate::report::headline::Measured;

@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use crate::report::headline::HeadlineRow;
 use crate::report::load::{Entry, Loaded};
 
-use haloport_core::timeline::{CpuEventKind, IterationTimeline};
+use haloport_thesis::timeline::{CpuEventKind, IterationTimeline};
 
 type Res = anyhow::Result<bool>;
 
@@ -265,7 +265,7 @@ pub fn spread(data: &Loaded, path: &Path) -> Res {
 }
 
 fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
-    haloport_core::stats::median(&values.collect::<Vec<_>>())
+    haloport_thesis::stats::median(&values.collect::<Vec<_>>())
 }
 
 /// Figure 4.9: packing time per block (rank 0, median over the last run's iterations) for the

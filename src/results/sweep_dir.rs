@@ -30,9 +30,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use haloport_core::clock::ClockFit;
-use haloport_core::measure::{Protocol, RankOutcome};
 use haloport_core::pattern::RankPattern;
-use haloport_core::{Coherence, Variant, Workload};
+use haloport_core::Coherence;
+use haloport_thesis::measure::{Protocol, RankOutcome};
+use haloport_thesis::{Variant, Workload};
 use serde::{Deserialize, Serialize};
 
 use crate::results::{merge_run, VariantResult};

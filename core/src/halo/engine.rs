@@ -45,8 +45,8 @@ use crate::shared::{
 };
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_within_node, NodeShare};
+use crate::transport::TransportKind;
 use crate::transport::{HostRegion, HostTransport, Transport};
-use crate::variant::TransportKind;
 use crate::verify::{merge_checks, Verify};
 
 /// Where one entry's outgoing and incoming messages go, resolved at set-up.
@@ -146,7 +146,7 @@ impl<B: Backend> Tables<B> {
 
 /// What the regions of the messages are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Payload {
+pub enum Payload {
     /// Regions of the fields whose addresses key each exchange.
     Fields,
     /// The thesis's synthetic blocks (SPEC 5): entry i's outgoing message is block
@@ -252,7 +252,7 @@ enum Phase {
 ///
 /// Every exchange after an error returns that error: a failed exchange leaves peers'
 /// counters and flags out of step, so the exchange must be built anew.
-pub(crate) struct MessageExchange<'b, B: Backend> {
+pub struct MessageExchange<'b, B: Backend> {
     // Drop order: pending MPI requests refer to the staging, queued kernels to the tables.
     mpi: MpiTransport,
     backend: &'b B,
@@ -335,7 +335,7 @@ pub(crate) struct MessageExchange<'b, B: Backend> {
 unsafe impl<B: Backend> Send for Staging<B> {}
 
 /// What every rank of an exchange sends and receives.
-pub(crate) struct Messages {
+pub struct Messages {
     /// The entries of this rank and of each of its peers, by rank (peers' layouts give the
     /// addresses we store into); no other rank's are needed.
     pub entries: EntryTable,
@@ -344,6 +344,7 @@ pub(crate) struct Messages {
     pub cells: Vec<u64>,
     /// The word every field's cells are moved in (4 or 8 bytes; it divides every cell).
     pub word: u32,
+    /// What the messages carry: the fields' regions, or synthetic blocks.
     pub payload: Payload,
 }
 
@@ -386,7 +387,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     "cells of {cells:?} bytes cannot be moved in words of {word} bytes"
                 )));
             }
-            crate::strategy::check_threads(backend, options.threads)?;
+            crate::backend::check_threads(backend, options.threads)?;
             if options.elems_per_thread == 0 {
                 return Err(Error::InvalidInput(
                     "elements per thread must be at least 1".into(),

@@ -20,7 +20,7 @@ use crate::collective::{agree, broadcast_string, first_with};
 use crate::domain::{Decomposition, DomainSpec, HaloPlan};
 use crate::error::{Error, Result};
 use crate::transport::mpi::{cartesian_topology, duplicate_raw, mpi_dims_create};
-use crate::variant::TransportKind;
+use crate::transport::TransportKind;
 
 /// When host-staged messages move, relative to the kernels (the thesis's two strategies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]

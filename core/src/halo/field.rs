@@ -9,17 +9,21 @@ use crate::backend::{Backend, DeviceMemory};
 use crate::domain::{ElemType, FieldShape, HaloPlan};
 use crate::error::{Error, Result};
 
-/// The memory behind a field: allocated through the backend, or the user's own.
-pub(crate) enum FieldMemory<B: Backend> {
+/// The memory behind a field, opaque: an exchange keeps a share of it while its kernels may
+/// use the field.
+pub struct FieldMemory<B: Backend>(Memory<B>);
+
+/// Allocated through the backend, or the user's own.
+enum Memory<B: Backend> {
     Owned(B::DeviceMemory),
     Adopted { addr: u64 },
 }
 
 impl<B: Backend> FieldMemory<B> {
     fn addr(&self) -> u64 {
-        match self {
-            FieldMemory::Owned(m) => m.device_addr(),
-            FieldMemory::Adopted { addr } => *addr,
+        match &self.0 {
+            Memory::Owned(m) => m.device_addr(),
+            Memory::Adopted { addr } => *addr,
         }
     }
 }
@@ -62,7 +66,7 @@ impl<B: Backend> Field<B> {
         })?;
         let bytes = field_bytes(plan, shape.cell_bytes())?;
         Ok(Field {
-            memory: Arc::new(FieldMemory::Owned(backend.alloc_device(bytes)?)),
+            memory: Arc::new(FieldMemory(Memory::Owned(backend.alloc_device(bytes)?))),
             bytes,
             elem: plan.spec.elem,
         })
@@ -108,7 +112,7 @@ impl<B: Backend> Field<B> {
             )));
         }
         Ok(Field {
-            memory: Arc::new(FieldMemory::Adopted { addr }),
+            memory: Arc::new(FieldMemory(Memory::Adopted { addr })),
             bytes,
             elem: plan.spec.elem,
         })
@@ -131,9 +135,9 @@ impl<B: Backend> Field<B> {
 
     /// The backend allocation, for copies; `None` for adopted memory.
     pub fn device_memory(&self) -> Option<&B::DeviceMemory> {
-        match &*self.memory {
-            FieldMemory::Owned(m) => Some(m),
-            FieldMemory::Adopted { .. } => None,
+        match &self.memory.0 {
+            Memory::Owned(m) => Some(m),
+            Memory::Adopted { .. } => None,
         }
     }
 

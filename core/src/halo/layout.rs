@@ -23,14 +23,16 @@ use crate::domain::{Neighbour, Subarray};
 /// absent). The peer's entry for this rank with the matching tag holds the other ends. Plain
 /// data: set-up copies a part's entries to each neighbour of the same extents in one move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Entry {
+pub struct Entry {
     /// The peer's rank (may be this rank).
     pub peer: i32,
     /// Tag of the outgoing message, and of the incoming one.
     pub send_tag: i32,
+    /// Tag of the incoming message.
     pub recv_tag: i32,
     /// The region of each field sent, and received.
     pub send: Option<Subarray>,
+    /// The region of each field received.
     pub recv: Option<Subarray>,
     /// How errors name the entry, e.g. `+x halo`.
     pub name: EntryName,
@@ -39,7 +41,7 @@ pub(crate) struct Entry {
 /// How errors name an entry, formatted only when one is reported (a rank sets up its
 /// neighbours' entries too, and names them never).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EntryName {
+pub enum EntryName {
     /// A halo exchange's neighbour in this direction: `+x halo`.
     Halo([i8; 3]),
     /// A pattern's block: `block 3`.
@@ -57,8 +59,10 @@ impl std::fmt::Display for EntryName {
 
 /// One direction of an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
+pub enum Side {
+    /// What this rank sends.
     Send,
+    /// What this rank receives.
     Recv,
 }
 
@@ -110,7 +114,7 @@ impl Entry {
 ///
 /// Invariant: `ranks` increases strictly, and every item indexes `forms`.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct EntryTable {
+pub struct EntryTable {
     /// Every form's entries, form after form.
     forms: Vec<Entry>,
     /// The known ranks in increasing order, each with the end of its items (its start is the
@@ -196,7 +200,7 @@ impl EntryTable {
 
 /// One rank's entries in an [`EntryTable`], in order.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RankEntries<'a> {
+pub struct RankEntries<'a> {
     forms: &'a [Entry],
     items: &'a [(u32, i32)],
 }

@@ -27,3 +27,12 @@ pub use exchange::{resolve_procs, HaloExchange, HaloFault, HaloOptions, HaloStra
 pub use field::Field;
 pub use layout::{direction_name, Link};
 pub use setup::RankSetup;
+
+/// The message-level exchange [`HaloExchange`] is built on, open to other payloads: a
+/// [`Payload`](messages::Payload) says what each message's regions are (a field's halo regions,
+/// or the thesis benchmark's synthetic blocks, whose `lib-*` variants run through it).
+pub mod messages {
+    pub use super::engine::{MessageExchange, Messages, Payload};
+    pub use super::field::FieldMemory;
+    pub use super::layout::{Entry, EntryName, EntryTable, RankEntries, Side};
+}

@@ -21,7 +21,91 @@ use crate::error::Result;
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
 use crate::shared::hp_ipc_chunk;
-use crate::strategy::Fault;
+
+/// Faults a run can inject on purpose, to prove that checks and time-outs catch them. The
+/// [`Faulty`](crate::transport::faulty::Faulty) transport injects them, so every strategy gets
+/// them alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fault {
+    /// Overwrite element 0 of this block's receive buffer after it arrived and before unpack, on
+    /// every rank, in every iteration: verification must report it.
+    CorruptRecv {
+        /// The block whose receive buffer is corrupted.
+        block: usize,
+    },
+    /// Never send this block, on every rank: its receivers must end with a time-out error
+    /// naming the block, not hang.
+    DropSend {
+        /// The block whose send is never posted.
+        block: usize,
+    },
+    /// Send this block one element short (legal MPI: a receive may be posted for more than
+    /// arrives), on every rank: verification must report the block.
+    ShortSend {
+        /// The block sent one element short.
+        block: usize,
+    },
+}
+
+impl Fault {
+    /// The block the fault names.
+    pub fn block(self) -> usize {
+        match self {
+            Fault::CorruptRecv { block }
+            | Fault::DropSend { block }
+            | Fault::ShortSend { block } => block,
+        }
+    }
+
+    /// Checks that the fault names a block of the pattern (the largest any rank has).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the fault and the blocks there are.
+    pub fn check_block_exists(self, blocks: usize) -> crate::Result<()> {
+        if self.block() < blocks {
+            return Ok(());
+        }
+        Err(crate::Error::InvalidInput(format!(
+            "--inject {self}: block {} does not exist; the pattern has blocks 0 to {}",
+            self.block(),
+            blocks.saturating_sub(1)
+        )))
+    }
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::CorruptRecv { block } => write!(f, "corrupt-recv={block}"),
+            Fault::DropSend { block } => write!(f, "drop-send={block}"),
+            Fault::ShortSend { block } => write!(f, "short-send={block}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Fault {
+    type Err = crate::Error;
+
+    /// `corrupt-recv=BLOCK`, `drop-send=BLOCK` or `short-send=BLOCK`.
+    fn from_str(s: &str) -> crate::Result<Fault> {
+        let bad = || {
+            crate::Error::InvalidInput(format!(
+                "unknown fault '{s}'; known faults: corrupt-recv=BLOCK, drop-send=BLOCK, short-send=BLOCK"
+            ))
+        };
+        let (kind, arg) = s.split_once('=').ok_or_else(bad)?;
+        let block = arg.parse().map_err(|_| {
+            crate::Error::InvalidInput(format!("fault '{s}': '{arg}' is not a block number"))
+        });
+        match kind {
+            "corrupt-recv" => Ok(Fault::CorruptRecv { block: block? }),
+            "drop-send" => Ok(Fault::DropSend { block: block? }),
+            "short-send" => Ok(Fault::ShortSend { block: block? }),
+            _ => Err(bad()),
+        }
+    }
+}
 
 /// The value `corrupt-recv` writes: no pack ever writes a negative value.
 pub const CORRUPT_VALUE: f64 = -1.0;

@@ -35,12 +35,12 @@ use crate::error::{Error, Result};
 use crate::exchange::{layout, ExchangeBuffers};
 use crate::pattern::RankPattern;
 use crate::shared::hp_ipc_chunk;
-use crate::strategy::Fault;
 use crate::transport::faulty::inject_into_chunks;
 use crate::transport::mpi::MpiTransport;
 use crate::transport::node::{share_with_node, NodeShare};
+use crate::transport::Fault;
+use crate::transport::TransportKind;
 use crate::transport::{Capabilities, HostTransport, Transport};
-use crate::variant::TransportKind;
 
 /// Below this many elements a chunk is not split further.
 const MIN_CHUNK_ELEMS: u64 = 4096;

@@ -27,8 +27,12 @@
 
 pub mod faulty;
 pub mod ipc;
+mod kind;
 pub mod mpi;
 pub mod node;
+
+pub use faulty::Fault;
+pub use kind::TransportKind;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -32,7 +32,7 @@ use crate::backend::{Backend, Coherence};
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
-use crate::variant::TransportKind;
+use crate::transport::TransportKind;
 
 /// One direction's requests, one slot per block, each with the region it uses while pending.
 struct Requests {

@@ -260,12 +260,12 @@ pub struct BlockLink {
 pub fn block_links(
     patterns: &[crate::pattern::RankPattern],
     nodes: &[i32],
-    transport: crate::variant::TransportKind,
+    transport: crate::transport::TransportKind,
 ) -> Vec<Vec<BlockLink>> {
     let how = |a: i32, b: i32| {
         let same =
             nodes.get(a as usize).is_some() && nodes.get(a as usize) == nodes.get(b as usize);
-        if transport == crate::variant::TransportKind::Ipc && same {
+        if transport == crate::transport::TransportKind::Ipc && same {
             "ipc".to_owned()
         } else {
             "mpi".to_owned()

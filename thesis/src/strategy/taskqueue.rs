@@ -22,17 +22,18 @@
 
 use std::time::Instant;
 
-use crate::backend::{Backend, Coherence, Kernel, Launch, LaunchDims};
-use crate::control::{state_name, ControlBlock};
-use crate::error::{Error, Result};
-use crate::exchange::ExchangeBuffers;
 use crate::observe::Observer;
-use crate::pattern::RankPattern;
-use crate::shared;
-use crate::strategy::{check_threads, EventProfile, ExchangeOptions, Strategy};
+use crate::strategy::{EventProfile, ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
-use crate::transport::HostTransport;
 use crate::variant::{SendBuffers, SendMode, TaskPosting, TaskqueueOptions};
+use haloport_core::backend::check_threads;
+use haloport_core::backend::{Backend, Coherence, Kernel, Launch, LaunchDims};
+use haloport_core::control::{state_name, ControlBlock};
+use haloport_core::error::{Error, Result};
+use haloport_core::exchange::ExchangeBuffers;
+use haloport_core::pattern::RankPattern;
+use haloport_core::shared;
+use haloport_core::transport::HostTransport;
 
 /// Where the CPU is with one block in the current iteration (thesis 3.5.2's
 /// `memcpy_event_processed`, as named states).
@@ -160,7 +161,7 @@ impl<'b, B: Backend, T: HostTransport> Taskqueue<'b, B, T> {
         let region = self.buffers.send_region(block);
         match self.options.send {
             SendMode::Blocking => {
-                let deadline = crate::backend::deadline_in(self.exchange.timeout);
+                let deadline = haloport_core::backend::deadline_in(self.exchange.timeout);
                 self.transport.send(block, region, dest, deadline)?;
             }
             SendMode::NonBlocking => self.transport.isend(block, region, dest)?,
@@ -353,7 +354,7 @@ impl<B: Backend, T: HostTransport> Taskqueue<'_, B, T> {
         }
         self.profile = profile;
         self.backend
-            .stream_synchronize(&self.stream, crate::backend::deadline_in(timeout))
+            .stream_synchronize(&self.stream, haloport_core::backend::deadline_in(timeout))
             .map_err(|e| e.on_rank(rank))
     }
 
@@ -362,7 +363,7 @@ impl<B: Backend, T: HostTransport> Taskqueue<'_, B, T> {
     /// error when they did not; then the buffers stay marked busy.
     fn abort_launched_kernel(&mut self, epoch: u32, error: Error) -> Error {
         self.control.raise_abort(epoch);
-        let deadline = crate::backend::deadline_in(self.exchange.timeout);
+        let deadline = haloport_core::backend::deadline_in(self.exchange.timeout);
         let drained = self
             .backend
             .stream_synchronize(&self.stream, deadline)
@@ -438,19 +439,20 @@ impl<B: Backend, T: HostTransport> Strategy for Taskqueue<'_, B, T> {
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
         if self.options.send == SendMode::NonBlocking {
             self.transport
-                .wait_sends(crate::backend::deadline_in(timeout))?;
+                .wait_sends(haloport_core::backend::deadline_in(timeout))?;
             self.events
                 .push(CpuEvent::now(CpuEventKind::SendsDone, None));
         }
         self.transport
-            .barrier(crate::backend::deadline_in(timeout))?;
+            .barrier(haloport_core::backend::deadline_in(timeout))?;
         self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
         Ok(())
     }
 
     fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
         let control = &self.control;
-        self.buffers.report_records(
+        crate::observe::report_records(
+            &mut self.buffers,
             self.kernels_idle,
             self.exchange.verify,
             self.dims.threads,

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::ClockFit;
-use crate::shared::hp_block_times;
+use haloport_core::clock::ClockFit;
+use haloport_core::shared::hp_block_times;
 
 /// Something the CPU did or saw during an iteration (SPEC 6: CPU events with their block).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +36,7 @@ pub enum CpuEventKind {
     Barrier,
 }
 
-/// A CPU event with its block, stamped on the host clock ([`crate::clock::host_now_ns`]).
+/// A CPU event with its block, stamped on the host clock ([`haloport_core::clock::host_now_ns`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuEvent {
     /// What happened.
@@ -53,7 +53,7 @@ impl CpuEvent {
         CpuEvent {
             kind,
             block: block.map(|b| b as u32),
-            at_ns: crate::clock::host_now_ns(),
+            at_ns: haloport_core::clock::host_now_ns(),
         }
     }
 }
@@ -74,7 +74,7 @@ pub struct TimedCpuEvent {
 pub struct RawIteration {
     /// Iteration within its run (warm-up included).
     pub iteration: u32,
-    /// Host clock at the start and the end of the iteration ([`crate::clock::host_now_ns`]).
+    /// Host clock at the start and the end of the iteration ([`haloport_core::clock::host_now_ns`]).
     pub cpu_start_ns: u64,
     /// See `cpu_start_ns`.
     pub cpu_end_ns: u64,
@@ -150,7 +150,7 @@ pub fn convert(raw: &[RawIteration], fit: &ClockFit) -> Vec<IterationTimeline> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{ClockFit, ClockSample};
+    use haloport_core::clock::{ClockFit, ClockSample};
 
     #[test]
     fn device_stamps_land_inside_their_iteration_on_the_host_clock() {

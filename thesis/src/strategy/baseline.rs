@@ -12,15 +12,16 @@
 
 use std::time::Instant;
 
-use crate::backend::{Backend, Coherence, Launch, LaunchDims};
-use crate::error::{Error, Result};
-use crate::exchange::ExchangeBuffers;
 use crate::observe::Observer;
-use crate::pattern::RankPattern;
-use crate::strategy::{check_threads, ExchangeOptions, Strategy};
+use crate::strategy::{ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
-use crate::transport::HostTransport;
 use crate::variant::{BaselineOptions, SendMode, WaitMode};
+use haloport_core::backend::check_threads;
+use haloport_core::backend::{Backend, Coherence, Launch, LaunchDims};
+use haloport_core::error::{Error, Result};
+use haloport_core::exchange::ExchangeBuffers;
+use haloport_core::pattern::RankPattern;
+use haloport_core::transport::HostTransport;
 
 /// The baseline strategy on backend `B` over transport `T`.
 pub struct Baseline<'b, B: Backend, T: HostTransport> {
@@ -73,7 +74,7 @@ impl<'b, B: Backend, T: HostTransport> Baseline<'b, B, T> {
     }
 
     fn deadline(&self) -> Instant {
-        crate::backend::deadline_in(self.exchange.timeout)
+        haloport_core::backend::deadline_in(self.exchange.timeout)
     }
 
     fn pending_blocks(received: &[bool]) -> Vec<usize> {
@@ -184,7 +185,8 @@ impl<B: Backend, T: HostTransport> Strategy for Baseline<'_, B, T> {
     }
 
     fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
-        self.buffers.report_records(
+        crate::observe::report_records(
+            &mut self.buffers,
             self.kernels_idle,
             self.exchange.verify,
             self.dims.threads,

@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::backend::{download_bytes_at, Backend};
-use crate::collective::{receive_until, send_until};
-use crate::domain::{Decomposition, DomainSpec, ElemType};
-use crate::error::{Error, Result};
+use haloport_core::backend::{download_bytes_at, Backend};
+use haloport_core::collective::{receive_until, send_until};
+use haloport_core::domain::{Decomposition, DomainSpec, ElemType};
+use haloport_core::error::{Error, Result};
 
 /// What the stencil computes on in one field: its element type and the components of a cell,
 /// each updated from the same component of the neighbours.

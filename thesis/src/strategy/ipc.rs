@@ -37,17 +37,19 @@ use std::time::{Duration, Instant};
 
 use mpi::topology::SimpleCommunicator;
 
-use crate::backend::{Backend, Coherence, Kernel, Launch, LaunchDims, PinnedMemory};
-use crate::error::{Error, Result};
 use crate::observe::{BlockChecks, Observer};
-use crate::pattern::RankPattern;
-use crate::shared::{self, hp_block_check, hp_block_times, hp_ipc_args};
-use crate::strategy::{check_threads, ensure_idle, ExchangeOptions, Fault, Strategy};
+use crate::strategy::{ExchangeOptions, Fault, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
-use crate::transport::ipc::IpcTransport;
-use crate::transport::Transport;
 use crate::variant::{IpcMode, IpcOptions};
-use crate::verify::{merge_checks, planned_checks};
+use haloport_core::backend::check_threads;
+use haloport_core::backend::{Backend, Coherence, Kernel, Launch, LaunchDims, PinnedMemory};
+use haloport_core::error::{Error, Result};
+use haloport_core::exchange::ensure_idle;
+use haloport_core::pattern::RankPattern;
+use haloport_core::shared::{self, hp_block_check, hp_block_times, hp_ipc_args};
+use haloport_core::transport::ipc::IpcTransport;
+use haloport_core::transport::Transport;
+use haloport_core::verify::{merge_checks, planned_checks};
 
 /// Epochs in flight when pipelined: the one the CPU waits for, the next (on the other stream,
 /// overlapping it) and the one after (queued behind it on its stream). Flags have a twin per
@@ -383,7 +385,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
                 .abort()
                 .store(epoch, Ordering::Release);
         }
-        let deadline = crate::backend::deadline_in(self.exchange.timeout);
+        let deadline = haloport_core::backend::deadline_in(self.exchange.timeout);
         let drained = self
             .streams
             .iter()
@@ -508,13 +510,13 @@ impl<B: Backend> Strategy for IpcExchange<'_, B> {
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
         if self.transport.has_remote() {
             self.transport
-                .finish_remote(crate::backend::deadline_in(self.exchange.timeout))?;
+                .finish_remote(haloport_core::backend::deadline_in(self.exchange.timeout))?;
             self.events
                 .push(CpuEvent::now(CpuEventKind::SendsDone, None));
         }
         if self.exchange.barrier {
             self.transport
-                .barrier(crate::backend::deadline_in(self.exchange.timeout))?;
+                .barrier(haloport_core::backend::deadline_in(self.exchange.timeout))?;
             self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
         }
         Ok(())

@@ -4,9 +4,12 @@
 //! CPU recorded. The benchmark's observer (in [`measure`](crate::measure)) turns that into
 //! verification, timelines and profiles; code that only exchanges passes [`Discard`].
 
-use crate::shared::{hp_block_check, hp_block_times};
 use crate::strategy::EventProfile;
 use crate::timeline::CpuEvent;
+use haloport_core::exchange::ExchangeBuffers;
+use haloport_core::shared::{hp_block_check, hp_block_times};
+use haloport_core::verify::Verify;
+use haloport_core::{Backend, Result};
 
 /// One iteration's check records (SPEC 5): what unpack checked, per pattern block.
 pub struct BlockChecks<'a> {
@@ -56,4 +59,32 @@ impl Observer for Discard {
     fn checks(&mut self, checks: BlockChecks<'_>) {
         let _ = checks;
     }
+}
+
+/// Reports the last iteration's check records of `buffers`, with the checks planned for
+/// `verify` and `threads` threads per block and each block's `state`, and (when wanted) its
+/// device timestamps to `observer`: the records part of a strategy's
+/// [`report`](crate::Strategy::report) for every strategy that exchanges through such buffers.
+///
+/// # Errors
+/// [`Error::Internal`](haloport_core::Error::Internal) when `kernels_idle` is false.
+pub fn report_records<B: Backend>(
+    buffers: &mut ExchangeBuffers<B>,
+    kernels_idle: bool,
+    verify: Verify,
+    threads: u32,
+    state: &dyn Fn(usize) -> Option<String>,
+    observer: &mut dyn Observer,
+) -> Result<()> {
+    let records = buffers.take_checks_when_idle(kernels_idle)?;
+    let planned = buffers.planned_checks(verify, threads);
+    observer.checks(BlockChecks {
+        records: &records,
+        planned: &planned,
+        state,
+    });
+    if observer.wants_device_times() {
+        observer.device_times(&buffers.read_times_when_idle(kernels_idle)?);
+    }
+    Ok(())
 }

@@ -18,7 +18,8 @@ use haloport_core::halo::{Field, HaloExchange, HaloOptions, Link};
 use haloport_core::{Backend, Error, Result};
 
 /// Which backend runs the exchange.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum BackendKind {
     /// CPU reference backend: host memory and threads.
     Host,

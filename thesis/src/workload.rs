@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::error::Error;
+use haloport_core::error::Error;
 
 /// Elements of f64 per block in thesis table 4.1, blocks 0 to 26.
 pub const THESIS_TABLE_4_1: [u64; 27] = [

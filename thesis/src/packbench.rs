@@ -17,16 +17,18 @@ use std::time::{Duration, Instant};
 use mpi::topology::SimpleCommunicator;
 use serde::Serialize;
 
-use crate::backend::{
-    download_bytes, upload_bytes, upload_table, Backend, DeviceMemory, Launch, LaunchDims,
-};
-use crate::domain::{DomainSpec, ElemType, HaloPlan, Subarray};
-use crate::error::{Error, Result};
-use crate::halo::{direction_name, Field, HaloExchange, HaloOptions};
-use crate::regions::{assign_blocks, elems, field_index, kernel_form, pair_regions, Copy3d};
-use crate::shared::{hp_region, hp_regions_args, HP_NO_MESSAGE, HP_REGIONS_FULL};
 use crate::stats::median;
 use crate::variant::TransportKind;
+use haloport_core::backend::{
+    download_bytes, upload_bytes, upload_table, Backend, DeviceMemory, Launch, LaunchDims,
+};
+use haloport_core::domain::{DomainSpec, ElemType, HaloPlan, Subarray};
+use haloport_core::error::{Error, Result};
+use haloport_core::halo::{direction_name, Field, HaloExchange, HaloOptions};
+use haloport_core::regions::{
+    assign_blocks, elems, field_index, kernel_form, pair_regions, Copy3d,
+};
+use haloport_core::shared::{hp_region, hp_regions_args, HP_NO_MESSAGE, HP_REGIONS_FULL};
 
 /// What to measure.
 #[derive(Debug, Clone, Copy)]
@@ -373,8 +375,9 @@ pub fn run_pack_bench<B: Backend>(
         at += size;
     }
     let face_bytes: u64 = sizes.iter().sum();
-    let merged =
-        |rs: &[hp_region]| -> Vec<hp_region> { rs.iter().map(crate::regions::merged).collect() };
+    let merged = |rs: &[hp_region]| -> Vec<hp_region> {
+        rs.iter().map(haloport_core::regions::merged).collect()
+    };
     // With the x faces paired (as the exchange runs them), and without.
     for pair in [true, false] {
         let how = if pair { "" } else { ", x faces unpaired" };
@@ -512,7 +515,7 @@ pub fn run_pack_bench<B: Backend>(
     })?;
     exchange.wait()?;
     drop(exchange);
-    let both = |n: &crate::domain::Neighbour| match (n.send, n.recv) {
+    let both = |n: &haloport_core::domain::Neighbour| match (n.send, n.recv) {
         (Some(send), Some(recv)) => Ok((send, recv)),
         _ => Err(Error::Internal(format!(
             "pack-bench's neighbour {:?} has an empty side",

@@ -14,12 +14,12 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{host_now_ns, ClockFit};
-use crate::error::{Error, Result};
 use crate::observe::{BlockChecks, Discard, Observer};
-use crate::shared::hp_block_times;
 use crate::strategy::{EventProfile, Strategy};
 use crate::timeline::{convert, CpuEvent, IterationTimeline, RawIteration};
+use haloport_core::clock::{host_now_ns, ClockFit};
+use haloport_core::error::{Error, Result};
+use haloport_core::shared::hp_block_times;
 
 /// Most wrong-value records one rank keeps; all of them are counted.
 pub const MAX_RECORDED_ERRORS: usize = 100;
@@ -439,19 +439,22 @@ mod tests {
             Ok(())
         }
         fn report(&mut self, observer: &mut dyn Observer) -> Result<()> {
-            let full = crate::shared::hp_block_check {
+            let full = haloport_core::shared::hp_block_check {
                 checked: 18,
                 ..Default::default()
             };
             observer.checks(BlockChecks {
-                records: &[full, crate::shared::hp_block_check::default(), full],
+                records: &[full, haloport_core::shared::hp_block_check::default(), full],
                 planned: &[18; 3],
                 state: &|block| Some(format!("block {block} timed out on the device")),
             });
             Ok(())
         }
-        fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
-            (crate::Coherence::Coherent, crate::Coherence::Coherent)
+        fn buffer_coherence(&self) -> (haloport_core::Coherence, haloport_core::Coherence) {
+            (
+                haloport_core::Coherence::Coherent,
+                haloport_core::Coherence::Coherent,
+            )
         }
     }
 
@@ -490,8 +493,11 @@ mod tests {
         fn report(&mut self, _observer: &mut dyn Observer) -> Result<()> {
             Ok(())
         }
-        fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
-            (crate::Coherence::Coherent, crate::Coherence::Coherent)
+        fn buffer_coherence(&self) -> (haloport_core::Coherence, haloport_core::Coherence) {
+            (
+                haloport_core::Coherence::Coherent,
+                haloport_core::Coherence::Coherent,
+            )
         }
     }
 
@@ -529,8 +535,11 @@ mod tests {
             });
             Ok(())
         }
-        fn buffer_coherence(&self) -> (crate::Coherence, crate::Coherence) {
-            (crate::Coherence::Coherent, crate::Coherence::Coherent)
+        fn buffer_coherence(&self) -> (haloport_core::Coherence, haloport_core::Coherence) {
+            (
+                haloport_core::Coherence::Coherent,
+                haloport_core::Coherence::Coherent,
+            )
         }
         fn pipeline_depth(&self) -> u32 {
             self.depth

@@ -24,22 +24,20 @@ use std::time::Instant;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::backend::{
+use haloport_core::backend::{
     download_bytes, upload_bytes, upload_bytes_at, Backend, DeviceMemory, Kernel, Launch,
     LaunchDims,
 };
-use crate::collective::{agree, barrier_until, lockstep_until};
-use crate::domain::Neighbourhood;
-use crate::domain::{Decomposition, DomainSpec, HaloPlan};
-use crate::error::{Error, Result};
-use crate::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
-use crate::regions::{
-    lanes_padding, lanes_tiles_end, stencil_lanes, stencil_launch, stencil_reads, Copy3d,
-    ShellTiles,
-};
-use crate::shared::{
+use haloport_core::collective::{agree, barrier_until, lockstep_until};
+use haloport_core::domain::Neighbourhood;
+use haloport_core::domain::{Decomposition, DomainSpec, HaloPlan};
+use haloport_core::error::{Error, Result};
+use haloport_core::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
+use haloport_core::regions::{lanes_padding, stencil_launch, stencil_reads, Copy3d, ShellTiles};
+use haloport_core::shared::{
     hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_HALOS_IN, HP_SHELL_LIST,
 };
+use haloport_core::stencil_launch::{shell_around, CellBox, HalosIn, STENCIL_THREADS};
 
 mod fields;
 mod placement;
@@ -48,9 +46,6 @@ use fields::{gather, local_initial};
 pub use fields::{initial_value, FieldKind, GlobalFields};
 use placement::sector_rows_padding;
 pub use placement::{placement, FieldPlacement, RowsPadding, PLACEMENT};
-
-/// Threads per block of the stencil kernel.
-const STENCIL_THREADS: u32 = 256;
 
 /// Which neighbours the Jacobi update averages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -72,16 +67,16 @@ impl Stencil {
         let mut shape = 0;
         for k in 0..3 {
             if lo[k] > 0 {
-                shape |= crate::shared::HP_STENCIL_LO << k;
+                shape |= haloport_core::shared::HP_STENCIL_LO << k;
             }
             if hi[k] > 0 {
-                shape |= crate::shared::HP_STENCIL_HI << k;
+                shape |= haloport_core::shared::HP_STENCIL_HI << k;
             }
         }
         match self {
             // With no halo anywhere both read the cell alone; 0 would mean "all 27".
-            Stencil::Point7 => shape | crate::shared::HP_STENCIL_FACES,
-            Stencil::Point27 if shape == 0 => crate::shared::HP_STENCIL_FACES,
+            Stencil::Point7 => shape | haloport_core::shared::HP_STENCIL_FACES,
+            Stencil::Point27 if shape == 0 => haloport_core::shared::HP_STENCIL_FACES,
             Stencil::Point27 => shape,
         }
     }
@@ -114,7 +109,7 @@ pub struct JacobiConfig {
     /// side, as in a step): the compute a step cannot go below, so that the exchange's exposed
     /// cost (step minus compute) is measured, not inferred.
     pub compute_steps: u32,
-    /// How the update kernel walks its box ([`crate::shared::HP_STENCIL_FORM_MARCH`], the
+    /// How the update kernel walks its box ([`haloport_core::shared::HP_STENCIL_FORM_MARCH`], the
     /// default, or `_POINTS`): every form gives the same bits; a benchmark compares them.
     pub form: u32,
     /// Where the fields live: the library's allocations, or the application's, adopted at
@@ -198,7 +193,7 @@ pub struct JacobiRun {
     /// The padding after each row that would give that box its faster form: rows of whole
     /// sectors where the field would then be placed for its interior
     /// ([`FieldPlacement::Auto`]), else the f32 lanes of 4 points
-    /// ([`crate::regions::lanes_padding`]); `None` where it has it or cannot.
+    /// ([`haloport_core::regions::lanes_padding`]); `None` where it has it or cannot.
     pub inner_rows_padding: Option<RowsPadding>,
     /// This rank's plan.
     pub plan: HaloPlan,
@@ -315,7 +310,7 @@ pub fn run_jacobi<B: Backend>(
     let setup_started = Instant::now();
     let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
     let setup_seconds = setup_started.elapsed().as_secs_f64();
-    let deadline = || crate::backend::deadline_in(config.options.timeout);
+    let deadline = || haloport_core::backend::deadline_in(config.options.timeout);
     // The control words of each field whose inner box takes the shell's x and y slabs into
     // its tiles (declared before the stream, which is drained before they are freed).
     let shell_words = launches
@@ -481,7 +476,7 @@ pub fn run_jacobi<B: Backend>(
     // Rank 0 takes the ranks' parts one after another: a part may wait for all before it.
     let ranks = u32::try_from(comm.size()).unwrap_or(1).max(1);
     let gather_deadline =
-        || crate::backend::deadline_in(config.options.timeout.saturating_mul(ranks));
+        || haloport_core::backend::deadline_in(config.options.timeout.saturating_mul(ranks));
     let gathered = gather(backend, comm, &spec, d, &last, &stream, gather_deadline)?;
     // The fields' values no longer matter: the same updates again, without the exchange.
     // Every rank starts each timed step together, as in a step with the exchange: ranks that
@@ -558,7 +553,7 @@ pub fn run_jacobi<B: Backend>(
     let inner_rows_padding = sector_rows_padding(config.fields, &launches[0], d, &inner, overlap)
         .or(lanes_padding.map(|cells| RowsPadding {
             cells,
-            multiple: u64::from(crate::shared::HP_LANES_POINTS),
+            multiple: u64::from(haloport_core::shared::HP_LANES_POINTS),
         }));
     // Without overlap the halos are in before every update: no tile waits for them.
     let shell_tiles = shell_words
@@ -620,7 +615,7 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
     config.spec.layout.splits = None;
     config.exchange_reps = 0;
     config.compute_steps = 0;
-    config.options.transport = crate::variant::TransportKind::Mpi;
+    config.options.transport = haloport_core::transport::TransportKind::Mpi;
     config.options.fault = None;
     // The library's own fields: a run that places or adopts its fields is checked against
     // fields it did not place.
@@ -630,9 +625,6 @@ pub fn run_reference<B: Backend>(backend: &B, config: &JacobiConfig) -> Result<G
         .gathered
         .ok_or_else(|| Error::Internal("the reference run gathered nothing".into()))
 }
-
-/// A box of cells: `[begin, end)` per dimension.
-pub(crate) type CellBox = [[u64; 2]; 3];
 
 /// The interior of `d`, in allocated coordinates.
 fn interior_box(d: &Decomposition) -> CellBox {
@@ -655,95 +647,6 @@ fn boxes(d: &Decomposition, shape: u32) -> (CellBox, Vec<(usize, CellBox)>) {
         if inner_empty { [[0, 0]; 3] } else { inner },
         shell_around(&interior, &inner),
     )
-}
-
-/// The slabs of `interior` around `inner` (which it holds, or whose ends it clamps), each with
-/// the dimension it closes: both ends of z over the whole interior, of y within inner z, of x
-/// within inner z and y; empty slabs left out.
-fn shell_around(interior: &CellBox, inner: &CellBox) -> Vec<(usize, CellBox)> {
-    let mut shell = Vec::with_capacity(6);
-    for k in (0..3).rev() {
-        let mut low = *interior;
-        let mut high = *interior;
-        for (j, range) in inner.iter().enumerate().skip(k + 1) {
-            low[j] = *range;
-            high[j] = *range;
-        }
-        low[k] = [interior[k][0], inner[k][0].min(interior[k][1])];
-        high[k] = [inner[k][1].max(low[k][1]), interior[k][1]];
-        shell.push((k, low));
-        shell.push((k, high));
-    }
-    shell.retain(|(_, b)| b.iter().all(|[lo, hi]| lo < hi));
-    shell
-}
-
-/// A field's update in a step without the exchange where its inner box runs in the f32 lanes:
-/// the halos are in from the start, so the lanes take the whole interior in y and z (the off
-/// form: in z, and in y where its reads allow), and in x from the interior's first cell (or
-/// the inner box's, where the lanes need that) to the end of the inner box's last tile. The
-/// slabs they leave run beside them: at 512^3 one thin launch (x = 512) where the step's shell
-/// takes six (`results/2026-11-29-h200-f32-depth/`).
-pub(crate) struct HalosIn {
-    pub(crate) inner: CellBox,
-    /// The slabs of the interior around it ([`shell_around`]).
-    pub(crate) slabs: Vec<CellBox>,
-}
-
-impl HalosIn {
-    /// For a field of `kind` (both its allocations at `addrs`) whose inner box `inner` (of
-    /// the `interior`) runs in the lanes; `None` where it does not, or where the lanes take
-    /// no wider box.
-    pub(crate) fn of(
-        kind: &hp_stencil_args,
-        addrs: [u64; 2],
-        interior: &CellBox,
-        inner: &CellBox,
-    ) -> Option<Self> {
-        let over = |b: &CellBox, at: u64| hp_stencil_args {
-            in_: at,
-            out: at,
-            begin: b.map(|[lo, _]| lo),
-            end: b.map(|[_, hi]| hi),
-            ..*kind
-        };
-        let probe = |b: &CellBox| {
-            addrs
-                .iter()
-                .all(|&at| stencil_lanes(&over(b, at), STENCIL_THREADS))
-        };
-        if inner.iter().any(|[lo, hi]| hi <= lo) || !probe(inner) {
-            return None;
-        }
-        // The box from x_begin, in y from y_begin, the rest of the interior, in x to the end
-        // of the inner box's last tile, or up to 3 columns short of it where the lanes' last
-        // vectors would pass the field's end (a field whose vectors start before it).
-        let wider = |(x_begin, y_begin): (u64, u64)| {
-            let mut b = *interior;
-            b[0][0] = x_begin;
-            b[1][0] = y_begin;
-            let end = lanes_tiles_end(&over(&b, addrs[0]), inner[0][1]).min(interior[0][1]);
-            (0..u64::from(crate::shared::HP_LANES_POINTS)).map(move |short| {
-                b[0][1] = end - short;
-                b
-            })
-        };
-        let wide = [
-            (interior[0][0], interior[1][0]),
-            (inner[0][0], interior[1][0]),
-            (inner[0][0], inner[1][0]),
-        ]
-        .into_iter()
-        .flat_map(wider)
-        .find(|b| probe(b) && b != inner)?;
-        Some(Self {
-            inner: wide,
-            slabs: shell_around(interior, &wide)
-                .into_iter()
-                .map(|(_, b)| b)
-                .collect(),
-        })
-    }
 }
 
 /// What queues one Jacobi step: the update's launches, its boxes and stream.
@@ -1155,7 +1058,7 @@ fn inner_kernel<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ElemType;
+    use haloport_core::domain::ElemType;
 
     /// A 27-point f32 or f64 field of `grid` on `procs`, rank `rank`, periodic everywhere,
     /// rows padded by `pad`.
@@ -1167,7 +1070,7 @@ mod tests {
             halo: [1, 1, 1],
             elem,
             fields: 1,
-            layout: crate::domain::Layout {
+            layout: haloport_core::domain::Layout {
                 pad: [pad, 0, 0],
                 ..Default::default()
             },
@@ -1208,7 +1111,7 @@ mod tests {
                 elem_bytes: elem.bytes(),
                 shape: Stencil::Point27.shape([1; 3], [1; 3]),
                 components: 1,
-                form: crate::shared::HP_STENCIL_FORM_MARCH,
+                form: haloport_core::shared::HP_STENCIL_FORM_MARCH,
                 ..hp_stencil_args::default()
             };
             let auto = FieldPlacement::Auto.resolve(&kind, d, &inner, overlap);

@@ -2,7 +2,7 @@
 //! pattern block becomes a message of the `MessageExchange` that runs the halo exchange, its
 //! one region synthetic (`HP_PAYLOAD_SYNTHETIC`): pack stores the thesis's values, unpack checks
 //! them (the thesis's sample, or every element). Strategy (`base`, `tq`:
-//! [`HaloStrategy`](crate::halo::HaloStrategy)), transport (`mpi`, `ipc`), backend and payload
+//! [`HaloStrategy`](haloport_core::halo::HaloStrategy)), transport (`mpi`, `ipc`), backend and payload
 //! are then four independent axes, and `lib-{base|tq}-{mpi|ipc}` run the thesis's workloads,
 //! verified and timed alike, beside the thesis's own variants.
 //!
@@ -19,20 +19,21 @@
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-use crate::backend::{Backend, Coherence};
-use crate::domain::Subarray;
-use crate::error::{Error, Result};
-use crate::halo::engine::{MessageExchange, Messages, Payload};
-use crate::halo::layout::{Entry, EntryName, EntryTable};
-use crate::halo::HaloOptions;
 use crate::observe::{BlockChecks, Observer};
-use crate::pattern::RankPattern;
-use crate::regions::ELEMS_PER_THREAD;
-use crate::shared::{hp_block_check, hp_block_times};
 use crate::strategy::{ExchangeOptions, Fault, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
 use crate::variant::LibraryOptions;
-use crate::verify::planned_checks;
+use haloport_core::backend::{Backend, Coherence};
+use haloport_core::domain::Subarray;
+use haloport_core::error::{Error, Result};
+use haloport_core::halo::messages::{
+    Entry, EntryName, EntryTable, MessageExchange, Messages, Payload,
+};
+use haloport_core::halo::HaloOptions;
+use haloport_core::pattern::RankPattern;
+use haloport_core::regions::ELEMS_PER_THREAD;
+use haloport_core::shared::{hp_block_check, hp_block_times};
+use haloport_core::verify::planned_checks;
 
 /// The thesis's synthetic blocks exchanged by the library's halo machinery.
 pub struct LibraryExchange<'b, B: Backend> {
@@ -179,7 +180,7 @@ impl<B: Backend> Strategy for LibraryExchange<'_, B> {
         self.events
             .push(CpuEvent::now(CpuEventKind::KernelsDone, None));
         self.exchange
-            .barrier(crate::backend::deadline_in(self.timeout))?;
+            .barrier(haloport_core::backend::deadline_in(self.timeout))?;
         self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
         Ok(())
     }
@@ -228,7 +229,7 @@ impl<B: Backend> Strategy for LibraryExchange<'_, B> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pattern::BlockSpec;
+    use haloport_core::pattern::BlockSpec;
 
     #[test]
     fn a_block_is_one_entry_when_it_goes_and_comes_from_one_peer_else_two() {

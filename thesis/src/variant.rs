@@ -11,10 +11,10 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::backend::Coherence;
-use crate::error::Error;
-use crate::halo::HaloStrategy;
-use crate::transport::Capabilities;
+use haloport_core::backend::Coherence;
+use haloport_core::error::Error;
+use haloport_core::halo::HaloStrategy;
+pub use haloport_core::transport::TransportKind;
 
 /// How sends are issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -237,7 +237,8 @@ impl Variant {
                 };
                 let nc = match o.buffers {
                     Coherence::NonCoherent => "-nc",
-                    Coherence::Coherent => "",
+                    // Coherent; parsing offers no other kind.
+                    _ => "",
                 };
                 format!("base-{send}-{wait}{nc}")
             }
@@ -262,64 +263,6 @@ impl Variant {
             Variant::Taskqueue(o) => o.send,
             // Device stores do not wait for the receiver: compared with non-blocking sends.
             Variant::MpiOnly | Variant::Ipc(_) | Variant::Library(_) => SendMode::NonBlocking,
-        }
-    }
-}
-
-/// How bytes travel between two ranks (SPEC 12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TransportKind {
-    /// Host-staged: pinned host buffers handed to MPI; works between any ranks.
-    Mpi,
-    /// Device-direct within a node: kernels store into the peer's device memory opened by IPC.
-    Ipc,
-}
-
-impl TransportKind {
-    /// The name used on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            TransportKind::Mpi => "mpi",
-            TransportKind::Ipc => "ipc",
-        }
-    }
-
-    /// What the transport can do (its implementations answer with this).
-    pub fn capabilities(self) -> Capabilities {
-        match self {
-            TransportKind::Mpi => Capabilities {
-                host_initiated: true,
-                gpu_initiated: false,
-                device_buffers: false,
-                stream_ordered: false,
-            },
-            TransportKind::Ipc => Capabilities {
-                host_initiated: false,
-                gpu_initiated: true,
-                device_buffers: true,
-                stream_ordered: false,
-            },
-        }
-    }
-}
-
-impl fmt::Display for TransportKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for TransportKind {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "mpi" => Ok(TransportKind::Mpi),
-            "ipc" => Ok(TransportKind::Ipc),
-            _ => Err(Error::InvalidInput(format!(
-                "unknown transport '{s}'; known transports: mpi (host-staged), ipc (device-direct within a node)"
-            ))),
         }
     }
 }

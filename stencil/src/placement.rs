@@ -4,8 +4,8 @@
 //! ([`RowsPadding`]).
 
 use super::{interior_box, CellBox, HalosIn};
-use crate::domain::Decomposition;
-use crate::shared::hp_stencil_args;
+use haloport_core::domain::Decomposition;
+use haloport_core::shared::hp_stencil_args;
 
 /// Where the stencil's fields live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,11 +21,11 @@ pub enum FieldPlacement {
     /// (`results/2026-11-29-h200-issue23-final/`, call 7).
     #[default]
     Auto,
-    /// [`Field::alloc`](crate::halo::Field::alloc): the library's allocations, each field at
+    /// [`Field::alloc`](haloport_core::halo::Field::alloc): the library's allocations, each field at
     /// the start of its own.
     Library,
     /// The application's allocations, each field at the start of its own, handed to the
-    /// library with [`Field::adopt`](crate::halo::Field::adopt), as code with its own
+    /// library with [`Field::adopt`](haloport_core::halo::Field::adopt), as code with its own
     /// allocator would.
     Adopted,
     /// The application's allocations, each field placed so that the inner box's first cell
@@ -110,7 +110,7 @@ pub const PLACEMENT: u64 = 32;
 /// starts so that `cell` sits on a [`PLACEMENT`] boundary. 0 where the rows' length is not a
 /// multiple of 16 bytes: rows then start at several phases, and f32 rows of 2 mod 4 elements
 /// take the lanes' off form only in 16-byte aligned fields
-/// ([`crate::regions::stencil_lanes_off`]).
+/// ([`haloport_core::regions::stencil_lanes_off`]).
 pub fn placement(d: &Decomposition, cell_bytes: u64, cell: [u64; 3], addr: u64) -> u64 {
     if !placeable(d, cell_bytes) {
         return 0;

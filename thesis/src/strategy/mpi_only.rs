@@ -10,16 +10,16 @@
 
 #![allow(unsafe_code)]
 
-use crate::backend::{Backend, Coherence};
-use crate::error::Result;
-use crate::exchange::ExchangeBuffers;
 use crate::observe::{BlockChecks, Observer};
-use crate::pattern::RankPattern;
-use crate::shared::hp_block_check;
 use crate::strategy::{ExchangeOptions, Strategy};
 use crate::timeline::{CpuEvent, CpuEventKind};
-use crate::transport::HostTransport;
-use crate::verify::{check_block, packed_value};
+use haloport_core::backend::{Backend, Coherence};
+use haloport_core::error::Result;
+use haloport_core::exchange::ExchangeBuffers;
+use haloport_core::pattern::RankPattern;
+use haloport_core::shared::hp_block_check;
+use haloport_core::transport::HostTransport;
+use haloport_core::verify::{check_block, packed_value};
 
 /// The `mpi-only` reference on host buffers.
 pub struct MpiOnly<B: Backend, T: HostTransport> {
@@ -86,14 +86,14 @@ impl<B: Backend, T: HostTransport> Strategy for MpiOnly<B, T> {
             self.transport.isend(b, self.buffers.send_region(b), dest)?;
         }
         self.transport
-            .wait_recvs(crate::backend::deadline_in(timeout))?;
+            .wait_recvs(haloport_core::backend::deadline_in(timeout))?;
         self.events.push(CpuEvent::now(CpuEventKind::Recv, None));
         self.transport
-            .wait_sends(crate::backend::deadline_in(timeout))?;
+            .wait_sends(haloport_core::backend::deadline_in(timeout))?;
         self.events
             .push(CpuEvent::now(CpuEventKind::SendsDone, None));
         self.transport
-            .barrier(crate::backend::deadline_in(timeout))?;
+            .barrier(haloport_core::backend::deadline_in(timeout))?;
         self.events.push(CpuEvent::now(CpuEventKind::Barrier, None));
         self.iteration = prepared;
         Ok(())

@@ -14,8 +14,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::Coherence;
-use crate::verify::Verify;
+use haloport_core::backend::Coherence;
+use haloport_core::verify::Verify;
+
+pub use haloport_core::transport::Fault;
 
 pub use baseline::Baseline;
 pub use ipc::IpcExchange;
@@ -24,91 +26,6 @@ pub use mpi_only::MpiOnly;
 pub use taskqueue::Taskqueue;
 
 use crate::observe::Observer;
-
-/// Faults a run can inject on purpose, to prove that checks and time-outs catch them. The
-/// [`Faulty`](crate::transport::faulty::Faulty) transport injects them, so every strategy gets
-/// them alike.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Fault {
-    /// Overwrite element 0 of this block's receive buffer after it arrived and before unpack, on
-    /// every rank, in every iteration: verification must report it.
-    CorruptRecv {
-        /// The block whose receive buffer is corrupted.
-        block: usize,
-    },
-    /// Never send this block, on every rank: its receivers must end with a time-out error
-    /// naming the block, not hang.
-    DropSend {
-        /// The block whose send is never posted.
-        block: usize,
-    },
-    /// Send this block one element short (legal MPI: a receive may be posted for more than
-    /// arrives), on every rank: verification must report the block.
-    ShortSend {
-        /// The block sent one element short.
-        block: usize,
-    },
-}
-
-impl Fault {
-    /// The block the fault names.
-    pub fn block(self) -> usize {
-        match self {
-            Fault::CorruptRecv { block }
-            | Fault::DropSend { block }
-            | Fault::ShortSend { block } => block,
-        }
-    }
-
-    /// Checks that the fault names a block of the pattern (the largest any rank has).
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the fault and the blocks there are.
-    pub fn check_block_exists(self, blocks: usize) -> crate::Result<()> {
-        if self.block() < blocks {
-            return Ok(());
-        }
-        Err(crate::Error::InvalidInput(format!(
-            "--inject {self}: block {} does not exist; the pattern has blocks 0 to {}",
-            self.block(),
-            blocks.saturating_sub(1)
-        )))
-    }
-}
-
-impl std::fmt::Display for Fault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Fault::CorruptRecv { block } => write!(f, "corrupt-recv={block}"),
-            Fault::DropSend { block } => write!(f, "drop-send={block}"),
-            Fault::ShortSend { block } => write!(f, "short-send={block}"),
-        }
-    }
-}
-
-impl std::str::FromStr for Fault {
-    type Err = crate::Error;
-
-    /// `corrupt-recv=BLOCK`, `drop-send=BLOCK` or `short-send=BLOCK`.
-    fn from_str(s: &str) -> crate::Result<Fault> {
-        let bad = || {
-            crate::Error::InvalidInput(format!(
-                "unknown fault '{s}'; known faults: corrupt-recv=BLOCK, drop-send=BLOCK, short-send=BLOCK"
-            ))
-        };
-        let (kind, arg) = s.split_once('=').ok_or_else(bad)?;
-        let block = arg.parse().map_err(|_| {
-            crate::Error::InvalidInput(format!("fault '{s}': '{arg}' is not a block number"))
-        });
-        match kind {
-            "corrupt-recv" => Ok(Fault::CorruptRecv { block: block? }),
-            "drop-send" => Ok(Fault::DropSend { block: block? }),
-            "short-send" => Ok(Fault::ShortSend { block: block? }),
-            _ => Err(bad()),
-        }
-    }
-}
 
 /// Options every strategy takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -133,13 +50,13 @@ pub struct ExchangeOptions {
     /// every chunk moves at most that block's share, so smaller blocks get fewer.
     pub ipc_chunks: u32,
     /// The library variants (`lib-*`): most GPU blocks serving one region of a signalled
-    /// message ([`HaloOptions::signalled_blocks`](crate::halo::HaloOptions::signalled_blocks)).
+    /// message ([`HaloOptions::signalled_blocks`](haloport_core::halo::HaloOptions::signalled_blocks)).
     pub lib_blocks: u32,
 }
 
 impl ExchangeOptions {
     /// True when the fault options say block `block`'s send is never started (for messages:
-    /// the [`Faulty`](crate::transport::faulty::Faulty) transport does the dropping).
+    /// the [`Faulty`](haloport_core::transport::Faulty) transport does the dropping).
     pub fn drops_send(&self, block: usize) -> bool {
         self.fault == Some(Fault::DropSend { block })
     }
@@ -157,7 +74,7 @@ impl Default for ExchangeOptions {
             // Measured on 2 x H200 (results/2026-11-22-h200x2-ipc-chunks): 8 is as fast as 4
             // on small, thesis-9 and thesis-27 and fastest on large.
             ipc_chunks: 8,
-            lib_blocks: crate::halo::HaloOptions::default().signalled_blocks,
+            lib_blocks: haloport_core::halo::HaloOptions::default().signalled_blocks,
         }
     }
 }
@@ -198,39 +115,6 @@ pub trait Strategy {
     /// this many, so that what the GPU did while the CPU verified (untimed) counts too.
     fn pipeline_depth(&self) -> u32 {
         1
-    }
-}
-
-/// Checks that `backend` can run GPU blocks of `threads` threads, before a strategy allocates.
-///
-/// # Errors
-/// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the backend and its limit.
-pub(crate) fn check_threads<B: crate::backend::Backend>(
-    backend: &B,
-    threads: u32,
-) -> crate::Result<()> {
-    let max = backend.device_info().max_threads_per_block;
-    if threads == 0 || threads > max {
-        return Err(crate::Error::InvalidInput(format!(
-            "{threads} threads per block: the {} backend runs 1 to {max}",
-            backend.name()
-        )));
-    }
-    Ok(())
-}
-
-/// The error for reading kernel output (check records, timestamps) while kernels that write it
-/// may still run: after an iteration that failed before its kernels were seen finished.
-///
-/// # Errors
-/// [`Error::Internal`](crate::Error::Internal) when `kernels_idle` is false.
-pub(crate) fn ensure_idle(kernels_idle: bool) -> crate::Result<()> {
-    if kernels_idle {
-        Ok(())
-    } else {
-        Err(crate::Error::Internal(
-            "check records and timestamps read while the kernels writing them may still run (the last iteration failed)".into(),
-        ))
     }
 }
 
