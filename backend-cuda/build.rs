@@ -20,7 +20,8 @@ install the CUDA compiler, for example from pip into the repository's virtualenv
 fn main() {
     let manifest =
         PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let kernels = manifest.join("../kernels-cu");
+    // Canonical, so the kernel cache sees the same compile as the HIP-on-CUDA layer's.
+    let kernels = toolchain::canonical(manifest.join("../kernels-cu"));
     for file in [
         "haloport.cu",
         "hp_kernels.cuh",
@@ -37,6 +38,7 @@ fn main() {
         "PATH",
         "VIRTUAL_ENV",
         "HALOPORT_CUDA_ARCHS",
+        toolchain::CACHE_VAR,
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
@@ -57,7 +59,8 @@ fn main() {
     if toolchain::only_checking() {
         toolchain::stand_in_image(&out);
     } else {
-        toolchain::compile_or_exit(&mut cmd, "nvcc");
+        let sources = toolchain::sources_in(&[&kernels]);
+        toolchain::compile_cached_or_exit(&mut cmd, "nvcc", &sources, &[out]);
     }
     println!("cargo:rustc-cfg=haloport_kernels");
     println!("cargo:rustc-env=HALOPORT_NVCC={}", nvcc.display());

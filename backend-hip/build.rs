@@ -225,8 +225,9 @@ fn fail(message: &str) -> ! {
 fn main() {
     let manifest =
         PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let shared = manifest.join("../kernels-cu");
-    let amd = manifest.join("../kernels-hip");
+    // Canonical, so the kernel cache sees the same compile as the CUDA backend's.
+    let shared = toolchain::canonical(manifest.join("../kernels-cu"));
+    let amd = toolchain::canonical(manifest.join("../kernels-hip"));
     for file in [
         shared.join("hp_kernels.cuh"),
         shared.join("hp_regions.cuh"),
@@ -252,6 +253,7 @@ fn main() {
         "CUDA_PATH",
         "VIRTUAL_ENV",
         "HALOPORT_CUDA_ARCHS",
+        toolchain::CACHE_VAR,
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
@@ -352,7 +354,8 @@ fn compile_kernels(hipcc: &Path, archs: &[String], shared: &Path, amd: &Path, ou
     }
     cmd.arg("-Rpass-analysis=kernel-resource-usage");
     cmd.arg("-o").arg(&bundle).arg(amd.join("haloport.hip"));
-    let output = toolchain::compile_or_exit(&mut cmd, "hipcc");
+    let sources = toolchain::sources_in(&[shared, amd]);
+    let output = toolchain::compile_cached_or_exit(&mut cmd, "hipcc", &sources, &[bundle]);
     check_scratch(&String::from_utf8_lossy(&output.stderr));
 }
 
@@ -532,7 +535,13 @@ fn nvidia_layer(manifest: &Path, shared: &Path) {
     if checking {
         toolchain::stand_in_image(&fatbin);
     } else {
-        toolchain::compile_or_exit(&mut cmd, "nvcc");
+        let sources = toolchain::sources_in(&[shared]);
+        toolchain::compile_cached_or_exit(
+            &mut cmd,
+            "nvcc",
+            &sources,
+            std::slice::from_ref(&fatbin),
+        );
     }
 
     // The HIP header the bindings come from; hipcc's installation, as in the AMD build, so the

@@ -51,14 +51,11 @@ rm -f carry/capi/lib/libhaloport.a
 strip carry/* carry/capi/lib/libhaloport.so.* 2>/dev/null || true
 # The Python package with the cuda feature, an abi3 wheel for bench/gpu-python.sh to install, and
 # the Rust side of its overhead benchmark (python/README.md, bench/python/overhead.py).
-(
-    export CARGO_TARGET_DIR="$PWD/python/target"
-    MATURIN_PEP517_ARGS="--features cuda" .venv/bin/python -m pip wheel -q --disable-pip-version-check \
-        --no-deps -w carry ./python
-    cargo build --release --manifest-path python/Cargo.toml --features cuda --example exchange_overhead
-    cp python/target/release/examples/exchange_overhead carry/exchange_overhead
-    strip carry/exchange_overhead
-)
+MATURIN_PEP517_ARGS="--features cuda" .venv/bin/python -m pip wheel -q --disable-pip-version-check \
+    --no-deps -w carry ./python
+built exchange_overhead --release -p haloport-python --features haloport-python/cuda \
+    --example exchange_overhead
+strip carry/exchange_overhead
 # HIP on NVIDIA (bench/gpu-hip-nvidia.sh): a second binary with the cuda and hip-nvidia
 # features (the HIP backend on haloport's HIP-on-CUDA layer; both backends in one binary, so the
 # cross-backend compare runs the same host code), the HIP conformance suite built the same way,

@@ -1,20 +1,12 @@
 #!/usr/bin/env bash
-# Checks the Python package: rustfmt and clippy (-D warnings) on its extension crate, which the
-# root workspace leaves out, then the pytest suite on the host backend with NumPy arrays under
+# Checks the Python package (its extension crate is linted with the workspace, by ci/test.sh):
+# the type stubs against the extension, then the pytest suite on the host backend with NumPy arrays under
 # `mpirun -np 2` and `-np 4`, and examples/python/jacobi.py on 1, 2 and 4 ranks. Run
 # ci/python-setup.sh first (it installs the package the way
 # python/README.md says). Rank 0's pytest output is printed; the other ranks' only on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
-export CARGO_TARGET_DIR="$PWD/python/target"
-cargo fmt --manifest-path python/Cargo.toml -- --check
-# With the cuda feature: the code the GPU wheel compiles too. Its kernels are not compiled
-# (HALOPORT_CHECK_ONLY: an empty image stands in; cargo tells only its own workspace's build
-# scripts that clippy runs, and haloport's crates are path dependencies here).
-HALOPORT_CHECK_ONLY=1 cargo clippy --manifest-path python/Cargo.toml --all-targets --features cuda \
-    --quiet -- -D warnings
-
 # The type stubs say what the extension has (its cache kept out of the tree).
 (cd "$(mktemp -d)" && "$OLDPWD/.venv/bin/python" -m mypy.stubtest haloport._native haloport.errors)
 

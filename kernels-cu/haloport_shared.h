@@ -263,7 +263,7 @@ typedef struct hp_ipc_args {
  * after every region with blocks. The pair's 2n units interleave them: unit u is element u / 2
  * of the region (u even) or element (u / 2 + n - 1) mod n of the partner (u odd), so that the
  * -x face's element of row k and the +x face's of row k - 1, a few words apart, go through
- * neighbouring lanes of one warp instruction (results/2026-11-22-h200-pack-probe).
+ * neighbouring lanes of one warp instruction (results/HISTORY.md: h200-pack-probe).
  */
 #define HP_NO_MESSAGE 0xffffffffu
 
@@ -355,10 +355,10 @@ typedef struct hp_message_signal {
 /* The one-launch exchange of a table of at most this many regions, carried inline, launches
  * hp_exchange_regions_few, whose parameter is hp_regions_args cut after that many inline
  * regions: 880 bytes against 3184. A launch's parameters cost the host's call and the device's
- * start about 0.4 us a KiB (3 KiB against 80 B: results/2026-11-27-h200-lib-latency), and a
+ * start about 0.4 us a KiB (3 KiB against 80 B: results/HISTORY.md: h200-lib-latency), and a
  * small exchange (two ranks trading 4 blocks each way: 8 regions) is mostly launch: with this
  * entry and the argument built once, lib-tq-ipc on small went from 1.22-1.24 to 1.17-1.18 x
- * ipc-tq (results/2026-11-27-h200-few-args; a second entry for 20 regions, thesis-9's 18,
+ * ipc-tq (results/HISTORY.md: h200-few-args; a second entry for 20 regions, thesis-9's 18,
  * measured no gain there). The host passes the whole struct; the driver copies the bytes the
  * kernel's parameter has. */
 #define HP_INLINE_REGIONS_FEW 8
@@ -418,7 +418,7 @@ typedef struct hp_regions_args {
     uint32_t reserved;
     /* A table carried in the launch's parameters: every block of a launch reads its region
      * from the constant bank instead of searching device memory (0.8 us off a 6-face f64 pack
-     * of 16 us, 1.6 us off an f32 one of 11.8: results/2026-11-22-h200x2-inline-table).
+     * of 16 us, 1.6 us off an f32 one of 11.8: docs/results.md#pack-and-unpack-kernels).
      * Unused when table_inline == 0. */
     hp_region inline_regions[HP_INLINE_REGIONS];
 } hp_regions_args;
@@ -466,7 +466,7 @@ typedef struct hp_epoch_args {
 #define HP_REGIONS_FUSED_SYNTHETIC 4u
 
 /* Elements a thread of the region kernels moves at once, all loads before any store, so their
- * memory latencies overlap (results/2026-11-22-h200-pack-probe: with loads issued one at a
+ * memory latencies overlap (results/HISTORY.md: h200-pack-probe: with loads issued one at a
  * time, a thread's strided loads wait for each other). */
 #define HP_UNROLL 4u
 
@@ -530,13 +530,13 @@ typedef struct hp_stencil_args {
  * HP_MARCHING_MAX_THREADS threads, a multiple of HP_MARCH_X): without the point paths beside it
  * the compiler keeps fewer registers, and its tiles are chosen per element type. f32: 2 rows x
  * 2 columns x 16 planes (554 us at 512^3 on one H100 against 643 us with 4 rows x 1 column:
- * results/2026-11-25-h100-step-wide; 391 us on one H200, 68 % of the copy speed, better than
- * any other tiling or register floor there: results/2026-11-26-h200-tiles). f64 tiles march in
+ * results/HISTORY.md: h100-step-wide; 391 us on one H200, 68 % of the copy speed, better than
+ * any other tiling or register floor there: results/HISTORY.md: h200-tiles). f64 tiles march in
  * an entry of their own, hp_stencil27_march64: 4 rows x 1 column, at least
  * HP_MARCH64_MIN_BLOCKS blocks an SM (80 registers), where 2 x 2 x 32 tiles in this entry were
- * 9 % slower and the same tiles beside this entry's other paths 3 % (results/2026-11-26-h200-
- * tiles); 8 planes deep, 2 % faster than 16 over the step's inner box at 512^3 on one H200
- * (667 against 682 us, results/2026-11-26-h200-march-prefetch/order_bench.csv). */
+ * 9 % slower and the same tiles beside this entry's other paths 3 % (results/HISTORY.md: h200-tiles
+ *); 8 planes deep, 2 % faster than 16 over the step's inner box at 512^3 on one H200
+ * (667 against 682 us, results/HISTORY.md: h200-march-prefetch). */
 #define HP_MARCHING_MAX_THREADS 256u
 #define HP_MARCH64_ROWS 4u
 #define HP_MARCH64_COLS 1u
@@ -546,7 +546,7 @@ typedef struct hp_stencil_args {
 #define HP_MARCH32_COLS 2u
 #define HP_MARCH32_Z 16u
 /* hp_stencil27_marching's own f64 tiles, 2 x 2 x 32 (83 % of the copy speed on one H100 in
- * results/2026-11-25-h100-step-fast, 72 % on one H200): the host sends f64 tiles to
+ * results/HISTORY.md: h100-step-fast, 72 % on one H200): the host sends f64 tiles to
  * hp_stencil27_march64, but the entry keeps them, and with them the 64 registers its f32 code
  * was measured with (without them ptxas gives it 48). */
 #define HP_MARCHING64_ROWS 2u
@@ -554,7 +554,7 @@ typedef struct hp_stencil_args {
 #define HP_MARCHING64_Z 32u
 /* How many planes ahead of its loads a thread of hp_stencil27_march64 prefetches its rows into
  * L2: with 2 the stencil's compute at 512^3 f64 on one H200 took 689 against 745 us, the inner
- * box alone 617 us, 84 % of the copy speed (results/2026-11-26-h200-l2-prefetch); 1 and 3 did as
+ * box alone 617 us, 84 % of the copy speed (results/HISTORY.md: h200-l2-prefetch); 1 and 3 did as
  * well as 2, and prefetching the rows beside a warp's too, or a row per warp in bulk, was
  * slower. The f32 tiles in hp_stencil27_marching do not prefetch: in that entry it took 74 to 78
  * registers against 64 and was 2 to 22 % slower; 2 x 2 x 8 tiles in a kernel of their own gained
@@ -568,7 +568,7 @@ typedef struct hp_stencil_args {
  * (haloport_core::regions::stencil7_marching), and its f32 branch stays so that its code stays
  * the one measured. The same bounds on hp_stencil27 itself gained 4 % in f64 and 5 % in f32,
  * but hp_stencil27 takes any block size. An L2 prefetch as hp_stencil27_march64's gained
- * nothing, and tiles 8 planes deep lost 7 % (results/2026-11-29-h200-compact-launch). */
+ * nothing, and tiles 8 planes deep lost 7 % (results/HISTORY.md: h200-compact-launch). */
 #define HP_MARCH7_MIN_BLOCKS 3
 /* hp_stencil27_march32: the march form's f32 tiles in lanes of HP_LANES_POINTS consecutive
  * points, loaded as one 16-byte vector a row, x - 1 and x + 4 taken from the lanes beside
@@ -583,20 +583,20 @@ typedef struct hp_stencil_args {
  * haloport_core::regions::stencil_lanes). Over the step's inner box at 512^3 (rows of 516) on one
  * H200: 334.7 us against 397.8 us for hp_stencil27_marching's f32 tiles, 79 % of the copy
  * speed; one row a thread beat 2, 3 and 4, 2 and 1 point lanes were slower than the tiles
- * (results/2026-11-27-h200-lane-rows). */
+ * (results/HISTORY.md: h200-lane-rows). */
 #define HP_LANES_POINTS 4u
 #define HP_LANES_Z 32u
 #define HP_LANES_PREFETCH 2u
 /* hp_stencil27_marching over a box at least HP_MARCH_MIN_Z planes deep but too thin for tiles
  * (a shell's x and y slabs): a thread per column of HP_SLAB_Z planes (hp_stencil27_slab). 4
  * planes rather than 8 (twice the threads for a latency-bound slab): the stencil's compute at
- * 512^3 on one H200 6 us faster in f64 and f32 (results/2026-11-26-h200-l2-prefetch). */
+ * 512^3 on one H200 6 us faster in f64 and f32 (results/HISTORY.md: h200-l2-prefetch). */
 #define HP_SLAB_Z 4u
 
 /* The x and y slabs of a step's shell marched in the inner box's own tiles
  * (hp_stencil27_march64_shell): the slabs next to the halos in x and y cost the step 50 to 60 us
  * at 512^3 f64 on one H200 as launches of their own, run after the box, one point a row in x
- * (results/2026-11-26-h200-shell-timeline). Tiles take the box's columns and the rows from
+ * (results/HISTORY.md: h200-shell-timeline). Tiles take the box's columns and the rows from
  * begin[1] - 1 to end[1] + 1; in the last tile of each row of tiles the lane at x = end[0]
  * takes the x-high slab, the one after it the x-low slab (x = begin[0] - 1, reading its
  * columns there), so the box needs (end[0] - begin[0]) % 32 in 1 .. 30. Those lanes also copy

@@ -67,7 +67,7 @@ HP_DEVICE void hp_with_table(const hp_regions_args& a, F&& f) {
 /* The region grid block `g` serves: the last region whose first_block <= g, if g lies inside
  * its blocks. Regions are sorted by first_block (the header's rule). Region g is asked first:
  * where every region has one block (a small exchange) it is the one, found without the search's
- * chain of dependent reads (results/2026-11-29-h200-small-floor). */
+ * chain of dependent reads (results/HISTORY.md: h200-small-floor). */
 HP_DEVICE uint32_t hp_region_of(const hp_region* regions, uint32_t num_regions, uint32_t g) {
     if (g < num_regions && regions[g].first_block == g && regions[g].blocks == 1u) return g;
     if (num_regions == 0 || g < regions[0].first_block) return HP_REGION_NONE;
@@ -93,7 +93,7 @@ HP_DEVICE uint32_t hp_fast_div(uint32_t n, uint32_t mul, uint32_t shift) {
 
 /* The magic number of d: mul = ceil(2^(31 + l) / d), shift = l - 1, l = ceil(log2 d), from a
  * double-precision quotient corrected exactly in integers (once per thread; no 64-bit integer
- * division). results/2026-11-22-h200-pack-probe checked it against the exact division for
+ * division). results/HISTORY.md: h200-pack-probe checked it against the exact division for
  * 100,003 divisors on an H200. */
 HP_DEVICE void hp_fast_div_init(uint32_t d, uint32_t& mul, uint32_t& shift) {
     if (d <= 1u) {
@@ -300,10 +300,10 @@ __device__ __forceinline__ void hp_move_pair_words(const hp_region& r, const hp_
  * moves: a table of synthetic regions only, each with its message). A kernel of one word size
  * holds a third of the code (244 KB against 754 KB for the one launch of any size, sm_90), one
  * of synthetic regions a fourteenth, and a small exchange, whose blocks run a few hundred
- * instructions, spends less on fetching them (results/2026-11-29-h200-small-floor). The _few
+ * instructions, spends less on fetching them (results/HISTORY.md: h200-small-floor). The _few
  * kernels halve that again (_few_w8 114 KB, hp_exchange_synthetic_few 17 KB; ipc-tq's kernel is
  * 10 KB): without the path of a table in device memory, and the synthetic form without the
- * unsignalled path (results/2026-11-30-h200-host-path). */
+ * unsignalled path (results/HISTORY.md: h200-host-path). */
 #define HP_WORDS_ANY 0u
 #define HP_WORDS_NARROW 0xfeu
 #define HP_WORDS_SYNTHETIC 0xffu
@@ -360,7 +360,7 @@ HP_DEVICE void hp_synthetic_run(uint64_t n, uint32_t blocks, uint32_t local_bloc
  * region, this thread's part. Worked out after the wait, this arithmetic (the sample's division
  * among it) ran once the data had come, on a path of one warp in a small exchange: small's
  * unpack blocks took 1.18 us against ipc-tq's 0.90, and 0.90-0.93 planned ahead
- * (results/2026-11-30-h200-ahead). */
+ * (docs/results.md#stencil-step-on-one-h200). */
 struct hp_synthetic_plan {
     uint64_t begin;
     uint64_t end;
@@ -587,7 +587,7 @@ __device__ __forceinline__ bool hp_region_block(const hp_regions_args& a, const 
          * model), and a done block's work with its done word; the other blocks of a pack need
          * none. Each block fenced at system scope before its count and the last fenced again
          * before the flag: that second fence cost thesis-9 3 us on 2 x H200
-         * (results/2026-11-29-h200-lib-blocks). A sequentially consistent fence per thread
+         * (results/HISTORY.md: h200-lib-blocks). A sequentially consistent fence per thread
          * would serialize the whole launch. */
         if (last || DONE) hp_fence_acq_rel_system();
         if (last && m.flag != 0) hp_store_relaxed_system_u64((uint64_t*)m.flag, epoch);
@@ -656,7 +656,7 @@ HP_DEVICE void hp_launch_done(const hp_regions_args& a) {
 /* Thread 0 of a grid block whose work an acq_rel fence at system scope already ordered: raises
  * the block's own done word, a.done[blockIdx.x], to the epoch (the fence and the strong store a
  * release). The host reads every block's word: no shared count, whose atomic round trip and
- * second fence sat on the launch's tail (results/2026-11-27-h200-lib-latency). */
+ * second fence sat on the launch's tail (results/HISTORY.md: h200-lib-latency). */
 HP_DEVICE void hp_raise_done(const hp_regions_args& a) {
     if (a.done == 0) return;
     hp_store_relaxed_system_u64((uint64_t*)a.done + blockIdx.x, a.epoch);
@@ -732,7 +732,7 @@ HP_DEVICE void hp_plan_word(const hp_regions_args& a, const hp_region* regions,
  * regions lie, then both regions and their signalling in one round of independent loads spread
  * over the block's threads. Looked up a side at a time, each lookup was a chain of dependent
  * loads from device memory (a binary search of the table, the region, its signalling), the
- * unpack side's between this block's pack and its unpack (results/2026-11-27-h200-block-plan).
+ * unpack side's between this block's pack and its unpack (results/HISTORY.md: h200-block-plan).
  * All threads call it. */
 HP_DEVICE void hp_plan_block(const hp_regions_args& a, const hp_region* regions,
                              hp_block_plan& plan) {
@@ -761,7 +761,7 @@ HP_DEVICE void hp_plan_block(const hp_regions_args& a, const hp_region* regions,
  * this block's pack block, then its unpack block, then its done word (in the unpack block's
  * signalling where it moved a message's region). A table inline is read in place, a side at a
  * time, through the constant bank: planned ahead (its signalling, or its regions too, copied
- * to shared memory first) small and thesis-9 were slower (results/2026-11-27-h200-block-plan).
+ * to shared memory first) small and thesis-9 were slower (results/HISTORY.md: h200-block-plan).
  * A table in device memory is planned first (hp_plan_block). COPIES: the pack side may hold
  * HP_PAYLOAD_COPY regions (HP_REGIONS_FUSED_COPIES). INLINE_ONLY: the table is inline (the
  * caller checked), and the path of a table in device memory is not built. */
@@ -1051,7 +1051,7 @@ HP_DEVICE void hp_march_plane(T (&sums)[ROWS], const T* __restrict__ q, int64_t 
  * DEPTH points, numbered x fastest, a block per tile, blocks striding over tiles
  * (hp_stencil7_march's). hp_stencil27_march spells the same arithmetic out: through these
  * structs ptxas scheduled hp_stencil27_marching's f32 tiles otherwise (the same 64 registers),
- * 38 % slower at 512^3 on one H200 (results/2026-11-26-h200-march7b). */
+ * 38 % slower at 512^3 on one H200 (results/HISTORY.md: h200-march7b). */
 template <int ROWS, int DEPTH, int COLS>
 struct hp_march_tiles {
     uint64_t rows, width, tiles_x, tiles_y, tiles, tx, ty;
@@ -1103,7 +1103,7 @@ struct hp_march_part {
  * A column past the box's end (the last tile of a box whose width is no multiple of the tile's)
  * reads column x again (`at`, a select) and stores nothing: no branch lies between the columns'
  * loads, so a plane's loads of every column issue together (one memory latency a plane, not
- * one a column) and the compiler keeps k_wide's registers (results/2026-11-25-h100-step-wide).
+ * one a column) and the compiler keeps k_wide's registers (results/HISTORY.md: h100-step-wide).
  *
  * With PF > 0, each thread asks L2 for its rows of the plane PF ahead of the one it loads
  * (hp_march_prefetch): the loads in flight then no longer depend on how many warps the
@@ -1384,7 +1384,7 @@ __device__ __noinline__ void hp_shell_list(uint32_t* words, uint32_t parity, uin
  * tile listed. The same sums in the same order as hp_stencil27_march, spelled out apart from it
  * in the shape that ran at 636-641 us over the box at 512^3 on one H200 where the same logic
  * inside hp_stencil27_march's template ran at 665-678 us
- * (results/2026-11-26-h200-shell-timeline). */
+ * (results/HISTORY.md: h200-shell-timeline). */
 template <typename T, int ROWS, int DEPTH, int COLS, int PF>
 HP_DEVICE void hp_stencil27_march_shell(const hp_stencil_args& a) {
     const T* __restrict__ in = (const T*)a.in;

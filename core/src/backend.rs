@@ -183,11 +183,11 @@ pub enum Kernel {
     /// (`HP_MARCHING_MAX_THREADS`): fewer registers; f32 tiles, and columns for thin boxes.
     StencilMarching,
     /// The march form's f64 tiles, alone in their kernel with a floor of resident blocks
-    /// (`HP_MARCH64_MIN_BLOCKS`): its own registers (results/2026-11-26-h200-tiles).
+    /// (`HP_MARCH64_MIN_BLOCKS`): its own registers (results/HISTORY.md: h200-tiles).
     StencilMarch64,
     /// The march form's f32 tiles in lanes of 4 points, one aligned 16-byte load a row, x
     /// neighbours from the lanes beside (`HP_LANES_POINTS`): rows of a multiple of 4 elements
-    /// and 16-byte aligned fields only (results/2026-11-27-h200-lane-rows).
+    /// and 16-byte aligned fields only (results/HISTORY.md: h200-lane-rows).
     StencilMarch32,
     /// [`Kernel::StencilMarch64`] over a step's inner box taking the shell's x and y slabs
     /// into its tiles once the step's ready word is raised (`HP_SHELL_READY`).

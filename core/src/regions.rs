@@ -21,7 +21,7 @@
 //! ([`paired_unit`]), when the partner's element of the previous row lies within a line of its
 //! own ([`pair_regions`]): one warp instruction then touches one line for both. On one H200 this
 //! took the 6-face unpack of a 512^3 f64 field from 29.9 to 23.5 us
-//! (`results/2026-11-22-h200-pack-probe`).
+//! (`results/HISTORY.md: h200-pack-probe`).
 
 use crate::backend::{Launch, LaunchDims};
 use crate::error::{Error, Result};

@@ -37,7 +37,7 @@ pub fn shell_around(interior: &CellBox, inner: &CellBox) -> Vec<(usize, CellBox)
 /// form: in z, and in y where its reads allow), and in x from the interior's first cell (or
 /// the inner box's, where the lanes need that) to the end of the inner box's last tile. The
 /// slabs they leave run beside them: at 512^3 one thin launch (x = 512) where the step's shell
-/// takes six (`results/2026-11-29-h200-f32-depth/`).
+/// takes six (`results/HISTORY.md: h200-f32-depth`).
 pub struct HalosIn {
     /// The box the lanes update.
     pub inner: CellBox,

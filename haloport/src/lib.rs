@@ -118,7 +118,7 @@
 //! [`Field::adopt`](haloport_core::halo::Field::adopt) (an `unsafe` promise that the memory
 //! outlives the exchanges using it). `haloport stencil` and `examples/jacobi.rs` run a complete
 //! Jacobi solver this way, verified bit-for-bit against one rank computing the whole grid
-//! ([`haloport_stencil`]).
+//! (the `haloport-stencil` crate).
 
 pub mod foreign;
 pub mod provenance;

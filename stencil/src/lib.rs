@@ -10,11 +10,11 @@
 //! are all interior), `finish`, update the shell next to the halos, swap. The exchange runs on
 //! the step's stream, which is urgent (the device's highest priority), so its kernels take SMs
 //! as the box's blocks free them; the inner box and each slab of the shell run on streams of
-//! their own, of ordinary priority, beside it (results/2026-11-25-h100-step-overlap: faster
+//! their own, of ordinary priority, beside it (results/HISTORY.md: h100-step-overlap: faster
 //! than the shell urgent too, or everything on one stream). An f64 field's inner box takes the
 //! shell's x and y slabs into its own tiles once a ready word raised after `finish` says the
 //! halos are in, and a fix-up after the box updates the slab points of the tiles that ran
-//! before it (results/2026-11-26-h200-shell-in-tiles; `JacobiConfig::shell_launches` keeps
+//! before it (results/HISTORY.md: h200-shell-in-tiles; `JacobiConfig::shell_launches` keeps
 //! them as launches).
 
 // Launches of the stencil kernel and copies take raw device addresses of the fields.
@@ -141,7 +141,7 @@ pub enum Overlap {
     /// On, unless every neighbour of the rank is the rank itself (or it has none): its
     /// exchange is then copies within the device, shorter than the shell's slabs cost beside
     /// the box (512^3 on one H200: f64 steps 657-671 us against 677-691, f32 349-394 against
-    /// 403-427; `results/2026-11-29-h200-issue23-final/`).
+    /// 403-427; `docs/results.md#stencil-step-on-one-h200`).
     #[default]
     Auto,
     /// The inner box beside the exchange, the shell after it.

@@ -16,9 +16,9 @@ pub enum FieldPlacement {
     /// whole interior, whose rows the placement puts on sectors; [`FieldPlacement::Tiles`]
     /// elsewhere. At 512^3 on one rank of one H200 (no overlap), f32 rows of 520: steps
     /// 357-358 us (`--graph` 348) against 392-395 (384-389) with `Tiles`, compute alone 83-86 %
-    /// of the copy speed against 76-77 % (`results/2026-11-29-h200x2-two-gpus/`, call 3). f64
+    /// of the copy speed against 76-77 % (`docs/results.md#weak-and-strong-scaling`). f64
     /// keeps `Tiles`: 656-672 us against 725-738 with `Interior`
-    /// (`results/2026-11-29-h200-issue23-final/`, call 7).
+    /// (`docs/results.md#stencil-step-on-one-h200`).
     #[default]
     Auto,
     /// [`Field::alloc`](haloport_core::halo::Field::alloc): the library's allocations, each field at
@@ -35,7 +35,7 @@ pub enum FieldPlacement {
     /// against 761-762 us with [`FieldPlacement::Library`] (where x = 2 sat 16 bytes past a
     /// sector in every row), compute alone 629-630 us (83 % of the copy speed) against 701-704
     /// us; in the other layouts measured (f32 rows of 520 and 516, f64 rows of 514) the step
-    /// was the library's, within 5 us (results/2026-11-29-h200-placed-fields, calls 4-6).
+    /// was the library's, within 5 us (results/HISTORY.md: h200-placed-fields).
     Tiles,
     /// The application's allocations, each field placed so that its interior's first cell
     /// sits on a [`PLACEMENT`] boundary, adopted. A box whose rows start and end on such
@@ -45,7 +45,7 @@ pub enum FieldPlacement {
     /// cell short of the interior at both ends, then leaves a sector partly written at both
     /// ends of every row (at its start only, with fields at their start): alone under ncu it
     /// took 354-356 us against 342-345, and the step 421-427 us against 412
-    /// (results/2026-11-29-h200-placed-fields, calls 2-3).
+    /// (results/HISTORY.md: h200-placed-fields).
     Interior,
 }
 
@@ -142,7 +142,7 @@ pub struct RowsPadding {
 /// it would not be so placed. Placed so, rows of 4 f32 elements past a sector start at two
 /// phases: at 512^3 on one H200 compute alone took 363-370 us with rows of 516 against 317-325
 /// us with rows of 520, at 256^3 77 us (260) against 66 us (264)
-/// (`results/2026-11-29-h200x2-two-gpus/`, call 5).
+/// (`docs/results.md#weak-and-strong-scaling`).
 pub(super) fn sector_rows_padding(
     placement: FieldPlacement,
     kind: &hp_stencil_args,

@@ -5,7 +5,7 @@
 //! [workloads](workload), the measurement protocol ([measure], [stats], [timeline]) and the
 //! instrumentation that reaches it ([observe]), and [pack-bench](packbench), the throughput
 //! of the library's region kernels. The strategies are generic over the
-//! [`Backend`](haloport_core::Backend) trait, so they run unchanged on CUDA, HIP and the host
+//! [`Backend`] trait, so they run unchanged on CUDA, HIP and the host
 //! backend; they use the library (`haloport-core`) as any application would.
 
 #![deny(unsafe_code)]

@@ -16,7 +16,7 @@
 //!
 //! What the regions hold is the [`Payload`]: the halos of the user's fields
 //! ([`HaloExchange`](super::HaloExchange)), or the thesis's synthetic blocks, packed as values
-//! and checked on arrival ([`crate::strategy::library`]).
+//! and checked on arrival (the `lib-*` variants of `haloport-thesis`).
 
 // Launches take raw device addresses of tables, fields and peers' memory; flags in pinned
 // memory are read through atomics.
@@ -185,7 +185,7 @@ struct Memory<B: Backend> {
 
 /// The u64 abort word the kernels' waits poll, in device memory: polled in pinned host memory,
 /// each poll a read across PCIe, it slowed every kernel beside the waiting blocks 150-fold
-/// (results/2026-11-26-h200-pack-beside-waiters). The CPU raises it by a copy from the status
+/// (results/HISTORY.md: h200-pack-beside-waiters). The CPU raises it by a copy from the status
 /// block's abort word on `stream`.
 struct DeviceAbort<B: Backend> {
     word: B::DeviceMemory,
@@ -1371,7 +1371,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// Queues the one launch of `fused`, the table [`Self::fused_table`] found for the current
     /// epoch, on `stream`; returns its done words ([`MessageExchange::done_words`]'s address and
     /// count). The callers look the table up once: a look-up costs about 0.1 us on the launch's
-    /// path (results/2026-11-29-h200-small-floor, call 7).
+    /// path (results/HISTORY.md: h200-small-floor).
     fn launch_fused(&self, fused: &FusedTable<B>, stream: &B::Stream) -> Result<(usize, u32)> {
         // What changes between exchanges (as `region_args` sets it, outside a capture); the rest
         // was set with the table.

@@ -143,12 +143,12 @@ pub struct HaloOptions {
     /// Most GPU blocks serving one region of a signalled message (device-direct, or
     /// host-staged under the taskqueue): each such block pays a wait, a fence at system scope
     /// and a count, and on 2 x H200 those costs added up across blocks
-    /// (`results/2026-11-22-h200x2-library/`). Where every message is device-direct, the
+    /// (`results/HISTORY.md: h200x2-library`). Where every message is device-direct, the
     /// region of the most memory traffic gets this many (more where each would carry over
-    /// 512 KiB of traffic, `results/2026-11-27-h200-large-mode/`; fewer if needed for every
+    /// 512 KiB of traffic, `results/HISTORY.md: h200-large-mode`; fewer if needed for every
     /// rank's one-launch grid to fit on the device at once,
-    /// `results/2026-11-26-h200-one-launch/`) and every other region blocks in proportion to
-    /// its traffic, as ipc-tq balances its chunks (`results/2026-11-26-h200-balanced/`).
+    /// `results/HISTORY.md: h200-one-launch`) and every other region blocks in proportion to
+    /// its traffic, as ipc-tq balances its chunks (`results/HISTORY.md: h200-balanced`).
     pub signalled_blocks: u32,
     /// A fault to inject, for tests.
     pub fault: Option<HaloFault>,

@@ -23,7 +23,7 @@ use crate::pattern::RankPattern;
 use crate::shared::hp_ipc_chunk;
 
 /// Faults a run can inject on purpose, to prove that checks and time-outs catch them. The
-/// [`Faulty`](crate::transport::faulty::Faulty) transport injects them, so every strategy gets
+/// [`Faulty`] transport injects them, so every strategy gets
 /// them alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

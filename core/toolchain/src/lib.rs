@@ -11,6 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod cache;
+
+pub use cache::{canonical, compile_cached_or_exit, sources_in, CACHE_VAR};
+
 /// Where to look for a compiler, in order.
 pub struct Search<'a> {
     /// The program's file name, e.g. "nvcc".
@@ -182,7 +186,8 @@ pub fn fatbin_command(
         .max_by_key(|a| a.parse::<u32>().unwrap_or(0))
         .ok_or("HALOPORT_CUDA_ARCHS names no architecture")?;
     let mut cmd = Command::new(nvcc);
-    cmd.args(["--fatbin", "-O3", "-std=c++17", "-I"])
+    // --threads 0: one thread per architecture, as many as the machine has cores.
+    cmd.args(["--fatbin", "-O3", "-std=c++17", "--threads", "0", "-I"])
         .arg(kernels);
     for arch in archs {
         cmd.arg("-gencode")

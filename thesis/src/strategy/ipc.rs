@@ -8,7 +8,7 @@
 //! - `ipc-base` (thesis 3.3's shape): per iteration the CPU queues the pack kernel and then the
 //!   unpack kernel on one stream, and waits for every chunk's final state; unpack's blocks wait
 //!   (bounded) for their chunks' flags. (Unpack on a second stream, overlapping pack, measured
-//!   slower on 2 x H200: its blocks spin while pack stores; `results/2026-11-22-h200x2-ipc/`.)
+//!   slower on 2 x H200: its blocks spin while pack stores; `results/HISTORY.md: h200x2-ipc`.)
 //! - `ipc-tq` (thesis 3.4 with the CPU taken out): one persistent kernel per iteration; each of
 //!   its blocks sends its chunk, then waits for its incoming chunk and unpacks it. Its blocks wait
 //!   for the peer's blocks, so it is launched cooperatively (co-resident or refused).
@@ -57,7 +57,7 @@ use haloport_core::verify::{merge_checks, planned_checks};
 /// orders every store of epoch e + 2 after epoch e's unpack, so two epochs of one parity never
 /// overlap on a flag, however many are queued. Records, written by every epoch, need a set each.
 /// On 2 x H200, thesis-9 back to back: 20.1 us with two in flight
-/// (`results/2026-11-22-h200x2-paired-faces`): the link idled while the CPU saw a pair of
+/// (`results/HISTORY.md: h200x2-paired-faces`): the link idled while the CPU saw a pair of
 /// overlapping epochs end and launched the next.
 const PIPELINE_DEPTH: u32 = 3;
 

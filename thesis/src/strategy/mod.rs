@@ -56,7 +56,7 @@ pub struct ExchangeOptions {
 
 impl ExchangeOptions {
     /// True when the fault options say block `block`'s send is never started (for messages:
-    /// the [`Faulty`](haloport_core::transport::Faulty) transport does the dropping).
+    /// the [`Faulty`](haloport_core::transport::faulty::Faulty) transport does the dropping).
     pub fn drops_send(&self, block: usize) -> bool {
         self.fault == Some(Fault::DropSend { block })
     }
@@ -71,7 +71,7 @@ impl Default for ExchangeOptions {
             poll_backoff_ns: 0,
             verify: Verify::Sample,
             barrier: true,
-            // Measured on 2 x H200 (results/2026-11-22-h200x2-ipc-chunks): 8 is as fast as 4
+            // Measured on 2 x H200 (results/HISTORY.md: h200x2-ipc-chunks): 8 is as fast as 4
             // on small, thesis-9 and thesis-27 and fastest on large.
             ipc_chunks: 8,
             lib_blocks: haloport_core::halo::HaloOptions::default().signalled_blocks,

@@ -30,7 +30,7 @@ impl<B: Backend> MessageExchange<'_, B> {
     /// Region tables for fields at `addrs`, for both slot parities. Where a rank's local copies
     /// do not join a one launch after all (its grid would not fit, or x faces pair), the tables
     /// are built again with the blocks of two launches: with a one launch's budget, a 1x1x2
-    /// periodic exchange took 104 us rather than 92 (results/2026-11-29-h200-one-launch-copies/).
+    /// periodic exchange took 104 us rather than 92 (results/HISTORY.md: h200-one-launch-copies).
     pub(super) fn build_tables(&self, addrs: &[u64]) -> Result<Tables<B>> {
         let tables = self.build_tables_balanced(addrs, true)?;
         let copies = tables.pack[0]
@@ -475,7 +475,7 @@ impl RegionBlocks {
 /// idle and their pace to where they land: on one H200 under MPS, large's packs (10 MB regions,
 /// 650 KB a block at the cap of 16) ended 40 us apart in some processes and the exchange took
 /// 103-134 us, against 87 us every time with the device's budget of blocks
-/// (`results/2026-11-27-h200-large-mode/`); thesis-27's regions (1 MB, 65 KB a block) were
+/// (`results/HISTORY.md: h200-large-mode`); thesis-27's regions (1 MB, 65 KB a block) were
 /// fastest at the cap.
 const BLOCK_COST_MOST: u64 = 16_384;
 
