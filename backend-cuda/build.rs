@@ -1,6 +1,7 @@
-//! Compiles the shared kernels (`kernels-cu/`) with nvcc into one fatbin, SASS for each
-//! architecture in `HALOPORT_CUDA_ARCHS` (default `80;90`) plus PTX for the newest, and leaves it
-//! in `OUT_DIR` for `include_bytes!`. Only with the `kernels` feature (which haloport's `cuda`
+//! Compiles the shared kernels (`kernels-cu/`) with nvcc into one fatbin per compilation unit
+//! (`haloport_toolchain::KERNEL_UNITS`, side by side), SASS for each architecture in
+//! `HALOPORT_CUDA_ARCHS` (default `80;90`) plus PTX for the newest, and leaves them in
+//! `OUT_DIR` for `include_bytes!`. Only with the `kernels` feature (which haloport's `cuda`
 //! feature turns on): without it the crate builds without nvcc and reports at run time that it
 //! has no kernels. Under `cargo clippy` an empty image stands in (`only_checking`: nothing is
 //! linked or run). Never queries a GPU. Finding nvcc is `haloport-toolchain`'s job (shared with
@@ -22,14 +23,9 @@ fn main() {
         PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     // Canonical, so the kernel cache sees the same compile as the HIP-on-CUDA layer's.
     let kernels = toolchain::canonical(manifest.join("../kernels-cu"));
-    for file in [
-        "haloport.cu",
-        "hp_kernels.cuh",
-        "hp_regions.cuh",
-        "hp_compat.h",
-        "haloport_shared.h",
-    ] {
-        println!("cargo:rerun-if-changed={}", kernels.join(file).display());
+    println!("cargo:rerun-if-changed={}", kernels.display());
+    for file in toolchain::sources_in(&[&kernels]) {
+        println!("cargo:rerun-if-changed={}", file.display());
     }
     for var in [
         "NVCC",
@@ -50,18 +46,19 @@ fn main() {
     let nvcc = toolchain::find_or_exit(&search, "cuda", INSTALL_HINT);
 
     let archs = toolchain::cuda_archs();
-    let out =
-        PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("haloport.fatbin");
-    let mut cmd = toolchain::fatbin_command(&nvcc, &kernels, &archs, &out).unwrap_or_else(|e| {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    });
-    if toolchain::only_checking() {
-        toolchain::stand_in_image(&out);
-    } else {
-        let sources = toolchain::sources_in(&[&kernels]);
-        toolchain::compile_cached_or_exit(&mut cmd, "nvcc", &sources, &[out]);
-    }
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let sources = toolchain::sources_in(&[&kernels]);
+    toolchain::compile_units(
+        "nvcc",
+        &sources,
+        |entry| out_dir.join(format!("{entry}.fatbin")),
+        |entry, out| {
+            toolchain::fatbin_command(&nvcc, &kernels, entry, &archs, out).unwrap_or_else(|e| {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            })
+        },
+    );
     println!("cargo:rustc-cfg=haloport_kernels");
     println!("cargo:rustc-env=HALOPORT_NVCC={}", nvcc.display());
     println!("cargo:rustc-env=HALOPORT_CUDA_ARCHS={}", archs.join(";"));

@@ -1,7 +1,8 @@
 //! With the `kernels` feature (which haloport's `hip` feature turns on), three jobs:
 //!
-//! 1. Compiles the shared kernels (`kernels-cu/`, through `kernels-hip/haloport.hip`) with hipcc
-//!    into one offload bundle holding a code object per AMD target: `HALOPORT_HIP_ARCHS` (default
+//! 1. Compiles the shared kernels (`kernels-cu/`, through `kernels-hip/haloport.hip` and
+//!    `haloport_stencil.hip`, the two units side by side) with hipcc into an offload bundle per
+//!    unit holding a code object per AMD target: `HALOPORT_HIP_ARCHS` (default
 //!    `gfx906;gfx908;gfx90a`) plus newer targets the installed hipcc accepts (probed by compiling
 //!    a one-line kernel for each, never by asking a GPU). `--offload-arch` is always explicit:
 //!    without it Debian's hipcc runs `rocm_agent_enumerator`, which crashes without an AMD GPU.
@@ -18,11 +19,12 @@
 //! Toolchain discovery is `haloport-toolchain`'s (shared with haloport-cuda's build script).
 //!
 //! With `nvidia-layer` as well (haloport's `hip-nvidia`), the HIP backend runs on an NVIDIA GPU
-//! through haloport's HIP-on-CUDA layer (`nvidia-layer/`, SPEC 19), and jobs 1 and 3 change:
+//! through haloport's HIP-on-CUDA layer (`nvidia-layer/`), and jobs 1 and 3 change:
 //!
-//! 1. The kernels are nvcc's fatbin of `kernels-cu/haloport.cu` for `HALOPORT_CUDA_ARCHS`
-//!    (default `80;90`, SASS for each plus PTX for the newest), the very image the CUDA backend
-//!    embeds. Not the HIP entry: everything `kernels-hip/` adds is AMD's (`hp_amd.h`: amdgcn
+//! 1. The kernels are nvcc's fatbins of the units of `kernels-cu/` (`haloport.cu`,
+//!    `haloport_stencil.cu`) for `HALOPORT_CUDA_ARCHS` (default `80;90`, SASS for each plus PTX
+//!    for the newest), the very images the CUDA backend embeds (the kernel cache compiles them
+//!    once for both). Not the HIP entry: everything `kernels-hip/` adds is AMD's (`hp_amd.h`: amdgcn
 //!    builtins, `s_memrealtime`, `s_sleep`, the kernarg segment), and HIP's own NVIDIA headers
 //!    would take the same `__HIPCC__` branch and fail; on NVIDIA the shared sources' CUDA branch
 //!    of `hp_compat.h` is what HIP-on-NVIDIA would compile. Same binary kernels on both
@@ -228,18 +230,11 @@ fn main() {
     // Canonical, so the kernel cache sees the same compile as the CUDA backend's.
     let shared = toolchain::canonical(manifest.join("../kernels-cu"));
     let amd = toolchain::canonical(manifest.join("../kernels-hip"));
-    for file in [
-        shared.join("hp_kernels.cuh"),
-        shared.join("hp_regions.cuh"),
-        shared.join("hp_compat.h"),
-        shared.join("haloport_shared.h"),
-        shared.join("haloport.cu"),
-        amd.join("haloport.hip"),
-        amd.join("hp_amd.h"),
+    for file in toolchain::sources_in(&[&shared, &amd]).into_iter().chain([
         layer_dir(&manifest).join("hipnv.cpp"),
         layer_dir(&manifest).join("hipnv_map.h"),
         layer_dir(&manifest).join("hipnv_extra.h"),
-    ] {
+    ]) {
         println!("cargo:rerun-if-changed={}", file.display());
     }
     for var in [
@@ -283,11 +278,8 @@ fn main() {
     } else {
         architectures(&hipcc, &out_dir)
     };
-    if checking {
-        toolchain::stand_in_image(&out_dir.join("haloport.hsaco"));
-    } else {
-        compile_kernels(&hipcc, &archs, &shared, &amd, &out_dir);
-    }
+    // Under clippy compile_units leaves empty images in the bundles' place.
+    compile_kernels(&hipcc, &archs, &shared, &amd, &out_dir);
 
     let root = hip_root(&hipcc);
     let values = generate_bindings(&root, None, &out_dir);
@@ -341,22 +333,34 @@ fn architectures(hipcc: &Path, out_dir: &Path) -> Vec<String> {
     archs
 }
 
+/// hipcc's code objects of each kernel unit for `archs`, side by side, each an offload bundle
+/// `<unit>.hsaco`; every kernel's scratch checked.
 fn compile_kernels(hipcc: &Path, archs: &[String], shared: &Path, amd: &Path, out_dir: &Path) {
-    let bundle = out_dir.join("haloport.hsaco");
-    let mut cmd = Command::new(hipcc);
-    cmd.args(["--genco", "-O3", "-std=c++17"])
-        .arg("-I")
-        .arg(shared)
-        .arg("-I")
-        .arg(amd);
-    for arch in archs {
-        cmd.arg(format!("--offload-arch={arch}"));
-    }
-    cmd.arg("-Rpass-analysis=kernel-resource-usage");
-    cmd.arg("-o").arg(&bundle).arg(amd.join("haloport.hip"));
     let sources = toolchain::sources_in(&[shared, amd]);
-    let output = toolchain::compile_cached_or_exit(&mut cmd, "hipcc", &sources, &[bundle]);
-    check_scratch(&String::from_utf8_lossy(&output.stderr));
+    let outputs = toolchain::compile_units(
+        "hipcc",
+        &sources,
+        |entry| out_dir.join(format!("{entry}.hsaco")),
+        |entry, bundle| {
+            let mut cmd = Command::new(hipcc);
+            cmd.args(["--genco", "-O3", "-std=c++17"])
+                .arg("-I")
+                .arg(shared)
+                .arg("-I")
+                .arg(amd);
+            for arch in archs {
+                cmd.arg(format!("--offload-arch={arch}"));
+            }
+            cmd.arg("-Rpass-analysis=kernel-resource-usage");
+            cmd.arg("-o")
+                .arg(bundle)
+                .arg(amd.join(format!("{entry}.hip")));
+            cmd
+        },
+    );
+    for output in outputs {
+        check_scratch(&String::from_utf8_lossy(&output.stderr));
+    }
 }
 
 /// The most scratch (private memory) per lane a kernel may use. Clang puts there what does not
@@ -527,22 +531,18 @@ fn nvidia_layer(manifest: &Path, shared: &Path) {
         "install the CUDA compiler (`bash ci/setup.sh` puts nvcc 13.0 into .venv), or point NVCC at nvcc.",
     );
     let archs = toolchain::cuda_archs();
-    let fatbin = out_dir.join("haloport_nv.fatbin");
-    let mut cmd =
-        toolchain::fatbin_command(&nvcc, shared, &archs, &fatbin).unwrap_or_else(|e| fail(&e));
+    let sources = toolchain::sources_in(&[shared]);
+    toolchain::compile_units(
+        "nvcc",
+        &sources,
+        |entry| out_dir.join(format!("{entry}_nv.fatbin")),
+        |entry, fatbin| {
+            toolchain::fatbin_command(&nvcc, shared, entry, &archs, fatbin)
+                .unwrap_or_else(|e| fail(&e))
+        },
+    );
     // Under clippy nothing is linked or run: the bindings, but no kernels, layer or checks.
     let checking = toolchain::only_checking();
-    if checking {
-        toolchain::stand_in_image(&fatbin);
-    } else {
-        let sources = toolchain::sources_in(&[shared]);
-        toolchain::compile_cached_or_exit(
-            &mut cmd,
-            "nvcc",
-            &sources,
-            std::slice::from_ref(&fatbin),
-        );
-    }
 
     // The HIP header the bindings come from; hipcc's installation, as in the AMD build, so the
     // constants are checked against the same header hipcc compiles with.

@@ -23,13 +23,15 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 part "the workspace's tests"
 # Most tests wait on MPI ranks and time-outs rather than compute, so cargo-nextest runs them
 # side by side, across test binaries (4 at a time on 2 cores). The MPI scenarios start
-# themselves under mpirun (no libtest harness), and the doc tests are rustdoc's: both through
-# cargo. Without nextest, cargo test runs everything, one binary after another.
+# themselves under mpirun (no libtest harness) and the doc tests are rustdoc's: cargo runs both
+# from the same build (every build here selects the whole workspace, or cargo would resolve
+# features anew and compile again), with a filter only doc tests' names match ("(line N)"), so
+# the other binaries run nothing twice. Without nextest, cargo test runs everything, one binary
+# after another.
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --features cuda,hip --test-threads 4 --no-fail-fast \
         --success-output final -E 'not binary(library_mpi)'
-    cargo test --workspace --features cuda,hip --test library_mpi
-    cargo test --workspace --features cuda,hip --doc
+    cargo test --workspace --features cuda,hip -- '(line '
 else
     cargo test --workspace --features cuda,hip -- --show-output
 fi
@@ -46,7 +48,9 @@ bash ci/hip-nvidia-test.sh
 part "the Python package"
 # The Python package installed as the README says, its tests under mpirun -np 2 and 4, and
 # examples/python/jacobi.py.
-bash ci/python-setup.sh
+# (Built with the dev profile, whose artifacts the tests' build already holds in part; a user's
+# `pip install` builds the release one.)
+MATURIN_PEP517_ARGS="--profile dev" bash ci/python-setup.sh
 bash ci/python-test.sh
 part "a host-only build"
 # The main build has every backend; refusing one that is not built in needs a build without

@@ -29,9 +29,16 @@ use haloport::provenance::Provenance;
 /// Format version of the result files; bumped when a key changes meaning.
 pub const RESULT_FORMAT: u32 = 2;
 
+/// The schema every benchmark's JSON names in its `schema` key: haloport's own result files
+/// (`run`, `sweep`, `stencil`, `pack-bench`, `plan`) and the drivers in `bench/` (the NCCL peer,
+/// the Python benchmarks). `bench/README.md` lists the keys they share.
+pub const BENCH_SCHEMA: &str = "haloport-bench/1";
+
 /// What every result file starts with.
 #[derive(Debug, Clone, Serialize)]
 pub struct ResultHeader {
+    /// [`BENCH_SCHEMA`].
+    pub schema: &'static str,
     /// Format version.
     pub format: u32,
     /// "run" or "sweep".

@@ -19,6 +19,7 @@ fn verified_run(np: u32, args: &[&str]) -> serde_json::Value {
     assert!(job.stdout.contains("verified: true"), "{}", job.explain());
     let result = read_json(&json);
     assert_eq!(result["verified"], true, "{result}");
+    assert_eq!(result["schema"], haloport_cli::results::BENCH_SCHEMA);
     assert_eq!(
         result["step_us"].as_array().map(Vec::len),
         result["steps"].as_u64().map(|s| s as usize),

@@ -143,6 +143,7 @@ fn a_sweep_writes_json_and_csv_with_the_floor_and_interleaved_runs() {
     }
     let s = read_json(&dir.path().join("sweep.json"));
     assert_eq!(s["kind"], "sweep");
+    assert_eq!(s["schema"], haloport_cli::results::BENCH_SCHEMA);
     assert_eq!(
         s["variants"],
         serde_json::json!(["mpi-only", "base-nb-wait", "tq-nb-pb", "tqm-nb-tq"])

@@ -1,20 +1,31 @@
-//! The kernel image nvcc built from `kernels-cu/` (see `build.rs`), embedded in the binary.
+//! The kernel images nvcc built from `kernels-cu/` (see `build.rs`), one per compilation unit
+//! ([`KernelUnit`]), embedded in the binary.
 
-/// The fatbin (SASS for each architecture built, plus PTX), 8-byte aligned as the driver wants,
-/// or `None` when this crate was built without its `kernels` feature.
-pub fn image() -> Option<&'static [u8]> {
+use haloport_core::KernelUnit;
+
+/// The fatbin of `unit` (SASS for each architecture built, plus PTX), 8-byte aligned as the
+/// driver wants, or `None` when this crate was built without its `kernels` feature.
+pub fn image(unit: KernelUnit) -> Option<&'static [u8]> {
     #[cfg(haloport_kernels)]
     {
         #[repr(C, align(8))]
         struct Aligned<T: ?Sized>(T);
-        static IMAGE: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+        static EXCHANGE: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
             env!("OUT_DIR"),
             "/haloport.fatbin"
         )));
-        Some(&IMAGE.0)
+        static STENCIL: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/haloport_stencil.fatbin"
+        )));
+        Some(match unit {
+            KernelUnit::Exchange => &EXCHANGE.0,
+            KernelUnit::Stencil => &STENCIL.0,
+        })
     }
     #[cfg(not(haloport_kernels))]
     {
+        let _ = unit;
         None
     }
 }
@@ -31,19 +42,24 @@ pub fn architectures() -> &'static str {
     }
 }
 
-/// The embedded image's contents, e.g. "sm_80, sm_90, PTX compute_90", or why there are none.
+/// The embedded images' contents, e.g. "sm_80, sm_90, PTX compute_90 (2 units)" (every unit
+/// is built for the same architectures), or why there are none.
 pub fn describe() -> String {
-    match image().map(fatbin_entries) {
+    let units = KernelUnit::ALL.len();
+    match image(KernelUnit::Exchange).map(fatbin_entries) {
         None => "none (built without the kernels feature)".into(),
         Some(Err(e)) => format!("unreadable fatbin ({e})"),
-        Some(Ok(entries)) => entries
-            .iter()
-            .map(|e| match e {
-                FatbinEntry::Sass(a) => format!("sm_{a}"),
-                FatbinEntry::Ptx(a) => format!("PTX compute_{a}"),
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
+        Some(Ok(entries)) => format!(
+            "{} ({units} units)",
+            entries
+                .iter()
+                .map(|e| match e {
+                    FatbinEntry::Sass(a) => format!("sm_{a}"),
+                    FatbinEntry::Ptx(a) => format!("PTX compute_{a}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -126,8 +142,15 @@ mod tests {
     /// asked for and PTX for the newest (SPEC 9).
     #[cfg(haloport_kernels)]
     #[test]
-    fn the_embedded_fatbin_holds_sass_for_each_arch_and_ptx() {
-        let image = image().expect("built with kernels");
+    fn the_embedded_fatbins_hold_sass_for_each_arch_and_ptx() {
+        for unit in KernelUnit::ALL {
+            fatbin_holds_sass_for_each_arch_and_ptx(unit);
+        }
+    }
+
+    #[cfg(haloport_kernels)]
+    fn fatbin_holds_sass_for_each_arch_and_ptx(unit: KernelUnit) {
+        let image = image(unit).expect("built with kernels");
         let entries = fatbin_entries(image).expect("a well-formed fatbin");
         let archs: Vec<u32> = architectures()
             .split(';')
@@ -145,22 +168,26 @@ mod tests {
             entries.contains(&FatbinEntry::Ptx(newest)),
             "no PTX in {entries:?}"
         );
-        println!("embedded fatbin: {} bytes, {entries:?}", image.len());
+        println!(
+            "embedded fatbin of {unit:?}: {} bytes, {entries:?}",
+            image.len()
+        );
     }
-    /// Every kernel the backend looks up is in every cubin: its name, NUL-terminated (an ELF
-    /// string table entry), appears at least once per SASS entry. Catches a kernel added to
-    /// `Kernel::ALL` but not to the sources without a GPU (nvcc leaves fatbins uncompressed
+
+    /// Every kernel the backend looks up is in every cubin of its unit's image: its name,
+    /// NUL-terminated (an ELF string table entry), appears at least once per SASS entry.
+    /// Catches a kernel added to `Kernel::ALL` but not to its unit's sources without a GPU (nvcc leaves fatbins uncompressed
     /// unless asked; a compressed one would fail here and say so).
     #[cfg(haloport_kernels)]
     #[test]
-    fn every_kernel_is_in_every_cubin() {
-        let image = image().expect("built with kernels");
-        let cubins = fatbin_entries(image)
-            .expect("a well-formed fatbin")
-            .iter()
-            .filter(|e| matches!(e, FatbinEntry::Sass(_)))
-            .count();
+    fn every_kernel_is_in_every_cubin_of_its_unit() {
         for kernel in haloport_core::Kernel::ALL {
+            let image = image(kernel.unit()).expect("built with kernels");
+            let cubins = fatbin_entries(image)
+                .expect("a well-formed fatbin")
+                .iter()
+                .filter(|e| matches!(e, FatbinEntry::Sass(_)))
+                .count();
             let name = format!("{}\0", kernel.symbol());
             let found = image
                 .windows(name.len())

@@ -36,8 +36,10 @@
 //! `ffi::memcpy_3d_async`), refused as `Unsupported` on a device without unified addressing.
 //!
 //! ## Kernels
-//! `build.rs` compiles `kernels-cu/haloport.cu` with nvcc into one fatbin (sm_80, sm_90 and PTX by
-//! default) embedded in the binary and loaded with `cuModuleLoadData`. Each kernel takes one
+//! `build.rs` compiles `kernels-cu/haloport.cu` (the exchange's kernels) and
+//! `haloport_stencil.cu` (the stencil's) with nvcc, side by side, into a fatbin each (sm_80, sm_90
+//! and PTX by default), embedded in the binary and loaded with `cuModuleLoadData`, one module
+//! per unit ([`haloport_core::KernelUnit`]). Each kernel takes one
 //! struct from `kernels-cu/haloport_shared.h` by value. Kernels whose blocks wait for each other
 //! ([`Kernel::needs_coresidency`], the taskqueue's persistent kernel) are launched with
 //! `cuLaunchCooperativeKernel`: the driver guarantees all blocks resident at once or refuses,
@@ -66,8 +68,8 @@ use std::time::Instant;
 
 use haloport_core::backend::{check_range, PciBusId};
 use haloport_core::{
-    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch,
-    LaunchDims, Result,
+    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, KernelUnit,
+    Launch, LaunchDims, Result,
 };
 
 /// The driver's raw stream and event handles ([`CudaStream::from_raw`], [`CudaStream::as_raw`]).
@@ -180,11 +182,16 @@ impl CudaBackend {
             device,
             raw: ffi::retain_primary_context(device)?,
         });
-        let image = kernels::image().ok_or_else(|| Error::KernelsUnavailable {
+        let no_kernels = || Error::KernelsUnavailable {
             backend: "cuda",
             reason: "this build has no CUDA kernels (build haloport with --features cuda)".into(),
-        })?;
-        let module = module::Module::load(&ctx, image).map_err(|e| Error::KernelsUnavailable {
+        };
+        let [exchange, stencil] = KernelUnit::ALL.map(kernels::image);
+        let images = [
+            exchange.ok_or_else(no_kernels)?,
+            stencil.ok_or_else(no_kernels)?,
+        ];
+        let module = module::Module::load(&ctx, images).map_err(|e| Error::KernelsUnavailable {
             backend: "cuda",
             reason: format!(
                 "the kernels ({}) do not load on {} (compute capability {}.{}): {e}",

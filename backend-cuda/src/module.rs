@@ -1,36 +1,45 @@
-//! The loaded kernel module and its functions, one per [`Kernel`].
+//! The loaded kernel modules (one per compilation unit, [`KernelUnit`]) and their functions,
+//! one per [`Kernel`].
 
 use std::ffi::CString;
 use std::sync::Arc;
 
-use haloport_core::{Error, Kernel, Result};
+use haloport_core::{Error, Kernel, KernelUnit, Result};
 
 use crate::ffi;
 use crate::Context;
 
-/// `cuModuleLoadData` of the embedded image, with every kernel looked up.
+/// `cuModuleLoadData` of each embedded image, with every kernel looked up in its unit's.
 pub struct Module {
-    raw: ffi::CUmodule,
+    /// By [`KernelUnit::index`].
+    raws: Vec<ffi::CUmodule>,
     functions: Vec<(Kernel, ffi::CUfunction)>,
     _ctx: Arc<Context>,
 }
 
 impl Module {
-    pub(crate) fn load(ctx: &Arc<Context>, image: &'static [u8]) -> Result<Module> {
-        // SAFETY: image is the complete, 8-byte aligned fatbin nvcc produced (kernels::image).
-        let raw = unsafe { ffi::module_load_data(image.as_ptr())? };
+    pub(crate) fn load(
+        ctx: &Arc<Context>,
+        images: [&'static [u8]; KernelUnit::ALL.len()],
+    ) -> Result<Module> {
         let mut module = Module {
-            raw,
+            raws: Vec::with_capacity(images.len()),
             functions: Vec::new(),
             _ctx: Arc::clone(ctx),
         };
+        for image in images {
+            // SAFETY: image is a complete, 8-byte aligned fatbin nvcc produced (kernels::image);
+            // a module loaded before a failure here is unloaded by `drop`.
+            let raw = unsafe { ffi::module_load_data(image.as_ptr())? };
+            module.raws.push(raw);
+        }
         for kernel in Kernel::ALL {
             let name = CString::new(kernel.symbol()).map_err(|_| Error::KernelsUnavailable {
                 backend: "cuda",
                 reason: format!("kernel name {:?} has a NUL byte", kernel.symbol()),
             })?;
-            // SAFETY: raw is the module loaded above.
-            let f = unsafe { ffi::module_function(module.raw, name)? };
+            // SAFETY: the unit's module was loaded above.
+            let f = unsafe { ffi::module_function(module.raws[kernel.unit().index()], name)? };
             module.functions.push((kernel, f));
         }
         Ok(module)
@@ -50,10 +59,12 @@ impl Module {
 
 impl Drop for Module {
     fn drop(&mut self) {
-        // SAFETY: raw is live and unloaded once; streams that ran its kernels were dropped (and
-        // synchronized) before the backend that owns this module.
-        if let Err(e) = unsafe { ffi::module_unload(self.raw) } {
-            tracing::error!("{e}");
+        for &raw in &self.raws {
+            // SAFETY: raw is live and unloaded once; streams that ran its kernels were dropped
+            // (and synchronized) before the backend that owns this module.
+            if let Err(e) = unsafe { ffi::module_unload(raw) } {
+                tracing::error!("{e}");
+            }
         }
     }
 }

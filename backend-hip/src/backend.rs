@@ -6,7 +6,7 @@ use std::time::Instant;
 use haloport_core::backend::{check_range, PciBusId};
 use haloport_core::{
     Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, DeviceMemory, Error, IpcHandle, Kernel,
-    Launch, LaunchDims, PinnedMemory, Result,
+    KernelUnit, Launch, LaunchDims, PinnedMemory, Result,
 };
 
 use crate::ffi::{self, Attribute};
@@ -137,11 +137,16 @@ impl HipBackend {
                 kernels::describe()
             ),
         };
-        let image = kernels::image().ok_or_else(|| Error::KernelsUnavailable {
+        let no_kernels = || Error::KernelsUnavailable {
             backend: "hip",
             reason: "this build has no HIP kernels (build haloport with --features hip)".into(),
-        })?;
-        let module = Module::load(image).map_err(|e| Error::KernelsUnavailable {
+        };
+        let [exchange, stencil] = KernelUnit::ALL.map(kernels::image);
+        let images = [
+            exchange.ok_or_else(no_kernels)?,
+            stencil.ok_or_else(no_kernels)?,
+        ];
+        let module = Module::load(images).map_err(|e| Error::KernelsUnavailable {
             backend: "hip",
             reason: format!(
                 "the kernels ({}) do not load on {name}: {e}",

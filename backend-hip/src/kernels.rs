@@ -1,32 +1,42 @@
-//! The kernel image hipcc built from `kernels-cu/` through `kernels-hip/` (see `build.rs`),
-//! embedded in the binary: a clang offload bundle with one code object per AMD target. With the
-//! `nvidia-layer` feature, nvcc's fatbin of the same `kernels-cu/` sources (the CUDA backend's
-//! image; `build.rs` says why not the HIP entry), which the layer's `hipModuleLoadData` hands to
-//! `cuModuleLoadData`.
+//! The kernel images hipcc built from `kernels-cu/` through `kernels-hip/` (see `build.rs`), one
+//! per compilation unit ([`KernelUnit`]), embedded in the binary: each a clang offload bundle
+//! with one code object per AMD target. With the `nvidia-layer` feature, nvcc's fatbins of the
+//! same `kernels-cu/` units (the CUDA backend's images; `build.rs` says why not the HIP entries),
+//! which the layer's `hipModuleLoadData` hands to `cuModuleLoadData`.
 
-/// The offload bundle (with `nvidia-layer`: the fatbin), 8-byte aligned, or `None` when this
-/// crate was built without its `kernels` feature.
-pub fn image() -> Option<&'static [u8]> {
-    #[cfg(all(haloport_kernels, feature = "nvidia-layer"))]
+use haloport_core::KernelUnit;
+
+/// The offload bundle of `unit` (with `nvidia-layer`: the fatbin), 8-byte aligned, or `None`
+/// when this crate was built without its `kernels` feature.
+pub fn image(unit: KernelUnit) -> Option<&'static [u8]> {
+    #[cfg(haloport_kernels)]
     {
         #[repr(C, align(8))]
         struct Aligned<T: ?Sized>(T);
-        static IMAGE: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
-            env!("OUT_DIR"),
-            "/haloport_nv.fatbin"
-        )));
-        Some(&IMAGE.0)
-    }
-    #[cfg(all(haloport_kernels, not(feature = "nvidia-layer")))]
-    {
-        #[repr(C, align(8))]
-        struct Aligned<T: ?Sized>(T);
-        static IMAGE: &Aligned<[u8]> =
-            &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/haloport.hsaco")));
-        Some(&IMAGE.0)
+        #[cfg(feature = "nvidia-layer")]
+        static IMAGES: [&Aligned<[u8]>; 2] = [
+            &Aligned(*include_bytes!(concat!(
+                env!("OUT_DIR"),
+                "/haloport_nv.fatbin"
+            ))),
+            &Aligned(*include_bytes!(concat!(
+                env!("OUT_DIR"),
+                "/haloport_stencil_nv.fatbin"
+            ))),
+        ];
+        #[cfg(not(feature = "nvidia-layer"))]
+        static IMAGES: [&Aligned<[u8]>; 2] = [
+            &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/haloport.hsaco"))),
+            &Aligned(*include_bytes!(concat!(
+                env!("OUT_DIR"),
+                "/haloport_stencil.hsaco"
+            ))),
+        ];
+        Some(&IMAGES[unit.index()].0)
     }
     #[cfg(not(haloport_kernels))]
     {
+        let _ = unit;
         None
     }
 }
@@ -119,11 +129,12 @@ pub fn bundle_entries(image: &[u8]) -> Result<Vec<BundleEntry>, String> {
 /// The magic number nvcc's fatbins open with (little-endian).
 const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 
-/// The embedded image's code objects, e.g. "gfx906 (13 kB), gfx908 (13 kB)" (with
-/// `nvidia-layer`: "CUDA fatbin of kernels-cu for sm_80;sm_90 (250 kB)"), or why there are none.
+/// The embedded exchange image's code objects, e.g. "gfx906 (13 kB), gfx908 (13 kB)" (with
+/// `nvidia-layer`: "CUDA fatbin of kernels-cu for sm_80;sm_90 (250 kB)"), or why there are none;
+/// the stencil's image is built for the same targets.
 pub fn describe() -> String {
     if cfg!(feature = "nvidia-layer") {
-        return match image() {
+        return match image(KernelUnit::Exchange) {
             None => "none (built without the kernels feature)".into(),
             Some(i) if i.get(..4) != Some(&FATBIN_MAGIC.to_le_bytes()[..]) => {
                 "unreadable fatbin (no fatbin magic)".into()
@@ -135,7 +146,7 @@ pub fn describe() -> String {
             ),
         };
     }
-    match image().map(bundle_entries) {
+    match image(KernelUnit::Exchange).map(bundle_entries) {
         None => "none (built without the kernels feature)".into(),
         Some(Err(e)) => format!("unreadable bundle ({e})"),
         Some(Ok(entries)) => entries
@@ -179,33 +190,40 @@ mod tests {
     /// asked for (SPEC 9). Prints the sizes for the record.
     #[cfg(all(haloport_kernels, not(feature = "nvidia-layer")))]
     #[test]
-    fn the_embedded_bundle_holds_a_code_object_per_target() {
-        let image = image().expect("built with kernels");
-        let entries = bundle_entries(image).expect("a well-formed bundle");
-        for arch in architectures().split(';') {
-            let entry = entries.iter().find(|e| e.gfx() == Some(arch));
-            assert!(
-                entry.is_some_and(|e| e.size > 0),
-                "no code object for {arch} in {entries:?}"
-            );
-        }
-        for e in &entries {
-            println!("embedded code object: {} ({} bytes)", e.triple, e.size);
+    fn the_embedded_bundles_hold_a_code_object_per_target() {
+        for unit in KernelUnit::ALL {
+            let image = image(unit).expect("built with kernels");
+            let entries = bundle_entries(image).expect("a well-formed bundle");
+            for arch in architectures().split(';') {
+                let entry = entries.iter().find(|e| e.gfx() == Some(arch));
+                assert!(
+                    entry.is_some_and(|e| e.size > 0),
+                    "no code object for {arch} in {unit:?}'s {entries:?}"
+                );
+            }
+            for e in &entries {
+                println!(
+                    "embedded code object of {unit:?}: {} ({} bytes)",
+                    e.triple, e.size
+                );
+            }
         }
     }
-    /// Every kernel the backend looks up is in every code object: its name, NUL-terminated
-    /// (an ELF string table entry), appears at least once per AMD target. Catches a kernel
-    /// added to `Kernel::ALL` but not to the sources (or compiled out) without a GPU.
+
+    /// Every kernel the backend looks up is in every code object of its unit's bundle: its
+    /// name, NUL-terminated (an ELF string table entry), appears at least once per AMD target.
+    /// Catches a kernel added to `Kernel::ALL` but not to its unit's sources (or compiled out)
+    /// without a GPU.
     #[cfg(all(haloport_kernels, not(feature = "nvidia-layer")))]
     #[test]
-    fn every_kernel_is_in_every_code_object() {
-        let image = image().expect("built with kernels");
-        let targets = bundle_entries(image)
-            .expect("a well-formed bundle")
-            .iter()
-            .filter(|e| e.gfx().is_some())
-            .count();
+    fn every_kernel_is_in_every_code_object_of_its_unit() {
         for kernel in haloport_core::Kernel::ALL {
+            let image = image(kernel.unit()).expect("built with kernels");
+            let targets = bundle_entries(image)
+                .expect("a well-formed bundle")
+                .iter()
+                .filter(|e| e.gfx().is_some())
+                .count();
             let name = format!("{}\0", kernel.symbol());
             let found = image
                 .windows(name.len())
@@ -224,11 +242,11 @@ mod tests {
     /// nvcc leaves fatbins uncompressed unless asked).
     #[cfg(all(haloport_kernels, feature = "nvidia-layer"))]
     #[test]
-    fn the_embedded_fatbin_holds_every_kernel_per_architecture() {
-        let image = image().expect("built with kernels");
-        assert_eq!(image.get(..4), Some(&FATBIN_MAGIC.to_le_bytes()[..]));
+    fn the_embedded_fatbins_hold_every_kernel_per_architecture() {
         let archs = architectures().split(';').count();
         for kernel in haloport_core::Kernel::ALL {
+            let image = image(kernel.unit()).expect("built with kernels");
+            assert_eq!(image.get(..4), Some(&FATBIN_MAGIC.to_le_bytes()[..]));
             let name = format!("{}\0", kernel.symbol());
             let found = image
                 .windows(name.len())

@@ -39,8 +39,9 @@
 //! as numbers, so case and domain width do not matter.
 //!
 //! ## Kernels
-//! `build.rs` compiles `kernels-hip/haloport.hip` (the shared sources plus `hp_amd.h`) into one
-//! offload bundle, loaded with `hipModuleLoadData` and launched with `hipModuleLaunchKernel`.
+//! `build.rs` compiles `kernels-hip/haloport.hip` and `haloport_stencil.hip` (the shared sources
+//! plus `hp_amd.h`), side by side, into an offload bundle each, loaded with `hipModuleLoadData`,
+//! one module per unit ([`haloport_core::KernelUnit`]), and launched with `hipModuleLaunchKernel`.
 //!
 //! ## 3-D copies
 //! [`Backend::copy_3d_async`](haloport_core::Backend::copy_3d_async) is `hipMemcpy3DAsync`

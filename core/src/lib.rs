@@ -26,13 +26,12 @@ pub mod halo;
 pub mod pattern;
 pub mod regions;
 pub mod shared;
-pub mod stencil_launch;
 pub mod transport;
 pub mod verify;
 
 pub use backend::{
-    Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, IpcHandle, Kernel, Launch,
-    LaunchDims, PinnedMemory,
+    Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, IpcHandle, Kernel, KernelUnit,
+    Launch, LaunchDims, PinnedMemory,
 };
 pub use error::{Error, Result};
 pub use pattern::{BuiltinPattern, PatternSource, RankPattern};

@@ -1,5 +1,5 @@
 //! The time of one blocking halo exchange called from Rust: the counterpart of
-//! `python/bench/overhead.py`, on the same declaration (a periodic f64 grid, halo 1, one
+//! `bench/python/overhead.py`, on the same declaration (a periodic f64 grid, halo 1, one
 //! field), timed the same way (back-to-back calls, median and minimum of each call's wall
 //! time). Two calls are timed: `HaloExchange::exchange`, what a Rust program calls, and
 //! `ForeignExchange::exchange`, what the Python package and the C ABI call into (raw field
@@ -7,9 +7,9 @@
 //! call; minus the former, what a Python user pays over a Rust one.
 //!
 //! ```text
-//! CARGO_TARGET_DIR=python/target cargo build --release --manifest-path python/Cargo.toml \
-//!     --example exchange_overhead [--features cuda]
-//! mpirun -np 1 python/target/release/examples/exchange_overhead --backend cuda --json rust.json
+//! cargo build --release -p haloport-python --example exchange_overhead \
+//!     [--features haloport-python/cuda]
+//! mpirun -np 1 target/release/examples/exchange_overhead --backend cuda --json rust.json
 //! ```
 
 use std::process::ExitCode;

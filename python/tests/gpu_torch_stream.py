@@ -1,5 +1,5 @@
 """PyTorch tensors on a non-default CUDA stream, exchanged and checked cell by cell (a script,
-not a pytest test: the GPU machines have no pytest). Run by ci/gpu-python.sh:
+not a pytest test: the GPU machines have no pytest). Run by bench/gpu-python.sh:
 
     mpirun -np 2 python python/tests/gpu_torch_stream.py --transport ipc
 

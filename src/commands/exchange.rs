@@ -149,6 +149,7 @@ pub fn header<B: Backend>(
     clock: Vec<Option<ClockFit>>,
 ) -> ResultHeader {
     ResultHeader {
+        schema: haloport_cli::results::BENCH_SCHEMA,
         format: RESULT_FORMAT,
         kind,
         build: provenance(),

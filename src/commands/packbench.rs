@@ -13,6 +13,8 @@ use crate::commands::local_rank;
 
 #[derive(Serialize)]
 struct Output<'a> {
+    /// The schema of the benchmarks' JSON ([`BENCH_SCHEMA`](haloport_cli::results::BENCH_SCHEMA)).
+    schema: &'static str,
     command: &'static str,
     provenance: Provenance,
     backend: &'static str,
@@ -114,6 +116,7 @@ impl OnBackend for Bench<'_> {
         );
         if let Some(path) = &args.json {
             let output = Output {
+                schema: haloport_cli::results::BENCH_SCHEMA,
                 command: "pack-bench",
                 provenance: provenance(),
                 backend: backend.name(),

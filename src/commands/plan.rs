@@ -27,6 +27,8 @@ struct NeighbourRow {
 
 #[derive(Serialize)]
 struct PlanResult {
+    /// The schema of the benchmarks' JSON ([`BENCH_SCHEMA`](haloport_cli::results::BENCH_SCHEMA)).
+    schema: &'static str,
     ranks: i32,
     rank: i32,
     spec: DomainSpec,
@@ -75,6 +77,7 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
         })
         .collect();
     let result = PlanResult {
+        schema: haloport_cli::results::BENCH_SCHEMA,
         ranks: args.ranks,
         rank: args.rank,
         procs: d.procs,

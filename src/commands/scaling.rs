@@ -41,6 +41,8 @@ struct ScalingRow {
 
 #[derive(Debug, Serialize)]
 struct ScalingResult {
+    /// The schema of the benchmarks' JSON ([`BENCH_SCHEMA`](haloport_cli::results::BENCH_SCHEMA)).
+    schema: &'static str,
     command: &'static str,
     mode: &'static str,
     backend: String,
@@ -132,6 +134,7 @@ pub fn run<B: Backend>(
         };
     }
     let result = ScalingResult {
+        schema: haloport_cli::results::BENCH_SCHEMA,
         command: "stencil --scaling",
         mode: mode.name(),
         backend: backend.name().to_owned(),

@@ -31,6 +31,8 @@ const EXTRA_FIELD_HOOK: &str = "HALOPORT_TEST_EXTRA_FIELD_ON_RANK";
 /// The result file.
 #[derive(Debug, Serialize)]
 pub(crate) struct StencilResult {
+    /// The schema of the benchmarks' JSON ([`BENCH_SCHEMA`](haloport_cli::results::BENCH_SCHEMA)).
+    schema: &'static str,
     command: &'static str,
     provenance: Provenance,
     backend: String,
@@ -347,6 +349,7 @@ pub(crate) fn measured<B: Backend>(
         let exposed_exchange_us = step_median_us - compute_median_us;
         let copy_median_us = median(&slowest(&copies)).unwrap_or(0.0);
         let result = StencilResult {
+            schema: haloport_cli::results::BENCH_SCHEMA,
             command: "stencil",
             provenance: provenance(),
             backend: backend.name().to_owned(),

@@ -34,10 +34,10 @@ use haloport_core::domain::{Decomposition, DomainSpec, HaloPlan};
 use haloport_core::error::{Error, Result};
 use haloport_core::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
 use haloport_core::regions::{lanes_padding, stencil_launch, stencil_reads, Copy3d, ShellTiles};
+use haloport_core::regions::{shell_around, CellBox, HalosIn, STENCIL_THREADS};
 use haloport_core::shared::{
     hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_HALOS_IN, HP_SHELL_LIST,
 };
-use haloport_core::stencil_launch::{shell_around, CellBox, HalosIn, STENCIL_THREADS};
 
 mod fields;
 mod placement;

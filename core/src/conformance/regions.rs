@@ -1510,7 +1510,7 @@ fn stencil_boxes<B: Backend>(backend: &B, sweep: &Sweep, boxes: &[([u64; 3], [u6
 }
 
 /// A step without the exchange where an f32 box runs in the lanes (`HalosIn` in
-/// `core/src/stencil_launch.rs`): its wider box and the slabs it leaves update the whole
+/// `core/src/regions/stencil.rs`): its wider box and the slabs it leaves update the whole
 /// interior once, bit for bit as the CPU does. Rows of a multiple of 4 elements: the box from
 /// the interior's first cell, its last tile ending a cell before the interior's end (one
 /// slab), or after it (none); rows of 2 mod 4 (the off form, whose reads keep it from the
@@ -1532,7 +1532,7 @@ pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Ch
         ([136, 10, 40], 134, 3, [1, 132], 1, 1),
         ([132, 12, 36], 128, 1, [2, 129], 2, 2),
     ] {
-        let interior: crate::stencil_launch::CellBox =
+        let interior: crate::regions::CellBox =
             std::array::from_fn(|k| [1, if k == 0 { 1 + local_x } else { alloc[k] - 1 }]);
         let inner = interior.map(|[lo, hi]| [lo + 1, hi - 1]);
         let kind = hp_stencil_args {
@@ -1542,7 +1542,7 @@ pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Ch
             ..Default::default()
         };
         let placed = [(1 << 12) + 4 * phase, (1 << 13) + 4 * phase];
-        let wide = crate::stencil_launch::HalosIn::of(&kind, placed, &interior, &inner)
+        let wide = crate::regions::HalosIn::of(&kind, placed, &interior, &inner)
             .ok_or_else(|| format!("rows of {}: no update in the lanes", alloc[0]))?;
         let mut want = interior;
         want[0] = x;
@@ -1574,7 +1574,7 @@ pub fn stencil_halos_in_boxes_update_the_interior<B: Backend>(backend: &B) -> Ch
             ..kind
         };
         ensure(
-            crate::stencil_launch::HalosIn::of(&f64_kind, placed, &interior, &inner).is_none(),
+            crate::regions::HalosIn::of(&f64_kind, placed, &interior, &inner).is_none(),
             || "an f64 box took an update in the lanes".to_owned(),
         )?;
     }

@@ -89,9 +89,10 @@ fn target_of(out_dir: &Path) -> Option<PathBuf> {
 /// working folder, and each source's path and contents (a missing source hashes as absent).
 fn key(cmd: &Command, sources: &[PathBuf], outputs: &[PathBuf]) -> u64 {
     let mut h = DefaultHasher::new();
-    let program = Path::new(cmd.get_program());
+    // Canonical: the CUDA and HIP build scripts reach the same nvcc by different paths.
+    let program = canonical(PathBuf::from(cmd.get_program()));
     program.hash(&mut h);
-    if let Ok(meta) = std::fs::metadata(program) {
+    if let Ok(meta) = std::fs::metadata(&program) {
         meta.len().hash(&mut h);
         meta.modified().ok().hash(&mut h);
     }

@@ -13,6 +13,11 @@ use std::process::Command;
 
 mod cache;
 
+/// The kernels' compilation units, by the name of their entry file (`.cu` in `kernels-cu/`,
+/// `.hip` in `kernels-hip/`) and image; each is compiled on a thread of its own, side by side.
+/// The order and names are those of `haloport_core::KernelUnit::ALL` (a test of the core checks).
+pub const KERNEL_UNITS: [&str; 2] = ["haloport", "haloport_stencil"];
+
 pub use cache::{canonical, compile_cached_or_exit, sources_in, CACHE_VAR};
 
 /// Where to look for a compiler, in order.
@@ -170,7 +175,7 @@ pub fn cuda_archs() -> Vec<String> {
     arch_list(&std::env::var("HALOPORT_CUDA_ARCHS").unwrap_or_else(|_| "80;90".into()))
 }
 
-/// The nvcc command that compiles `kernels/haloport.cu` into the fatbin `out`: SASS for every
+/// The nvcc command that compiles `kernels/<entry>.cu` into the fatbin `out`: SASS for every
 /// architecture of `archs` and PTX of the newest, so that newer GPUs can JIT it.
 ///
 /// # Errors
@@ -178,6 +183,7 @@ pub fn cuda_archs() -> Vec<String> {
 pub fn fatbin_command(
     nvcc: &Path,
     kernels: &Path,
+    entry: &str,
     archs: &[String],
     out: &Path,
 ) -> Result<Command, String> {
@@ -195,8 +201,50 @@ pub fn fatbin_command(
     }
     cmd.arg("-gencode")
         .arg(format!("arch=compute_{newest},code=compute_{newest}"));
-    cmd.arg("-o").arg(out).arg(kernels.join("haloport.cu"));
+    cmd.arg("-o")
+        .arg(out)
+        .arg(kernels.join(format!("{entry}.cu")));
     Ok(cmd)
+}
+
+/// Compiles every unit of [`KERNEL_UNITS`] side by side, a thread each (through the cache:
+/// [`compile_cached_or_exit`]): `command(entry, out)` is the compile of the unit `entry` into
+/// `out`, and `out_of(entry)` that path. Returns each compile's output, in the units' order.
+/// Under `cargo clippy` ([`only_checking`]) empty images stand in and nothing is compiled.
+pub fn compile_units(
+    compiler: &str,
+    sources: &[PathBuf],
+    out_of: impl Fn(&str) -> PathBuf + Sync,
+    command: impl Fn(&str, &Path) -> Command + Sync,
+) -> Vec<std::process::Output> {
+    if only_checking() {
+        for entry in KERNEL_UNITS {
+            stand_in_image(&out_of(entry));
+        }
+        return Vec::new();
+    }
+    std::thread::scope(|scope| {
+        let compiles: Vec<_> = KERNEL_UNITS
+            .iter()
+            .map(|entry| {
+                let (out_of, command) = (&out_of, &command);
+                scope.spawn(move || {
+                    let out = out_of(entry);
+                    let mut cmd = command(entry, &out);
+                    compile_cached_or_exit(&mut cmd, compiler, sources, &[out])
+                })
+            })
+            .collect();
+        compiles
+            .into_iter()
+            .map(|c| {
+                c.join().unwrap_or_else(|_| {
+                    eprintln!("error: a {compiler} compile's thread panicked");
+                    std::process::exit(1)
+                })
+            })
+            .collect()
+    })
 }
 
 /// Runs a compile command; on failure stops the build with the full command line and the

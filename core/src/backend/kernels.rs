@@ -1,78 +1,14 @@
-//! The Backend trait: everything haloport needs from one GPU, with the vendor hidden (SPEC 2).
-//!
-//! Strategies are generic over `B: Backend` and never see vendor types. A backend owns memory
-//! (device and pinned host), streams and events, copies, and launches the shared kernels of
-//! `kernels-cu/` (on the host backend: their Rust twins with the same semantics). Handles are
-//! associated types with RAII: dropping one frees it, and `Drop` never panics.
-//!
-//! Threading: a backend value is used from the thread that created it; its handles may be
-//! moved between threads (`Send`) but are not used concurrently.
-
-// `Backend::launch` is an unsafe method: kernels dereference raw device addresses.
-#![allow(unsafe_code)]
-
-use std::fmt;
-use std::time::Instant;
-
-use serde::{Deserialize, Serialize};
+//! The kernel catalogue: every entry point of the shared kernels ([`Kernel`]), a launch's
+//! arguments in the form each kernel takes ([`Launch`]) and its grid ([`LaunchDims`]). The
+//! GPU backends look the entry points up by these names; the host backend runs their twins.
 
 use crate::error::Result;
-use crate::regions::Copy3d;
 use crate::shared::{
     hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
     hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_NO_MESSAGE,
     HP_PAYLOAD_COPY, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED,
     HP_REGIONS_FUSED_COPIES, HP_REGIONS_FUSED_SYNTHETIC, HP_REGIONS_PLAIN,
 };
-
-/// Which kind of pinned host memory to allocate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum Coherence {
-    /// Writes become visible to the other side while kernels run (flags, polling).
-    /// CUDA: cuMemHostAlloc(PORTABLE | DEVICEMAP). HIP: hipHostMallocCoherent | hipHostMallocMapped.
-    Coherent,
-    /// Contents are defined only at stream/event synchronization points: the CPU may read what a
-    /// kernel wrote only after the kernel is known complete, and a kernel sees CPU writes made
-    /// before its launch. HIP: hipHostMallocNonCoherent. CUDA has no such kind and serves it as
-    /// Coherent, and says so in [`PinnedMemory::coherence_served`].
-    NonCoherent,
-}
-
-impl fmt::Display for Coherence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Coherence::Coherent => "coherent",
-            Coherence::NonCoherent => "non-coherent",
-        })
-    }
-}
-
-/// What a device is and offers.
-#[derive(Debug, Clone, Serialize)]
-pub struct DeviceInfo {
-    /// "NVIDIA", "AMD", or "host".
-    pub vendor: String,
-    /// The device's name as the driver reports it.
-    pub name: String,
-    /// Index of the device this rank uses (SPEC 2: `local_rank % device_count`).
-    pub ordinal: usize,
-    /// Devices of this backend visible to this process.
-    pub device_count: usize,
-    /// Streaming multiprocessors / compute units (host: hardware threads).
-    pub multiprocessors: u32,
-    /// Warp / wavefront width in threads (host: 1).
-    pub warp_width: u32,
-    /// Most threads one block may have.
-    pub max_threads_per_block: u32,
-    /// Rate of the device timer that kernels read for timestamps, in Hz.
-    pub timer_hz: u64,
-    /// Pinned-memory coherence kinds the device really offers (not those it serves as another).
-    pub coherence_kinds: Vec<Coherence>,
-    /// Driver and runtime versions, free text.
-    pub driver: String,
-}
 
 /// Grid and block dimensions of a launch (1-D: haloport's kernels work per block).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,6 +204,22 @@ impl Kernel {
         )
     }
 
+    /// The compilation unit (and so the image) the kernel's entry point is built in.
+    pub fn unit(self) -> KernelUnit {
+        match self {
+            Kernel::Stencil27
+            | Kernel::StencilCells
+            | Kernel::StencilMarching
+            | Kernel::StencilMarch64
+            | Kernel::StencilMarch32
+            | Kernel::StencilMarch64Shell
+            | Kernel::StencilShellReady
+            | Kernel::StencilShellFixup
+            | Kernel::StencilMarch7 => KernelUnit::Stencil,
+            _ => KernelUnit::Exchange,
+        }
+    }
+
     /// Every kernel, for loading modules and checking they are all present.
     pub const ALL: [Kernel; 32] = [
         Kernel::Pack,
@@ -303,6 +255,39 @@ impl Kernel {
         Kernel::StencilShellFixup,
         Kernel::StencilMarch7,
     ];
+}
+
+/// The compilation units of the shared kernels, each compiled (side by side) into an image of its
+/// own that a GPU backend embeds and loads as a module: the exchange's kernels (the thesis's
+/// and the library's, `kernels-cu/haloport.cu`) and the stencil application's
+/// (`kernels-cu/haloport_stencil.cu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KernelUnit {
+    /// `haloport.cu` / `haloport.hip`: hp_kernels.cuh and hp_regions.cuh.
+    Exchange,
+    /// `haloport_stencil.cu` / `haloport_stencil.hip`: hp_stencil.cuh.
+    Stencil,
+}
+
+impl KernelUnit {
+    /// Every unit, in the order images are listed.
+    pub const ALL: [KernelUnit; 2] = [KernelUnit::Exchange, KernelUnit::Stencil];
+
+    /// The entry file's name without its extension (`.cu` or `.hip`), which names the image too.
+    pub fn entry(self) -> &'static str {
+        match self {
+            KernelUnit::Exchange => "haloport",
+            KernelUnit::Stencil => "haloport_stencil",
+        }
+    }
+
+    /// The unit's place in [`Self::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            KernelUnit::Exchange => 0,
+            KernelUnit::Stencil => 1,
+        }
+    }
 }
 
 /// A kernel launch with its argument, passed to the kernel by value.
@@ -665,653 +650,22 @@ impl Launch<'_> {
     }
 }
 
-/// Device memory of one process in a form another process of the same node can open
-/// ([`Backend::export_ipc`], [`Backend::open_ipc`]): it travels between ranks over MPI once,
-/// at set-up (SPEC 12).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IpcHandle {
-    /// The backend that made it ("cuda", "hip", "host"); only the same backend opens it.
-    pub backend: String,
-    /// The vendor's opaque handle (CUDA and HIP: the 64-byte `cu/hipIpcMemHandle_t`; host: the
-    /// exporting process's id and the descriptor of its shared mapping).
-    pub bytes: Vec<u8>,
-    /// Size of the exported allocation in bytes.
-    pub len: usize,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Which physical device a rank works on, as other ranks of its node see it: two ranks with the
-/// same identity share one device; [`Backend::can_access_peer`] says whether kernels on one can
-/// store into memory of the other.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct DeviceIdentity {
-    /// The backend ("cuda", "hip", "host").
-    pub backend: String,
-    /// A name unique to the physical device on its node: the PCI bus id for GPUs (e.g.
-    /// `0000:1B:00.0`); the host backend's one "device" is the node's memory (`host`).
-    pub id: String,
-}
-
-/// A PCI address: domain, bus, device, function.
-pub type PciBusId = (u32, u32, u32, u32);
-
-impl DeviceIdentity {
-    /// Parses a PCI bus id, `domain:bus:device.function` in hex (`0000:1B:00.0`), into numbers,
-    /// so that ids differing only in case or domain width compare equal; `None` when `id` is
-    /// not one.
-    pub fn parse_pci_bus_id(id: &str) -> Option<PciBusId> {
-        fn hex(s: &str, max_digits: usize) -> Option<u32> {
-            let digits =
-                (1..=max_digits).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
-            digits.then(|| u32::from_str_radix(s, 16).ok()).flatten()
+    /// The GPU backends' build scripts compile the units by these names (the toolchain's list)
+    /// and the backends load them in this order.
+    #[test]
+    fn the_units_are_the_ones_the_build_scripts_compile() {
+        assert_eq!(
+            KernelUnit::ALL.map(KernelUnit::entry),
+            haloport_toolchain::KERNEL_UNITS
+        );
+        for (i, unit) in KernelUnit::ALL.into_iter().enumerate() {
+            assert_eq!(unit.index(), i);
         }
-        let (domain, rest) = id.split_once(':')?;
-        let (bus, rest) = rest.split_once(':')?;
-        let (device, function) = rest.split_once('.')?;
-        Some((
-            hex(domain, 8)?,
-            hex(bus, 2)?,
-            hex(device, 2)?,
-            hex(function, 1)?,
-        ))
+        assert_eq!(Kernel::Stencil27.unit(), KernelUnit::Stencil);
+        assert_eq!(Kernel::ExchangeRegions.unit(), KernelUnit::Exchange);
     }
-
-    /// This identity's PCI bus id, once it is shown to be a device of `backend`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for another backend's identity or an
-    /// id that is no PCI bus id.
-    pub fn pci_bus_id_for(&self, backend: &str) -> Result<PciBusId> {
-        if self.backend != backend {
-            return Err(crate::Error::InvalidInput(format!(
-                "{backend}: cannot ask about peer access to a device of the {:?} backend ({})",
-                self.backend, self.id
-            )));
-        }
-        Self::parse_pci_bus_id(&self.id).ok_or_else(|| {
-            crate::Error::InvalidInput(format!(
-                "{backend}: peer device id {:?} is not a PCI bus id (domain:bus:device.function)",
-                self.id
-            ))
-        })
-    }
-}
-
-impl IpcHandle {
-    /// The handle's bytes as the `N`-byte vendor handle (`vendor_type`, e.g. `CUipcMemHandle`)
-    /// of `backend`, once it is shown to be one.
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the backend that made it, or
-    /// its length.
-    pub fn vendor_bytes<const N: usize>(
-        &self,
-        backend: &str,
-        vendor_type: &str,
-    ) -> Result<[u8; N]> {
-        if self.backend != backend {
-            return Err(crate::Error::InvalidInput(format!(
-                "{backend}: cannot open an IPC handle made by the {:?} backend (only the {backend} backend's)",
-                self.backend
-            )));
-        }
-        self.bytes.as_slice().try_into().map_err(|_| {
-            crate::Error::InvalidInput(format!(
-                "{backend}: an IPC handle ({vendor_type}) has {N} bytes, this one {}",
-                self.bytes.len()
-            ))
-        })
-    }
-}
-
-/// The IPC handles one process exported, each with the address of the allocation it names,
-/// while that allocation lives: CUDA and HIP refuse to open a handle in the process that made
-/// it, so backends recognise their own handles here and say so clearly.
-pub struct ExportedHandles<const N: usize>(std::sync::Mutex<Vec<(u64, [u8; N])>>);
-
-impl<const N: usize> ExportedHandles<N> {
-    /// An empty list (usable in a `static`).
-    pub const fn new() -> Self {
-        ExportedHandles(std::sync::Mutex::new(Vec::new()))
-    }
-
-    /// The list; a panic elsewhere while it was held cannot leave it inconsistent (each change
-    /// is one push or retain), so a poisoned lock is used as it is, and `Drop` never panics.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, [u8; N])>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Records that the allocation at `addr` was exported as `handle`.
-    pub fn record(&self, addr: u64, handle: [u8; N]) {
-        let mut list = self.lock();
-        if !list.contains(&(addr, handle)) {
-            list.push((addr, handle));
-        }
-    }
-
-    /// Forgets the handles of the allocation at `addr` (it is being freed).
-    pub fn forget(&self, addr: u64) {
-        self.lock().retain(|(a, _)| *a != addr);
-    }
-
-    /// True when this process exported `handle` and its allocation still lives.
-    pub fn contains(&self, handle: &[u8; N]) -> bool {
-        self.lock().iter().any(|(_, h)| h == handle)
-    }
-}
-
-impl<const N: usize> Default for ExportedHandles<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Device memory: only kernels and copies touch it.
-pub trait DeviceMemory: Send {
-    /// Size in bytes.
-    fn len_bytes(&self) -> usize;
-    /// The address kernels dereference.
-    fn device_addr(&self) -> u64;
-}
-
-/// Pinned (page-locked, device-mapped) host memory, reachable from the CPU and from kernels.
-pub trait PinnedMemory: Send + 'static {
-    /// Size in bytes.
-    fn len_bytes(&self) -> usize;
-    /// The address the CPU dereferences. Valid for `len_bytes()` bytes while `self` lives.
-    fn host_ptr(&self) -> *mut u8;
-    /// The address kernels dereference (Vendor: cuMemHostGetDevicePointer /
-    /// hipHostGetDevicePointer; host backend: the host address).
-    fn device_addr(&self) -> u64;
-    /// The coherence kind that was asked for.
-    fn coherence_requested(&self) -> Coherence;
-    /// The coherence kind the backend actually allocated.
-    fn coherence_served(&self) -> Coherence;
-}
-
-/// A device: memory, streams, events, copies and kernel launches.
-///
-/// Every method that can fail returns a [`Result`] whose error names the vendor
-/// call and what haloport was doing.
-pub trait Backend: Sized {
-    /// An in-order queue of work on the device.
-    type Stream: Send;
-    /// A marker recorded on a stream; completes when the stream reaches it.
-    type Event: Send;
-    /// Memory on the device.
-    type DeviceMemory: DeviceMemory;
-    /// Pinned host memory.
-    type PinnedMemory: PinnedMemory;
-    /// Another process's device memory, opened from an [`IpcHandle`]: kernels of this process
-    /// store into it; dropping it unmaps it (the owner frees the memory).
-    type PeerMemory: DeviceMemory;
-    /// Captured stream work, instantiated for replay ([`Backend::begin_capture`]).
-    type Graph: Send;
-
-    /// Short backend name used in outputs: "host", "cuda", "hip".
-    fn name(&self) -> &'static str;
-
-    /// What the device is and offers.
-    fn device_info(&self) -> &DeviceInfo;
-
-    /// Allocates `bytes` of device memory, zeroed.
-    ///
-    /// Vendor: cuMemAlloc / hipMalloc.
-    fn alloc_device(&self, bytes: usize) -> Result<Self::DeviceMemory>;
-
-    /// Allocates `bytes` of pinned host memory of the given coherence, zeroed, mapped into the
-    /// device, never write-combined (the CPU reads it).
-    ///
-    /// Vendor: cuMemHostAlloc(PORTABLE | DEVICEMAP) / hipHostMalloc(Mapped | Coherent or NonCoherent).
-    fn alloc_pinned(&self, bytes: usize, coherence: Coherence) -> Result<Self::PinnedMemory>;
-
-    /// Creates a stream.
-    ///
-    /// Vendor: cuStreamCreate / hipStreamCreate.
-    fn create_stream(&self) -> Result<Self::Stream>;
-
-    /// Creates a stream of the device's highest priority: its kernels' blocks are dispatched
-    /// before those of streams made by [`Self::create_stream`] whenever both wait for room, so
-    /// a short urgent launch (a halo exchange, the cells next to the halos) need not wait for
-    /// a long one (the interior's update) to drain. A backend without priorities gives a
-    /// plain stream.
-    ///
-    /// Vendor: cuCtxGetStreamPriorityRange + cuStreamCreateWithPriority /
-    /// hipDeviceGetStreamPriorityRange + hipStreamCreateWithPriority.
-    fn create_urgent_stream(&self) -> Result<Self::Stream> {
-        self.create_stream()
-    }
-
-    /// True when all work queued on `stream` has completed.
-    ///
-    /// Vendor: cuStreamQuery / hipStreamQuery.
-    fn stream_query(&self, stream: &Self::Stream) -> Result<bool>;
-
-    /// Waits until all work queued on `stream` has completed, or `deadline` passes.
-    ///
-    /// # Errors
-    /// [`Error::Timeout`](crate::Error::Timeout) when the deadline passes first.
-    ///
-    /// Vendor: cuStreamSynchronize / hipStreamSynchronize (polled, so that it can time out).
-    fn stream_synchronize(&self, stream: &Self::Stream, deadline: Instant) -> Result<()>;
-
-    /// Creates an event.
-    ///
-    /// Vendor: cuEventCreate / hipEventCreate.
-    fn create_event(&self) -> Result<Self::Event>;
-
-    /// Creates an event that only marks completion (no timestamp, so
-    /// [`Backend::event_elapsed_ms`] cannot use it): cheaper to record on every exchange.
-    ///
-    /// Vendor: cuEventCreate(CU_EVENT_DISABLE_TIMING); elsewhere [`Backend::create_event`].
-    fn create_marker(&self) -> Result<Self::Event> {
-        self.create_event()
-    }
-
-    /// Records `event` on `stream`: it completes when the stream reaches this point.
-    ///
-    /// Vendor: cuEventRecord / hipEventRecord.
-    fn record_event(&self, event: &Self::Event, stream: &Self::Stream) -> Result<()>;
-
-    /// True when the work before the event's last record has completed.
-    ///
-    /// Vendor: cuEventQuery / hipEventQuery.
-    fn event_query(&self, event: &Self::Event) -> Result<bool>;
-
-    /// Waits until `event` completes, or `deadline` passes.
-    ///
-    /// Vendor: cuEventSynchronize / hipEventSynchronize (polled, so that it can time out).
-    fn event_synchronize(&self, event: &Self::Event, deadline: Instant) -> Result<()>;
-
-    /// Makes work queued on `stream` after this call wait until `event` completes (its record
-    /// at the time of this call), without blocking the CPU: how work on one stream is ordered
-    /// after work on another. An event never recorded imposes no wait.
-    ///
-    /// Vendor: cuStreamWaitEvent / hipStreamWaitEvent; host: a queued item that waits for the
-    /// event's marker.
-    fn stream_wait_event(&self, stream: &Self::Stream, event: &Self::Event) -> Result<()>;
-
-    /// Identifies the device stream `stream` queues work on: two handles of one stream (an
-    /// application stream adopted twice) have the same id. An id may be reused once its stream
-    /// was destroyed, which happens only after its work completed.
-    fn stream_id(&self, stream: &Self::Stream) -> u64;
-
-    /// Milliseconds between two completed events.
-    ///
-    /// Vendor: cuEventElapsedTime / hipEventElapsedTime.
-    fn event_elapsed_ms(&self, start: &Self::Event, end: &Self::Event) -> Result<f32>;
-
-    /// Queues a copy of `bytes` from pinned host memory to device memory on `stream`.
-    ///
-    /// Freeing the source while the copy is queued cannot be written in safe code: the call is
-    /// `unsafe`, and its contract forbids it.
-    ///
-    /// ```compile_fail,E0133
-    /// use haloport_core::{Backend, Coherence};
-    /// fn queue_then_free<B: Backend>(b: &B, dst: &B::DeviceMemory, s: &B::Stream) {
-    ///     let src = b.alloc_pinned(64, Coherence::Coherent).unwrap();
-    ///     b.copy_to_device_async(dst, 0, &src, 0, 64, s).unwrap();
-    ///     drop(src); // the queued copy would read freed memory
-    /// }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) if a range lies outside its allocation.
-    ///
-    /// # Safety
-    /// 1. `src` and `dst` stay allocated until the copy has completed: until `stream` was
-    ///    synchronized, or an event recorded on it after this call completed. Dropping the
-    ///    memory earlier lets the queued copy touch freed memory (the host backend's worker
-    ///    thread, the GPU's copy engine).
-    /// 2. No other work (CPU, kernel, copy) writes the destination range, or writes the source
-    ///    range, until the copy has completed.
-    ///
-    /// Vendor: cuMemcpyHtoDAsync / hipMemcpyHtoDAsync.
-    unsafe fn copy_to_device_async(
-        &self,
-        dst: &Self::DeviceMemory,
-        dst_offset: usize,
-        src: &Self::PinnedMemory,
-        src_offset: usize,
-        bytes: usize,
-        stream: &Self::Stream,
-    ) -> Result<()>;
-
-    /// Queues a copy of `bytes` from device memory to pinned host memory on `stream`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) if a range lies outside its allocation.
-    ///
-    /// # Safety
-    /// 1. `src` and `dst` stay allocated until the copy has completed: until `stream` was
-    ///    synchronized, or an event recorded on it after this call completed. Dropping the
-    ///    memory earlier lets the queued copy touch freed memory (the host backend's worker
-    ///    thread, the GPU's copy engine).
-    /// 2. No other work (CPU, kernel, copy) writes the destination range, or writes the source
-    ///    range, until the copy has completed.
-    ///
-    /// Vendor: cuMemcpyDtoHAsync / hipMemcpyDtoHAsync.
-    unsafe fn copy_to_host_async(
-        &self,
-        dst: &Self::PinnedMemory,
-        dst_offset: usize,
-        src: &Self::DeviceMemory,
-        src_offset: usize,
-        bytes: usize,
-        stream: &Self::Stream,
-    ) -> Result<()>;
-
-    /// Queues a 3-D strided copy between device addresses on `stream`, by the copy engine: the
-    /// copy-engine form of packing or unpacking a region ([`Copy3d::pack_region`]), which
-    /// SPEC 13 compares with the pack kernels in the same run. Only the `width` bytes of each
-    /// row are touched, not the gaps between rows.
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a shape [`Copy3d::check`]
-    /// refuses; [`Error::Unsupported`](crate::Error::Unsupported) where the device cannot copy
-    /// between unified addresses; the vendor's error otherwise.
-    ///
-    /// # Safety
-    /// 1. `copy.src` and `copy.dst` are device addresses of memory of this backend (device
-    ///    memory, the device address of pinned memory, or opened peer memory), valid for the
-    ///    rows the copy reads ([`Copy3d::src_span`] bytes from `src`) and writes
-    ///    ([`Copy3d::dst_span`] bytes from `dst`), and stay allocated until the copy has
-    ///    completed: until `stream` was synchronized, or an event recorded on it after this call
-    ///    completed.
-    /// 2. No other work (CPU, kernel, copy) writes the rows the copy reads, or touches the rows
-    ///    it writes, until the copy has completed; the two sets of rows do not overlap.
-    ///
-    /// Vendor: cuMemcpy3DAsync (CU_MEMORYTYPE_UNIFIED) / hipMemcpy3DAsync (hipMemcpyDefault).
-    unsafe fn copy_3d_async(&self, copy: &Copy3d, stream: &Self::Stream) -> Result<()>;
-
-    /// Queues one of the shared kernels on `stream`.
-    ///
-    /// # Safety
-    /// 1. Every address in the launch's argument (and in the tables it points to) is a device
-    ///    address of memory allocated by this backend that stays allocated until the kernel
-    ///    completes.
-    /// 2. Each such range is as large as the argument and its tables say.
-    /// 3. The CPU does not write the memory the kernel writes until the kernel has completed,
-    ///    except flags designed for concurrent access, which both sides access atomically.
-    ///
-    /// Vendor: cuLaunchKernel / hipModuleLaunchKernel.
-    unsafe fn launch(
-        &self,
-        launch: Launch<'_>,
-        dims: LaunchDims,
-        stream: &Self::Stream,
-    ) -> Result<()>;
-
-    /// Starts capturing the work queued on `stream` into a graph, which it then holds instead
-    /// of running, until [`Backend::end_capture`] (which must follow, also after an error).
-    /// Relaxed: other streams may allocate and synchronize meanwhile.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`](crate::Error::Unsupported) on a backend without graphs (host);
-    /// the vendor's error, e.g. for a stream already capturing.
-    ///
-    /// Vendor: cuStreamBeginCapture / hipStreamBeginCapture (relaxed mode).
-    fn begin_capture(&self, stream: &Self::Stream) -> Result<()>;
-
-    /// Ends the capture on `stream` and instantiates what it captured.
-    ///
-    /// # Errors
-    /// The vendor's error, e.g. a capture invalidated by a call that cannot be captured.
-    ///
-    /// Vendor: cuStreamEndCapture + cuGraphInstantiate / hipStreamEndCapture +
-    /// hipGraphInstantiate.
-    fn end_capture(&self, stream: &Self::Stream) -> Result<Self::Graph>;
-
-    /// Queues one replay of `graph` on `stream`, after the work queued there before.
-    ///
-    /// # Safety
-    /// As [`Backend::launch`], for every kernel the graph holds: the memory its arguments name
-    /// stays allocated until the replay completes.
-    ///
-    /// Vendor: cuGraphLaunch / hipGraphLaunch.
-    unsafe fn launch_graph(&self, graph: &Self::Graph, stream: &Self::Stream) -> Result<()>;
-
-    /// How many blocks of `kernel` with `threads` threads each can be resident on the device at
-    /// once (occupancy per multiprocessor times multiprocessors). A kernel whose blocks wait for
-    /// each other must not be launched with more.
-    ///
-    /// Vendor: cuOccupancyMaxActiveBlocksPerMultiprocessor / hipOccupancyMaxActiveBlocksPerMultiprocessor.
-    fn max_resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32>;
-
-    /// Exports device memory this backend allocated, as a whole allocation (SPEC 11: an IPC
-    /// handle names a whole allocation), so that other processes of the node can open it.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`](crate::Error::Unsupported) where the backend has no IPC; the
-    /// vendor's error otherwise.
-    ///
-    /// Vendor: cuIpcGetMemHandle / hipIpcGetMemHandle; host: a shared mapping other processes
-    /// open through `/proc/PID/fd`.
-    fn export_ipc(&self, memory: &Self::DeviceMemory) -> Result<IpcHandle>;
-
-    /// Opens memory another process of this node exported. Kernels of this process may then
-    /// store into it (over NVLink/xGMI or PCIe between GPUs, or within one GPU), ordered for
-    /// the owner by system-scope fences and flags.
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a handle of another backend;
-    /// the vendor's error (e.g. a handle of another node) otherwise.
-    ///
-    /// Vendor: cuIpcOpenMemHandle(LAZY_ENABLE_PEER_ACCESS) / hipIpcOpenMemHandle.
-    fn open_ipc(&self, handle: &IpcHandle) -> Result<Self::PeerMemory>;
-
-    /// The physical device this backend works on, as other ranks of the node name it.
-    ///
-    /// Vendor: cuDeviceGetPCIBusId / hipDeviceGetPCIBusId.
-    fn device_identity(&self) -> Result<DeviceIdentity>;
-
-    /// Whether kernels on this device can store into memory on `peer`'s device (the same
-    /// device: yes). A device this process cannot see is not reachable.
-    ///
-    /// Vendor: cuDeviceGetByPCIBusId + cuDeviceCanAccessPeer / the hip equivalents.
-    fn can_access_peer(&self, peer: &DeviceIdentity) -> Result<bool>;
-}
-
-/// The instant `timeout` from now; a time-out too long to represent (`Duration::MAX`) waits
-/// for a century instead of overflowing.
-pub fn deadline_in(timeout: std::time::Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(timeout)
-        .or_else(|| now.checked_add(std::time::Duration::from_secs(100 * 365 * 86_400)))
-        .unwrap_or(now)
-}
-
-/// Polls `done` until it says true or `deadline` passes: how GPU backends wait for streams and
-/// events without blocking inside the driver, so that every wait can time out (SPEC 8).
-///
-/// # Errors
-/// `done`'s errors; [`Error::Timeout`](crate::Error::Timeout) naming `what` when the deadline
-/// passes first.
-pub fn poll_until(
-    deadline: Instant,
-    what: &str,
-    mut done: impl FnMut() -> Result<bool>,
-) -> Result<()> {
-    let since = Instant::now();
-    loop {
-        if done()? {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(crate::Error::Timeout {
-                rank: None,
-                what: format!("waiting for {what}"),
-                after: since.elapsed(),
-            });
-        }
-        std::hint::spin_loop();
-    }
-}
-
-/// Copies two tables, `head` then `tail` right after it, into new device memory (kernels read
-/// such tables often; device memory keeps them close) and waits for the copy.
-///
-/// # Errors
-/// [`Error::Internal`](crate::Error::Internal) when `tail` would be misaligned after `head`;
-/// allocation, copy and time-out errors.
-pub fn upload_table<B: Backend, T: Copy, U: Copy>(
-    backend: &B,
-    head: &[T],
-    tail: &[U],
-) -> Result<B::DeviceMemory> {
-    let head_bytes = std::mem::size_of_val(head);
-    if head_bytes % std::mem::align_of::<U>() != 0 {
-        return Err(crate::Error::Internal(
-            "a table's tail would be misaligned".into(),
-        ));
-    }
-    let bytes = (head_bytes + std::mem::size_of_val(tail)).max(1);
-    let staging = backend.alloc_pinned(bytes, Coherence::Coherent)?;
-    let table = backend.alloc_device(bytes)?;
-    // SAFETY: staging holds `bytes` bytes, page-aligned (so aligned for T), and nothing else
-    // uses it yet; head fills its first head_bytes, tail the rest, aligned for U (checked).
-    // Copied as T and U, not as bytes: their padding (if any) is never read as data.
-    unsafe {
-        let at = staging.host_ptr();
-        std::ptr::copy_nonoverlapping(head.as_ptr(), at.cast::<T>(), head.len());
-        std::ptr::copy_nonoverlapping(tail.as_ptr(), at.add(head_bytes).cast::<U>(), tail.len());
-    }
-    let stream = backend.create_stream()?;
-    // SAFETY: (1) staging and table live until the stream is synchronized below (and the
-    // stream, declared after them, is dropped first), or are leaked; (2) nothing else touches
-    // them meanwhile.
-    unsafe { backend.copy_to_device_async(&table, 0, &staging, 0, bytes, &stream)? };
-    let deadline = Instant::now() + std::time::Duration::from_secs(10);
-    if let Err(e) = backend.stream_synchronize(&stream, deadline) {
-        // The copy may still read `staging` and write `table`: leak both (and the stream,
-        // whose drop would wait for the copy without a bound) rather than free them under it.
-        std::mem::forget((staging, table, stream));
-        return Err(e);
-    }
-    Ok(table)
-}
-
-/// Copies `bytes` to the start of `memory` through pinned memory, on `stream`, and waits.
-///
-/// # Errors
-/// [`Error::InvalidInput`](crate::Error::InvalidInput) when `memory` is shorter than `bytes`;
-/// allocation, copy and time-out errors.
-pub fn upload_bytes<B: Backend>(
-    backend: &B,
-    memory: &B::DeviceMemory,
-    bytes: &[u8],
-    stream: &B::Stream,
-    deadline: Instant,
-) -> Result<()> {
-    upload_bytes_at(backend, (memory, 0), bytes, stream, deadline)
-}
-
-/// Copies `bytes` into `memory` from `offset` on, as [`upload_bytes`].
-///
-/// # Errors
-/// As [`upload_bytes`], for the range from `offset`.
-pub fn upload_bytes_at<B: Backend>(
-    backend: &B,
-    (memory, offset): (&B::DeviceMemory, usize),
-    bytes: &[u8],
-    stream: &B::Stream,
-    deadline: Instant,
-) -> Result<()> {
-    let staging = backend.alloc_pinned(bytes.len().max(1), Coherence::NonCoherent)?;
-    // SAFETY: staging holds at least bytes.len() bytes and nothing else uses it.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), staging.host_ptr(), bytes.len()) };
-    // SAFETY: (1) staging lives until the copy is seen complete below, or is leaked; memory
-    // is the caller's, alive until its stream drained; (2) nothing else touches them meanwhile.
-    unsafe { backend.copy_to_device_async(memory, offset, &staging, 0, bytes.len(), stream)? };
-    settle(backend, stream, deadline, staging).map(drop)
-}
-
-/// Waits for `stream`, then gives `staging` back; if the wait fails, the copy may still read or
-/// write `staging`, so it is leaked rather than freed.
-fn settle<B: Backend>(
-    backend: &B,
-    stream: &B::Stream,
-    deadline: Instant,
-    staging: B::PinnedMemory,
-) -> Result<B::PinnedMemory> {
-    match backend.stream_synchronize(stream, deadline) {
-        Ok(()) => Ok(staging),
-        Err(e) => {
-            std::mem::forget(staging);
-            Err(e)
-        }
-    }
-}
-
-/// The first `len` bytes of `memory`, copied through pinned memory on `stream` (after the work
-/// queued there), waiting for the copy.
-///
-/// # Errors
-/// [`Error::InvalidInput`](crate::Error::InvalidInput) when `memory` is shorter than `len`;
-/// allocation, copy and time-out errors.
-pub fn download_bytes<B: Backend>(
-    backend: &B,
-    memory: &B::DeviceMemory,
-    len: usize,
-    stream: &B::Stream,
-    deadline: Instant,
-) -> Result<Vec<u8>> {
-    download_bytes_at(backend, (memory, 0), len, stream, deadline)
-}
-
-/// The `len` bytes of `memory` from `offset` on, as [`download_bytes`].
-///
-/// # Errors
-/// As [`download_bytes`], for the range from `offset`.
-pub fn download_bytes_at<B: Backend>(
-    backend: &B,
-    (memory, offset): (&B::DeviceMemory, usize),
-    len: usize,
-    stream: &B::Stream,
-    deadline: Instant,
-) -> Result<Vec<u8>> {
-    let staging = backend.alloc_pinned(len.max(1), Coherence::NonCoherent)?;
-    // SAFETY: (1) staging lives until the copy is seen complete below, or is leaked; memory
-    // is the caller's; (2) nothing writes them meanwhile (work queued before on `stream`
-    // completes before the copy starts).
-    unsafe { backend.copy_to_host_async(&staging, 0, memory, offset, len, stream)? };
-    let staging = settle(backend, stream, deadline, staging)?;
-    // SAFETY: the copy completed; staging holds at least `len` bytes nothing else writes.
-    Ok(unsafe { std::slice::from_raw_parts(staging.host_ptr(), len) }.to_vec())
-}
-
-/// Checks that `[offset, offset + bytes)` lies inside an allocation of `len` bytes, for copies.
-///
-/// # Errors
-/// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the backend, the copy and the range.
-pub fn check_range(
-    backend: &str,
-    what: &str,
-    offset: usize,
-    bytes: usize,
-    len: usize,
-) -> Result<()> {
-    match offset.checked_add(bytes) {
-        Some(end) if end <= len => Ok(()),
-        _ => Err(crate::Error::InvalidInput(format!(
-            "{backend}: {what}: range {offset}..{} is outside an allocation of {len} bytes",
-            offset.saturating_add(bytes)
-        ))),
-    }
-}
-
-/// Checks that `backend` can run GPU blocks of `threads` threads, before anything is allocated.
-///
-/// # Errors
-/// [`Error::InvalidInput`](crate::Error::InvalidInput) naming the backend and its limit.
-pub fn check_threads<B: Backend>(backend: &B, threads: u32) -> crate::Result<()> {
-    let max = backend.device_info().max_threads_per_block;
-    if threads == 0 || threads > max {
-        return Err(crate::Error::InvalidInput(format!(
-            "{threads} threads per block: the {} backend runs 1 to {max}",
-            backend.name()
-        )));
-    }
-    Ok(())
 }
