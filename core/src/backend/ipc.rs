@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 
 /// Device memory of one process in a form another process of the same node can open
-/// ([`Backend::export_ipc`], [`Backend::open_ipc`]): it travels between ranks over MPI once,
+/// ([`Backend::export_ipc`](super::Backend::export_ipc), [`Backend::open_ipc`](super::Backend::open_ipc)): it travels between ranks over MPI once,
 /// at set-up (SPEC 12).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IpcHandle {
@@ -20,7 +20,7 @@ pub struct IpcHandle {
 }
 
 /// Which physical device a rank works on, as other ranks of its node see it: two ranks with the
-/// same identity share one device; [`Backend::can_access_peer`] says whether kernels on one can
+/// same identity share one device; [`Backend::can_access_peer`](super::Backend::can_access_peer) says whether kernels on one can
 /// store into memory of the other.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DeviceIdentity {
