@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HIP on NVIDIA without a GPU (SPEC 19): builds haloport's HIP-on-CUDA layer (the HIP backend's
+# HIP on NVIDIA without a GPU: builds haloport's HIP-on-CUDA layer (the HIP backend's
 # nvidia-layer feature) and runs what needs no GPU:
 #   - the layer exports exactly the HIP functions backend-hip/build.rs lists (FUNCTIONS);
 #   - its mapping test (backend-hip/nvidia-layer/test_map.cpp) against the built library: every
@@ -33,9 +33,12 @@ for line in open(sys.argv[1]):
         print(m["out_dir"])
 ' "$1" | tail -n 1
 }
-# The test build runs the build script too: one build gives the layer and the tests.
-cargo test -p haloport-hip --features nvidia-layer --no-run
-cargo test -p haloport-hip --features nvidia-layer --no-run --message-format=json > "$tmp/build.json"
+# Every cargo command here selects the same packages with the same features, so that cargo
+# resolves their dependencies' features once and compiles them once. The test build runs the
+# build script too: one build gives the layer and the tests.
+select=(-p haloport-hip -p haloport -p haloport-cli --features haloport-cli/hip-nvidia)
+cargo test "${select[@]}" --lib --no-run
+cargo test "${select[@]}" --lib --no-run --message-format=json > "$tmp/build.json"
 out_dir=$(layer_dir "$tmp/build.json")
 lib="$out_dir/libhaloport_hipnv.so"
 [ -f "$lib" ] || { echo "hip-nvidia-test: no layer at $lib"; exit 1; }
@@ -68,12 +71,12 @@ mkdir -p "$tmp/fake"
     -L "$out_dir" -lhaloport_hipnv -ldl
 LD_LIBRARY_PATH="$tmp/fake:$out_dir" "$tmp/test_layer"
 
-cargo test -p haloport-hip --features nvidia-layer -- --show-output
-cargo clippy -p haloport-hip -p haloport --all-targets --features hip-nvidia -- -D warnings
+cargo test "${select[@]}" --lib -- --show-output
+cargo clippy "${select[@]}" --all-targets -- -D warnings
 
 # A binary linking the layer finds it on LD_LIBRARY_PATH (cargo run and cargo test set it).
-cargo build --features hip-nvidia
-cargo build --features hip-nvidia --message-format=json > "$tmp/build-bin.json"
+cargo build "${select[@]}"
+cargo build "${select[@]}" --message-format=json > "$tmp/build-bin.json"
 LD_LIBRARY_PATH="$(layer_dir "$tmp/build-bin.json")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     mpirun -np 1 -x LD_LIBRARY_PATH "$target/debug/haloport" info | tee "$tmp/info.txt"
 grep -q "HIP platform: HIP on NVIDIA through haloport's HIP-on-CUDA layer" "$tmp/info.txt"
