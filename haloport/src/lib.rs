@@ -1,9 +1,11 @@
 //! haloport: halo exchange between GPUs over MPI, portable across NVIDIA (CUDA) and AMD (HIP).
 //!
-//! This crate is the facade: it re-exports [`haloport_core`] (the Backend trait, the halo
-//! exchange library, patterns, workloads, strategies, transports) and the backends compiled in
-//! (features `host`, `cuda`, `hip`), and holds what the CLI and library users share: build
-//! provenance and the result file format.
+//! This crate is the library users depend on: it re-exports [`haloport_core`] (the Backend
+//! trait, the declaration and its plan, the halo exchange and its routes) and the backends
+//! compiled in (features `host`, `cuda`, `hip`, `hip-nvidia`), and holds build provenance and
+//! what the C ABI and the Python package share (`foreign`). The thesis benchmark and the
+//! stencil application are crates of their own (`haloport-thesis`, `haloport-stencil`), built
+//! on this one; a library user compiles neither.
 //!
 //! # Exchanging the halos of your own fields
 //!

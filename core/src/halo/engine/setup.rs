@@ -1,0 +1,273 @@
+//! Setting an exchange up: the links and routes agreed with the neighbours, the memory every
+//! kernel and peer touches (receive slots, staging, status words), IPC handles shared within the
+//! node, and the first region tables. Collective: a step that fails on one rank fails every
+//! rank before any further collective.
+
+use super::*;
+
+impl<'b, B: Backend> MessageExchange<'b, B> {
+    /// Sets the exchange of `messages` up for this rank of `world`: buffers, flags, and (with
+    /// `ipc`) the same-node peers' memory. `dropped` names the entry whose outgoing message an
+    /// injected fault drops (`options.fault` is the caller's to resolve into it). Collective
+    /// over `world`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the kernels' block size does not fit the device or a
+    /// same-node peer cannot be reached device-direct; allocation and MPI errors.
+    pub fn new(
+        backend: &'b B,
+        world: &SimpleCommunicator,
+        messages: &Messages,
+        options: HaloOptions,
+        dropped: Option<usize>,
+    ) -> Result<Self> {
+        let Messages {
+            entries,
+            cells,
+            word,
+            payload,
+        } = messages;
+        let (word, payload) = (*word, *payload);
+        let rank = world.rank();
+        let known = |r: i32| {
+            Error::Internal(format!(
+                "rank {rank} set up without the entries of rank {r}"
+            ))
+        };
+        // Everything checked and computed locally (a device may allow fewer threads than its
+        // peers' do), then agreed before the first collective.
+        let local = (|| {
+            if ![1, 2, 4, 8].contains(&word)
+                || cells.iter().any(|&c| c == 0 || c % u64::from(word) != 0)
+            {
+                return Err(Error::InvalidInput(format!(
+                    "cells of {cells:?} bytes cannot be moved in words of {word} bytes"
+                )));
+            }
+            crate::backend::check_threads(backend, options.threads)?;
+            if options.elems_per_thread == 0 {
+                return Err(Error::InvalidInput(
+                    "elements per thread must be at least 1".into(),
+                ));
+            }
+            let layouts: BTreeMap<i32, Mailbox> = entries
+                .iter()
+                .map(|(r, e)| Ok((r, Mailbox::of(e.iter(), cells)?)))
+                .collect::<Result<_>>()?;
+            let ours = entries.get(rank).ok_or_else(|| known(rank))?.to_vec();
+            let mine = layouts.get(&rank).ok_or_else(|| known(rank))?.clone();
+            let mailbox_bytes = to_usize(mine.bytes(), "the exchange's receive slots")?;
+            Ok((layouts, ours, mine, mailbox_bytes))
+        })();
+        let (layouts, ours, mine, mailbox_bytes) =
+            agree(world, "checking the halo exchange", local)?;
+        let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
+        let (mailbox, share) = if options.transport == TransportKind::Ipc {
+            // Allocates, exports and opens, agreeing on the outcome.
+            let (mut memories, share) = share_within_node(
+                backend,
+                world,
+                || Ok(vec![backend.alloc_device(mailbox_bytes)?]),
+                &wanted,
+                "the device-direct halo exchange",
+            )?;
+            let mailbox = memories
+                .pop()
+                .ok_or_else(|| Error::Internal("the halo mailbox vanished".into()))?;
+            (Some(mailbox), Some(share))
+        } else {
+            (None, None)
+        };
+        let n = ours.len();
+        let status_layout = StatusLayout { messages: n };
+        let links: Vec<Link> = ours
+            .iter()
+            .map(|entry| {
+                if entry.peer == rank {
+                    Link::Local
+                } else if share.as_ref().is_some_and(|s| s.same_node(entry.peer)) {
+                    Link::Direct
+                } else {
+                    Link::Staged
+                }
+            })
+            .collect();
+        let staging_end = staging_extent(&mine, &links);
+        // Everything else this rank allocates, then agreement: a rank that failed here must
+        // not leave the others in the next collective (the transport's duplicate).
+        let local = (|| {
+            if options.fault == Some(HaloFault::SetupFails { rank }) {
+                return Err(Error::OutOfMemory {
+                    backend: backend.name(),
+                    bytes: mailbox_bytes,
+                    kind: "device memory (an injected set-up failure)",
+                });
+            }
+            let mailbox = match mailbox {
+                Some(m) => m,
+                None => backend.alloc_device(mailbox_bytes)?,
+            };
+            let counters = backend.alloc_device(8 * n.max(1))?;
+            let abort = Box::new(DeviceAbort {
+                word: backend.alloc_device(8)?,
+                stream: backend.create_stream()?,
+            });
+            let status = backend.alloc_pinned(status_layout.bytes(), Coherence::Coherent)?;
+            let staging_bytes = to_usize(staging_end, "the exchange's staging")?;
+            let send = backend.alloc_pinned(staging_bytes, Coherence::Coherent)?;
+            let recv = backend.alloc_pinned(staging_bytes, Coherence::Coherent)?;
+            let events = (backend.create_marker()?, backend.create_marker()?);
+            let beside = Beside {
+                stream: backend.create_urgent_stream()?,
+                fork: backend.create_marker()?,
+            };
+            Ok((mailbox, counters, abort, status, send, recv, events, beside))
+        })();
+        let (mailbox, counters, abort, status, send, recv, (last_pack, last_unpack), beside) =
+            agree(world, "allocating the halo exchange's buffers", local)?;
+        let staging = Staging {
+            send_host: send.host_ptr(),
+            recv_host: recv.host_ptr(),
+            send: Arc::new(Mutex::new(send)),
+            recv: Arc::new(Mutex::new(recv)),
+        };
+        let own_base = mailbox.device_addr();
+        let (send_base, recv_base) = (
+            lock::<B::PinnedMemory>(&staging.send).device_addr(),
+            lock::<B::PinnedMemory>(&staging.recv).device_addr(),
+        );
+        let mut routes = Vec::with_capacity(n);
+        for (i, (entry, &link)) in ours.iter().zip(&links).enumerate() {
+            let peer = entry.peer;
+            let theirs = layouts.get(&peer).ok_or_else(|| known(peer))?;
+            let their_entries = entries.get(peer).ok_or_else(|| known(peer))?;
+            let missing = |what: &str| {
+                Error::Internal(format!(
+                    "rank {peer} has no {what} entry for rank {rank}'s {} message",
+                    entry.name
+                ))
+            };
+            // Which of the peer's entries receives what we send, and sends what we receive
+            // (0 where we send or receive nothing: such an address is never used).
+            let j = match entry.send {
+                Some(_) => receiving_entry(their_entries.iter(), rank, entry.send_tag)
+                    .ok_or_else(|| missing("receiving"))?,
+                None => 0,
+            };
+            let k = match entry.recv {
+                Some(_) => sending_entry(their_entries.iter(), rank, entry.recv_tag)
+                    .ok_or_else(|| missing("sending"))?,
+                None => 0,
+            };
+            let route = match link {
+                Link::Local => Route {
+                    link,
+                    dest: [mine.recv_addr(own_base, 0, j); 2],
+                    dest_arrival: 0,
+                    credit: 0,
+                    recv: [mine.recv_addr(own_base, 0, i); 2],
+                    arrival: 0,
+                    source_credit: 0,
+                },
+                Link::Staged => Route {
+                    link,
+                    dest: [send_base + mine.offsets[i]; 2],
+                    dest_arrival: 0,
+                    credit: 0,
+                    recv: [recv_base + mine.offsets[i]; 2],
+                    arrival: 0,
+                    source_credit: 0,
+                },
+                Link::Direct => {
+                    let peer_base = share
+                        .as_ref()
+                        .ok_or_else(|| Error::Internal("device-direct without peers".into()))?
+                        .peer_addr(peer, 0)?;
+                    Route {
+                        link,
+                        dest: [
+                            theirs.recv_addr(peer_base, 0, j),
+                            theirs.recv_addr(peer_base, 1, j),
+                        ],
+                        dest_arrival: theirs.arrival_flag(peer_base, j),
+                        credit: mine.credit_flag(own_base, i),
+                        recv: [
+                            mine.recv_addr(own_base, 0, i),
+                            mine.recv_addr(own_base, 1, i),
+                        ],
+                        arrival: mine.arrival_flag(own_base, i),
+                        source_credit: theirs.credit_flag(peer_base, k),
+                    }
+                }
+            };
+            routes.push(route);
+        }
+        // Beside the caller's stream only where a message is device-direct and none is
+        // host-staged (which needs the CPU before its unpack). A local message copied straight
+        // into its halo joins the one launch; one through a slot (its pack must end before its
+        // unpack starts) keeps the two launches (`fuse`).
+        let may_run_beside = routes.iter().any(|r| r.link == Link::Direct)
+            && routes
+                .iter()
+                .all(|r| matches!(r.link, Link::Direct | Link::Local));
+        let staged_routes = routes.iter().any(|r| r.link == Link::Staged);
+        let ranks_on_device = share.as_ref().map_or(1, NodeShare::ranks_on_device);
+        let mut mpi = MpiTransport::new(world, options.timeout)?;
+        mpi.prepare_tagged(
+            ours.iter().map(|n| n.recv_tag).collect(),
+            ours.iter().map(|n| n.send_tag).collect(),
+        )?;
+        Ok(MessageExchange {
+            mpi,
+            last_pack,
+            pack_stream: 0,
+            last_unpack,
+            unpack_stream: 0,
+            beside: may_run_beside.then(|| Box::new(beside)),
+            ranks_on_device,
+            one_launch: false,
+            launched_beside: false,
+            done_words: (0, 0),
+            done_seen: std::cell::Cell::new(0),
+            joined: None,
+            backend,
+            rank,
+            entries: ours,
+            cells: cells.clone(),
+            word,
+            dropped,
+            payload,
+            iteration: 0,
+            verify: Verify::Full,
+            record_times: false,
+            layout: mine,
+            options,
+            routes,
+            staged_routes,
+            memory: ManuallyDrop::new(Memory {
+                _share: share,
+                tables: TableSets::default(),
+                retired: Vec::new(),
+                counters,
+                abort,
+                staging,
+                status,
+                _mailbox: mailbox,
+                checks: None,
+                times: None,
+            }),
+            epoch: 0,
+            phase: Phase::Idle,
+            unpack_recorded: false,
+            unrecorded: false,
+            in_use: Vec::new(),
+            current: Vec::new(),
+            current_set: 0,
+            failed: None,
+            closed: false,
+            id: graph::next_exchange_id(),
+            capture: None,
+            replayed: Vec::new(),
+        })
+    }
+}
