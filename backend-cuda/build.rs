@@ -23,8 +23,9 @@ fn main() {
         PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     // Canonical, so the kernel cache sees the same compile as the HIP-on-CUDA layer's.
     let kernels = toolchain::canonical(manifest.join("../kernels-cu"));
+    let sources = toolchain::sources_in(&[&kernels]);
     println!("cargo:rerun-if-changed={}", kernels.display());
-    for file in toolchain::sources_in(&[&kernels]) {
+    for file in &sources {
         println!("cargo:rerun-if-changed={}", file.display());
     }
     for var in [
@@ -47,7 +48,6 @@ fn main() {
 
     let archs = toolchain::cuda_archs();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let sources = toolchain::sources_in(&[&kernels]);
     toolchain::compile_units(
         "nvcc",
         &sources,

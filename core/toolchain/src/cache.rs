@@ -32,7 +32,18 @@ pub fn compile_cached_or_exit(
     sources: &[PathBuf],
     outputs: &[PathBuf],
 ) -> Output {
-    let Some(folder) = cache_folder() else {
+    compile_cached_in(cache_folder().as_deref(), cmd, compiler, sources, outputs)
+}
+
+/// [`compile_cached_or_exit`] with the cache in `folder` (`None`: no cache).
+fn compile_cached_in(
+    folder: Option<&Path>,
+    cmd: &mut Command,
+    compiler: &str,
+    sources: &[PathBuf],
+    outputs: &[PathBuf],
+) -> Output {
+    let Some(folder) = folder else {
         return compile_or_exit(cmd, compiler);
     };
     let entry = folder.join(format!("{:016x}", key(cmd, sources, outputs)));
@@ -40,7 +51,7 @@ pub fn compile_cached_or_exit(
         return output;
     }
     let output = compile_or_exit(cmd, compiler);
-    store(&folder, &entry, outputs, &output);
+    store(folder, &entry, outputs, &output);
     output
 }
 
@@ -193,32 +204,35 @@ mod tests {
         std::fs::write(&source, "one").expect("write");
         let (first, second) = (dir.path().join("first.bin"), dir.path().join("second.bin"));
         let script = "date +%N > \"$1\"; echo remark >&2";
+        let sources = [source.clone()];
+        // Each compile writes the time it ran: a restored output repeats the first one's.
         let compile = |out: &PathBuf| {
-            let mut cmd = shell(script, out);
-            let key = key(
-                &cmd,
-                std::slice::from_ref(&source),
+            let output = compile_cached_in(
+                Some(&cache),
+                &mut shell(script, out),
+                "sh",
+                &sources,
                 std::slice::from_ref(out),
             );
-            let entry = cache.join(format!("{key:016x}"));
-            if let Some(o) = restore(&entry, std::slice::from_ref(out)) {
-                return (o, true);
-            }
-            let o = cmd.output().expect("sh runs");
-            std::fs::create_dir_all(&cache).expect("cache folder");
-            store(&cache, &entry, std::slice::from_ref(out), &o);
-            (o, false)
+            let entries = std::fs::read_dir(&cache).map_or(0, |d| d.count());
+            (output, entries)
         };
-        let (made, hit) = compile(&first);
-        assert!(!hit && made.status.success());
-        let (again, hit) = compile(&second);
-        assert!(hit, "the same compile for another output path is a hit");
+        let (made, entries) = compile(&first);
+        assert!(
+            made.status.success() && entries == 1,
+            "the first compile is stored"
+        );
+        let (again, entries) = compile(&second);
+        assert_eq!(
+            entries, 1,
+            "the same compile for another output path is a hit"
+        );
         assert_eq!(again.stderr, b"remark\n");
         assert_eq!(
             std::fs::read(&first).expect("first output"),
             std::fs::read(&second).expect("restored output")
         );
         std::fs::write(&source, "two").expect("write");
-        assert!(!compile(&second).1, "a changed source misses");
+        assert_eq!(compile(&second).1, 2, "a changed source misses");
     }
 }
