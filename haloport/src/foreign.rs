@@ -8,14 +8,173 @@
 //! [`ForeignExchange::finish`] return only once their work there has completed: the caller's
 //! next CPU work sees the pack done, and after `finish` the halos filled, as the next kernel on
 //! a GPU stream would.
+//!
+//! What both layers share beyond the calls: the defaults a declaration starts from
+//! ([`DEFAULT_PERIODIC`] and its neighbours), the check that the caller's MPI is the library
+//! haloport was built against ([`check_mpi`]), the thread an object belongs to
+//! ([`OwnerThread`]), and teardown that knows a foreign program may end MPI first: an exchange
+//! dropped after `MPI_Finalize` is leaked with one line on standard error, never closed
+//! (closing calls MPI, which aborts the program then).
+//!
+//! Threading: a [`ForeignExchange`] is used from the thread that made it (its backend's
+//! context is current there); the layers refuse other threads with [`OwnerThread::check`].
 
+use std::ffi::c_int;
 use std::sync::Arc;
 use std::time::Instant;
 
 use haloport_core::backend::DeviceInfo;
-use haloport_core::domain::{DomainSpec, HaloPlan};
-use haloport_core::halo::{Field, HaloExchange, HaloOptions, Link};
+use haloport_core::domain::{DomainSpec, HaloPlan, Neighbourhood};
+use haloport_core::halo::{ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
 use haloport_core::{Backend, Error, Result};
+
+/// Which dimensions wrap around when a declaration does not say: all three, as the command
+/// line's `--periodic` default (`xyz`). C's `haloport_domain_new` and Python's `Domain` start
+/// from it.
+pub const DEFAULT_PERIODIC: [bool; 3] = [true; 3];
+/// Halo width in cells on either side of each dimension when a declaration does not say.
+pub const DEFAULT_HALO: [u32; 3] = [1; 3];
+/// Padding after the high halo when a declaration does not say: none.
+pub const DEFAULT_PAD: [u32; 3] = [0; 3];
+/// Which neighbours fill the halos when a declaration does not say: all 26.
+pub const DEFAULT_NEIGHBOURHOOD: Neighbourhood = Neighbourhood::All;
+
+/// Whether MPI has been finalized (`MPI_Finalized`, callable at any time).
+///
+/// MPI standard 11.2.3 (MPI-4.0): `MPI_Finalized` may be called before `MPI_Init` and after
+/// `MPI_Finalize`.
+pub fn mpi_finalized() -> bool {
+    let mut finalized: c_int = 0;
+    // SAFETY: MPI_Finalized may be called at any time and writes one int.
+    let code = unsafe { mpi::ffi::MPI_Finalized(&mut finalized) };
+    // A failing MPI_Finalized says nothing; assume the worst, so nothing calls MPI.
+    code != 0 || finalized != 0
+}
+
+/// Whether MPI has been initialized (`MPI_Initialized`, callable at any time).
+pub fn mpi_initialized() -> bool {
+    let mut initialized: c_int = 0;
+    // SAFETY: MPI_Initialized may be called at any time and writes one int.
+    let code = unsafe { mpi::ffi::MPI_Initialized(&mut initialized) };
+    code == 0 && initialized != 0
+}
+
+/// The MPI library haloport calls, as `MPI_Get_library_version` names it (callable before
+/// `MPI_Init`), its first line.
+pub fn mpi_library_version() -> String {
+    let mut buffer = vec![0_u8; mpi::ffi::MPI_MAX_LIBRARY_VERSION_STRING as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_LIBRARY_VERSION_STRING characters, as the call needs;
+    // it may be called at any time (MPI standard 9.1.1).
+    let code = unsafe { mpi::ffi::MPI_Get_library_version(buffer.as_mut_ptr().cast(), &mut len) };
+    if code != 0 {
+        return format!("an MPI library whose MPI_Get_library_version failed (code {code})");
+    }
+    buffer.truncate(usize::try_from(len).unwrap_or(0).min(buffer.len()));
+    let text = String::from_utf8_lossy(&buffer);
+    text.lines()
+        .next()
+        .unwrap_or("")
+        .trim_matches(char::from(0))
+        .trim()
+        .to_string()
+}
+
+/// Checks that the MPI library haloport calls is running and is the caller's: `MPI_Init` was
+/// called on it (a caller that loaded another `libmpi`, as mpi4py can, initialized that one,
+/// and its communicator handles mean nothing here), it is not finalized, and, when the caller
+/// names its library (`caller_library`: mpi4py's `MPI.Get_library_version()`), the two agree
+/// on their first line. Then `comm` must not be `MPI_COMM_NULL`.
+///
+/// # Errors
+/// [`Error::InvalidInput`] saying which of these failed, naming both libraries.
+pub fn check_mpi(comm: mpi::ffi::MPI_Comm, caller_library: Option<&str>) -> Result<()> {
+    let ours = mpi_library_version();
+    if let Some(theirs) = caller_library {
+        let theirs = theirs.lines().next().unwrap_or("").trim();
+        if theirs != ours {
+            return Err(Error::InvalidInput(format!(
+                "the communicator comes from another MPI library than haloport's: the caller's is '{theirs}', haloport was built against '{ours}'; build haloport and the caller (mpi4py) against the same MPI"
+            )));
+        }
+    }
+    if mpi_finalized() {
+        return Err(Error::InvalidInput(
+            "MPI is finalized: make and use exchanges between MPI_Init and MPI_Finalize".into(),
+        ));
+    }
+    if !mpi_initialized() {
+        return Err(Error::InvalidInput(format!(
+            "MPI is not initialized in the MPI library haloport was built against ('{ours}'): call MPI_Init first; if the program did, it initialized another MPI library, and its communicators cannot be used here"
+        )));
+    }
+    // SAFETY: reading a predefined handle.
+    if comm == unsafe { mpi::ffi::RSMPI_COMM_NULL } {
+        return Err(Error::InvalidInput(
+            "the communicator is MPI_COMM_NULL; pass a communicator this rank belongs to".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// One line on standard error: a foreign program installs no `tracing` subscriber, and what
+/// teardown could not do must still be seen.
+pub fn log_line(message: &str) {
+    eprintln!("haloport: {message}");
+}
+
+/// The thread an object was made on, which alone may use it (a backend's context is current
+/// there; the C layer's handles live in that thread's tables).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerThread {
+    id: std::thread::ThreadId,
+    name: String,
+}
+
+impl OwnerThread {
+    /// The calling thread.
+    pub fn current() -> OwnerThread {
+        let thread = std::thread::current();
+        OwnerThread {
+            id: thread.id(),
+            name: describe(&thread),
+        }
+    }
+
+    /// How messages name the thread: its name where it has one, and its id.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the calling thread is this one.
+    pub fn is_current(&self) -> bool {
+        std::thread::current().id() == self.id
+    }
+
+    /// Refuses use from another thread.
+    ///
+    /// # Errors
+    /// [`Error::Usage`]: "`what` was created on thread X and is used on thread Y".
+    pub fn check(&self, what: &str) -> Result<()> {
+        if self.is_current() {
+            return Ok(());
+        }
+        Err(Error::Usage(format!(
+            "{what} was created on thread {} and can be used only there; it is used on thread {}",
+            self.name,
+            describe(&std::thread::current())
+        )))
+    }
+}
+
+fn describe(thread: &std::thread::Thread) -> String {
+    let id = format!("{:?}", thread.id());
+    let id = id.trim_start_matches("ThreadId(").trim_end_matches(')');
+    match thread.name() {
+        Some(name) => format!("'{name}' (id {id})"),
+        None => format!("id {id}"),
+    }
+}
 
 /// Which backend runs the exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,10 +377,88 @@ self_cell::self_cell!(
 
 /// A [`HaloExchange`] on a backend chosen at run time, over a communicator handed over as a raw
 /// handle, exchanging fields given as addresses, on streams given as raw handles.
+///
+/// Dropped without [`ForeignExchange::close`], it closes itself while MPI runs (logging what
+/// failed), and after `MPI_Finalize` leaks its exchange with one line on standard error: a
+/// foreign program that never frees its exchange still exits cleanly.
 pub struct ForeignExchange {
     owned: Owned,
     plan: HaloPlan,
     timeout: std::time::Duration,
+    owner: OwnerThread,
+}
+
+/// This rank's allocation as a foreign caller reads it back: per dimension, x first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allocation {
+    /// Allocated extents: `interior + local + halo_hi + pad`.
+    pub alloc: [u64; 3],
+    /// Where the interior starts in the allocation: the low halo widths.
+    pub interior: [u64; 3],
+    /// The high halo widths.
+    pub halo_hi: [u64; 3],
+    /// Cells after the high halo, never read or written.
+    pub pad: [u64; 3],
+}
+
+/// A captured graph of whole exchanges ([`ForeignExchange::end_capture`]), replayed with
+/// [`ForeignExchange::replay`]. It keeps its backend alive.
+pub struct ForeignGraph {
+    // Dropped before the backend it keeps (field order).
+    graph: Graph,
+    _backend: Arc<ForeignBackend>,
+}
+
+enum Graph {
+    #[cfg(feature = "host")]
+    Host(ExchangeGraph<haloport_host::HostBackend>),
+    #[cfg(feature = "cuda")]
+    Cuda(ExchangeGraph<haloport_cuda::CudaBackend>),
+    #[cfg(feature = "hip")]
+    Hip(ExchangeGraph<haloport_hip::HipBackend>),
+}
+
+impl ForeignGraph {
+    /// How many exchanges one replay runs.
+    pub fn exchanges(&self) -> u64 {
+        match &self.graph {
+            #[cfg(feature = "host")]
+            Graph::Host(g) => g.exchanges(),
+            #[cfg(feature = "cuda")]
+            Graph::Cuda(g) => g.exchanges(),
+            #[cfg(feature = "hip")]
+            Graph::Hip(g) => g.exchanges(),
+        }
+    }
+}
+
+impl Drop for ForeignExchange {
+    fn drop(&mut self) {
+        let live = self.owned.with_dependent(|_, slot| slot.is_some());
+        if !live {
+            return;
+        }
+        if mpi_finalized() {
+            // Closing waits at a barrier and frees the communicator: MPI calls, which abort the
+            // program after MPI_Finalize. The process is ending; its memory goes with it.
+            self.owned.with_dependent_mut(|_, slot| {
+                if let Some(exchange) = slot.take() {
+                    std::mem::forget(exchange);
+                }
+            });
+            log_line(&format!(
+                "rank {}: an exchange still open after MPI_Finalize is left to the process's exit (free or close it before MPI_Finalize)",
+                self.plan.decomposition.rank
+            ));
+            return;
+        }
+        if let Err(e) = self
+            .owned
+            .with_dependent_mut(|_, slot| slot.take().map_or(Ok(()), Exchange::close))
+        {
+            log_line(&format!("closing an exchange that was dropped: {e}"));
+        }
+    }
 }
 
 impl ForeignExchange {
@@ -241,6 +478,8 @@ impl ForeignExchange {
         spec: &DomainSpec,
         options: HaloOptions,
     ) -> Result<ForeignExchange> {
+        check_mpi(comm, None)?;
+        let owner = OwnerThread::current();
         let owned = Owned::try_new(backend, |backend| -> Result<Slot<'_>> {
             Ok(Some(match &**backend {
                 #[cfg(feature = "host")]
@@ -268,6 +507,7 @@ impl ForeignExchange {
             owned,
             plan,
             timeout: options.timeout,
+            owner,
         })
     }
 
@@ -275,6 +515,25 @@ impl ForeignExchange {
     /// halos, allocation) and its neighbours.
     pub fn plan(&self) -> &HaloPlan {
         &self.plan
+    }
+
+    /// The thread the exchange was made on, the only one that may use it.
+    pub fn owner(&self) -> &OwnerThread {
+        &self.owner
+    }
+
+    /// This rank's allocation: extents, where the interior starts, the high halos, the padding.
+    pub fn allocation(&self) -> Allocation {
+        let d = &self.plan.decomposition;
+        let pad = std::array::from_fn(|k| {
+            d.alloc[k].saturating_sub(d.halo[k] + d.local[k] + d.halo_hi[k])
+        });
+        Allocation {
+            alloc: d.alloc,
+            interior: d.halo,
+            halo_hi: d.halo_hi,
+            pad,
+        }
     }
 
     /// The backend the exchange runs on.
@@ -442,10 +701,127 @@ impl ForeignExchange {
     ///
     /// # Errors
     /// As [`HaloExchange::close`].
-    pub fn close(self) -> Result<()> {
-        let mut owned = self.owned;
-        // The exchange is taken out of the cell and closed; the backend drops after it.
-        owned.with_dependent_mut(|_, slot| slot.take().map_or(Err(closed()), Exchange::close))
+    pub fn close(mut self) -> Result<()> {
+        // The exchange is taken out of the cell and closed; the backend drops after it, and
+        // `drop` finds nothing left to do.
+        self.owned
+            .with_dependent_mut(|_, slot| slot.take().map_or(Err(closed()), Exchange::close))
+    }
+
+    /// [`HaloExchange::begin_capture`] on the caller's stream: from here until
+    /// [`Self::end_capture`], `start` and `finish` on that stream (and the caller's kernels on
+    /// it) are captured, not run. Capture an even number of whole exchanges.
+    ///
+    /// # Errors
+    /// As [`HaloExchange::begin_capture`]: [`Error::Unsupported`] on the host backend,
+    /// [`Error::InvalidInput`] naming a host-staged neighbour.
+    ///
+    /// # Safety
+    /// As [`Self::start`]'s second promise.
+    pub unsafe fn begin_capture(&mut self, stream: RawStream) -> Result<()> {
+        self.owned
+            .with_dependent_mut(|owner, exchange| match (&**owner, exchange) {
+                #[cfg(feature = "host")]
+                (ForeignBackend::Host(_), Some(Exchange::Host(e, own))) => {
+                    let _ignored_on_the_host = stream;
+                    e.begin_capture(own)
+                }
+                #[cfg(feature = "cuda")]
+                (ForeignBackend::Cuda(b), Some(Exchange::Cuda(e))) => {
+                    // SAFETY: the stream's contract is this function's.
+                    e.begin_capture(&unsafe {
+                        haloport_cuda::CudaStream::from_raw(b, stream.0 as _)
+                    })
+                }
+                #[cfg(feature = "hip")]
+                (ForeignBackend::Hip(b), Some(Exchange::Hip(e))) => {
+                    // SAFETY: the stream's contract is this function's.
+                    e.begin_capture(&unsafe { haloport_hip::HipStream::from_raw(b, stream.0 as _) })
+                }
+                #[allow(unreachable_patterns)]
+                _ => Err(closed()),
+            })
+    }
+
+    /// [`HaloExchange::end_capture`]: ends the capture (also after an error inside it) and
+    /// returns the graph; nothing captured has run.
+    ///
+    /// # Errors
+    /// As [`HaloExchange::end_capture`].
+    ///
+    /// # Safety
+    /// As [`Self::start`]'s second promise; the fields captured stay allocated while the graph
+    /// may be replayed.
+    pub unsafe fn end_capture(&mut self, stream: RawStream) -> Result<ForeignGraph> {
+        let backend = Arc::clone(self.owned.borrow_owner());
+        let graph =
+            self.owned
+                .with_dependent_mut(|owner, exchange| match (&**owner, exchange) {
+                    #[cfg(feature = "host")]
+                    (ForeignBackend::Host(_), Some(Exchange::Host(e, own))) => {
+                        let _ignored_on_the_host = stream;
+                        e.end_capture(own).map(Graph::Host)
+                    }
+                    #[cfg(feature = "cuda")]
+                    (ForeignBackend::Cuda(b), Some(Exchange::Cuda(e))) => {
+                        // SAFETY: the stream's contract is this function's.
+                        let stream =
+                            unsafe { haloport_cuda::CudaStream::from_raw(b, stream.0 as _) };
+                        e.end_capture(&stream).map(Graph::Cuda)
+                    }
+                    #[cfg(feature = "hip")]
+                    (ForeignBackend::Hip(b), Some(Exchange::Hip(e))) => {
+                        // SAFETY: the stream's contract is this function's.
+                        let stream = unsafe { haloport_hip::HipStream::from_raw(b, stream.0 as _) };
+                        e.end_capture(&stream).map(Graph::Hip)
+                    }
+                    #[allow(unreachable_patterns)]
+                    _ => Err(closed()),
+                })?;
+        Ok(ForeignGraph {
+            graph,
+            _backend: backend,
+        })
+    }
+
+    /// [`HaloExchange::replay`]: queues one replay of `graph` on the caller's stream;
+    /// [`Self::wait`] waits for it.
+    ///
+    /// # Errors
+    /// As [`HaloExchange::replay`]; [`Error::Usage`] for a graph of another backend.
+    ///
+    /// # Safety
+    /// As [`Self::start`]: the captured fields and `stream` stay alive until the replay was
+    /// waited for.
+    pub unsafe fn replay(&mut self, graph: &mut ForeignGraph, stream: RawStream) -> Result<()> {
+        self.owned.with_dependent_mut(|owner, exchange| {
+            match (&**owner, exchange, &mut graph.graph) {
+                #[cfg(feature = "host")]
+                (ForeignBackend::Host(_), Some(Exchange::Host(e, own)), Graph::Host(g)) => {
+                    let _ignored_on_the_host = stream;
+                    e.replay(g, own)
+                }
+                #[cfg(feature = "cuda")]
+                (ForeignBackend::Cuda(b), Some(Exchange::Cuda(e)), Graph::Cuda(g)) => {
+                    // SAFETY: the stream's contract is this function's.
+                    e.replay(g, &unsafe {
+                        haloport_cuda::CudaStream::from_raw(b, stream.0 as _)
+                    })
+                }
+                #[cfg(feature = "hip")]
+                (ForeignBackend::Hip(b), Some(Exchange::Hip(e)), Graph::Hip(g)) => {
+                    // SAFETY: the stream's contract is this function's.
+                    e.replay(g, &unsafe {
+                        haloport_hip::HipStream::from_raw(b, stream.0 as _)
+                    })
+                }
+                (_, None, _) => Err(closed()),
+                #[allow(unreachable_patterns)]
+                _ => Err(Error::Usage(
+                    "the graph was captured on another backend than this exchange's".into(),
+                )),
+            }
+        })
     }
 }
 
@@ -490,18 +866,78 @@ fn closed() -> Error {
     Error::Usage("the exchange was closed".into())
 }
 
-/// The caller's fields adopted for one call.
+/// The caller's fields adopted for one call, each checked against its own shape (errors name
+/// the field and its type).
 ///
 /// # Safety
 /// As [`ForeignExchange::start`]'s first promise.
 unsafe fn adopt_all<B: Backend>(fields: &[RawField], plan: &HaloPlan) -> Result<Vec<Field<B>>> {
+    let declared = plan.spec.fields as usize;
+    if fields.len() != declared {
+        return Err(Error::InvalidInput(format!(
+            "the exchange was declared with {declared} fields, {} were given",
+            fields.len()
+        )));
+    }
     fields
         .iter()
         .enumerate()
         .map(|(k, f)| {
             // SAFETY: forwarded from this function's contract.
-            unsafe { Field::adopt(f.addr, f.bytes, plan) }
-                .map_err(|e| Error::InvalidInput(format!("field {k}: {e}")))
+            unsafe { Field::adopt_field(f.addr, f.bytes, plan, k) }
         })
         .collect()
+}
+
+impl ForeignExchange {
+    /// Orders the work queued on `consumer` after this call behind the work queued on
+    /// `producer` so far, without blocking the CPU: an event recorded on `producer`, waited for
+    /// on `consumer`. How a layer honours a producer's stream it was told of (the CUDA array
+    /// interface's `stream`: the consumer must not touch the array before the producer's work
+    /// there completed). Nothing to do on the host backend (no streams) or for one stream.
+    ///
+    /// # Errors
+    /// The backend's errors of recording or waiting for the event.
+    ///
+    /// # Safety
+    /// 1. `producer` and `consumer` are each 0 or a live stream of this device's primary
+    ///    context, alive during this call.
+    ///
+    /// Vendor: cuEventRecord + cuStreamWaitEvent / hipEventRecord + hipStreamWaitEvent.
+    pub unsafe fn order_after(&self, producer: RawStream, consumer: RawStream) -> Result<()> {
+        if producer == consumer {
+            return Ok(());
+        }
+        match self.backend() {
+            #[cfg(feature = "host")]
+            ForeignBackend::Host(_) => Ok(()),
+            #[cfg(feature = "cuda")]
+            ForeignBackend::Cuda(b) => {
+                // SAFETY: the streams' contract is this function's.
+                let (p, c) = unsafe {
+                    (
+                        haloport_cuda::CudaStream::from_raw(b, producer.0 as _),
+                        haloport_cuda::CudaStream::from_raw(b, consumer.0 as _),
+                    )
+                };
+                // The event may be destroyed once waited for: the wait keeps its record.
+                let event = b.create_marker()?;
+                b.record_event(&event, &p)?;
+                b.stream_wait_event(&c, &event)
+            }
+            #[cfg(feature = "hip")]
+            ForeignBackend::Hip(b) => {
+                // SAFETY: the streams' contract is this function's.
+                let (p, c) = unsafe {
+                    (
+                        haloport_hip::HipStream::from_raw(b, producer.0 as _),
+                        haloport_hip::HipStream::from_raw(b, consumer.0 as _),
+                    )
+                };
+                let event = b.create_marker()?;
+                b.record_event(&event, &p)?;
+                b.stream_wait_event(&c, &event)
+            }
+        }
+    }
 }

@@ -447,9 +447,14 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         for (k, (field, shape)) in fields.iter().zip(&shapes).enumerate() {
             let needed = self.plan.decomposition.alloc_elems() * shape.cell_bytes();
             if (typed && field.elem() != spec.elem) || (field.len_bytes() as u64) < needed {
+                // The field's own type: the declaration's shape, not field 0's element type.
+                let declared = if typed && field.elem() != spec.elem {
+                    format!("{}, declared {}", field.elem(), spec.elem)
+                } else {
+                    super::field::describe_field(&self.plan, *shape)
+                };
                 return Err(Error::InvalidInput(format!(
-                    "field {k} ({}, {} bytes) does not fit the plan ({} cells of {} bytes, {needed} bytes)",
-                    field.elem(),
+                    "field {k} ({declared}; {} bytes) does not fit the plan ({} cells of {} bytes, {needed} bytes)",
                     field.len_bytes(),
                     self.plan.decomposition.alloc_elems(),
                     shape.cell_bytes()

@@ -88,27 +88,60 @@ impl<B: Backend> Field<B> {
     /// 3. While an exchange runs, nothing else writes the field's halo cells or reads them
     ///    before the exchange's unpack (ordered on the same stream) completed.
     pub unsafe fn adopt(addr: u64, bytes: usize, plan: &HaloPlan) -> Result<Field<B>> {
-        // The smallest field's size and alignment here; the exchange checks each field against
-        // its own shape.
+        // The smallest field's size here; the exchange checks each field against its own shape
+        // ([`Field::adopt_field`] does when it is adopted).
         let shapes = plan.spec.field_shapes();
-        let least = |of: fn(&FieldShape) -> u64| {
-            shapes
-                .iter()
-                .map(of)
-                .min()
-                .unwrap_or(u64::from(plan.spec.elem.bytes()))
-        };
-        let needed = field_bytes(plan, least(|f| f.cell_bytes()))?;
-        let align = least(|f| u64::from(f.elem_bytes));
-        if addr == 0 || addr % align != 0 {
-            return Err(Error::InvalidInput(format!(
-                "adopting a field at {addr:#x}: the address must be non-null and aligned to {align} bytes ({})",
-                plan.spec.elem
-            )));
-        }
+        let least = shapes
+            .iter()
+            .map(|f| f.cell_bytes())
+            .min()
+            .unwrap_or(u64::from(plan.spec.elem.bytes()));
+        check_address(addr, plan, "adopting a field")?;
+        let needed = field_bytes(plan, least)?;
         if bytes < needed {
             return Err(Error::InvalidInput(format!(
                 "adopting a field of {bytes} bytes: the plan's local array (with halos) needs {needed} bytes"
+            )));
+        }
+        Ok(Field {
+            memory: Arc::new(FieldMemory(Memory::Adopted { addr })),
+            bytes,
+            elem: plan.spec.elem,
+        })
+    }
+
+    /// Adopts device memory the caller owns as field `k` of `plan`, checked against that
+    /// field's own shape: its size against its cells, its address against the word the
+    /// exchange moves it in ([`DomainSpec::word_bytes`](crate::domain::DomainSpec::word_bytes)).
+    /// Errors name the field and its type ("field 1 (4-byte x3, 12 bytes a cell)").
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a field the declaration does not have, a null or misaligned
+    /// address, or fewer bytes than the field needs.
+    ///
+    /// # Safety
+    /// As [`Field::adopt`].
+    pub unsafe fn adopt_field(
+        addr: u64,
+        bytes: usize,
+        plan: &HaloPlan,
+        k: usize,
+    ) -> Result<Field<B>> {
+        let shapes = plan.spec.field_shapes();
+        let shape = *shapes.get(k).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "field {k}: the declaration has {} fields",
+                shapes.len()
+            ))
+        })?;
+        let what = format!("field {k} ({})", describe_field(plan, shape));
+        check_address(addr, plan, &what)?;
+        let needed = field_bytes(plan, shape.cell_bytes())?;
+        if bytes < needed {
+            return Err(Error::InvalidInput(format!(
+                "{what}: {bytes} bytes given, its allocation needs {needed} ({} cells of {} bytes)",
+                plan.decomposition.alloc_elems(),
+                shape.cell_bytes()
             )));
         }
         Ok(Field {
@@ -145,6 +178,42 @@ impl<B: Backend> Field<B> {
     pub(crate) fn share(&self) -> Arc<FieldMemory<B>> {
         Arc::clone(&self.memory)
     }
+}
+
+/// A field's cells in words, as messages name a field's own type: the element type of a
+/// declaration of one type (`"f64, 8 bytes a cell"`), else the element size and components
+/// (`"4-byte x3, 12 bytes a cell"`).
+pub fn describe_field(plan: &HaloPlan, shape: FieldShape) -> String {
+    if plan.spec.layout.fields.is_none() {
+        format!("{}, {} bytes a cell", plan.spec.elem, shape.cell_bytes())
+    } else {
+        describe_shape(shape)
+    }
+}
+
+/// A cell shape in words: `"4-byte x3, 12 bytes a cell"`.
+pub fn describe_shape(shape: FieldShape) -> String {
+    format!(
+        "{}-byte x{}, {} bytes a cell",
+        shape.elem_bytes,
+        shape.components,
+        shape.cell_bytes()
+    )
+}
+
+/// Refuses a null address, and one not aligned to the word the exchange moves the plan's
+/// fields in: the kernels load and store whole words of
+/// [`DomainSpec::word_bytes`](crate::domain::DomainSpec::word_bytes), so two 4-byte components
+/// make 8-byte words and need an address at 0 mod 8.
+fn check_address(addr: u64, plan: &HaloPlan, what: &str) -> Result<()> {
+    let word = u64::from(plan.spec.word_bytes()?);
+    if addr == 0 || addr % word != 0 {
+        return Err(Error::InvalidInput(format!(
+            "{what} at {addr:#x}: the address must be non-null and aligned to {word} bytes, the words the exchange moves these fields in (it is {} mod {word})",
+            addr % word
+        )));
+    }
+    Ok(())
 }
 
 /// Bytes of one field of `plan` whose cells are `cell_bytes` bytes.

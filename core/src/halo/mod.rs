@@ -24,7 +24,7 @@ mod setup;
 
 pub use engine::ExchangeGraph;
 pub use exchange::{resolve_procs, HaloExchange, HaloFault, HaloOptions, HaloStrategy};
-pub use field::Field;
+pub use field::{describe_field, describe_shape, Field};
 pub use layout::{direction_name, Link};
 pub use setup::RankSetup;
 
