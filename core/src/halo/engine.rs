@@ -227,11 +227,62 @@ fn staging_extent(layout: &Mailbox, links: &[Link]) -> u64 {
         .unwrap_or(8)
 }
 
+/// What the exchange has queued that the CPU has not yet seen complete: the one state that
+/// `start`, `finish`, `wait`, captures and `close` move through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Idle,
-    Started,
-    Finished,
+enum InFlight {
+    /// No exchange was started yet.
+    Never,
+    /// Kernels were queued with no event after them: while a call queues them, and for good
+    /// once that call failed midway. Nothing can say when they end, so `close` leaks.
+    Unrecorded,
+    /// Between `start` and `finish`: the pack queued, `last_pack` recorded after it (outside
+    /// a capture). `unpack_before`: the previous exchange's unpack is not yet seen complete
+    /// (its `last_unpack` says when).
+    Packed { unpack_before: bool },
+    /// Between `start` and `finish`: `start` queued the whole exchange as one launch beside
+    /// the caller's stream; its done words (and `last_unpack`) say when it ends.
+    LaunchedBeside,
+    /// After `finish`: the exchange ended as `how` says; `pending` until seen complete.
+    Finished { how: Ending, pending: bool },
+}
+
+/// How an exchange's last kernels end, and so how their end is seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// An unpack kernel, `last_unpack` recorded after it.
+    Unpack,
+    /// One launch that packed and unpacked: its done words rise a few microseconds before
+    /// `last_unpack` (recorded after it too) would say so.
+    OneLaunch,
+}
+
+impl InFlight {
+    /// Between `start` and `finish`.
+    fn started(self) -> bool {
+        matches!(self, InFlight::Packed { .. } | InFlight::LaunchedBeside)
+    }
+
+    /// The last unpack queued and not yet seen complete, and how to see its end.
+    fn pending_unpack(self) -> Option<Ending> {
+        match self {
+            InFlight::Packed {
+                unpack_before: true,
+            } => Some(Ending::Unpack),
+            InFlight::LaunchedBeside => Some(Ending::OneLaunch),
+            InFlight::Finished { how, pending: true } => Some(how),
+            _ => None,
+        }
+    }
+}
+
+/// Whether the exchange may run: every exchange after an error returns that error.
+enum Health {
+    Usable,
+    /// The error this exchange failed with: every later call returns it again.
+    Failed(Error),
+    /// Closed (by [`MessageExchange::close`] or a failed close): `drop` has nothing left to do.
+    Closed,
 }
 
 /// The messages of one rank's exchange with its peers, set up once and run many times:
@@ -267,7 +318,6 @@ pub struct MessageExchange<'b, B: Backend> {
     memory: ManuallyDrop<Memory<B>>,
     /// 64-bit: flags carry it, and it never wraps.
     epoch: u64,
-    phase: Phase,
     /// Recorded after each pack, on `start`'s stream.
     last_pack: B::Event,
     /// The stream of the last pack ([`Backend::stream_id`]).
@@ -275,7 +325,7 @@ pub struct MessageExchange<'b, B: Backend> {
     last_unpack: B::Event,
     /// The stream of the last unpack.
     unpack_stream: u64,
-    unpack_recorded: bool,
+    in_flight: InFlight,
     /// Where a started exchange runs as one launch when every message is device-direct or a
     /// local copy ([`MessageExchange::fuse`]): its blocks wait on the device for each message
     /// and unpack it as it comes, as ipc-tq's do, beside whatever the caller queues between
@@ -285,11 +335,6 @@ pub struct MessageExchange<'b, B: Backend> {
     /// Ranks of this node on this rank's device, itself included: each may queue its own
     /// one launch, whose blocks wait for the others' ([`MessageExchange::fuse`]).
     ranks_on_device: u32,
-    /// The last exchange was one launch: `last_unpack` alone marks its end (`last_pack` is
-    /// not recorded).
-    one_launch: bool,
-    /// The started exchange's one launch was queued by `start` on `beside`'s stream.
-    launched_beside: bool,
     /// The last one launch's done words (`FusedTable::done`): their host address and count,
     /// and how many of them, from the first, were seen raised to its epoch. The table outlives
     /// the launch (an evicted one is retired until an unpack after it is seen complete).
@@ -297,18 +342,12 @@ pub struct MessageExchange<'b, B: Backend> {
     done_seen: std::cell::Cell<u32>,
     /// The stream the last `finish` made wait for an unpack queued beside.
     joined: Option<u64>,
-    /// A pack was queued with no event after it yet (between `start` and `finish`, or a
-    /// `start` that failed after its launch): `drop` cannot know when it ends.
-    unrecorded: bool,
     /// Fields the queued kernels use, until `last_unpack` is seen complete.
     in_use: Vec<Arc<FieldMemory<B>>>,
     /// The fields (their addresses) of the started exchange, and the index of their tables.
     current: Vec<u64>,
     current_set: usize,
-    /// The error this exchange failed with: every later call returns it again.
-    failed: Option<Error>,
-    /// Closed (by [`Self::close`] or a failed close): `drop` has nothing left to do.
-    closed: bool,
+    health: Health,
     /// Names this exchange to the graphs captured from it.
     id: u64,
     /// Between [`Self::begin_capture`] and [`Self::end_capture`]: what the graph will hold.
@@ -343,7 +382,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     /// Whether the last exchange packed and unpacked in one launch (no kernel boundary).
     pub fn ran_in_one_launch(&self) -> bool {
-        self.one_launch
+        matches!(
+            self.in_flight,
+            InFlight::LaunchedBeside
+                | InFlight::Finished {
+                    how: Ending::OneLaunch,
+                    ..
+                }
+        )
     }
 
     /// Starts an exchange of the messages of the regions at `key` (tables built on first use
@@ -405,27 +451,22 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             return self.finish_inner(stream);
         };
         let launched = self.launch_fused(fused, stream);
-        self.unrecorded = true;
+        self.in_flight = InFlight::Unrecorded;
         self.done_words = launched?;
         self.done_seen.set(0);
         self.backend.record_event(&self.last_unpack, stream)?;
         self.joined = None;
         self.current = key;
         self.current_set = set;
-        self.finished_on(id, true)
+        self.finished_on(id, Ending::OneLaunch)
     }
 
     /// The exchange's kernels were queued on the stream of id `id`, `last_unpack` recorded
-    /// after them (`one_launch`: they are one launch): it is finished, and in checked mode
-    /// waited for.
-    pub(super) fn finished_on(&mut self, id: u64, one_launch: bool) -> Result<()> {
-        self.unrecorded = false;
-        self.unpack_recorded = true;
+    /// after them (ending as `how` says): it is finished, and in checked mode waited for.
+    fn finished_on(&mut self, id: u64, how: Ending) -> Result<()> {
+        self.in_flight = InFlight::Finished { how, pending: true };
         self.pack_stream = id;
         self.unpack_stream = id;
-        self.one_launch = one_launch;
-        self.launched_beside = false;
-        self.phase = Phase::Finished;
         if self.options.checked {
             self.wait_inner()?;
         }
@@ -447,12 +488,15 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // Host-staged receives land in one pinned buffer: the previous unpack must be done
         // reading it before a peer's next message may arrive there. Without them, the streams
         // order everything and the CPU does not wait.
-        if self.unpack_recorded && (self.staged_routes || self.last_unpack_seen_done()?) {
-            self.wait_last_unpack(self.deadline())?;
-            self.unpack_done();
+        if let Some(how) = self.in_flight.pending_unpack() {
+            if self.staged_routes || self.last_unpack_seen_done(how)? {
+                self.wait_last_unpack(how, self.deadline())?;
+                self.unpack_done();
+            }
         }
         let id = self.backend.stream_id(stream);
-        if self.unpack_recorded && id != self.unpack_stream && self.joined != Some(id) {
+        let pending = self.in_flight.pending_unpack().is_some();
+        if pending && id != self.unpack_stream && self.joined != Some(id) {
             // The pack must not overwrite what the last unpack (on another stream) still
             // reads: a local neighbour's slot, a field it unpacks into.
             self.backend.stream_wait_event(stream, &self.last_unpack)?;
@@ -526,7 +570,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let deadline = self.deadline();
         let staged = self.staged_routes;
         let capturing = self.capture.is_some();
-        self.unrecorded = !capturing;
+        // The previous unpack, if pending, is seen ended by its event from here on.
+        let unpack_before = self.in_flight.pending_unpack().is_some();
+        if !capturing {
+            self.in_flight = InFlight::Unrecorded;
+        }
         let fused = self.fused_table(set);
         let beside = self.beside.as_deref().filter(|_| fused.is_some());
         if let (Some(beside), Some(fused)) = (beside, fused) {
@@ -541,7 +589,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.done_seen.set(0);
             self.backend
                 .record_event(&self.last_unpack, &beside.stream)?;
-            self.unpack_recorded = true;
+            self.in_flight = InFlight::LaunchedBeside;
             let side = self.backend.stream_id(&beside.stream);
             self.pack_stream = side;
             self.unpack_stream = side;
@@ -550,12 +598,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             if !capturing {
                 self.backend.record_event(&self.last_pack, stream)?;
             }
+            self.in_flight = InFlight::Packed { unpack_before };
             self.pack_stream = id;
         }
-        self.one_launch = beside.is_some();
-        self.launched_beside = beside.is_some();
         self.joined = None;
-        self.unrecorded = false;
         self.current = key;
         self.current_set = set;
         if staged {
@@ -569,7 +615,6 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 HaloStrategy::Taskqueue => self.send_each_when_packed(deadline)?,
             }
         }
-        self.phase = Phase::Started;
         Ok(())
     }
 
@@ -592,7 +637,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// [`Error::Internal`] without a started exchange; MPI, backend and time-out errors.
     pub fn finish(&mut self, stream: &B::Stream) -> Result<()> {
         self.usable()?;
-        if self.phase != Phase::Started {
+        if !self.in_flight.started() {
             return Err(Error::Usage("finish called without start".into()));
         }
         let result = self.finish_inner(stream);
@@ -609,12 +654,15 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.raise_each_on_arrival(deadline)?;
         }
         let id = self.backend.stream_id(stream);
-        if self.launched_beside {
+        if self.in_flight == InFlight::LaunchedBeside {
             // Packed and unpacked by the one launch `start` queued: work after `finish` waits
             // for it.
             self.backend.stream_wait_event(stream, &self.last_unpack)?;
             self.joined = Some(id);
-            self.phase = Phase::Finished;
+            self.in_flight = InFlight::Finished {
+                how: Ending::OneLaunch,
+                pending: true,
+            };
             if self.options.checked {
                 self.wait_inner()?;
             }
@@ -626,16 +674,23 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.backend.stream_wait_event(stream, &self.last_pack)?;
         }
         let capturing = self.capture.is_some();
-        self.unrecorded = !capturing;
-        self.launch(self.current_set, false, stream)?;
         if capturing {
+            self.launch(self.current_set, false, stream)?;
             // Captured, not run: nothing to record or wait for (see `graph`).
-            self.phase = Phase::Finished;
+            let pending = self.in_flight.pending_unpack().is_some();
+            self.in_flight = InFlight::Finished {
+                how: Ending::Unpack,
+                pending,
+            };
             return Ok(());
         }
+        self.in_flight = InFlight::Unrecorded;
+        self.launch(self.current_set, false, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
-        self.unrecorded = false;
-        self.unpack_recorded = true;
+        self.in_flight = InFlight::Finished {
+            how: Ending::Unpack,
+            pending: true,
+        };
         self.unpack_stream = id;
         if staged && taskqueue {
             // The unpack is queued already: each neighbour unpacks as its flag rises.
@@ -644,7 +699,6 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         if staged {
             self.mpi.wait_sends(deadline)?;
         }
-        self.phase = Phase::Finished;
         if self.options.checked {
             self.wait_inner()?;
         }
@@ -668,7 +722,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     fn wait_inner(&mut self) -> Result<()> {
         self.kernels_done()?;
-        if self.phase != Phase::Started && self.unpack_recorded {
+        if let InFlight::Finished { pending: true, .. } = self.in_flight {
             self.unpack_done();
         }
         self.check_status()
@@ -680,31 +734,35 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         // The kernels' own waits may each take the time-out: allow for one more.
         let deadline = deadline_in(self.options.timeout.saturating_mul(2));
         // A finished exchange's unpack runs after its pack (same stream, or ordered after it),
-        // or in the same launch: its event alone says both are done.
-        if !self.one_launch && (self.phase == Phase::Started || !self.unpack_recorded) {
-            self.backend.event_synchronize(&self.last_pack, deadline)?;
+        // or in the same launch: its end alone says both are done.
+        match self.in_flight {
+            InFlight::Unrecorded => {
+                return Err(Error::Internal(
+                    "a kernel was queued without the event after it (a start or finish that failed midway): it may still run".into(),
+                ))
+            }
+            InFlight::Packed { .. } => self.backend.event_synchronize(&self.last_pack, deadline)?,
+            _ => {}
         }
-        if self.unpack_recorded {
-            self.wait_last_unpack(deadline)?;
+        if let Some(how) = self.in_flight.pending_unpack() {
+            self.wait_last_unpack(how, deadline)?;
         }
         Ok(())
     }
 
     /// Whether the last unpack (a one launch: its every block) is done, without waiting.
-    fn last_unpack_seen_done(&self) -> Result<bool> {
-        if self.one_launch {
-            Ok(self.one_launch_raised())
-        } else {
-            self.backend.event_query(&self.last_unpack)
+    fn last_unpack_seen_done(&self, how: Ending) -> Result<bool> {
+        match how {
+            Ending::OneLaunch => Ok(self.one_launch_raised()),
+            Ending::Unpack => self.backend.event_query(&self.last_unpack),
         }
     }
 
-    /// Waits (until `deadline`) for the last unpack: a one launch by its done word.
-    fn wait_last_unpack(&self, deadline: Instant) -> Result<()> {
-        if self.one_launch {
-            self.one_launch_done(deadline)
-        } else {
-            self.backend.event_synchronize(&self.last_unpack, deadline)
+    /// Waits (until `deadline`) for the last unpack: a one launch by its done words.
+    fn wait_last_unpack(&self, how: Ending, deadline: Instant) -> Result<()> {
+        match how {
+            Ending::OneLaunch => self.one_launch_done(deadline),
+            Ending::Unpack => self.backend.event_synchronize(&self.last_unpack, deadline),
         }
     }
 
@@ -755,7 +813,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
 
     /// The last unpack was seen complete: what it (and every kernel before it) used is free.
     fn unpack_done(&mut self) {
-        self.unpack_recorded = false;
+        if let InFlight::Finished { how, .. } = self.in_flight {
+            self.in_flight = InFlight::Finished {
+                how,
+                pending: false,
+            };
+        }
         self.in_use.clear();
         self.replayed.clear();
         self.memory.retired.clear();
@@ -779,9 +842,17 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             let tables = self.memory.tables.remove(oldest);
             self.memory.retired.push(tables);
         }
-        if !self.unpack_recorded && !self.unrecorded && self.phase != Phase::Started {
+        if self.quiet() {
             self.memory.retired.clear();
         }
+    }
+
+    /// Nothing the exchange queued may still run: none started, or the last seen complete.
+    fn quiet(&self) -> bool {
+        matches!(
+            self.in_flight,
+            InFlight::Never | InFlight::Finished { pending: false, .. }
+        )
     }
 
     /// Region-table sets cached and retired (for tests of the cache's bound).
@@ -796,26 +867,26 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// [`Self::usable`], and no exchange started (`misuse` says which call came instead).
     fn usable_unstarted(&self, misuse: &str) -> Result<()> {
         self.usable()?;
-        if self.phase == Phase::Started {
+        if self.in_flight.started() {
             return Err(Error::Usage(misuse.into()));
         }
         Ok(())
     }
 
     fn usable(&self) -> Result<()> {
-        if self.closed {
-            return Err(Error::Usage("the halo exchange was closed".into()));
-        }
-        match &self.failed {
-            Some(e) => Err(e.again("this halo exchange failed earlier and must be built anew: ")),
-            None => Ok(()),
+        match &self.health {
+            Health::Usable => Ok(()),
+            Health::Failed(e) => {
+                Err(e.again("this halo exchange failed earlier and must be built anew: "))
+            }
+            Health::Closed => Err(Error::Usage("the halo exchange was closed".into())),
         }
     }
 
     /// Records a failure: every GPU-side wait gives up (abort flag), later calls refuse.
     fn fail_on(&mut self, result: Result<()>) -> Result<()> {
         if let Err(e) = &result {
-            self.failed = Some(e.again(""));
+            self.health = Health::Failed(e.again(""));
             self.epoch_word(self.status_layout().abort())
                 .store(self.epoch.max(1), Ordering::Release);
             self.raise_device_abort();

@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{MessageExchange, Payload, Phase};
+use super::{Ending, Health, InFlight, MessageExchange, Payload};
 use crate::backend::{Backend, DeviceMemory, Launch, LaunchDims};
 use crate::error::{Error, Result};
 use crate::halo::field::FieldMemory;
@@ -38,9 +38,9 @@ pub(super) fn next_exchange_id() -> u64 {
 pub(crate) struct Capture<B: Backend> {
     /// The capturing stream ([`Backend::stream_id`]).
     stream: u64,
-    /// The exchange's epoch and phase when the capture began.
+    /// The exchange's epoch and state when the capture began.
     first_epoch: u64,
-    phase: Phase,
+    in_flight: InFlight,
     /// The word the captured launches add to their epoch.
     pub(super) base: B::DeviceMemory,
     /// The fields the captured launches use.
@@ -100,7 +100,7 @@ impl<B: Backend> MessageExchange<'_, B> {
         if self.capture.is_some() {
             return Err(Error::Usage("begin_capture called while capturing".into()));
         }
-        if self.phase == Phase::Started {
+        if self.in_flight.started() {
             return Err(Error::Usage(
                 "begin_capture called between start and finish".into(),
             ));
@@ -124,7 +124,7 @@ impl<B: Backend> MessageExchange<'_, B> {
         self.capture = Some(Capture {
             stream: self.backend.stream_id(stream),
             first_epoch: self.epoch,
-            phase: self.phase,
+            in_flight: self.in_flight,
             base,
             keep: Vec::new(),
         });
@@ -144,7 +144,7 @@ impl<B: Backend> MessageExchange<'_, B> {
             .take()
             .ok_or_else(|| Error::Usage("end_capture called without begin_capture".into()))?;
         let exchanges = self.epoch - capture.first_epoch;
-        let unusable = if self.phase == Phase::Started {
+        let unusable = if self.in_flight.started() {
             Some(Error::Usage(
                 "the capture ended between start and finish: capture whole exchanges".into(),
             ))
@@ -156,8 +156,8 @@ impl<B: Backend> MessageExchange<'_, B> {
             None
         };
         self.epoch = capture.first_epoch;
-        self.phase = capture.phase;
-        let queued = if unusable.is_none() && self.failed.is_none() {
+        self.in_flight = capture.in_flight;
+        let queued = if unusable.is_none() && matches!(self.health, Health::Usable) {
             // The graph's last node moves its epochs on for the next replay.
             // SAFETY: the word lives in the graph's parts, which every replay keeps alive
             // until it completed.
@@ -200,7 +200,7 @@ impl<B: Backend> MessageExchange<'_, B> {
                 "this graph was captured from another halo exchange".into(),
             ));
         }
-        if self.capture.is_some() || self.phase == Phase::Started {
+        if self.capture.is_some() || self.in_flight.started() {
             return Err(Error::Usage(
                 "replay called while capturing or between start and finish".into(),
             ));
@@ -223,10 +223,10 @@ impl<B: Backend> MessageExchange<'_, B> {
     ) -> Result<()> {
         self.check_status()?;
         let id = self.backend.stream_id(stream);
-        if self.unpack_recorded && id != self.unpack_stream {
+        if self.in_flight.pending_unpack().is_some() && id != self.unpack_stream {
             self.backend.stream_wait_event(stream, &self.last_unpack)?;
         }
-        self.unrecorded = true;
+        self.in_flight = InFlight::Unrecorded;
         if graph.base_after != since {
             let word = graph.parts.base.device_addr();
             // SAFETY: the word lives in the graph's parts, kept in `replayed` below until
@@ -243,7 +243,7 @@ impl<B: Backend> MessageExchange<'_, B> {
         self.epoch += graph.exchanges;
         self.backend.record_event(&self.last_pack, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
-        self.finished_on(id, false)
+        self.finished_on(id, Ending::Unpack)
     }
 
     /// Refuses a call on another stream than the capturing one.

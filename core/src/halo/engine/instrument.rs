@@ -25,7 +25,7 @@ impl<B: Backend> MessageExchange<'_, B> {
 
     /// True once an exchange was started.
     pub fn has_run(&self) -> bool {
-        self.phase != Phase::Idle
+        self.in_flight != InFlight::Never
     }
 
     /// An MPI barrier over the exchange's ranks, bounded by `deadline`.
@@ -44,7 +44,7 @@ impl<B: Backend> MessageExchange<'_, B> {
     /// [`Error::Internal`] while kernels may still run (call after [`Self::wait`]) or without
     /// a synthetic exchange run.
     pub fn take_checks(&mut self) -> Result<Vec<hp_block_check>> {
-        if self.unpack_recorded || self.unrecorded || self.phase != Phase::Finished {
+        if !matches!(self.in_flight, InFlight::Finished { pending: false, .. }) {
             return Err(Error::Internal(
                 "check records read while the exchange's kernels may still run".into(),
             ));
@@ -90,7 +90,7 @@ impl<B: Backend> MessageExchange<'_, B> {
     /// without a synthetic exchange run with device times recorded (fields' regions may be
     /// paired across entries: their grid blocks are not per entry).
     pub fn take_device_times(&mut self) -> Result<Vec<hp_block_times>> {
-        if self.unpack_recorded || self.unrecorded || self.phase != Phase::Finished {
+        if !matches!(self.in_flight, InFlight::Finished { pending: false, .. }) {
             return Err(Error::Internal(
                 "timestamps read while the exchange's kernels may still run".into(),
             ));
