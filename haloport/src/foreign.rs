@@ -941,3 +941,56 @@ impl ForeignExchange {
         }
     }
 }
+
+impl ForeignExchange {
+    /// Orders the work queued on `consumer` after this call behind the work queued on
+    /// `producer` so far, without blocking the CPU: an event recorded on `producer`, waited for
+    /// on `consumer`. How a layer honours a producer's stream it was told of (the CUDA array
+    /// interface's `stream`: the consumer must not touch the array before the producer's work
+    /// there completed). Nothing to do on the host backend (no streams) or for one stream.
+    ///
+    /// # Errors
+    /// The backend's errors of recording or waiting for the event.
+    ///
+    /// # Safety
+    /// 1. `producer` and `consumer` are each 0 or a live stream of this device's primary
+    ///    context, alive during this call.
+    ///
+    /// Vendor: cuEventRecord + cuStreamWaitEvent / hipEventRecord + hipStreamWaitEvent.
+    pub unsafe fn order_after(&self, producer: RawStream, consumer: RawStream) -> Result<()> {
+        if producer == consumer {
+            return Ok(());
+        }
+        match self.backend() {
+            #[cfg(feature = "host")]
+            ForeignBackend::Host(_) => Ok(()),
+            #[cfg(feature = "cuda")]
+            ForeignBackend::Cuda(b) => {
+                // SAFETY: the streams' contract is this function's.
+                let (p, c) = unsafe {
+                    (
+                        haloport_cuda::CudaStream::from_raw(b, producer.0 as _),
+                        haloport_cuda::CudaStream::from_raw(b, consumer.0 as _),
+                    )
+                };
+                // The event may be destroyed once waited for: the wait keeps its record.
+                let event = b.create_marker()?;
+                b.record_event(&event, &p)?;
+                b.stream_wait_event(&c, &event)
+            }
+            #[cfg(feature = "hip")]
+            ForeignBackend::Hip(b) => {
+                // SAFETY: the streams' contract is this function's.
+                let (p, c) = unsafe {
+                    (
+                        haloport_hip::HipStream::from_raw(b, producer.0 as _),
+                        haloport_hip::HipStream::from_raw(b, consumer.0 as _),
+                    )
+                };
+                let event = b.create_marker()?;
+                b.record_event(&event, &p)?;
+                b.stream_wait_event(&c, &event)
+            }
+        }
+    }
+}

@@ -237,6 +237,9 @@ struct Described {
     readonly: bool,
     /// DLPack's `(device_type, device_id)`, where the protocol tells.
     device: Option<(i32, i32)>,
+    /// The stream the producer's writes are queued on, where `__cuda_array_interface__`
+    /// (version 3) names one: the consumer must order itself after it.
+    stream: Option<usize>,
 }
 
 /// DLPack device types (dlpack.h `DLDeviceType`).
@@ -258,7 +261,9 @@ fn device_name(device_type: i32) -> &'static str {
     }
 }
 
-/// Field `k` of the caller's arrays as a raw field of `target`, checked against `expected`.
+/// Field `k` of the caller's arrays as a raw field of `target`, checked against `expected`,
+/// and the stream its producer names, if any (not yet ordered before the exchange: the caller
+/// does that).
 ///
 /// # Errors
 /// `InvalidInputError` naming the field and what differs; an array offering no protocol that
@@ -268,7 +273,7 @@ pub fn raw_field(
     k: usize,
     expected: &Expected,
     target: Target,
-) -> PyResult<RawField> {
+) -> PyResult<(RawField, Option<usize>)> {
     let fail = |why: String| invalid(format!("field {k}: {why}"));
     let described = describe(array, target).map_err(|e| {
         // Ours already say what is wrong; a protocol's own failure is told as such.
@@ -300,10 +305,11 @@ pub fn raw_field(
     };
     check(&described, expected, target).map_err(fail)?;
     let bytes = expected.shape.iter().product::<u64>() * u64::from(expected.dtype.bytes());
-    Ok(RawField {
+    let field = RawField {
         addr: described.addr,
         bytes: usize::try_from(bytes).map_err(|_| fail("larger than memory".into()))?,
-    })
+    };
+    Ok((field, described.stream))
 }
 
 /// Compares what the array is with what the declaration says it must be.
@@ -419,6 +425,7 @@ fn describe(array: &Bound<'_, PyAny>, target: Target) -> PyResult<Option<Describ
                     dtype: Err("unknown".into()),
                     readonly: false,
                     device: Some((device_type, device_id)),
+                    stream: None,
                 }));
             }
         }
@@ -455,6 +462,25 @@ fn from_interface(dict: &Bound<'_, PyDict>) -> PyResult<Described> {
     } else {
         Dtype::parse(&typestr).ok_or_else(|| typestr.clone())
     };
+    // Version 3's `stream`: absent or None, no synchronization needed; 1 the legacy default
+    // stream, 2 the per-thread default stream, any other value a stream handle; 0 is
+    // disallowed (it is ambiguous between the two defaults).
+    let stream = match dict.get_item("stream")? {
+        Some(s) if !s.is_none() => {
+            let handle: usize = s.extract().map_err(|_| {
+                invalid(format!(
+                    "the array interface's stream {s} is not a stream handle (a positive integer)"
+                ))
+            })?;
+            if handle == 0 {
+                return Err(invalid(
+                    "the array interface's stream is 0, which the CUDA array interface disallows (1: the legacy default stream, 2: the per-thread one)",
+                ));
+            }
+            Some(handle)
+        }
+        _ => None,
+    };
     Ok(Described {
         addr: addr + offset,
         shape,
@@ -462,6 +488,7 @@ fn from_interface(dict: &Bound<'_, PyDict>) -> PyResult<Described> {
         dtype,
         readonly,
         device: None,
+        stream,
     })
 }
 
@@ -511,37 +538,95 @@ struct DlManagedTensor {
     deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
 }
 
-/// The array through `__dlpack__`. The capsule is read, not consumed: dropping it unconsumed
-/// lets the producer release its export (DLPack's rule for a capsule still named
-/// `dltensor`), while the array object the caller holds keeps the memory alive.
+/// dlpack.h's `DLPackVersion`.
+#[repr(C)]
+struct DlPackVersion {
+    major: u32,
+    minor: u32,
+}
+
+/// dlpack.h's `DLManagedTensorVersioned` (DLPack 1.0, the capsule named
+/// `dltensor_versioned`): a version and flags before the tensor.
+#[repr(C)]
+struct DlManagedTensorVersioned {
+    version: DlPackVersion,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensorVersioned)>,
+    flags: u64,
+    dl_tensor: DlTensor,
+}
+
+/// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write the tensor (JAX's arrays).
+const DL_READ_ONLY: u64 = 1 << 0;
+/// `DLPACK_FLAG_BITMASK_IS_COPIED`: the producer exported a copy, not the array itself.
+const DL_IS_COPIED: u64 = 1 << 1;
+
+/// The DLPack versions this consumer reads: 1.0's versioned capsule, or the unversioned one.
+const DLPACK_MAX_VERSION: (u32, u32) = (1, 0);
+
+/// The array through `__dlpack__`, asking for DLPack 1.0's versioned capsule (which carries
+/// the read-only and copied flags) and falling back to the unversioned one for producers older
+/// than the keyword (their `__dlpack__` raises `TypeError` on it). The capsule is read, not
+/// consumed: dropping it unconsumed lets the producer release its export (DLPack's rule for a
+/// capsule still named `dltensor` or `dltensor_versioned`), while the array object the caller
+/// holds keeps the memory alive.
+///
+/// Python specification: <https://dmlc.github.io/dlpack/latest/python_spec.html>.
 fn from_dlpack(array: &Bound<'_, PyAny>, target: Target) -> PyResult<Described> {
     let py = array.py();
-    let capsule = match target.backend {
-        BackendKind::Host => array.call_method0("__dlpack__")?,
-        _ => {
-            // DLPack reserves 0; 1 is the legacy default stream, which 0 means in CUDA calls.
-            let stream = if target.stream == 0 { 1 } else { target.stream };
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("stream", stream)?;
+    let kwargs = PyDict::new(py);
+    if target.backend != BackendKind::Host {
+        // DLPack reserves 0; 1 is the legacy default stream, which 0 means in CUDA calls.
+        let stream = if target.stream == 0 { 1 } else { target.stream };
+        kwargs.set_item("stream", stream)?;
+    }
+    let versioned = kwargs.copy()?;
+    versioned.set_item("max_version", DLPACK_MAX_VERSION)?;
+    // Never a copy: the exchange writes the halos of the array itself.
+    versioned.set_item("copy", false)?;
+    let capsule = match array.call_method("__dlpack__", (), Some(&versioned)) {
+        Ok(c) => c,
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
             array.call_method("__dlpack__", (), Some(&kwargs))?
         }
+        Err(e) => return Err(e),
     };
     let capsule = capsule.downcast::<PyCapsule>()?;
     let name = capsule.name()?;
-    if name != Some(c"dltensor") {
-        return Err(invalid(format!(
-            "__dlpack__ returned a capsule named {:?}, not 'dltensor'",
-            name.map(CStr::to_string_lossy)
-        )));
-    }
-    let managed = capsule.pointer().cast::<DlManagedTensor>();
-    if managed.is_null() {
+    let pointer = capsule.pointer();
+    if pointer.is_null() {
         return Err(invalid("__dlpack__ returned an empty capsule"));
     }
-    // SAFETY: a capsule named `dltensor` holds a `DLManagedTensor` (DLPack's Python
-    // specification), valid while the capsule lives, which it does until this function
-    // returns; it is only read.
-    let tensor = unsafe { &(*managed).dl_tensor };
+    let (tensor, flags) = if name == Some(c"dltensor_versioned") {
+        let managed = pointer.cast::<DlManagedTensorVersioned>();
+        // SAFETY: a capsule named `dltensor_versioned` holds a `DLManagedTensorVersioned`
+        // (DLPack's Python specification), valid while the capsule lives, which it does until
+        // this function returns; it is only read.
+        let managed = unsafe { &*managed };
+        if managed.version.major != DLPACK_MAX_VERSION.0 {
+            return Err(invalid(format!(
+                "__dlpack__ returned DLPack {}.{}; haloport reads DLPack 1.x",
+                managed.version.major, managed.version.minor
+            )));
+        }
+        (&managed.dl_tensor, managed.flags)
+    } else if name == Some(c"dltensor") {
+        let managed = pointer.cast::<DlManagedTensor>();
+        // SAFETY: a capsule named `dltensor` holds a `DLManagedTensor` (DLPack's Python
+        // specification), valid while the capsule lives, which it does until this function
+        // returns; it is only read.
+        (unsafe { &(*managed).dl_tensor }, 0)
+    } else {
+        return Err(invalid(format!(
+            "__dlpack__ returned a capsule named {:?}, not 'dltensor_versioned' or 'dltensor'",
+            name.map(CStr::to_string_lossy)
+        )));
+    };
+    if flags & DL_IS_COPIED != 0 {
+        return Err(invalid(
+            "the array's producer exported a copy of it through DLPack; haloport exchanges an array in place and needs the array itself",
+        ));
+    }
     let ndim = usize::try_from(tensor.ndim).unwrap_or(0);
     let read = |p: *const i64| -> Vec<i64> {
         if p.is_null() || ndim == 0 {
@@ -587,9 +672,12 @@ fn from_dlpack(array: &Bound<'_, PyAny>, target: Target) -> PyResult<Described> 
         shape,
         strides,
         dtype,
-        // DLPack before 1.0 cannot say; a read-only NumPy array refuses to export instead.
-        readonly: false,
+        // The unversioned capsule cannot say; its producers refuse to export a read-only
+        // array instead (NumPy does).
+        readonly: flags & DL_READ_ONLY != 0,
+        // The tensor's own device: checked whether or not the array has `__dlpack_device__`.
         device: Some((tensor.device.device_type, tensor.device.device_id)),
+        stream: None,
     })
 }
 

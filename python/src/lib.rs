@@ -347,10 +347,10 @@ impl Neighbour {
 ///
 /// Raises:
 ///     InvalidInputError, OtherRankError, DeviceError, MpiError (see `haloport.errors`).
-#[pyclass(module = "haloport", unsendable)]
+#[pyclass(module = "haloport")]
 struct Exchange {
-    /// `None` once closed.
-    inner: Option<ForeignExchange>,
+    /// The exchange and the thread it belongs to.
+    owned: Owned,
     /// The plan, kept for the views and properties after `close`.
     plan: haloport::core::domain::HaloPlan,
     domain: Py<Domain>,
@@ -359,11 +359,195 @@ struct Exchange {
     ordinal: usize,
     options: HaloOptions,
     neighbours: Vec<Py<Neighbour>>,
-    /// The arrays of the exchange started last, kept alive until it was waited for.
+    /// The arrays of every exchange started since the last wait (each object once), kept alive
+    /// until a wait covers them: a `start` after `finish` (the next step before waiting) adds
+    /// its arrays to those of the exchange still in flight, never replaces them.
     in_flight: Vec<PyObject>,
-    /// The arrays the last call read, with their shapes and what was read: a loop that hands
-    /// over the same arrays every step reads them once (see `raw_fields`).
-    read: Vec<(PyObject, Vec<u64>, RawField)>,
+    /// Recently read sets of arrays (see `raw_fields`), held by weak reference.
+    read: ReadCache,
+}
+
+/// How many sets of arrays [`ReadCache`] remembers: a Jacobi loop alternates two, a solver
+/// with a few fields of state a few more (the Rust library's table cache keeps a few sets the
+/// same way).
+const READ_SETS: usize = 4;
+
+/// The sets of arrays read recently, with what was read: a loop that hands over the same few
+/// sets every step reads each once. Arrays are held by weak reference, so that an array the
+/// program dropped is freed as it would be without haloport (an entry whose array died is
+/// simply a miss); arrays that cannot be weakly referenced are read every call.
+#[derive(Default)]
+struct ReadCache {
+    /// Most recently used last.
+    sets: Vec<Vec<(PyObject, Vec<u64>, RawField)>>,
+}
+
+/// The exchange, usable only from the thread that built it (the backends are not `Send`:
+/// their streams and contexts belong to it), and nothing at all once MPI was finalized.
+///
+/// Python may hand the `Exchange` object to any thread (a thread pool) and collect it on
+/// any; every use goes through [`Owned::get`], which refuses other threads with a
+/// `UsageError` naming the owner, and [`Drop`] leaves an exchange it may not touch to the
+/// process's exit.
+struct Owned {
+    /// `None` once closed.
+    inner: Option<ForeignExchange>,
+    /// The thread that built it.
+    thread: std::thread::ThreadId,
+    /// That thread as Python names it, for messages.
+    thread_name: String,
+    /// Why the exchange can no longer be used (a panic inside haloport), where it cannot.
+    broken: Option<String>,
+}
+
+// SAFETY: the value moves between threads only as part of the Python object; the exchange
+// inside is touched only on the thread that built it ([`Owned::get`] checks the thread before
+// handing it out, [`Drop`] leaks it rather than drop it elsewhere).
+unsafe impl Send for Owned {}
+// SAFETY: as for `Send`: shared references reach the exchange only through `Owned::get`,
+// which takes `&mut self` and checks the thread.
+unsafe impl Sync for Owned {}
+
+/// Python's name of the calling thread, e.g. `MainThread` or `ThreadPoolExecutor-0_0`.
+fn python_thread_name(py: Python<'_>) -> String {
+    py.import("threading")
+        .and_then(|t| t.call_method0("current_thread"))
+        .and_then(|t| t.getattr("name"))
+        .and_then(|n| n.extract())
+        .unwrap_or_else(|_| format!("{:?}", std::thread::current().id()))
+}
+
+/// Whether MPI was finalized (then no MPI call may be made, not even to free).
+fn mpi_finalized() -> bool {
+    let mut flag = 0;
+    // SAFETY: MPI_Finalized may be called at any time, before MPI_Init and after
+    // MPI_Finalize (MPI 4.0 section 11.2.3); it only writes `flag`.
+    let code = unsafe { mpi::ffi::MPI_Finalized(&mut flag) };
+    code == 0 && flag != 0
+}
+
+impl Owned {
+    /// The open exchange, on the thread that built it.
+    ///
+    /// # Errors
+    /// `UsageError`: another thread, an exchange closed or broken.
+    fn get(&mut self, py: Python<'_>) -> PyResult<&mut ForeignExchange> {
+        if std::thread::current().id() != self.thread {
+            return Err(raise(
+                ErrorKind::Usage,
+                format!(
+                    "this Exchange belongs to thread '{}', which built it; it was called from thread '{}': use an exchange only from the thread that built it (build one per thread)",
+                    self.thread_name,
+                    python_thread_name(py)
+                ),
+            ));
+        }
+        if let Some(why) = &self.broken {
+            return Err(raise(ErrorKind::Usage, why.clone()));
+        }
+        if self.inner.is_some() && mpi_finalized() {
+            return Err(raise(
+                ErrorKind::Usage,
+                "MPI was finalized: the exchange can no longer be used (close it before MPI finalizes)",
+            ));
+        }
+        self.inner
+            .as_mut()
+            .ok_or_else(|| raise(ErrorKind::Usage, "the exchange was closed"))
+    }
+}
+
+impl Drop for Owned {
+    /// Closes an exchange collected unclosed, where that is allowed: on its own thread, before
+    /// MPI was finalized (`close`'s errors can only be logged here). Otherwise the exchange is
+    /// leaked, with a line saying why: its memory and communicator go with the process, which
+    /// is ending (an exchange collected at interpreter exit, after mpi4py finalized MPI), and
+    /// no MPI call after `MPI_Finalize` aborts the program.
+    fn drop(&mut self) {
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
+        let why = if self.broken.is_some() {
+            Some("an earlier call failed inside haloport")
+        } else if std::thread::current().id() != self.thread {
+            Some("it was collected on another thread than the one that built it")
+        } else if mpi_finalized() {
+            Some("MPI was finalized before it was closed")
+        } else {
+            None
+        };
+        match why {
+            Some(why) => {
+                eprintln!(
+                    "haloport: an Exchange was collected unclosed and {why}; its resources are left to the process's exit (call close() before MPI finalizes)"
+                );
+                std::mem::forget(inner);
+            }
+            None => {
+                if let Err(e) = inner.close() {
+                    eprintln!("haloport: closing an Exchange collected unclosed: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Checks that `comm` belongs to the MPI library haloport was built against.
+///
+/// mpi4py may run on another MPI library than the one haloport links (an `MPI4PY_LIBMPI`
+/// setting, a wheel with its own `libmpi`, MPICH beside Open MPI); a communicator handle of
+/// one library means nothing to the other (Open MPI's handles are pointers, MPICH's
+/// integers), so passing it on would crash or corrupt. The handle sizes and the libraries'
+/// version strings (`MPI_Get_library_version`, MPI 4.0 section 9.1.1) must agree.
+///
+/// # Errors
+/// `InvalidInputError` naming both libraries.
+fn same_mpi_library(comm: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = comm.py();
+    // The module of the communicator's own class (mpi4py.MPI for mpi4py's communicators).
+    let module = comm
+        .get_type()
+        .getattr("__module__")
+        .and_then(|m| m.extract::<String>())
+        .and_then(|m| py.import(m.as_str()));
+    let Ok(module) = module else {
+        // Not mpi4py's: the `py2f` check below says what `comm` must be.
+        return Ok(());
+    };
+    let Ok(theirs) = module
+        .call_method0("Get_library_version")
+        .and_then(|v| v.extract::<String>())
+    else {
+        return Ok(());
+    };
+    let their_handle: Option<usize> = module
+        .getattr("Comm")
+        .and_then(|c| module.call_method1("_sizeof", (c,)))
+        .and_then(|n| n.extract())
+        .ok();
+    let ours = mpi::environment::library_version().unwrap_or_default();
+    let our_handle = std::mem::size_of::<mpi::ffi::MPI_Comm>();
+    // mpi4py's string keeps the terminating NUL the library wrote.
+    let first_line = |v: &str| {
+        v.lines()
+            .next()
+            .unwrap_or_default()
+            .trim_matches(|c: char| c == '\0' || c.is_whitespace())
+            .to_owned()
+    };
+    let handle_differs = their_handle.is_some_and(|n| n != our_handle);
+    if handle_differs || first_line(&theirs) != first_line(&ours) {
+        return Err(invalid(format!(
+            "comm: its MPI library ({}, {}) is not the one haloport was built against ({}, {our_handle}-byte communicator handles); run mpi4py on the same MPI library (see mpi4py's MPI4PY_LIBMPI, or build mpi4py against it)",
+            first_line(&theirs),
+            their_handle.map_or_else(
+                || "communicator handles of unknown size".to_owned(),
+                |n| format!("{n}-byte communicator handles")
+            ),
+            first_line(&ours),
+        )));
+    }
+    Ok(())
 }
 
 /// This rank's index among the ranks of its node (collective over `comm`).
@@ -400,27 +584,23 @@ fn parse_options(
 }
 
 impl Exchange {
-    /// The open exchange.
-    fn open(&mut self) -> PyResult<&mut ForeignExchange> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| raise(ErrorKind::Usage, "the exchange was closed"))
-    }
-
     /// The caller's arrays as raw fields, checked against the declaration.
     ///
-    /// The same array objects as in the last call, of the same shapes, give the same fields
-    /// without being read again, where the library is NumPy or CuPy: their memory cannot move
-    /// while this exchange holds a reference (NumPy refuses to resize a referenced array; a
-    /// CuPy array never changes its allocation), so the address and size read last time still
-    /// hold; the shape is read again, other metadata changed in place on the same object
-    /// between calls (dtype, strides, writeability) is not. PyTorch tensors (whose storage
-    /// `set_` can swap) are read every time.
+    /// A set of array objects read recently (the same objects, of the same shapes) gives the
+    /// same fields without being read again, where the arrays are NumPy's or CuPy's and
+    /// `cached` allows it: their memory cannot move while the object lives (NumPy refuses to
+    /// resize an array others reference, which the exchange does while it uses it; a CuPy
+    /// array never changes its allocation), so the address and size read last time still hold;
+    /// the shape is read again, other metadata changed in place on the same object between
+    /// calls (dtype, strides, writeability) is not. PyTorch tensors (whose storage `set_` can
+    /// swap) are read every time, and so is every array when `cached` is false (a stream the
+    /// producer names may differ from the exchange's and must be waited for: `order_after`).
     fn raw_fields(
         &mut self,
         arrays: &[Bound<'_, PyAny>],
         stream: haloport::foreign::RawStream,
-    ) -> PyResult<Vec<RawField>> {
+        cached: bool,
+    ) -> PyResult<(Vec<RawField>, Vec<usize>)> {
         let py = match arrays.first() {
             Some(a) => a.py(),
             None => return self.read_fields(arrays, stream),
@@ -428,42 +608,68 @@ impl Exchange {
         let shape_of = |a: &Bound<'_, PyAny>| -> Option<Vec<u64>> {
             a.getattr(pyo3::intern!(py, "shape")).ok()?.extract().ok()
         };
-        let same = self.read.len() == arrays.len()
-            && arrays
-                .iter()
-                .zip(&self.read)
-                .all(|(a, (was, shape, _))| a.is(was) && shape_of(a).as_ref() == Some(shape));
-        if same {
-            return Ok(self.read.iter().map(|(_, _, f)| *f).collect());
+        let hit = |set: &Vec<(PyObject, Vec<u64>, RawField)>| {
+            set.len() == arrays.len()
+                && arrays.iter().zip(set).all(|(a, (weak, shape, _))| {
+                    weak.bind(py)
+                        .call0()
+                        .is_ok_and(|was| a.is(&was) && shape_of(a).as_ref() == Some(shape))
+                })
+        };
+        if cached {
+            if let Some(i) = self.read.sets.iter().position(hit) {
+                let set = self.read.sets.remove(i);
+                let fields = set.iter().map(|(_, _, f)| *f).collect();
+                self.read.sets.push(set);
+                return Ok((fields, Vec::new()));
+            }
         }
-        let fields = self.read_fields(arrays, stream)?;
+        let (fields, producers) = self.read_fields(arrays, stream)?;
         let stable = |a: &Bound<'_, PyAny>| {
-            a.get_type().module().is_ok_and(|m| {
-                m.to_cow()
+            a.get_type().mro().iter().any(|t| {
+                t.getattr(pyo3::intern!(py, "__module__"))
+                    .and_then(|m| m.extract::<String>())
                     .is_ok_and(|m| m.starts_with("numpy") || m.starts_with("cupy"))
             })
         };
-        self.read = if arrays.iter().all(stable) {
-            arrays
+        if cached && arrays.iter().all(stable) {
+            let weakref = py.import("weakref")?.getattr("ref")?;
+            let set: Vec<_> = arrays
                 .iter()
                 .zip(&fields)
-                .filter_map(|(a, f)| Some((a.clone().unbind(), shape_of(a)?, *f)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        if self.read.len() != arrays.len() {
-            self.read.clear();
+                .filter_map(|(a, f)| Some((weakref.call1((a,)).ok()?.unbind(), shape_of(a)?, *f)))
+                .collect();
+            if set.len() == arrays.len() {
+                // Entries whose arrays died go first, then the least recently used.
+                self.read.sets.retain(|s| {
+                    s.iter()
+                        .all(|(w, _, _)| w.bind(py).call0().is_ok_and(|a| !a.is_none()))
+                });
+                if self.read.sets.len() >= READ_SETS {
+                    self.read.sets.remove(0);
+                }
+                self.read.sets.push(set);
+            }
         }
-        Ok(fields)
+        Ok((fields, producers))
     }
 
-    /// The caller's arrays read and checked against the declaration.
+    /// Keeps `arrays` alive until a wait covers the exchange they were started in.
+    fn keep(&mut self, arrays: &[Bound<'_, PyAny>]) {
+        for a in arrays {
+            if !self.in_flight.iter().any(|k| a.is(k)) {
+                self.in_flight.push(a.clone().unbind());
+            }
+        }
+    }
+
+    /// The caller's arrays read and checked against the declaration, and the streams their
+    /// producers name (`__cuda_array_interface__`'s `stream`), each once.
     fn read_fields(
         &self,
         arrays: &[Bound<'_, PyAny>],
         stream: haloport::foreign::RawStream,
-    ) -> PyResult<Vec<RawField>> {
+    ) -> PyResult<(Vec<RawField>, Vec<usize>)> {
         if arrays.len() != self.expected.len() {
             return Err(invalid(format!(
                 "{} arrays given; the domain declares {} field{} (one array each, in order)",
@@ -477,12 +683,52 @@ impl Exchange {
             ordinal: self.ordinal,
             stream: stream.0,
         };
-        arrays
-            .iter()
-            .zip(&self.expected)
-            .enumerate()
-            .map(|(k, (array, expected))| arrays::raw_field(array, k, expected, target))
-            .collect()
+        let mut fields = Vec::with_capacity(arrays.len());
+        let mut producers = Vec::new();
+        for (k, (array, expected)) in arrays.iter().zip(&self.expected).enumerate() {
+            let (field, producer) = arrays::raw_field(array, k, expected, target)?;
+            fields.push(field);
+            if let Some(p) = producer.filter(|p| !producers.contains(p)) {
+                producers.push(p);
+            }
+        }
+        Ok((fields, producers))
+    }
+
+    /// What every call that starts an exchange does first: the stream, the arrays as fields,
+    /// the exchange's stream ordered after the streams the arrays' producers name (the CUDA
+    /// array interface's rule for consumers: without it the pack could read cells the producer
+    /// is still writing), and the arrays kept until a wait covers them.
+    fn prepare(
+        &mut self,
+        arrays: &[Bound<'_, PyAny>],
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Vec<RawField>, haloport::foreign::RawStream)> {
+        let explicit = stream.is_some_and(|s| !s.is_none());
+        let raw = streams::raw_stream(stream, arrays.first(), self.backend)?;
+        // Read again unless the producer's stream is known to be the exchange's: on the host
+        // (no streams), or CuPy's current stream taken for `None` (which CuPy's interface
+        // names as the producer's).
+        let cached = self.backend == BackendKind::Host || !explicit;
+        let (fields, producers) = self.raw_fields(arrays, raw, cached)?;
+        if self.backend != BackendKind::Host {
+            let py = match arrays.first() {
+                Some(a) => a.py(),
+                None => return Ok((fields, raw)),
+            };
+            let exchange = self.owned.get(py)?;
+            // 1 names the legacy default stream, which 0 means in CUDA calls.
+            let same = |p: usize| p == raw.0 || (p == 1 && raw.0 == 0);
+            for producer in producers.into_iter().filter(|&p| !same(p)) {
+                // SAFETY: `producer` is the stream the array's owner says its writes are
+                // queued on (the CUDA array interface's promise), `raw` the exchange's; both of
+                // this device's context, alive for this call.
+                unsafe { exchange.order_after(haloport::foreign::RawStream(producer), raw) }
+                    .py()?;
+            }
+        }
+        self.keep(arrays);
+        Ok((fields, raw))
     }
 
     /// `array[z0:z1, y0:y1, x0:x1]` after checking that it is shaped like a field.
@@ -517,15 +763,41 @@ impl Exchange {
         py: Python<'_>,
         work: impl FnOnce(&mut ForeignExchange) -> haloport::Result<T>,
     ) -> PyResult<T> {
-        let exchange = Unbound(self.open()?);
+        let exchange = Unbound(self.owned.get(py)?);
         let work = Unbound(work);
-        py.allow_threads(move || {
-            let result = (work.into_inner())(exchange.into_inner());
-            Unbound(result)
-        })
-        .into_inner()
-        .py()
+        let outcome = py
+            .allow_threads(move || {
+                let exchange = exchange.into_inner();
+                let work = work.into_inner();
+                // A panic is a fault of haloport; it becomes an `InternalError` here rather
+                // than PyO3's `PanicException` (which is no `Exception`, so `except
+                // Exception` would not catch it).
+                Unbound(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                    move || work(exchange),
+                )))
+            })
+            .into_inner();
+        match outcome {
+            Ok(result) => result.py(),
+            Err(payload) => {
+                let why = format!(
+                    "haloport failed inside ({}); this exchange can no longer be used: build it anew",
+                    panic_text(payload.as_ref())
+                );
+                self.owned.broken = Some(why.clone());
+                Err(raise(ErrorKind::Internal, why))
+            }
+        }
     }
+}
+
+/// What a panic said.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned())
 }
 
 #[pymethods]
@@ -544,6 +816,7 @@ impl Exchange {
         timeout: f64,
         checked: bool,
     ) -> PyResult<Exchange> {
+        same_mpi_library(comm)?;
         let handle: i32 = comm
             .call_method0("py2f")
             .and_then(|h| h.extract())
@@ -642,7 +915,12 @@ impl Exchange {
             })
             .collect::<PyResult<_>>()?;
         Ok(Exchange {
-            inner: Some(inner),
+            owned: Owned {
+                inner: Some(inner),
+                thread: std::thread::current().id(),
+                thread_name: python_thread_name(py),
+                broken: None,
+            },
             plan,
             domain: domain.unbind(),
             expected,
@@ -651,7 +929,7 @@ impl Exchange {
             options,
             neighbours,
             in_flight: Vec::new(),
-            read: Vec::new(),
+            read: ReadCache::default(),
         })
     }
 
@@ -675,13 +953,13 @@ impl Exchange {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let list = arrays::as_list(arrays)?;
-        let stream = streams::raw_stream(stream, list.first(), self.backend)?;
-        let fields = self.raw_fields(&list, stream)?;
-        self.in_flight = list.iter().map(|a| a.clone().unbind()).collect();
+        let (fields, stream) = self.prepare(&list, stream)?;
         // SAFETY: the arrays are the caller's objects, held in `in_flight` until the exchange
         // was waited for; their memory was checked to be of this backend's kind and device and
-        // as large as the fields need; the stream comes from the caller or its array library.
+        // as large as the fields need; the stream comes from the caller or its array library,
+        // and the producers' streams the arrays name were ordered before it (`prepare`).
         self.unbound(py, |e| unsafe { e.exchange(&fields, stream) })?;
+        // The exchange waited for its own work and, with it, any started before.
         self.in_flight.clear();
         Ok(())
     }
@@ -696,9 +974,7 @@ impl Exchange {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let list = arrays::as_list(arrays)?;
-        let stream = streams::raw_stream(stream, list.first(), self.backend)?;
-        let fields = self.raw_fields(&list, stream)?;
-        self.in_flight = list.iter().map(|a| a.clone().unbind()).collect();
+        let (fields, stream) = self.prepare(&list, stream)?;
         // SAFETY: as in `exchange`; the arrays stay in `in_flight` until `wait` returned.
         self.unbound(py, |e| unsafe { e.start(&fields, stream) })
     }
@@ -707,14 +983,14 @@ impl Exchange {
     /// there after it (on the host backend, when it returns).
     #[pyo3(signature = (stream = None))]
     fn finish(&mut self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let first = self.in_flight.first().map(|a| a.bind(py).clone());
+        let first = self.in_flight.last().map(|a| a.bind(py).clone());
         let stream = streams::raw_stream(stream, first.as_ref(), self.backend)?;
         // SAFETY: the stream comes from the caller or the array library of the arrays started.
         self.unbound(py, |e| unsafe { e.finish(stream) })
     }
 
-    /// Waits until the exchange's work on the device completed; its arrays are then released
-    /// by the exchange.
+    /// Waits until the exchange's work on the device completed; the arrays of every exchange
+    /// started since the last wait are then released by the exchange.
     fn wait(&mut self, py: Python<'_>) -> PyResult<()> {
         self.unbound(py, ForeignExchange::wait)?;
         self.in_flight.clear();
@@ -723,7 +999,11 @@ impl Exchange {
 
     /// Ends the exchange (collective with `transport="ipc"`). Closing twice does nothing.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        let Some(inner) = self.inner.take() else {
+        if self.owned.inner.is_none() {
+            return Ok(());
+        }
+        self.owned.get(py)?;
+        let Some(inner) = self.owned.inner.take() else {
             return Ok(());
         };
         let inner = Unbound(inner);
@@ -731,7 +1011,7 @@ impl Exchange {
             .into_inner()
             .py()?;
         self.in_flight.clear();
-        self.read.clear();
+        self.read.sets.clear();
         Ok(())
     }
 
@@ -896,7 +1176,7 @@ impl Exchange {
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.owned.inner.is_none()
     }
 
     fn __repr__(&self) -> String {
