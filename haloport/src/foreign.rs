@@ -391,10 +391,10 @@ pub struct ForeignExchange {
 /// This rank's allocation as a foreign caller reads it back: per dimension, x first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Allocation {
-    /// Allocated extents: `interior + local + halo_hi + pad`.
+    /// Allocated extents: `halo_lo + local + halo_hi + pad`.
     pub alloc: [u64; 3],
-    /// Where the interior starts in the allocation: the low halo widths.
-    pub interior: [u64; 3],
+    /// The low halo widths: where the interior starts in the allocation.
+    pub halo_lo: [u64; 3],
     /// The high halo widths.
     pub halo_hi: [u64; 3],
     /// Cells after the high halo, never read or written.
@@ -530,7 +530,7 @@ impl ForeignExchange {
         });
         Allocation {
             alloc: d.alloc,
-            interior: d.halo,
+            halo_lo: d.halo,
             halo_hi: d.halo_hi,
             pad,
         }
@@ -697,11 +697,17 @@ impl ForeignExchange {
     }
 
     /// [`HaloExchange::close`]: ends the exchange, returning what dropping it could only log
-    /// (collective with `ipc`).
+    /// (collective with `ipc`). After `MPI_Finalize` nothing is closed: the exchange is left
+    /// to the process's exit with one line on standard error (as dropping it does), and `Ok`
+    /// returned.
     ///
     /// # Errors
     /// As [`HaloExchange::close`].
     pub fn close(mut self) -> Result<()> {
+        if mpi_finalized() {
+            // `drop` leaks it and says so.
+            return Ok(());
+        }
         // The exchange is taken out of the cell and closed; the backend drops after it, and
         // `drop` finds nothing left to do.
         self.owned
