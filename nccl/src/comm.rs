@@ -422,11 +422,11 @@ impl Communicator {
             return Err(self.fail(e));
         }
         let out = f(&mut Group {
-            nccl: &*self.nccl,
+            nccl: &self.nccl,
             comm: self.comm,
             nranks: self.nranks,
         });
-        let end = result::group::end(lib, self.comm);
+        let end = result::group::end(lib);
         match (out, end) {
             (Ok(r), Ok(Progress::Done)) => Ok(r),
             (Ok(r), Ok(Progress::InProgress)) => {

@@ -32,7 +32,11 @@ pub enum Error {
         detail: String,
     },
     /// A call returned an error code.
-    #[error("{call} failed: {name} ({code}){}{}", last_error(last), context_of(context))]
+    #[error(
+        "{call} failed: {name} ({code}){}{}",
+        last_error(last),
+        context_of(context)
+    )]
     Call {
         /// The call, e.g. `ncclGroupEnd`.
         call: &'static str,
@@ -40,7 +44,7 @@ pub enum Error {
         code: u32,
         /// `ncclGetErrorString(code)`.
         name: String,
-        /// `ncclGetLastError(comm)` at the time (may be empty).
+        /// `ncclGetLastError` at the time (may be empty).
         last: String,
         /// What this crate was doing, e.g. "rank 1 of 2".
         context: String,

@@ -149,12 +149,11 @@ impl Nccl {
         // SAFETY: opening a library runs its initialisers. NCCL's and RCCL's (and the stand-in's)
         // only set up their own state; the caller chose the path (variable or soname), which is
         // the trust decision any dlopen of a vendor library makes.
-        let library = unsafe { libloading::Library::new(path) }.map_err(|e| {
-            Error::LibraryNotFound {
+        let library =
+            unsafe { libloading::Library::new(path) }.map_err(|e| Error::LibraryNotFound {
                 flavour,
                 tried: vec![(path.to_string(), e.to_string())],
-            }
-        })?;
+            })?;
         for symbol in sys::FUNCTIONS {
             // SAFETY: only the symbol's address is looked up (typed as an opaque pointer, never
             // called or dereferenced here).
@@ -222,9 +221,12 @@ mod tests {
 
     #[test]
     fn a_library_that_is_not_there_is_an_error_naming_it() {
-        let e = Nccl::load_from(Flavour::Rccl, "/nonexistent/librccl.so.1")
-            .expect_err("no such file");
+        let e =
+            Nccl::load_from(Flavour::Rccl, "/nonexistent/librccl.so.1").expect_err("no such file");
         let text = e.to_string();
-        assert!(text.starts_with("RCCL not found: /nonexistent/librccl.so.1: "), "{text}");
+        assert!(
+            text.starts_with("RCCL not found: /nonexistent/librccl.so.1: "),
+            "{text}"
+        );
     }
 }

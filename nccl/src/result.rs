@@ -29,13 +29,11 @@ pub fn error_string(lib: &NcclLibrary, code: ncclResult_t) -> String {
     c_text(p).unwrap_or_else(|| format!("unknown ncclResult_t {}", code.0))
 }
 
-/// `ncclGetLastError(comm)`: the library's last error message (may be about an earlier call).
-/// `comm` may be null.
-pub fn last_error(lib: &NcclLibrary, comm: ncclComm_t) -> String {
-    // SAFETY: ncclGetLastError reads a thread-local or global string; the comm argument may be
-    // null and is not dereferenced by NCCL (documented as unused); a non-null comm is one this
-    // crate created and has not destroyed.
-    let p = unsafe { (lib.ncclGetLastError)(comm) };
+/// `ncclGetLastError(NULL)`: the library's last error message (may be about an earlier call).
+/// NCCL documents the communicator argument as unused and accepts null.
+pub fn last_error(lib: &NcclLibrary) -> String {
+    // SAFETY: ncclGetLastError with a null communicator reads the library's last-error string.
+    let p = unsafe { (lib.ncclGetLastError)(std::ptr::null_mut()) };
     c_text(p).unwrap_or_default()
 }
 
@@ -56,10 +54,9 @@ pub fn check(
     lib: &NcclLibrary,
     call: &'static str,
     code: ncclResult_t,
-    comm: ncclComm_t,
     context: impl FnOnce() -> String,
 ) -> Result<()> {
-    match check_progress(lib, call, code, comm, context)? {
+    match check_progress(lib, call, code, context)? {
         Progress::Done => Ok(()),
         Progress::InProgress => Err(Error::Call {
             call,
@@ -79,7 +76,6 @@ pub fn check_progress(
     lib: &NcclLibrary,
     call: &'static str,
     code: ncclResult_t,
-    comm: ncclComm_t,
     context: impl FnOnce() -> String,
 ) -> Result<Progress> {
     match code {
@@ -89,7 +85,7 @@ pub fn check_progress(
             call,
             code: code.0,
             name: error_string(lib, code),
-            last: last_error(lib, comm),
+            last: last_error(lib),
             context: context(),
         }),
     }
@@ -103,7 +99,7 @@ pub fn version(lib: &NcclLibrary) -> Result<i32> {
     let mut v: c_int = 0;
     // SAFETY: `v` is a valid, writable int for the call's duration.
     let code = unsafe { (lib.ncclGetVersion)(&mut v) };
-    check(lib, "ncclGetVersion", code, std::ptr::null_mut(), String::new)?;
+    check(lib, "ncclGetVersion", code, String::new)?;
     Ok(v)
 }
 
@@ -115,7 +111,7 @@ pub fn unique_id(lib: &NcclLibrary) -> Result<sys::ncclUniqueId> {
     let mut id = sys::ncclUniqueId { internal: [0; 128] };
     // SAFETY: `id` is a valid, writable ncclUniqueId for the call's duration.
     let code = unsafe { (lib.ncclGetUniqueId)(&mut id) };
-    check(lib, "ncclGetUniqueId", code, std::ptr::null_mut(), String::new)?;
+    check(lib, "ncclGetUniqueId", code, String::new)?;
     Ok(id)
 }
 
@@ -141,7 +137,7 @@ pub mod comm {
         // SAFETY: `comm` and `config` are valid and writable for the call; `config` was made by
         // `sys::config_initializer` (size, magic and version set) and NCCL copies it.
         let code = unsafe { (lib.ncclCommInitRankConfig)(&mut comm, nranks, id, rank, config) };
-        check_progress(lib, "ncclCommInitRankConfig", code, comm, || {
+        check_progress(lib, "ncclCommInitRankConfig", code, || {
             format!("rank {rank} of {nranks}")
         })
         .map(|p| (comm, p))
@@ -166,8 +162,8 @@ pub mod comm {
         let mut state = ncclResult_t::ncclSuccess;
         // SAFETY: `comm` is live (contract 1); `state` is writable for the call.
         let code = unsafe { (lib.ncclCommGetAsyncError)(comm, &mut state) };
-        check(lib, "ncclCommGetAsyncError", code, comm, String::new)?;
-        check_progress(lib, what, state, comm, || {
+        check(lib, "ncclCommGetAsyncError", code, String::new)?;
+        check_progress(lib, what, state, || {
             "reported by ncclCommGetAsyncError".into()
         })
     }
@@ -183,7 +179,7 @@ pub mod comm {
     pub unsafe fn abort(lib: &NcclLibrary, comm: ncclComm_t) -> Result<()> {
         // SAFETY: contract 1 and 2.
         let code = unsafe { (lib.ncclCommAbort)(comm) };
-        check(lib, "ncclCommAbort", code, std::ptr::null_mut(), String::new)
+        check(lib, "ncclCommAbort", code, String::new)
     }
 
     /// `ncclCommDestroy`: waits for the communicator's work, then frees it.
@@ -196,7 +192,7 @@ pub mod comm {
     pub unsafe fn destroy(lib: &NcclLibrary, comm: ncclComm_t) -> Result<()> {
         // SAFETY: contract 1 and 2 of `abort`.
         let code = unsafe { (lib.ncclCommDestroy)(comm) };
-        check(lib, "ncclCommDestroy", code, std::ptr::null_mut(), String::new)
+        check(lib, "ncclCommDestroy", code, String::new)
     }
 }
 
@@ -211,7 +207,7 @@ pub mod group {
     pub fn start(lib: &NcclLibrary) -> Result<()> {
         // SAFETY: takes no arguments; only opens a (thread-local) group.
         let code = unsafe { (lib.ncclGroupStart)() };
-        check(lib, "ncclGroupStart", code, std::ptr::null_mut(), String::new)
+        check(lib, "ncclGroupStart", code, String::new)
     }
 
     /// `ncclGroupEnd`: issues the group's operations. On a non-blocking communicator it may
@@ -219,10 +215,10 @@ pub mod group {
     ///
     /// # Errors
     /// [`Error::Call`].
-    pub fn end(lib: &NcclLibrary, comm: ncclComm_t) -> Result<Progress> {
+    pub fn end(lib: &NcclLibrary) -> Result<Progress> {
         // SAFETY: takes no arguments; closes the group `start` opened (the safe layer pairs them).
         let code = unsafe { (lib.ncclGroupEnd)() };
-        check_progress(lib, "ncclGroupEnd", code, comm, String::new)
+        check_progress(lib, "ncclGroupEnd", code, String::new)
     }
 }
 
@@ -253,9 +249,16 @@ pub mod p2p {
     ) -> Result<Progress> {
         // SAFETY: contracts 1 to 3.
         let code = unsafe {
-            (lib.ncclSend)(buf, bytes, sys::ncclDataType_t::ncclUint8, peer, comm, stream)
+            (lib.ncclSend)(
+                buf,
+                bytes,
+                sys::ncclDataType_t::ncclUint8,
+                peer,
+                comm,
+                stream,
+            )
         };
-        check_progress(lib, "ncclSend", code, comm, || {
+        check_progress(lib, "ncclSend", code, || {
             format!("{bytes} bytes to rank {peer}")
         })
     }
@@ -278,9 +281,16 @@ pub mod p2p {
     ) -> Result<Progress> {
         // SAFETY: contracts 1 to 3 of `send`, `buf` writable.
         let code = unsafe {
-            (lib.ncclRecv)(buf, bytes, sys::ncclDataType_t::ncclUint8, peer, comm, stream)
+            (lib.ncclRecv)(
+                buf,
+                bytes,
+                sys::ncclDataType_t::ncclUint8,
+                peer,
+                comm,
+                stream,
+            )
         };
-        check_progress(lib, "ncclRecv", code, comm, || {
+        check_progress(lib, "ncclRecv", code, || {
             format!("{bytes} bytes from rank {peer}")
         })
     }
