@@ -118,7 +118,7 @@ def main():
                     sync()
                     times.append(time.perf_counter() - t0)
                 results[name] = median_of_slowest(comm, times)
-            links = sorted({n.transport for n in ex.neighbours})
+            links = sorted({n.link for n in ex.neighbours})
             if device is None:
                 device = device_name(args.backend, "cupy", ex.device)
             cart.Free()

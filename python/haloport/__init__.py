@@ -32,11 +32,12 @@ from .errors import (
     UsageError,
     VerificationError,
 )
-from ._native import Domain, Exchange, Neighbour, __version__, backends
+from ._native import Domain, Exchange, Graph, Neighbour, __version__, backends
 
 __all__ = [
     "Domain",
     "Exchange",
+    "Graph",
     "Neighbour",
     "backends",
     "__version__",

@@ -3,7 +3,7 @@
 from types import TracebackType
 from typing import Any, Literal, Optional, Sequence, Tuple, Type, Union, final
 
-__all__ = ["Domain", "Exchange", "Neighbour", "backends", "__version__"]
+__all__ = ["Domain", "Exchange", "Graph", "Neighbour", "backends", "__version__"]
 
 __version__: str
 
@@ -77,7 +77,7 @@ class Domain:
         periodic: Optional[_BoolOrTriple] = None,
         pad: Optional[_IntOrTriple] = None,
         procs: Optional[_IntOrTriple] = None,
-        neighbourhood: Literal["faces", "faces-edges", "all", "6", "18", "26"] = "all",
+        neighbourhood: Optional[Literal["faces", "faces-edges", "all", "6", "18", "26"]] = None,
         splits: Optional[Tuple[Sequence[int], Sequence[int], Sequence[int]]] = None,
     ) -> "Domain": ...
     @property
@@ -125,9 +125,22 @@ class Neighbour:
         """The neighbour's rank in the exchange's communicator (this rank itself along a
         periodic dimension it alone spans)."""
     @property
-    def transport(self) -> Literal["mpi", "ipc", "local"]:
-        """``"mpi"`` (host-staged), ``"ipc"`` (device-direct) or ``"local"`` (this rank's own
-        memory)."""
+    def link(self) -> Literal["mpi", "ipc", "local"]:
+        """How its messages travel (the Rust library's ``Link``, the C ABI's
+        ``haloport_link``): ``"mpi"`` (host-staged through MPI), ``"ipc"`` (device-direct into
+        the neighbour's memory) or ``"local"`` (the neighbour is this rank: a periodic
+        dimension it alone spans)."""
+
+@final
+class Graph:
+    """Whole exchanges (and the program's own work between them) captured into a CUDA or HIP
+    graph by :meth:`Exchange.begin_capture` / :meth:`Exchange.end_capture`, replayed with
+    :meth:`Exchange.replay`: one launch for a whole step. It keeps the arrays captured alive
+    while it lives; use it on the thread and with the exchange that captured it."""
+
+    @property
+    def exchanges(self) -> int:
+        """How many exchanges one replay runs."""
 
 @final
 class Exchange:
@@ -184,13 +197,18 @@ class Exchange:
         a domain of one field): each the whole allocation (halos and padding included),
         shaped :meth:`shape`, C-contiguous, of the field's dtype, writable, on this
         exchange's device. Arrays are used in place, never copied. On a GPU the exchange is
-        ordered after the work queued on ``stream`` before the call.
+        ordered after the work queued on ``stream`` before the call, and after the stream an
+        array's ``__cuda_array_interface__`` names as its producer's, where that is another.
+        Arrays given through DLPack are asked for DLPack 1.0 (read-only arrays are refused),
+        older producers for the unversioned form.
 
         Raises:
-            InvalidInputError: an array of the wrong shape, strides, dtype or device, the
-                wrong number of arrays, a stream that is none.
+            InvalidInputError: an array of the wrong shape, strides, dtype or device, read-only,
+                the wrong number of arrays, a stream that is none.
             TimeoutError: a neighbour did not take part within ``timeout``.
-            UsageError: the exchange was closed.
+            UsageError: the exchange was closed, is called from another thread than the one
+                that built it (the message names both), or MPI was finalized.
+            InternalError: a fault inside haloport; the exchange can no longer be used.
         """
     def start(
         self, arrays: Union[_ArrayLike, Sequence[_ArrayLike]], stream: _StreamLike = None
@@ -198,7 +216,8 @@ class Exchange:
         """Starts the exchange of ``arrays``' halos on ``stream``: packs and sends what
         leaves this rank, after the work queued there before. Work that touches neither the
         halos nor the cells next to them may run until :meth:`finish`. The arrays are kept
-        alive until :meth:`wait`. Raises as :meth:`exchange`."""
+        alive until a :meth:`wait` (or :meth:`exchange`) covers this exchange, also when the
+        next step's ``start`` comes first. Raises as :meth:`exchange`."""
     def finish(self, stream: _StreamLike = None) -> None:
         """Completes the started exchange on ``stream``: the halos are filled for the work
         queued there after this call (on the host backend, when it returns).
@@ -209,10 +228,29 @@ class Exchange:
         """
     def wait(self) -> None:
         """Waits until the exchange's work on the device completed (the CPU side of
-        :meth:`finish`'s queued unpack); the arrays are then released."""
+        :meth:`finish`'s queued unpack); the arrays of every exchange started since the last
+        wait are then released."""
     def close(self) -> None:
         """Ends the exchange and frees its buffers (collective with ``transport="ipc"``).
         Closing twice does nothing; every other call afterwards raises :class:`UsageError`."""
+    def begin_capture(self, stream: _StreamLike = None) -> None:
+        """Starts capturing ``stream`` into a graph: until :meth:`end_capture`, :meth:`start`
+        and :meth:`finish` on that stream, and the program's own work queued there, are
+        recorded, not run. Capture whole exchanges, an even number of them. Every neighbour
+        must be device-direct or this rank itself (``transport="ipc"``, every rank on one
+        node).
+
+        Raises:
+            InvalidInputError: a host-staged neighbour (named); no stream given on a GPU (the
+                default stream cannot be captured).
+            DeviceError: the host backend, which captures no graphs.
+            UsageError: already capturing, or between :meth:`start` and :meth:`finish`.
+        """
+    def end_capture(self, stream: _StreamLike = None) -> Graph:
+        """Ends the capture begun on ``stream`` (also after an error inside it) and returns the
+        graph; nothing captured has run yet."""
+    def replay(self, graph: Graph, stream: _StreamLike = None) -> None:
+        """Queues one replay of ``graph`` on ``stream``; :meth:`wait` waits for it."""
     def __enter__(self) -> "Exchange": ...
     def __exit__(
         self,
@@ -254,6 +292,10 @@ class Exchange:
     @property
     def alloc(self) -> _Triple:
         """Allocated extents ``(ax, ay, az)``: low halo + interior + high halo + padding."""
+    @property
+    def pad(self) -> _Triple:
+        """Cells allocated after the high halo of x, y, z (the declaration's ``pad``): never
+        read or written."""
     @property
     def neighbours(self) -> list[Neighbour]:
         """Every neighbour this rank exchanges with, and how its messages travel."""

@@ -20,7 +20,9 @@ use haloport::core::domain::{DomainSpec, ElemType, FieldShape, Layout, Neighbour
 use haloport::core::halo::{HaloOptions, HaloStrategy};
 use haloport::core::transport::TransportKind;
 use haloport::foreign::{
-    built_backends, BackendKind, ErrorKind, ForeignBackend, ForeignExchange, RawField,
+    built_backends, check_mpi, mpi_finalized, Allocation, BackendKind, ErrorKind, ForeignBackend,
+    ForeignExchange, ForeignGraph, RawField, DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD, DEFAULT_PAD,
+    DEFAULT_PERIODIC,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySlice, PyTuple};
@@ -131,7 +133,7 @@ struct Domain {
 #[pymethods]
 impl Domain {
     #[new]
-    #[pyo3(signature = (grid, *, dtype = None, fields = None, components = None, halo = None, halo_lo = None, halo_hi = None, periodic = None, pad = None, procs = None, neighbourhood = "all", splits = None))]
+    #[pyo3(signature = (grid, *, dtype = None, fields = None, components = None, halo = None, halo_lo = None, halo_hi = None, periodic = None, pad = None, procs = None, neighbourhood = None, splits = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         grid: &Bound<'_, PyAny>,
@@ -144,7 +146,7 @@ impl Domain {
         periodic: Option<&Bound<'_, PyAny>>,
         pad: Option<&Bound<'_, PyAny>>,
         procs: Option<&Bound<'_, PyAny>>,
-        neighbourhood: &str,
+        neighbourhood: Option<&str>,
         splits: Option<(Vec<u64>, Vec<u64>, Vec<u64>)>,
     ) -> PyResult<Domain> {
         let grid = triple::<u64>(grid, "grid")?;
@@ -177,15 +179,18 @@ impl Domain {
         let halo = halo
             .map(|h| triple::<u32>(h, "halo"))
             .transpose()?
-            .unwrap_or([1; 3]);
+            .unwrap_or(DEFAULT_HALO);
         let opt3 =
             |v: Option<&Bound<'_, PyAny>>, what| v.map(|v| triple::<u32>(v, what)).transpose();
         let periodic = periodic
             .map(|p| triple::<bool>(p, "periodic"))
             .transpose()?
-            .unwrap_or([true; 3]);
+            .unwrap_or(DEFAULT_PERIODIC);
         let procs = procs.map(|p| triple::<u32>(p, "procs")).transpose()?;
-        let neighbourhood: Neighbourhood = neighbourhood.parse().py()?;
+        let neighbourhood: Neighbourhood = match neighbourhood {
+            Some(n) => n.parse().py()?,
+            None => DEFAULT_NEIGHBOURHOOD,
+        };
         let plain = components.iter().all(|&c| c == 1)
             && dtypes.iter().all(|d| *d == dtypes[0])
             && matches!(dtypes[0].name().as_str(), "float32" | "float64");
@@ -204,7 +209,7 @@ impl Domain {
             layout: Layout {
                 halo_lo: opt3(halo_lo, "halo_lo")?,
                 halo_hi: opt3(halo_hi, "halo_hi")?,
-                pad: opt3(pad, "pad")?.unwrap_or([0; 3]),
+                pad: opt3(pad, "pad")?.unwrap_or(DEFAULT_PAD),
                 neighbourhood,
                 splits: splits.map(|(x, y, z)| Splits { x, y, z }),
                 // Cells other than one f32 or f64 each are declared field by field.
@@ -311,16 +316,18 @@ struct Neighbour {
     /// The neighbour's rank in the exchange's communicator (this rank itself along a periodic
     /// dimension it alone spans).
     rank: i32,
-    /// `"mpi"` (host-staged), `"ipc"` (device-direct) or `"local"` (this rank's own memory).
-    transport: String,
+    /// How its messages travel (the Rust library's `Link`, the C ABI's `haloport_link`):
+    /// `"mpi"` (host-staged through MPI), `"ipc"` (device-direct into the neighbour's memory)
+    /// or `"local"` (the neighbour is this rank: a periodic dimension it alone spans).
+    link: String,
 }
 
 #[pymethods]
 impl Neighbour {
     fn __repr__(&self) -> String {
         format!(
-            "Neighbour(direction={:?}, rank={}, transport={:?})",
-            self.direction, self.rank, self.transport
+            "Neighbour(direction={:?}, rank={}, link={:?})",
+            self.direction, self.rank, self.link
         )
     }
 }
@@ -353,6 +360,8 @@ struct Exchange {
     owned: Owned,
     /// The plan, kept for the views and properties after `close`.
     plan: haloport::core::domain::HaloPlan,
+    /// How this rank's fields lie in memory (the foreign layer's read-back).
+    allocation: Allocation,
     domain: Py<Domain>,
     expected: Vec<Expected>,
     backend: BackendKind,
@@ -417,15 +426,6 @@ fn python_thread_name(py: Python<'_>) -> String {
         .unwrap_or_else(|_| format!("{:?}", std::thread::current().id()))
 }
 
-/// Whether MPI was finalized (then no MPI call may be made, not even to free).
-fn mpi_finalized() -> bool {
-    let mut flag = 0;
-    // SAFETY: MPI_Finalized may be called at any time, before MPI_Init and after
-    // MPI_Finalize (MPI 4.0 section 11.2.3); it only writes `flag`.
-    let code = unsafe { mpi::ffi::MPI_Finalized(&mut flag) };
-    code == 0 && flag != 0
-}
-
 impl Owned {
     /// The open exchange, on the thread that built it.
     ///
@@ -458,37 +458,77 @@ impl Owned {
 }
 
 impl Drop for Owned {
-    /// Closes an exchange collected unclosed, where that is allowed: on its own thread, before
-    /// MPI was finalized (`close`'s errors can only be logged here). Otherwise the exchange is
-    /// leaked, with a line saying why: its memory and communicator go with the process, which
-    /// is ending (an exchange collected at interpreter exit, after mpi4py finalized MPI), and
-    /// no MPI call after `MPI_Finalize` aborts the program.
+    /// An exchange collected unclosed closes itself ([`ForeignExchange`]'s own drop, which
+    /// after `MPI_Finalize` leaks it with one line instead: no MPI call then, which would abort
+    /// the program). Where it may not be touched at all (collected on another thread than
+    /// its own, or broken by a fault inside haloport) it is leaked with one line saying why:
+    /// its memory and communicator go with the process.
     fn drop(&mut self) {
         let Some(inner) = self.inner.take() else {
             return;
         };
         let why = if self.broken.is_some() {
-            Some("an earlier call failed inside haloport")
+            "an earlier call failed inside haloport"
         } else if std::thread::current().id() != self.thread {
-            Some("it was collected on another thread than the one that built it")
-        } else if mpi_finalized() {
-            Some("MPI was finalized before it was closed")
+            "it was collected on another thread than the one that built it"
         } else {
-            None
+            drop(inner);
+            return;
         };
-        match why {
-            Some(why) => {
-                eprintln!(
-                    "haloport: an Exchange was collected unclosed and {why}; its resources are left to the process's exit (call close() before MPI finalizes)"
+        haloport::foreign::log_line(&format!(
+            "an Exchange was collected unclosed and {why}; its resources are left to the process's exit (call close() on the thread that built it)"
+        ));
+        std::mem::forget(inner);
+    }
+}
+
+/// Whole exchanges (and the program's own work between them) captured into a CUDA or HIP
+/// graph by `Exchange.begin_capture` / `end_capture`, replayed with `Exchange.replay`: one
+/// launch for a whole step. It keeps the arrays captured alive while it lives; use it on the
+/// thread and with the exchange that captured it.
+#[pyclass(module = "haloport")]
+struct Graph {
+    /// The graph; `None` never (an `Option` so that `Drop` can take it).
+    graph: Option<ForeignGraph>,
+    /// The thread that captured it (the graph's backend belongs to it).
+    thread: std::thread::ThreadId,
+    /// The arrays of the exchanges captured: the graph reads and writes them on every replay.
+    arrays: Vec<PyObject>,
+    /// How many exchanges one replay runs.
+    exchanges: u64,
+}
+
+// SAFETY: as for `Owned`: the graph is touched only on the thread that captured it (`replay`
+// checks the exchange's thread, which is the graph's; `Drop` leaks it elsewhere).
+unsafe impl Send for Graph {}
+// SAFETY: as for `Send`; shared references reach only `exchanges` and `arrays`.
+unsafe impl Sync for Graph {}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        if let Some(graph) = self.graph.take() {
+            if std::thread::current().id() == self.thread {
+                drop(graph);
+            } else {
+                haloport::foreign::log_line(
+                    "a Graph was collected on another thread than the one that captured it; it is left to the process's exit",
                 );
-                std::mem::forget(inner);
-            }
-            None => {
-                if let Err(e) = inner.close() {
-                    eprintln!("haloport: closing an Exchange collected unclosed: {e}");
-                }
+                std::mem::forget(graph);
             }
         }
+    }
+}
+
+#[pymethods]
+impl Graph {
+    /// How many exchanges one replay runs.
+    #[getter]
+    fn exchanges(&self) -> u64 {
+        self.exchanges
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Graph(exchanges={})", self.exchanges)
     }
 }
 
@@ -500,9 +540,12 @@ impl Drop for Owned {
 /// integers), so passing it on would crash or corrupt. The handle sizes and the libraries'
 /// version strings (`MPI_Get_library_version`, MPI 4.0 section 9.1.1) must agree.
 ///
+/// Returns the caller's library as mpi4py names it, for [`check_mpi`], which compares it
+/// with haloport's.
+///
 /// # Errors
 /// `InvalidInputError` naming both libraries.
-fn same_mpi_library(comm: &Bound<'_, PyAny>) -> PyResult<()> {
+fn same_mpi_library(comm: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     let py = comm.py();
     // The module of the communicator's own class (mpi4py.MPI for mpi4py's communicators).
     let module = comm
@@ -512,20 +555,20 @@ fn same_mpi_library(comm: &Bound<'_, PyAny>) -> PyResult<()> {
         .and_then(|m| py.import(m.as_str()));
     let Ok(module) = module else {
         // Not mpi4py's: the `py2f` check below says what `comm` must be.
-        return Ok(());
+        return Ok(None);
     };
     let Ok(theirs) = module
         .call_method0("Get_library_version")
         .and_then(|v| v.extract::<String>())
     else {
-        return Ok(());
+        return Ok(None);
     };
     let their_handle: Option<usize> = module
         .getattr("Comm")
         .and_then(|c| module.call_method1("_sizeof", (c,)))
         .and_then(|n| n.extract())
         .ok();
-    let ours = mpi::environment::library_version().unwrap_or_default();
+    let ours = haloport::foreign::mpi_library_version();
     let our_handle = std::mem::size_of::<mpi::ffi::MPI_Comm>();
     // mpi4py's string keeps the terminating NUL the library wrote.
     let first_line = |v: &str| {
@@ -547,7 +590,7 @@ fn same_mpi_library(comm: &Bound<'_, PyAny>) -> PyResult<()> {
             first_line(&ours),
         )));
     }
-    Ok(())
+    Ok(Some(first_line(&theirs)))
 }
 
 /// This rank's index among the ranks of its node (collective over `comm`).
@@ -652,6 +695,21 @@ impl Exchange {
             }
         }
         Ok((fields, producers))
+    }
+
+    /// The stream a capture or replay is queued on: given explicitly on a GPU, where the
+    /// default stream (what `None` would mean without arrays to ask) cannot be captured.
+    fn capture_stream(
+        &self,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<haloport::foreign::RawStream> {
+        let given = stream.filter(|s| !s.is_none());
+        if given.is_none() && self.backend != BackendKind::Host {
+            return Err(invalid(
+                "stream: give the stream to capture or replay on (a CuPy or PyTorch stream, an object with __cuda_stream__, a handle); the default stream cannot be captured",
+            ));
+        }
+        streams::raw_stream(given, None, self.backend)
     }
 
     /// Keeps `arrays` alive until a wait covers the exchange they were started in.
@@ -816,7 +874,7 @@ impl Exchange {
         timeout: f64,
         checked: bool,
     ) -> PyResult<Exchange> {
-        same_mpi_library(comm)?;
+        let library = same_mpi_library(comm)?;
         let handle: i32 = comm
             .call_method0("py2f")
             .and_then(|h| h.extract())
@@ -838,6 +896,9 @@ impl Exchange {
         // SAFETY: MPI_Comm_f2c converts any Fortran handle (MPI 4.0 section 19.3.4); an
         // invalid one is caught by the exchange's set-up, which rejects MPI_COMM_NULL.
         let raw = unsafe { mpi::ffi::RSMPI_Comm_f2c(handle) };
+        // The same library, initialized and not finalized: a local check, the same on every
+        // rank of a job whose ranks run one program.
+        check_mpi(raw, library.as_deref()).py()?;
         // Every local step first, then one agreement, so that a rank that fails alone never
         // leaves the others waiting in a collective.
         let parsed = parse_options(backend, transport, strategy, timeout, checked);
@@ -883,6 +944,7 @@ impl Exchange {
             .into_inner()
             .py()?;
         let plan = inner.plan().clone();
+        let allocation = inner.allocation();
         let alloc = plan.decomposition.alloc;
         let expected = {
             let d = domain.get();
@@ -909,7 +971,7 @@ impl Exchange {
                     Neighbour {
                         direction: (dx, dy, dz),
                         rank: n.rank,
-                        transport: link.name().to_owned(),
+                        link: link.name().to_owned(),
                     },
                 )
             })
@@ -922,6 +984,7 @@ impl Exchange {
                 broken: None,
             },
             plan,
+            allocation,
             domain: domain.unbind(),
             expected,
             backend: kind,
@@ -1013,6 +1076,73 @@ impl Exchange {
         self.in_flight.clear();
         self.read.sets.clear();
         Ok(())
+    }
+
+    /// Starts capturing `stream` into a graph: from here until `end_capture`, `start` and
+    /// `finish` on that stream, and the program's own work queued there, are recorded, not
+    /// run. Capture whole exchanges, an even number of them (a step and the next, as a Jacobi
+    /// loop's two arrays alternate). Every neighbour must be device-direct or this rank itself
+    /// (`transport="ipc"`, every rank on one node): host-staged messages need the CPU.
+    ///
+    /// Raises:
+    ///     InvalidInputError: a host-staged neighbour (named), no stream given on a GPU (the
+    ///         default stream cannot be captured).
+    ///     DeviceError: the host backend (it captures no graphs).
+    ///     UsageError: already capturing, between `start` and `finish`.
+    #[pyo3(signature = (stream = None))]
+    fn begin_capture(&mut self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let stream = self.capture_stream(stream)?;
+        // SAFETY: the stream comes from the caller, alive (the stream's contract of `start`).
+        self.unbound(py, |e| unsafe { e.begin_capture(stream) })
+    }
+
+    /// Ends the capture begun on `stream` (also after an error inside it) and returns the
+    /// graph; nothing captured has run yet.
+    #[pyo3(signature = (stream = None))]
+    fn end_capture(
+        &mut self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Graph> {
+        let stream = self.capture_stream(stream)?;
+        // SAFETY: as in `begin_capture`; the arrays captured stay alive in the graph.
+        let graph = self.unbound(py, |e| unsafe { e.end_capture(stream) })?;
+        Ok(Graph {
+            exchanges: graph.exchanges(),
+            graph: Some(graph),
+            thread: std::thread::current().id(),
+            arrays: self.in_flight.iter().map(|a| a.clone_ref(py)).collect(),
+        })
+    }
+
+    /// Queues one replay of `graph` on `stream`; `wait` waits for it. The graph's arrays hold
+    /// the values the program left in them, as for `start`.
+    #[pyo3(signature = (graph, stream = None))]
+    fn replay(
+        &mut self,
+        py: Python<'_>,
+        graph: Bound<'_, Graph>,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let stream = self.capture_stream(stream)?;
+        self.owned.get(py)?;
+        // The graph and its arrays stay alive until a wait covers the replay.
+        let keep: Vec<Bound<'_, PyAny>> = {
+            let g = graph.borrow();
+            g.arrays.iter().map(|a| a.bind(py).clone()).collect()
+        };
+        self.keep(&keep);
+        self.keep(&[graph.clone().into_any()]);
+        let mut g = graph.borrow_mut();
+        let Some(foreign) = g.graph.as_mut() else {
+            return Err(raise(ErrorKind::Usage, "the graph was released"));
+        };
+        let foreign = Unbound(foreign);
+        // SAFETY: the graph's arrays are held above until the replay was waited for; the
+        // stream comes from the caller.
+        self.unbound(py, move |e| unsafe {
+            e.replay(foreign.into_inner(), stream)
+        })
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -1116,19 +1246,26 @@ impl Exchange {
     /// Halo widths on the low side, x, y, z: where the interior starts in the array.
     #[getter]
     fn halo_lo(&self) -> (u64, u64, u64) {
-        tuple3(self.plan.decomposition.halo)
+        tuple3(self.allocation.halo_lo)
     }
 
     /// Halo widths on the high side, x, y, z.
     #[getter]
     fn halo_hi(&self) -> (u64, u64, u64) {
-        tuple3(self.plan.decomposition.halo_hi)
+        tuple3(self.allocation.halo_hi)
     }
 
     /// Allocated extents `(ax, ay, az)`: low halo + interior + high halo + padding.
     #[getter]
     fn alloc(&self) -> (u64, u64, u64) {
-        tuple3(self.plan.decomposition.alloc)
+        tuple3(self.allocation.alloc)
+    }
+
+    /// Cells allocated after the high halo of x, y, z (the declaration's `pad`): never read
+    /// or written.
+    #[getter]
+    fn pad(&self) -> (u64, u64, u64) {
+        tuple3(self.allocation.pad)
     }
 
     /// Every neighbour this rank exchanges with, and how its messages travel.
@@ -1205,6 +1342,7 @@ fn backends() -> &'static str {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Domain>()?;
     m.add_class::<Exchange>()?;
+    m.add_class::<Graph>()?;
     m.add_class::<Neighbour>()?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -67,7 +67,7 @@ def main():
             # what was uploaded wherever a neighbour filled them.
             if np.array_equal(host[0], wanted[0]):
                 problems.append(f"{how}: the halos were not written")
-        transports = sorted({n.transport for n in ex.neighbours})
+        transports = sorted({n.link for n in ex.neighbours})
     verdict = "verified" if not problems else "FAILED: " + "; ".join(problems)
     print(
         f"gpu_torch_stream.py rank {comm.rank}/{comm.size}: torch {torch.__version__}, "

@@ -138,10 +138,17 @@ def test_properties_describe_the_rank_and_its_neighbours(comm):
         assert len(set(directions)) == len(directions)
         for n in ex.neighbours:
             assert 0 <= n.rank < comm.size
-            assert n.transport == ("local" if n.rank == comm.rank else "mpi")
+            assert n.link == ("local" if n.rank == comm.rank else "mpi")
         # The ranks' parts tile the grid.
         assert comm.allreduce(int(np.prod(ex.local))) == 8 * 6 * 4
     assert "closed" in repr(ex)
+
+
+def test_the_allocation_reads_back_halos_and_padding_per_side(comm):
+    domain = haloport.Domain((8, 8, 6), halo_lo=(1, 2, 0), halo_hi=(2, 0, 1), pad=(3, 1, 2))
+    with haloport.Exchange(comm, domain) as ex:
+        assert ex.halo_lo == (1, 2, 0) and ex.halo_hi == (2, 0, 1) and ex.pad == (3, 1, 2)
+        assert ex.alloc == tuple(ex.halo_lo[k] + ex.local[k] + ex.halo_hi[k] + ex.pad[k] for k in range(3))
 
 
 def test_the_same_arrays_every_step_are_exchanged_every_step(comm):
@@ -163,3 +170,19 @@ def test_the_same_arrays_every_step_are_exchanged_every_step(comm):
         arrays[0].shape = flat.shape
         with pytest.raises(haloport.InvalidInputError, match="shape"):
             ex.exchange(arrays)
+
+
+def test_graph_capture_on_the_host_is_refused_saying_why(comm):
+    """Graphs need a GPU backend and neighbours the GPU reaches without the CPU."""
+    with haloport.Exchange(MPI.COMM_SELF, haloport.Domain((8, 6, 4))) as alone:
+        with pytest.raises(haloport.DeviceError, match="the host backend captures no graphs|graphs"):
+            alone.begin_capture()
+        u = fill(alone, 0)
+        alone.exchange(u)  # still usable
+    if comm.size > 1:
+        with haloport.Exchange(comm, haloport.Domain((8, 6, 4))) as ex:
+            with pytest.raises(haloport.InvalidInputError, match="host-staged"):
+                ex.begin_capture()
+            u = fill(ex, 0)
+            ex.exchange(u)
+            check_all(comm, ex, [u])
