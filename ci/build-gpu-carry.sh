@@ -32,7 +32,8 @@ built app_kernel --release --features cuda --example app_kernel
 cargo test --release --workspace --features cuda --no-run --message-format=json 2>/dev/null |
     python3 -c '
 import json, shutil, sys
-wanted = {"haloport_cuda": "cuda-conformance", "gpu_cuda": "gpu-cuda-cli"}
+wanted = {"haloport_cuda": "cuda-conformance", "gpu_cuda": "gpu-cuda-cli",
+          "gpu_nccl": "nccl-gpu-smoke"}
 for line in sys.stdin:
     msg = json.loads(line)
     exe = msg.get("executable")

@@ -179,7 +179,7 @@ pub mod comm {
     pub unsafe fn abort(lib: &NcclLibrary, comm: ncclComm_t) -> Result<()> {
         // SAFETY: contract 1 and 2.
         let code = unsafe { (lib.ncclCommAbort)(comm) };
-        check(lib, "ncclCommAbort", code, String::new)
+        teardown(lib, "ncclCommAbort", code)
     }
 
     /// `ncclCommDestroy`: waits for the communicator's work, then frees it.
@@ -192,7 +192,17 @@ pub mod comm {
     pub unsafe fn destroy(lib: &NcclLibrary, comm: ncclComm_t) -> Result<()> {
         // SAFETY: contract 1 and 2 of `abort`.
         let code = unsafe { (lib.ncclCommDestroy)(comm) };
-        check(lib, "ncclCommDestroy", code, String::new)
+        teardown(lib, "ncclCommDestroy", code)
+    }
+
+    /// A teardown call's code: `ncclInProgress` (which a non-blocking communicator may return)
+    /// counts as done, as the handle can no longer be polled and the library finishes the
+    /// teardown itself.
+    fn teardown(lib: &NcclLibrary, call: &'static str, code: ncclResult_t) -> Result<()> {
+        if check_progress(lib, call, code, String::new)? == Progress::InProgress {
+            tracing::debug!(call, "returned ncclInProgress");
+        }
+        Ok(())
     }
 }
 
