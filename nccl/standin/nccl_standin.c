@@ -21,7 +21,8 @@
  *                             send       sends are dropped (their peers' receives never
  *                                        complete);
  *                             async      ncclCommGetAsyncError reports ncclRemoteError after
- *                                        the first group.
+ *                                        the first group;
+ *                             unique-id  ncclGetUniqueId fails (ncclSystemError).
  * Build with -DHALOPORT_STANDIN_OMIT_ABORT to leave ncclCommAbort out (the missing-symbol test).
  */
 #include <mpi.h>
@@ -56,7 +57,7 @@ typedef struct {
     int blocking;
 } ncclConfigHead;
 
-enum { FAULT_NONE, FAULT_INIT, FAULT_INIT_HANG, FAULT_SEND, FAULT_ASYNC };
+enum { FAULT_NONE, FAULT_INIT, FAULT_INIT_HANG, FAULT_SEND, FAULT_ASYNC, FAULT_UNIQUE_ID };
 
 typedef struct ncclComm {
     int rank, nranks, blocking, fault;
@@ -104,17 +105,6 @@ EXPORT ncclResult_t ncclGetVersion(int *version) {
     return ncclSuccess;
 }
 
-EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
-    if (!id) return fail(ncclInvalidArgument, "stand-in: %s", "ncclGetUniqueId: null", 0, 0);
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (!f || fread(id->internal, 1, sizeof id->internal, f) != sizeof id->internal) {
-        if (f) fclose(f);
-        return fail(ncclSystemError, "stand-in: %s", "cannot read /dev/urandom", 0, 0);
-    }
-    fclose(f);
-    return ncclSuccess;
-}
-
 static int world_ready(void) {
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
@@ -131,7 +121,24 @@ static int fault_here(int rank) {
     if (!strcmp(f, "init-hang")) return FAULT_INIT_HANG;
     if (!strcmp(f, "send")) return FAULT_SEND;
     if (!strcmp(f, "async")) return FAULT_ASYNC;
+    if (!strcmp(f, "unique-id")) return FAULT_UNIQUE_ID;
     return FAULT_NONE;
+}
+
+EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+    if (!id) return fail(ncclInvalidArgument, "stand-in: %s", "ncclGetUniqueId: null", 0, 0);
+    int rank = -1;
+    if (world_ready()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (fault_here(rank) == FAULT_UNIQUE_ID)
+        return fail(ncclSystemError, "stand-in: %s on rank %d",
+                    "injected ncclGetUniqueId failure (HALOPORT_NCCL_STANDIN_FAULT=unique-id)", rank, 0);
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(id->internal, 1, sizeof id->internal, f) != sizeof id->internal) {
+        if (f) fclose(f);
+        return fail(ncclSystemError, "stand-in: %s", "cannot read /dev/urandom", 0, 0);
+    }
+    fclose(f);
+    return ncclSuccess;
 }
 
 static int push_request(ncclComm_t comm, MPI_Request r, int is_recv) {

@@ -14,7 +14,10 @@
 //!   `ncclCommInitRankConfig`, within the time-out plus a few seconds;
 //! - `stalled_peer_times_out_in_a_group`: a peer whose sends never arrive is a time-out naming
 //!   `ncclGroupEnd` within the time-out plus a few seconds, the communicator is aborted and
-//!   refuses more work; the other rank (whose receive completed) is unaffected;
+//!   refuses more work; the other rank (whose receive completed) is unaffected, and a
+//!   `wait_for` whose condition never comes true times out within its own time-out;
+//! - `unique_id_failure_is_an_error_on_every_rank`: the root failing to make the id is its own
+//!   error there and an error naming it, with its text, on the other rank;
 //! - `async_error_is_reported`: an asynchronous error is reported with the library's error
 //!   string and its last-error text, and the communicator refuses more work afterwards.
 
@@ -33,12 +36,16 @@ const TIMEOUT: Duration = Duration::from_secs(3);
 const SLACK: Duration = Duration::from_secs(4);
 
 fn parent(name: &str, fault: Option<&str>) {
+    parent_on(name, fault, "1");
+}
+
+fn parent_on(name: &str, fault: Option<&str>, fault_rank: &str) {
     let lib = common::build_standin(&[]);
     let lib = lib.to_str().expect("a UTF-8 path");
     let mut env = vec![("HALOPORT_NCCL_LIBRARY", lib)];
     if let Some(f) = fault {
         env.push(("HALOPORT_NCCL_STANDIN_FAULT", f));
-        env.push(("HALOPORT_NCCL_STANDIN_FAULT_RANK", "1"));
+        env.push(("HALOPORT_NCCL_STANDIN_FAULT_RANK", fault_rank));
     }
     common::two_ranks(name, &env, 60);
 }
@@ -242,10 +249,62 @@ fn rank_stalled_peer() {
                     other => Err(format!("after the time-out: {other:?}")),
                 }
             }
-            (1, Ok(())) if recv.iter().all(|&b| b == 1) => comm.close().map_err(|e| e.to_string()),
+            (1, Ok(())) if recv.iter().all(|&b| b == 1) => {
+                // A stream that never finishes: `wait_for` gives up at its own time-out.
+                comm.wait_for("the first wait", || true)
+                    .map_err(|e| format!("a wait already done: {e}"))?;
+                comm.set_timeout(Duration::from_secs(1));
+                let started = Instant::now();
+                match comm.wait_for("a stream that never finishes", || false) {
+                    Err(Error::Timeout { waited_for, after })
+                        if waited_for == "a stream that never finishes"
+                            && after >= Duration::from_secs(1)
+                            && started.elapsed() < Duration::from_secs(1) + SLACK => {}
+                    other => return Err(format!("wait_for: {other:?}")),
+                }
+                match comm.close() {
+                    Err(Error::Aborted(first)) if first.contains("never finishes") => Ok(()),
+                    other => Err(format!("close after the time-out: {other:?}")),
+                }
+            }
             (r, other) => Err(format!("rank {r}: {other:?}, received {}", recv[0])),
         }
     });
+}
+
+#[test]
+fn unique_id_failure_is_an_error_on_every_rank() {
+    parent_on("rank_unique_id_failure", Some("unique-id"), "0");
+}
+
+#[test]
+#[ignore = "a rank of an MPI job: run by its parent test under mpirun"]
+fn rank_unique_id_failure() {
+    rank(
+        |nccl, world| match (world.rank(), Communicator::from_mpi(nccl, world, TIMEOUT)) {
+            (0, Err(Error::Call { call, last, .. }))
+                if call == "ncclGetUniqueId"
+                    && last.contains("injected ncclGetUniqueId failure") =>
+            {
+                Ok(())
+            }
+            (
+                1,
+                Err(Error::PeerFailed {
+                    step,
+                    ranks,
+                    detail,
+                    ..
+                }),
+            ) if step == "ncclGetUniqueId"
+                && ranks == [0]
+                && detail.contains("injected ncclGetUniqueId failure") =>
+            {
+                Ok(())
+            }
+            (r, other) => Err(format!("rank {r}: {other:?}")),
+        },
+    );
 }
 
 #[test]
