@@ -37,13 +37,17 @@ fn nccl_round_trip_on_gpus() {
 #[ignore = "a rank of an MPI job: run by its parent test under mpirun"]
 fn rank_gpu_round_trip() {
     common::assert_child();
+    if std::env::var("HALOPORT_NCCL_GPU_SPLIT_HOSTS").as_deref() == Ok("1") {
+        // Before MPI and NCCL start threads that may read the environment; the rank from the
+        // variable Open MPI's launcher sets (MPI is not initialized yet).
+        let r = std::env::var("OMPI_COMM_WORLD_RANK")
+            .or_else(|_| std::env::var("PMI_RANK"))
+            .expect("mpirun sets OMPI_COMM_WORLD_RANK or PMI_RANK");
+        std::env::set_var("NCCL_HOSTID", format!("haloport-nccl-smoke-{r}"));
+    }
     let universe = mpi::initialize().expect("MPI initializes once");
     let world = universe.world();
     let r = world.rank();
-    if std::env::var("HALOPORT_NCCL_GPU_SPLIT_HOSTS").as_deref() == Ok("1") {
-        // Before NCCL is loaded, while this rank runs one thread.
-        std::env::set_var("NCCL_HOSTID", format!("haloport-nccl-smoke-{r}"));
-    }
     match round_trip(&world) {
         Ok(summary) => {
             println!("rank {r}: {summary}");

@@ -1,6 +1,6 @@
 //! Finding and opening the library: what `haloport info` will print when the nccl route is
-//! missing. No MPI job: the stand-in is only opened, not used. One test per variable read, as
-//! the variables are the process's (each test binary of cargo runs its tests side by side).
+//! missing. No MPI job: the stand-in is only opened, not used. The test that sets the library
+//! variables runs in a process of its own.
 
 mod common;
 
@@ -8,10 +8,31 @@ use haloport_nccl::{Error, Flavour, Nccl};
 
 #[test]
 fn a_missing_library_is_an_error_naming_where_it_looked() {
+    // The variables are read in a process of their own (this binary again, one test), so that
+    // no test here changes the environment others read.
+    let me = std::env::current_exe().expect("the test's own path");
+    let output = std::process::Command::new(me)
+        .args(["--exact", "missing_library", "--ignored", "--nocapture"])
+        .env(common::CHILD, "1")
+        .env("HALOPORT_NCCL_LIBRARY", "/nonexistent/libnccl.so.2")
+        .env_remove("HALOPORT_RCCL_LIBRARY")
+        .output()
+        .expect("the test runs itself");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    print!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+#[ignore = "run by a_missing_library_is_an_error_naming_where_it_looked, with its variables"]
+fn missing_library() {
+    common::assert_child();
     // The variable names one path, and only it is tried.
-    std::env::set_var("HALOPORT_NCCL_LIBRARY", "/nonexistent/libnccl.so.2");
     let e = Nccl::load(Flavour::Nccl).expect_err("nothing at that path");
-    std::env::remove_var("HALOPORT_NCCL_LIBRARY");
     let text = e.to_string();
     match &e {
         Error::LibraryNotFound { flavour, tried } => {
@@ -25,6 +46,7 @@ fn a_missing_library_is_an_error_naming_where_it_looked() {
         "{text}"
     );
     assert!(text.contains("No such file"), "the loader's answer: {text}");
+    println!("{text}");
 
     // Without the variable, the sonames; CI has no RCCL, a machine that has one loads it.
     match Nccl::load(Flavour::Rccl) {
@@ -35,6 +57,7 @@ fn a_missing_library_is_an_error_naming_where_it_looked() {
                     && text.contains("; librccl.so: "),
                 "{text}"
             );
+            println!("{text}");
         }
         Err(other) => panic!("{other}"),
         Ok(rccl) => assert!(rccl.version().major >= 2, "{rccl:?}"),

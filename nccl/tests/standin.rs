@@ -63,6 +63,14 @@ fn rank(scenario: fn(&Arc<Nccl>, &SimpleCommunicator) -> Result<(), String>) {
     }
 }
 
+/// Prints a rank's error (for the job's log) and hands the result on.
+fn show<T>(world: &SimpleCommunicator, result: Result<T, Error>) -> Result<T, Error> {
+    if let Err(e) = &result {
+        println!("rank {}: {e}", world.rank());
+    }
+    result
+}
+
 fn within(started: Instant, what: &str) -> Result<(), String> {
     let took = started.elapsed();
     if took < TIMEOUT || took > TIMEOUT + SLACK {
@@ -154,6 +162,9 @@ fn rank_init_failure() {
         let started = Instant::now();
         let result = Communicator::from_mpi(nccl, world, TIMEOUT);
         let took = started.elapsed();
+        if let Err(e) = &result {
+            println!("rank {}: {e}", world.rank());
+        }
         if took > TIMEOUT + SLACK {
             return Err(format!("took {took:?}"));
         }
@@ -203,6 +214,9 @@ fn rank_stalled_init() {
         let id = haloport_nccl::UniqueId::broadcast(nccl, world, 0).map_err(|e| e.to_string())?;
         let started = Instant::now();
         let result = Communicator::init(nccl, 2, world.rank() as usize, &id, TIMEOUT);
+        if let Err(e) = &result {
+            println!("rank {}: {e}", world.rank());
+        }
         match result {
             Err(Error::Timeout { waited_for, .. })
                 if waited_for.contains("ncclCommInitRankConfig") =>
@@ -240,6 +254,9 @@ fn rank_stalled_peer() {
                 )
             }
         });
+        if let Err(e) = &result {
+            println!("rank {}: {e}", comm.rank());
+        }
         match (comm.rank(), result) {
             // Rank 1's sends are dropped: rank 0 waits in vain.
             (0, Err(Error::Timeout { waited_for, .. })) if waited_for.contains("ncclGroupEnd") => {
@@ -328,6 +345,7 @@ fn rank_async_error() {
                 g.recv(recv.as_mut_ptr().cast(), 16, peer, std::ptr::null_mut())
             }
         });
+        let result = show(world, result);
         match (comm.rank(), result) {
             (0, Ok(())) if recv == [7u8; 16] => comm.close().map_err(|e| e.to_string()),
             (1, Err(e @ Error::Call { code: 6, .. })) => {

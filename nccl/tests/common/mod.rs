@@ -87,6 +87,7 @@ pub fn two_ranks(name: &str, env: &[(&str, &str)], limit_s: u32) -> String {
         output.status
     );
     assert!(!stderr.contains("panicked"), "{name}: a panic; {text}");
+    print!("{stdout}");
     text
 }
 
