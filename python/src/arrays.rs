@@ -481,8 +481,13 @@ fn from_interface(dict: &Bound<'_, PyDict>) -> PyResult<Described> {
         }
         _ => None,
     };
+    let addr = addr.checked_add(offset).ok_or_else(|| {
+        invalid(format!(
+            "the array interface's address {addr:#x} plus its offset {offset} overflows 64 bits"
+        ))
+    })?;
     Ok(Described {
-        addr: addr + offset,
+        addr,
         shape,
         strides,
         dtype,
@@ -668,7 +673,11 @@ fn from_dlpack(array: &Bound<'_, PyAny>, target: Target) -> PyResult<Described> 
             .collect()
     });
     Ok(Described {
-        addr: tensor.data as u64 + tensor.byte_offset,
+        addr: (tensor.data as u64)
+            .checked_add(tensor.byte_offset)
+            .ok_or_else(|| {
+                invalid("the DLPack tensor's address plus its byte offset overflows 64 bits")
+            })?,
         shape,
         strides,
         dtype,

@@ -849,6 +849,24 @@ impl Exchange {
     }
 }
 
+/// The options of `Exchange.__new__`, as given: backend, device, transport, strategy,
+/// timeout, checked.
+type ExchangeOptions<'a> = (&'a str, Option<usize>, &'a str, &'a str, f64, bool);
+
+/// Runs `work`, turning a panic (a fault of haloport, never the caller's) into an
+/// `InternalError` instead of PyO3's `PanicException`, which is no `Exception`.
+fn guard<T>(work: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+        Err(raise(
+            ErrorKind::Internal,
+            format!(
+                "haloport failed inside ({}); please report it",
+                panic_text(payload.as_ref())
+            ),
+        ))
+    })
+}
+
 /// What a panic said.
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
@@ -858,21 +876,13 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic".to_owned())
 }
 
-#[pymethods]
 impl Exchange {
-    #[new]
-    #[pyo3(signature = (comm, domain, *, backend = "host", device = None, transport = "mpi", strategy = "base", timeout = 10.0, checked = false))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
+    /// The constructor's work (see `Exchange.__new__`), inside its panic guard.
+    fn build(
         py: Python<'_>,
         comm: &Bound<'_, PyAny>,
         domain: Bound<'_, Domain>,
-        backend: &str,
-        device: Option<usize>,
-        transport: &str,
-        strategy: &str,
-        timeout: f64,
-        checked: bool,
+        (backend, device, transport, strategy, timeout, checked): ExchangeOptions<'_>,
     ) -> PyResult<Exchange> {
         let library = same_mpi_library(comm)?;
         let handle: i32 = comm
@@ -995,6 +1005,27 @@ impl Exchange {
             read: ReadCache::default(),
         })
     }
+}
+
+#[pymethods]
+impl Exchange {
+    #[new]
+    #[pyo3(signature = (comm, domain, *, backend = "host", device = None, transport = "mpi", strategy = "base", timeout = 10.0, checked = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        comm: &Bound<'_, PyAny>,
+        domain: Bound<'_, Domain>,
+        backend: &str,
+        device: Option<usize>,
+        transport: &str,
+        strategy: &str,
+        timeout: f64,
+        checked: bool,
+    ) -> PyResult<Exchange> {
+        let options = (backend, device, transport, strategy, timeout, checked);
+        guard(|| Exchange::build(py, comm, domain, options))
+    }
 
     /// Exchanges the halos of `arrays` (one per field, in order; one array alone for a domain
     /// of one field) and returns when they are filled.
@@ -1016,7 +1047,7 @@ impl Exchange {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let list = arrays::as_list(arrays)?;
-        let (fields, stream) = self.prepare(&list, stream)?;
+        let (fields, stream) = guard(|| self.prepare(&list, stream))?;
         // SAFETY: the arrays are the caller's objects, held in `in_flight` until the exchange
         // was waited for; their memory was checked to be of this backend's kind and device and
         // as large as the fields need; the stream comes from the caller or its array library,
@@ -1037,7 +1068,7 @@ impl Exchange {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let list = arrays::as_list(arrays)?;
-        let (fields, stream) = self.prepare(&list, stream)?;
+        let (fields, stream) = guard(|| self.prepare(&list, stream))?;
         // SAFETY: as in `exchange`; the arrays stay in `in_flight` until `wait` returned.
         self.unbound(py, |e| unsafe { e.start(&fields, stream) })
     }

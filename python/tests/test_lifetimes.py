@@ -275,3 +275,21 @@ def test_a_dlpack_array_elsewhere_is_refused_without_dlpack_device(comm):
         u = fill(ex, 0)
         with pytest.raises(haloport.InvalidInputError, match="field 0: the array lies in CUDA device memory"):
             ex.exchange(OnAGpu(u))
+
+
+class Interface:
+    """An array known only through a hand-written array interface."""
+
+    def __init__(self, **interface):
+        self.__array_interface__ = dict(version=3, **interface)
+
+
+def test_an_array_interface_whose_address_overflows_is_refused_not_a_panic(comm):
+    """Values no real array has still raise the package's error, never a Rust panic."""
+    with haloport.Exchange(comm, haloport.Domain((8, 6, 4))) as ex:
+        bad = Interface(data=(2**64 - 8, False), offset=16, shape=ex.shape(), typestr="<f8")
+        with pytest.raises(haloport.InvalidInputError, match="field 0: .*overflows 64 bits"):
+            ex.exchange(bad)
+        u = fill(ex, 0)
+        ex.exchange(u)
+        check_all(comm, ex, [u])
