@@ -26,7 +26,8 @@ echo "capi-test: installed under $prefix: $(cd "$prefix" && find . -type f -o -t
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:${PKG_CONFIG_PATH:-}
 export LD_LIBRARY_PATH=$prefix/lib:${LD_LIBRARY_PATH:-}
 mpicc -std=c99 -O2 -Wall -Wextra -Werror examples/c/jacobi.c $(pkg-config --cflags --libs haloport) -o "$build/c-jacobi"
-mpicc -std=c99 -O2 -Wall -Wextra -Werror capi/tests/c/errors.c $(pkg-config --cflags --libs haloport) -o "$build/c-errors"
+mpicc -std=c99 -O2 -Wall -Wextra -Werror -pthread capi/tests/c/errors.c $(pkg-config --cflags --libs haloport) -o "$build/c-errors"
+mpicc -std=c99 -O2 -Wall -Wextra -Werror capi/tests/c/never_freed.c $(pkg-config --cflags --libs haloport) -o "$build/c-never-freed"
 # The header from C++ too (extern "C", no C-only constructs; MPI's own C++ bindings left
 # out, whose casts warn).
 echo '#include <haloport.h>
@@ -34,6 +35,7 @@ int main() { return haloport_version_number() == HALOPORT_VERSION_NUMBER ? 0 : 1
 mpicxx -std=c++17 -Wall -Wextra -Werror -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX "$build/cxx.cpp" $(pkg-config --cflags --libs haloport) -o "$build/cxx-version"
 "$build/cxx-version"
 mpif90 -O2 -Wall examples/fortran/jacobi.f90 $(pkg-config --cflags --libs haloport-fortran haloport) -o "$build/f-jacobi"
+mpif90 -O2 -Wall capi/tests/fortran/api.f90 $(pkg-config --cflags --libs haloport-fortran haloport) -o "$build/f-api"
 # The same C example through find_package(haloport CONFIG).
 cmake -S examples/c -B "$build/cmake-consumer" -DCMAKE_PREFIX_PATH="$prefix" > "$build/consumer.log"
 cmake --build "$build/cmake-consumer" > "$build/consumer-build.log"
@@ -45,4 +47,10 @@ for np in 1 2 4; do
 done
 run 2 "$build/cmake-consumer/jacobi"
 run 2 "$build/c-errors"
+run 2 "$build/f-api"
+# A program that never frees its handles ends with MPI_Finalize: exit 0 on every rank, and
+# haloport says what it left to the process's exit.
+run 2 "$build/c-never-freed" 2> "$build/never-freed.err"
+grep -q "left to the process's exit" "$build/never-freed.err" ||
+    { cat "$build/never-freed.err"; echo "capi-test: the never-freed exchange was not reported"; exit 1; }
 echo "capi-test: passed"

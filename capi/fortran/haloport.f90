@@ -1,8 +1,12 @@
-! haloport's Fortran module: the C ABI of haloport.h through iso_c_binding. Every function
-! returns a status (HALOPORT_STATUS_OK is 0); haloport_error_message() gives the last error's
-! text. Handles are type(c_ptr). Arrays of three are x, y, z: a field declared as
+! haloport's Fortran module: the C ABI of haloport.h through iso_c_binding, with its names.
+! Every function returns a status (HALOPORT_STATUS_OK is 0); haloport_error_message() gives the
+! last error's text and haloport_status_text(status) the status's name. Handles are
+! type(c_ptr). Arrays of three are x, y, z: a field declared as
 ! real(c_double) :: u(0:ax-1, 0:ay-1, 0:az-1) has the layout haloport expects (x fastest).
-! The communicator is the Fortran handle (an INTEGER, or comm%MPI_VAL with mpi_f08).
+! The communicator: haloport_exchange_new takes the Fortran handle (an INTEGER, from use mpi);
+! module haloport_f08 (haloport_f08.f90) adds type(MPI_Comm) from use mpi_f08. A stream is
+! type(c_ptr) (c_null_ptr: the default stream) or an integer(c_intptr_t), which is what CUDA
+! Fortran's integer(cuda_stream_kind) holds.
 module haloport
     use, intrinsic :: iso_c_binding
     implicit none
@@ -32,14 +36,42 @@ module haloport
     public :: haloport_backend_new, haloport_backend_free
     public :: haloport_domain_new, haloport_domain_free, haloport_domain_set_procs, &
         haloport_domain_set_periodic, haloport_domain_set_halo, haloport_domain_set_pad, &
-        haloport_domain_set_neighbourhood, haloport_domain_set_parts, haloport_domain_add_field
+        haloport_domain_set_neighbourhood, haloport_domain_set_splits, haloport_domain_add_field
     public :: haloport_options_new, haloport_options_free, haloport_options_set_transport, &
         haloport_options_set_strategy, haloport_options_set_timeout, haloport_options_set_checked
-    public :: haloport_exchange_new_f, haloport_exchange_free, haloport_exchange_start, &
-        haloport_exchange_finish, haloport_exchange_wait, haloport_exchange_run, &
+    public :: haloport_exchange_new, haloport_exchange_new_f, haloport_exchange_free, &
+        haloport_exchange_start, haloport_exchange_finish, haloport_exchange_wait, &
+        haloport_exchange_exchange, haloport_exchange_begin_capture, haloport_exchange_end_capture, &
+        haloport_exchange_replay, haloport_graph_free, &
         haloport_exchange_local, haloport_exchange_allocation, haloport_exchange_process_grid, &
         haloport_exchange_field_bytes, haloport_exchange_neighbour_count, haloport_exchange_neighbour
-    public :: haloport_version_number, haloport_error_message
+    public :: haloport_version_number, haloport_version_text, haloport_backends_text, &
+        haloport_status_text, haloport_error_message
+
+    !> Collective over comm; options may be c_null_ptr. comm: an INTEGER handle here, or
+    !> type(MPI_Comm) with module haloport_f08.
+    interface haloport_exchange_new
+        module procedure exchange_new_int
+    end interface
+    !> The stream: type(c_ptr) or integer(c_intptr_t) (CUDA Fortran's cuda_stream_kind).
+    interface haloport_exchange_start
+        module procedure start_ptr, start_int
+    end interface
+    interface haloport_exchange_finish
+        module procedure finish_ptr, finish_int
+    end interface
+    interface haloport_exchange_exchange
+        module procedure exchange_ptr, exchange_int
+    end interface
+    interface haloport_exchange_begin_capture
+        module procedure begin_capture_ptr, begin_capture_int
+    end interface
+    interface haloport_exchange_end_capture
+        module procedure end_capture_ptr, end_capture_int
+    end interface
+    interface haloport_exchange_replay
+        module procedure replay_ptr, replay_int
+    end interface
 
     interface
         integer(c_int) function haloport_backend_new(kind, device, out) &
@@ -92,8 +124,8 @@ module haloport
             type(c_ptr), value :: domain
             integer(c_int32_t), value :: neighbourhood
         end function
-        integer(c_int) function haloport_domain_set_parts(domain, dim, starts, count) &
-                bind(c, name="haloport_domain_set_parts")
+        integer(c_int) function haloport_domain_set_splits(domain, dim, starts, count) &
+                bind(c, name="haloport_domain_set_splits")
             import :: c_int, c_int32_t, c_int64_t, c_size_t, c_ptr
             type(c_ptr), value :: domain
             integer(c_int32_t), value :: dim
@@ -152,14 +184,14 @@ module haloport
             import :: c_int, c_ptr
             type(c_ptr), value :: exchange
         end function
-        integer(c_int) function haloport_exchange_start(exchange, fields, count, stream) &
+        integer(c_int) function c_exchange_start(exchange, fields, count, stream) &
                 bind(c, name="haloport_exchange_start")
             import :: c_int, c_size_t, c_ptr, haloport_field
             type(c_ptr), value :: exchange, stream
             type(haloport_field), intent(in) :: fields(*)
             integer(c_size_t), value :: count
         end function
-        integer(c_int) function haloport_exchange_finish(exchange, stream) &
+        integer(c_int) function c_exchange_finish(exchange, stream) &
                 bind(c, name="haloport_exchange_finish")
             import :: c_int, c_ptr
             type(c_ptr), value :: exchange, stream
@@ -168,24 +200,45 @@ module haloport
             import :: c_int, c_ptr
             type(c_ptr), value :: exchange
         end function
-        integer(c_int) function haloport_exchange_run(exchange, fields, count, stream) &
-                bind(c, name="haloport_exchange_run")
+        integer(c_int) function c_exchange_exchange(exchange, fields, count, stream) &
+                bind(c, name="haloport_exchange_exchange")
             import :: c_int, c_size_t, c_ptr, haloport_field
             type(c_ptr), value :: exchange, stream
             type(haloport_field), intent(in) :: fields(*)
             integer(c_size_t), value :: count
         end function
-        integer(c_int) function haloport_exchange_local(exchange, extent, offset) &
+        integer(c_int) function c_exchange_begin_capture(exchange, stream) &
+                bind(c, name="haloport_exchange_begin_capture")
+            import :: c_int, c_ptr
+            type(c_ptr), value :: exchange, stream
+        end function
+        integer(c_int) function c_exchange_end_capture(exchange, stream, graph) &
+                bind(c, name="haloport_exchange_end_capture")
+            import :: c_int, c_ptr
+            type(c_ptr), value :: exchange, stream
+            type(c_ptr), intent(out) :: graph
+        end function
+        integer(c_int) function c_exchange_replay(exchange, graph, stream) &
+                bind(c, name="haloport_exchange_replay")
+            import :: c_int, c_ptr
+            type(c_ptr), value :: exchange, graph, stream
+        end function
+        integer(c_int) function haloport_graph_free(graph) bind(c, name="haloport_graph_free")
+            import :: c_int, c_ptr
+            type(c_ptr), value :: graph
+        end function
+        integer(c_int) function haloport_exchange_local(exchange, local, origin) &
                 bind(c, name="haloport_exchange_local")
             import :: c_int, c_int64_t, c_ptr
             type(c_ptr), value :: exchange
-            integer(c_int64_t), intent(out) :: extent(3), offset(3)
+            integer(c_int64_t), intent(out) :: local(3), origin(3)
         end function
-        integer(c_int) function haloport_exchange_allocation(exchange, alloc, interior) &
+        !> alloc = halo_lo + local + halo_hi + pad per dimension.
+        integer(c_int) function haloport_exchange_allocation(exchange, alloc, halo_lo, halo_hi, pad) &
                 bind(c, name="haloport_exchange_allocation")
             import :: c_int, c_int64_t, c_ptr
             type(c_ptr), value :: exchange
-            integer(c_int64_t), intent(out) :: alloc(3), interior(3)
+            integer(c_int64_t), intent(out) :: alloc(3), halo_lo(3), halo_hi(3), pad(3)
         end function
         integer(c_int) function haloport_exchange_process_grid(exchange, procs, coords) &
                 bind(c, name="haloport_exchange_process_grid")
@@ -218,6 +271,16 @@ module haloport
         integer(c_int32_t) function haloport_version_number() bind(c, name="haloport_version_number")
             import :: c_int32_t
         end function
+        type(c_ptr) function c_version() bind(c, name="haloport_version")
+            import :: c_ptr
+        end function
+        type(c_ptr) function c_backends() bind(c, name="haloport_backends")
+            import :: c_ptr
+        end function
+        type(c_ptr) function c_status_name(status) bind(c, name="haloport_status_name")
+            import :: c_ptr, c_int32_t
+            integer(c_int32_t), value :: status
+        end function
         type(c_ptr) function c_last_error() bind(c, name="haloport_last_error")
             import :: c_ptr
         end function
@@ -229,19 +292,115 @@ module haloport
 
 contains
 
-    !> The message of this thread's last failed call, as a Fortran string.
-    function haloport_error_message() result(message)
-        character(len=:), allocatable :: message
-        type(c_ptr) :: text
+    integer(c_int) function exchange_new_int(backend, comm, domain, options, out) result(status)
+        type(c_ptr), intent(in) :: backend, domain, options
+        integer, intent(in) :: comm
+        type(c_ptr), intent(out) :: out
+        status = haloport_exchange_new_f(backend, int(comm, c_int), domain, options, out)
+    end function
+
+    integer(c_int) function start_ptr(exchange, fields, count, stream) result(status)
+        type(c_ptr), intent(in) :: exchange, stream
+        type(haloport_field), intent(in) :: fields(*)
+        integer(c_size_t), intent(in) :: count
+        status = c_exchange_start(exchange, fields, count, stream)
+    end function
+    integer(c_int) function start_int(exchange, fields, count, stream) result(status)
+        type(c_ptr), intent(in) :: exchange
+        type(haloport_field), intent(in) :: fields(*)
+        integer(c_size_t), intent(in) :: count
+        integer(c_intptr_t), intent(in) :: stream
+        status = c_exchange_start(exchange, fields, count, transfer(stream, c_null_ptr))
+    end function
+    integer(c_int) function finish_ptr(exchange, stream) result(status)
+        type(c_ptr), intent(in) :: exchange, stream
+        status = c_exchange_finish(exchange, stream)
+    end function
+    integer(c_int) function finish_int(exchange, stream) result(status)
+        type(c_ptr), intent(in) :: exchange
+        integer(c_intptr_t), intent(in) :: stream
+        status = c_exchange_finish(exchange, transfer(stream, c_null_ptr))
+    end function
+    integer(c_int) function exchange_ptr(exchange, fields, count, stream) result(status)
+        type(c_ptr), intent(in) :: exchange, stream
+        type(haloport_field), intent(in) :: fields(*)
+        integer(c_size_t), intent(in) :: count
+        status = c_exchange_exchange(exchange, fields, count, stream)
+    end function
+    integer(c_int) function exchange_int(exchange, fields, count, stream) result(status)
+        type(c_ptr), intent(in) :: exchange
+        type(haloport_field), intent(in) :: fields(*)
+        integer(c_size_t), intent(in) :: count
+        integer(c_intptr_t), intent(in) :: stream
+        status = c_exchange_exchange(exchange, fields, count, transfer(stream, c_null_ptr))
+    end function
+    integer(c_int) function begin_capture_ptr(exchange, stream) result(status)
+        type(c_ptr), intent(in) :: exchange, stream
+        status = c_exchange_begin_capture(exchange, stream)
+    end function
+    integer(c_int) function begin_capture_int(exchange, stream) result(status)
+        type(c_ptr), intent(in) :: exchange
+        integer(c_intptr_t), intent(in) :: stream
+        status = c_exchange_begin_capture(exchange, transfer(stream, c_null_ptr))
+    end function
+    integer(c_int) function end_capture_ptr(exchange, stream, graph) result(status)
+        type(c_ptr), intent(in) :: exchange, stream
+        type(c_ptr), intent(out) :: graph
+        status = c_exchange_end_capture(exchange, stream, graph)
+    end function
+    integer(c_int) function end_capture_int(exchange, stream, graph) result(status)
+        type(c_ptr), intent(in) :: exchange
+        integer(c_intptr_t), intent(in) :: stream
+        type(c_ptr), intent(out) :: graph
+        status = c_exchange_end_capture(exchange, transfer(stream, c_null_ptr), graph)
+    end function
+    integer(c_int) function replay_ptr(exchange, graph, stream) result(status)
+        type(c_ptr), intent(in) :: exchange, graph, stream
+        status = c_exchange_replay(exchange, graph, stream)
+    end function
+    integer(c_int) function replay_int(exchange, graph, stream) result(status)
+        type(c_ptr), intent(in) :: exchange, graph
+        integer(c_intptr_t), intent(in) :: stream
+        status = c_exchange_replay(exchange, graph, transfer(stream, c_null_ptr))
+    end function
+
+    !> A C string the library owns, as a Fortran string.
+    function from_c(text) result(string)
+        type(c_ptr), intent(in) :: text
+        character(len=:), allocatable :: string
         character(kind=c_char), pointer :: chars(:)
         integer(c_size_t) :: n, i
-        text = c_last_error()
         n = c_strlen(text)
         call c_f_pointer(text, chars, [n])
-        allocate(character(len=n) :: message)
+        allocate(character(len=n) :: string)
         do i = 1, n
-            message(i:i) = chars(i)
+            string(i:i) = chars(i)
         end do
+    end function from_c
+
+    !> The message of this thread's last failed call.
+    function haloport_error_message() result(message)
+        character(len=:), allocatable :: message
+        message = from_c(c_last_error())
     end function haloport_error_message
+
+    !> The name of a status ("HALOPORT_STATUS_TIMEOUT"), or "unknown status".
+    function haloport_status_text(status) result(name)
+        integer(c_int), intent(in) :: status
+        character(len=:), allocatable :: name
+        name = from_c(c_status_name(int(status, c_int32_t)))
+    end function haloport_status_text
+
+    !> The library's version ("0.1.0").
+    function haloport_version_text() result(version)
+        character(len=:), allocatable :: version
+        version = from_c(c_version())
+    end function haloport_version_text
+
+    !> The backends built into the library ("host,cuda").
+    function haloport_backends_text() result(backends)
+        character(len=:), allocatable :: backends
+        backends = from_c(c_backends())
+    end function haloport_backends_text
 
 end module haloport

@@ -6,15 +6,24 @@
  *   haloport_last_error() names the function and what went wrong (per thread: the message of
  *   this thread's last failed call). No call aborts, panics or hangs: waits are bounded by the
  *   options' time-out.
- * - Handles (haloport_backend, _domain, _options, _exchange) are opaque, made by *_new and ended
- *   by *_free, and checked on every use: a NULL, freed or unknown handle returns
- *   HALOPORT_STATUS_NULL_ARGUMENT or HALOPORT_STATUS_INVALID_HANDLE. A handle belongs to the
- *   thread that made it (on CUDA, the device's context is current there).
+ * - Handles (haloport_backend, _domain, _options, _exchange, _graph) are opaque, made by *_new
+ *   (a graph by haloport_exchange_end_capture) and ended by *_free, and checked on every use: a
+ *   NULL, freed or unknown handle returns HALOPORT_STATUS_NULL_ARGUMENT or
+ *   HALOPORT_STATUS_INVALID_HANDLE. A handle belongs to the thread that made it (on CUDA, the
+ *   device's context is current there); used from another thread it returns
+ *   HALOPORT_STATUS_USAGE naming that thread. A handle whose call failed inside haloport
+ *   (HALOPORT_STATUS_INTERNAL) refuses every later call but *_free.
+ * - Handles never freed are left to the process's exit, never torn down then: a program may end
+ *   with MPI_Finalize and leave its exchanges, and an exchange freed after MPI_Finalize is left
+ *   so too (one line on standard error each time). Free exchanges before MPI_Finalize.
  * - Borrowed, never freed: the MPI_Comm (haloport duplicates it), streams (void *: a
  *   cudaStream_t or hipStream_t; NULL is the default stream; ignored on the host backend) and
  *   fields (the caller's device memory; host memory on the host backend), which must stay
- *   alive until haloport_exchange_wait or haloport_exchange_run returned.
+ *   alive until haloport_exchange_wait or haloport_exchange_exchange returned.
  * - Arrays of three are x, y, z; x varies fastest in memory.
+ * - The names are the Rust API's: an exchange's whole step is haloport_exchange_exchange, its
+ *   part of the grid local/origin, its allocation alloc/halo_lo/halo_hi/pad, the application's
+ *   decomposition splits, a neighbour's link, the strategies base and taskqueue.
  * - ABI: compatible within a release series MAJOR.MINOR while MAJOR is 0, within MAJOR after;
  *   new functions and enum values may be added in a compatible release. Compare
  *   haloport_version_number() with HALOPORT_VERSION_NUMBER to detect a mismatch at run time.
@@ -29,6 +38,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mpi.h>
+#if defined(__GNUC__) || defined(__clang__)
+#define HALOPORT_DEPRECATED(note) __attribute__((deprecated(note)))
+#else
+#define HALOPORT_DEPRECATED(note)
+#endif
+
 
 /**
  * Major version of the header.
@@ -200,9 +215,16 @@ typedef struct haloport_domain haloport_domain;
 
 /**
  * A halo exchange: made (collectively) with `haloport_exchange_new`, run with
- * `haloport_exchange_run` or `_start` / `_finish` / `_wait`, ended with `haloport_exchange_free`.
+ * `haloport_exchange_exchange` or `_start` / `_finish` / `_wait`, ended with
+ * `haloport_exchange_free`.
  */
 typedef struct haloport_exchange haloport_exchange;
+
+/**
+ * A graph of captured exchanges: made by `haloport_exchange_end_capture`, replayed with
+ * `haloport_exchange_replay`, freed with `haloport_graph_free`.
+ */
+typedef struct haloport_graph haloport_graph;
 
 /**
  * How an exchange runs: transport, strategy, time-out, checked mode. Made with
@@ -253,8 +275,9 @@ enum haloport_status haloport_backend_free(struct haloport_backend *backend);
 
 /**
  * Declares a domain of `grid[3]` cells (x, y, z; x varies fastest in memory) with, until set
- * otherwise: the process grid chosen by `MPI_Dims_create`, no periodic dimension, halos of 1
- * cell on every side, no padding, all 26 neighbours, and no field (add at least one).
+ * otherwise (the defaults of Rust's and Python's declarations too): the process grid chosen
+ * by `MPI_Dims_create`, every dimension periodic, halos of 1 cell on every side, no padding,
+ * all 26 neighbours, and no field (add at least one).
  *
  * Errors: `HALOPORT_STATUS_INVALID_INPUT` for an extent of 0.
  */
@@ -274,7 +297,7 @@ enum haloport_status haloport_domain_set_procs(struct haloport_domain *domain,
                                                const uint32_t *procs);
 
 /**
- * Sets which dimensions wrap around: `periodic[3]`, non-zero for periodic.
+ * Sets which dimensions wrap around: `periodic[3]`, non-zero for periodic (default: all).
  */
 enum haloport_status haloport_domain_set_periodic(struct haloport_domain *domain,
                                                   const int32_t *periodic);
@@ -301,12 +324,22 @@ enum haloport_status haloport_domain_set_neighbourhood(struct haloport_domain *d
                                                        int32_t neighbourhood);
 
 /**
- * Gives the application's own decomposition along dimension `dim` (0 = x, 1 = y, 2 = z): the
- * `count` cells where its parts start, ascending, the first 0. Ranks at process coordinate `i`
- * in that dimension own `[starts[i], starts[i + 1])`. A dimension not given has one part.
- * Checked when the exchange is made: parts that overlap, leave a gap or lie outside the grid
- * are refused on every rank.
+ * Gives the application's own decomposition (Rust's `Layout::splits`) along dimension `dim`
+ * (0 = x, 1 = y, 2 = z): the `count` cells where its parts start, ascending, the first 0.
+ * Ranks at process coordinate `i` in that dimension own `[starts[i], starts[i + 1])`. A
+ * dimension not given has one part. `count` is at most the grid's extent along `dim`, and
+ * compared with it before `starts` is read. Checked when the exchange is made: parts that
+ * overlap, leave a gap or lie outside the grid are refused on every rank.
  */
+enum haloport_status haloport_domain_set_splits(struct haloport_domain *domain,
+                                                uint32_t dim,
+                                                const uint64_t *starts,
+                                                size_t count);
+
+/**
+ * The former name of `haloport_domain_set_splits`, kept for programs written against it.
+ */
+HALOPORT_DEPRECATED("call haloport_domain_set_splits")
 enum haloport_status haloport_domain_set_parts(struct haloport_domain *domain,
                                                uint32_t dim,
                                                const uint64_t *starts,
@@ -351,7 +384,9 @@ enum haloport_status haloport_exchange_new_f(struct haloport_backend *backend,
 /**
  * Ends the exchange: waits (bounded) for its last kernels, meets the other ranks with `ipc`
  * (collective then), frees its memory; the handle is dead afterwards, whatever the status.
- * NULL is allowed and does nothing.
+ * NULL is allowed and does nothing. After `MPI_Finalize`, and for a handle whose call failed
+ * inside haloport, nothing is torn down: the exchange is left to the process's exit with one
+ * line on standard error. An exchange never freed is left so at its thread's exit.
  */
 enum haloport_status haloport_exchange_free(struct haloport_exchange *exchange);
 
@@ -392,31 +427,87 @@ enum haloport_status haloport_exchange_wait(struct haloport_exchange *exchange);
 
 /**
  * One whole exchange: start, finish and wait. When it returns `HALOPORT_STATUS_OK`, every
- * field's halo cells hold their neighbours' values.
+ * field's halo cells hold their neighbours' values. Errors: as `haloport_exchange_start`.
  */
+enum haloport_status haloport_exchange_exchange(struct haloport_exchange *exchange,
+                                                const struct haloport_field *fields,
+                                                size_t count,
+                                                void *stream);
+
+/**
+ * The former name of `haloport_exchange_exchange`, kept for programs written against it.
+ */
+HALOPORT_DEPRECATED("call haloport_exchange_exchange")
 enum haloport_status haloport_exchange_run(struct haloport_exchange *exchange,
                                            const struct haloport_field *fields,
                                            size_t count,
                                            void *stream);
 
 /**
- * This rank's part of the grid: its interior extents `extent[3]` and the global index of its
- * first interior cell `offset[3]`. Either may be NULL.
+ * Begins capturing whole exchanges on `stream` (a `cudaStream_t` / `hipStream_t`, not the
+ * default stream) into a graph: until `haloport_exchange_end_capture`, `_start` and `_finish`
+ * on `stream`, and the application's kernels queued on it, are recorded, not run. Capture an
+ * even number of exchanges (the receive slots alternate; a Jacobi code captures two steps).
+ * Waits first for every kernel of earlier exchanges.
+ *
+ * Errors: `HALOPORT_STATUS_INVALID_INPUT` naming the first neighbour whose messages are
+ * host-staged (only device-direct and local neighbours can be captured: transport IPC, every
+ * neighbour on this node); `HALOPORT_STATUS_DEVICE` on the host backend (no graphs);
+ * `HALOPORT_STATUS_USAGE` while capturing or between `_start` and `_finish`.
  */
-enum haloport_status haloport_exchange_local(const struct haloport_exchange *exchange,
-                                             uint64_t *extent,
-                                             uint64_t *offset);
+enum haloport_status haloport_exchange_begin_capture(struct haloport_exchange *exchange,
+                                                     void *stream);
 
 /**
- * How this rank's fields lie in memory: the allocated extents `alloc[3]` (low halo, interior,
- * high halo and padding; x fastest) and where the interior starts in them, `interior[3]`
- * (the low halo widths). Cell (i, j, k) of the interior is element
- * `((interior[2] + k) * alloc[1] + interior[1] + j) * alloc[0] + interior[0] + i`, times the
- * field's components. Either may be NULL.
+ * Ends the capture begun on `stream` (call it also after an error inside the capture) and
+ * writes the graph to `out`; nothing captured has run. The fields captured stay allocated
+ * while the graph may be replayed; free the graph with `haloport_graph_free`.
+ *
+ * Errors: `HALOPORT_STATUS_USAGE` without a capture, an odd number of exchanges, or a capture
+ * ended between `_start` and `_finish`; the error of a call inside the capture.
+ */
+enum haloport_status haloport_exchange_end_capture(struct haloport_exchange *exchange,
+                                                   void *stream,
+                                                   struct haloport_graph **out);
+
+/**
+ * Queues one replay of `graph` (captured from this exchange) on `stream`: its exchanges run,
+ * each a new one, in one launch. `haloport_exchange_wait` waits for it.
+ *
+ * Errors: `HALOPORT_STATUS_USAGE` for a graph of another exchange, while capturing, between
+ * `_start` and `_finish`, or after an odd number of exchanges outside the graph since its
+ * capture.
+ */
+enum haloport_status haloport_exchange_replay(struct haloport_exchange *exchange,
+                                              struct haloport_graph *graph,
+                                              void *stream);
+
+/**
+ * Frees a graph. NULL is allowed and does nothing.
+ */
+enum haloport_status haloport_graph_free(struct haloport_graph *graph);
+
+/**
+ * This rank's part of the grid: its interior extents `local[3]` and the global index of its
+ * first interior cell `origin[3]`. Either may be NULL.
+ */
+enum haloport_status haloport_exchange_local(const struct haloport_exchange *exchange,
+                                             uint64_t *local,
+                                             uint64_t *origin);
+
+/**
+ * How this rank's fields lie in memory, per dimension (x fastest): the allocated extents
+ * `alloc[3]` (`halo_lo + local + halo_hi + pad`), the low halo widths `halo_lo[3]` (where the
+ * interior starts), the high halo widths `halo_hi[3]` and the padding after them `pad[3]`.
+ * Cell (i, j, k) of the interior is element
+ * `((halo_lo[2] + k) * alloc[1] + halo_lo[1] + j) * alloc[0] + halo_lo[0] + i`, times the
+ * field's components. Any of them may be NULL.
  */
 enum haloport_status haloport_exchange_allocation(const struct haloport_exchange *exchange,
                                                   uint64_t *alloc,
-                                                  uint64_t *interior);
+                                                  uint64_t *halo_lo,
+                                                  uint64_t *halo_hi,
+                                                  uint64_t *pad);
 
 /**
  * The process grid `procs[3]` and this rank's coordinates in it `coords[3]`. Either may be

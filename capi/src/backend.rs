@@ -26,7 +26,7 @@ pub enum HaloportBackendKind {
 }
 
 thread_local! {
-    static BACKENDS: crate::handles::Table<Arc<ForeignBackend>> = Default::default();
+    static BACKENDS: crate::handles::Table<Arc<ForeignBackend>> = crate::handles::Table::new("backend", crate::handles::AtExit::Leave);
 }
 
 pub(crate) const BACKEND: Kind<Arc<ForeignBackend>> = Kind {
@@ -75,7 +75,7 @@ pub extern "C" fn haloport_backend_new(
 pub extern "C" fn haloport_backend_free(backend: *mut HaloportBackend) -> HaloportStatus {
     entry("haloport_backend_free", || {
         if !backend.is_null() {
-            BACKEND.remove(backend)?;
+            BACKEND.free(backend)?;
         }
         Ok(())
     })

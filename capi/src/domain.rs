@@ -2,8 +2,9 @@
 //! made from it.
 
 use haloport::core::domain::{DomainSpec, ElemType, FieldShape, Layout, Neighbourhood, Splits};
+use haloport::foreign::{DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD, DEFAULT_PAD, DEFAULT_PERIODIC};
 
-use crate::handles::{read3, read_array, Kind, Table};
+use crate::handles::{read3, read_array, AtExit, Kind, Table};
 use crate::status::{entry, Failure, HaloportStatus, Outcome};
 
 /// A domain declaration: the global grid, its decomposition, the halos and the fields. Made
@@ -88,7 +89,7 @@ impl Declaration {
 }
 
 thread_local! {
-    static DOMAINS: Table<Declaration> = Default::default();
+    static DOMAINS: Table<Declaration> = Table::new("domain", AtExit::Drop);
 }
 
 pub(crate) const DOMAIN: Kind<Declaration> = Kind {
@@ -97,8 +98,9 @@ pub(crate) const DOMAIN: Kind<Declaration> = Kind {
 };
 
 /// Declares a domain of `grid[3]` cells (x, y, z; x varies fastest in memory) with, until set
-/// otherwise: the process grid chosen by `MPI_Dims_create`, no periodic dimension, halos of 1
-/// cell on every side, no padding, all 26 neighbours, and no field (add at least one).
+/// otherwise (the defaults of Rust's and Python's declarations too): the process grid chosen
+/// by `MPI_Dims_create`, every dimension periodic, halos of 1 cell on every side, no padding,
+/// all 26 neighbours, and no field (add at least one).
 ///
 /// Errors: `HALOPORT_STATUS_INVALID_INPUT` for an extent of 0.
 #[no_mangle]
@@ -117,11 +119,11 @@ pub extern "C" fn haloport_domain_new(
         let declaration = Declaration {
             grid,
             procs: None,
-            periodic: [false; 3],
-            halo_lo: [1; 3],
-            halo_hi: [1; 3],
-            pad: [0; 3],
-            neighbourhood: Neighbourhood::All,
+            periodic: DEFAULT_PERIODIC,
+            halo_lo: DEFAULT_HALO,
+            halo_hi: DEFAULT_HALO,
+            pad: DEFAULT_PAD,
+            neighbourhood: DEFAULT_NEIGHBOURHOOD,
             starts: [None, None, None],
             fields: Vec::new(),
         };
@@ -134,7 +136,7 @@ pub extern "C" fn haloport_domain_new(
 pub extern "C" fn haloport_domain_free(domain: *mut HaloportDomain) -> HaloportStatus {
     entry("haloport_domain_free", || {
         if !domain.is_null() {
-            DOMAIN.remove(domain)?;
+            DOMAIN.free(domain)?;
         }
         Ok(())
     })
@@ -173,7 +175,7 @@ pub extern "C" fn haloport_domain_set_procs(
     })
 }
 
-/// Sets which dimensions wrap around: `periodic[3]`, non-zero for periodic.
+/// Sets which dimensions wrap around: `periodic[3]`, non-zero for periodic (default: all).
 #[no_mangle]
 pub extern "C" fn haloport_domain_set_periodic(
     domain: *mut HaloportDomain,
@@ -237,11 +239,26 @@ pub extern "C" fn haloport_domain_set_neighbourhood(
     })
 }
 
-/// Gives the application's own decomposition along dimension `dim` (0 = x, 1 = y, 2 = z): the
-/// `count` cells where its parts start, ascending, the first 0. Ranks at process coordinate `i`
-/// in that dimension own `[starts[i], starts[i + 1])`. A dimension not given has one part.
-/// Checked when the exchange is made: parts that overlap, leave a gap or lie outside the grid
-/// are refused on every rank.
+/// Gives the application's own decomposition (Rust's `Layout::splits`) along dimension `dim`
+/// (0 = x, 1 = y, 2 = z): the `count` cells where its parts start, ascending, the first 0.
+/// Ranks at process coordinate `i` in that dimension own `[starts[i], starts[i + 1])`. A
+/// dimension not given has one part. `count` is at most the grid's extent along `dim`, and
+/// compared with it before `starts` is read. Checked when the exchange is made: parts that
+/// overlap, leave a gap or lie outside the grid are refused on every rank.
+#[no_mangle]
+pub extern "C" fn haloport_domain_set_splits(
+    domain: *mut HaloportDomain,
+    dim: u32,
+    starts: *const u64,
+    count: usize,
+) -> HaloportStatus {
+    change("haloport_domain_set_splits", domain, |d| {
+        splits(d, dim, starts, count)
+    })
+}
+
+/// The former name of `haloport_domain_set_splits`, kept for programs written against it.
+#[deprecated(note = "call haloport_domain_set_splits")]
 #[no_mangle]
 pub extern "C" fn haloport_domain_set_parts(
     domain: *mut HaloportDomain,
@@ -250,17 +267,26 @@ pub extern "C" fn haloport_domain_set_parts(
     count: usize,
 ) -> HaloportStatus {
     change("haloport_domain_set_parts", domain, |d| {
-        let slot = d
-            .starts
-            .get_mut(dim as usize)
-            .ok_or_else(|| Failure::invalid(format!("dimension {dim}: give 0, 1 or 2")))?;
-        if count == 0 {
-            return Err(Failure::invalid("count is 0: give at least one start"));
-        }
-        // SAFETY: the header asks for `count` values.
-        *slot = Some(unsafe { read_array(starts, count, "starts")? });
-        Ok(())
+        splits(d, dim, starts, count)
     })
+}
+
+fn splits(d: &mut Declaration, dim: u32, starts: *const u64, count: usize) -> Outcome {
+    let extent = *d
+        .grid
+        .get(dim as usize)
+        .ok_or_else(|| Failure::invalid(format!("dimension {dim}: give 0, 1 or 2")))?;
+    if count == 0 {
+        return Err(Failure::invalid("count is 0: give at least one start"));
+    }
+    if count as u64 > extent {
+        return Err(Failure::invalid(format!(
+            "{count} starts along dimension {dim}: the grid has {extent} cells there, and every part at least one"
+        )));
+    }
+    // SAFETY: the header asks for `count` values; `count` is bounded by the grid above.
+    d.starts[dim as usize] = Some(unsafe { read_array(starts, count, "starts")? });
+    Ok(())
 }
 
 /// Adds a field: each cell holds `components` interleaved elements of `elem_bytes` bytes (1, 2,

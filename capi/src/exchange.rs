@@ -5,18 +5,28 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use haloport::core::halo::{HaloOptions, Link};
-use haloport::foreign::{ForeignExchange, RawField, RawStream};
+use haloport::foreign::{
+    check_mpi, mpi_finalized, mpi_initialized, mpi_library_version, ForeignExchange, ForeignGraph,
+    RawField, RawStream,
+};
 
 use crate::backend::BACKEND;
 use crate::domain::DOMAIN;
-use crate::handles::{null, read_array, write3, write_out, Kind, Table};
+use crate::handles::{null, read_array, write3, write_out, AtExit, Kind, Table};
 use crate::options::OPTIONS_KIND;
 use crate::status::{entry, Failure, HaloportStatus, Outcome};
 use crate::{MPI_Comm, MPI_Fint};
 
 /// A halo exchange: made (collectively) with `haloport_exchange_new`, run with
-/// `haloport_exchange_run` or `_start` / `_finish` / `_wait`, ended with `haloport_exchange_free`.
+/// `haloport_exchange_exchange` or `_start` / `_finish` / `_wait`, ended with
+/// `haloport_exchange_free`.
 pub struct HaloportExchange {
+    _opaque: [u8; 0],
+}
+
+/// A graph of captured exchanges: made by `haloport_exchange_end_capture`, replayed with
+/// `haloport_exchange_replay`, freed with `haloport_graph_free`.
+pub struct HaloportGraph {
     _opaque: [u8; 0],
 }
 
@@ -44,12 +54,18 @@ pub enum HaloportLink {
 }
 
 thread_local! {
-    static EXCHANGES: Table<ForeignExchange> = Default::default();
+    static EXCHANGES: Table<ForeignExchange> = Table::new("exchange", AtExit::LeaveAndSay);
+    static GRAPHS: Table<ForeignGraph> = Table::new("graph", AtExit::LeaveAndSay);
 }
 
 const EXCHANGE: Kind<ForeignExchange> = Kind {
     table: &EXCHANGES,
     name: "exchange",
+};
+
+const GRAPH: Kind<ForeignGraph> = Kind {
+    table: &GRAPHS,
+    name: "graph",
 };
 
 /// Compiles `domain` for this rank of `comm` and sets the exchange up (buffers, and with
@@ -85,7 +101,7 @@ pub extern "C" fn haloport_exchange_new_f(
     out: *mut *mut HaloportExchange,
 ) -> HaloportStatus {
     entry("haloport_exchange_new_f", || {
-        mpi_ready()?;
+        mpi_running()?;
         // SAFETY: MPI is initialized; MPI_Comm_f2c accepts any integer (an invalid one gives
         // MPI_COMM_NULL or an invalid handle, which MPI_Comm_dup then reports).
         let comm = unsafe { mpi::ffi::RSMPI_Comm_f2c(comm) };
@@ -110,7 +126,7 @@ fn new_exchange(
     } else {
         OPTIONS_KIND.with(options, |o| Ok(*o))?
     };
-    mpi_ready()?;
+    check_mpi(comm, None)?;
     // SAFETY: MPI is initialized; the header asks for a valid communicator that every rank
     // passes; haloport keeps only its own duplicate.
     let exchange = unsafe { ForeignExchange::new(backend, comm, &spec, options)? };
@@ -118,40 +134,56 @@ fn new_exchange(
 }
 
 /// Refuses calls before `MPI_Init` or after `MPI_Finalize`, which MPI itself would abort on.
-fn mpi_ready() -> Outcome {
-    let (mut initialized, mut finalized) = (0, 0);
-    // SAFETY: both may be called at any time, before MPI_Init and after MPI_Finalize.
-    unsafe {
-        mpi::ffi::MPI_Initialized(&mut initialized);
-        mpi::ffi::MPI_Finalized(&mut finalized);
-    }
-    if initialized == 0 || finalized != 0 {
-        return Err(Failure::invalid(
-            "MPI is not running: call MPI_Init (or MPI_Init_thread) first, and MPI_Finalize only after haloport_exchange_free",
-        ));
+fn mpi_running() -> Outcome {
+    if mpi_finalized() || !mpi_initialized() {
+        return Err(Failure::invalid(format!(
+            "MPI is not running in the MPI library haloport was built against ('{}'): call MPI_Init (or MPI_Init_thread) first, and MPI_Finalize only after haloport_exchange_free",
+            mpi_library_version()
+        )));
     }
     Ok(())
 }
 
 /// Ends the exchange: waits (bounded) for its last kernels, meets the other ranks with `ipc`
 /// (collective then), frees its memory; the handle is dead afterwards, whatever the status.
-/// NULL is allowed and does nothing.
+/// NULL is allowed and does nothing. After `MPI_Finalize`, and for a handle whose call failed
+/// inside haloport, nothing is torn down: the exchange is left to the process's exit with one
+/// line on standard error. An exchange never freed is left so at its thread's exit.
 #[no_mangle]
 pub extern "C" fn haloport_exchange_free(exchange: *mut HaloportExchange) -> HaloportStatus {
     entry("haloport_exchange_free", || {
         if exchange.is_null() {
             return Ok(());
         }
-        Ok(EXCHANGE.remove(exchange)?.close()?)
+        match EXCHANGE.remove(exchange)? {
+            Ok(exchange) => Ok(exchange.close()?),
+            Err(failed) => {
+                haloport::foreign::log_line(
+                    "an exchange whose call failed inside haloport was freed: left to the process's exit, not torn down",
+                );
+                std::mem::forget(failed);
+                Ok(())
+            }
+        }
     })
 }
 
-/// Reads the caller's field array.
+/// Reads the caller's field array, once its length was compared with the declaration.
 ///
 /// # Safety
 /// `fields` is NULL or points to `count` readable values.
-unsafe fn raw_fields(fields: *const HaloportField, count: usize) -> Outcome<Vec<RawField>> {
-    // SAFETY: forwarded.
+unsafe fn raw_fields(
+    e: &ForeignExchange,
+    fields: *const HaloportField,
+    count: usize,
+) -> Outcome<Vec<RawField>> {
+    let declared = e.plan().spec.fields as usize;
+    if count != declared {
+        return Err(Failure::invalid(format!(
+            "the exchange was declared with {declared} fields, {count} were given"
+        )));
+    }
+    // SAFETY: forwarded; `count` is the declaration's, which the caller's array holds.
     let fields = unsafe { read_array(fields, count, "fields")? };
     Ok(fields
         .iter()
@@ -181,9 +213,9 @@ pub extern "C" fn haloport_exchange_start(
     stream: *mut c_void,
 ) -> HaloportStatus {
     entry("haloport_exchange_start", || {
-        // SAFETY: the header asks for `count` fields.
-        let fields = unsafe { raw_fields(fields, count)? };
         EXCHANGE.with(exchange, |e| {
+            // SAFETY: the header asks for `count` fields.
+            let fields = unsafe { raw_fields(e, fields, count)? };
             // SAFETY: the fields' and stream's contract is this function's (the header).
             unsafe { e.start(&fields, RawStream(stream as usize)) }.map_err(Into::into)
         })
@@ -220,7 +252,21 @@ pub extern "C" fn haloport_exchange_wait(exchange: *mut HaloportExchange) -> Hal
 }
 
 /// One whole exchange: start, finish and wait. When it returns `HALOPORT_STATUS_OK`, every
-/// field's halo cells hold their neighbours' values.
+/// field's halo cells hold their neighbours' values. Errors: as `haloport_exchange_start`.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_exchange(
+    exchange: *mut HaloportExchange,
+    fields: *const HaloportField,
+    count: usize,
+    stream: *mut c_void,
+) -> HaloportStatus {
+    entry("haloport_exchange_exchange", || {
+        whole(exchange, fields, count, stream)
+    })
+}
+
+/// The former name of `haloport_exchange_exchange`, kept for programs written against it.
+#[deprecated(note = "call haloport_exchange_exchange")]
 #[no_mangle]
 pub extern "C" fn haloport_exchange_run(
     exchange: *mut HaloportExchange,
@@ -229,54 +275,148 @@ pub extern "C" fn haloport_exchange_run(
     stream: *mut c_void,
 ) -> HaloportStatus {
     entry("haloport_exchange_run", || {
+        whole(exchange, fields, count, stream)
+    })
+}
+
+fn whole(
+    exchange: *mut HaloportExchange,
+    fields: *const HaloportField,
+    count: usize,
+    stream: *mut c_void,
+) -> Outcome {
+    EXCHANGE.with(exchange, |e| {
         // SAFETY: the header asks for `count` fields.
-        let fields = unsafe { raw_fields(fields, count)? };
+        let fields = unsafe { raw_fields(e, fields, count)? };
+        // SAFETY: the fields' and stream's contract is this function's (the header).
+        unsafe { e.exchange(&fields, RawStream(stream as usize)) }.map_err(Into::into)
+    })
+}
+
+/// Begins capturing whole exchanges on `stream` (a `cudaStream_t` / `hipStream_t`, not the
+/// default stream) into a graph: until `haloport_exchange_end_capture`, `_start` and `_finish`
+/// on `stream`, and the application's kernels queued on it, are recorded, not run. Capture an
+/// even number of exchanges (the receive slots alternate; a Jacobi code captures two steps).
+/// Waits first for every kernel of earlier exchanges.
+///
+/// Errors: `HALOPORT_STATUS_INVALID_INPUT` naming the first neighbour whose messages are
+/// host-staged (only device-direct and local neighbours can be captured: transport IPC, every
+/// neighbour on this node); `HALOPORT_STATUS_DEVICE` on the host backend (no graphs);
+/// `HALOPORT_STATUS_USAGE` while capturing or between `_start` and `_finish`.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_begin_capture(
+    exchange: *mut HaloportExchange,
+    stream: *mut c_void,
+) -> HaloportStatus {
+    entry("haloport_exchange_begin_capture", || {
         EXCHANGE.with(exchange, |e| {
-            // SAFETY: the fields' and stream's contract is this function's (the header).
-            unsafe { e.exchange(&fields, RawStream(stream as usize)) }.map_err(Into::into)
+            // SAFETY: the stream's contract is this function's (the header).
+            unsafe { e.begin_capture(RawStream(stream as usize)) }.map_err(Into::into)
         })
     })
 }
 
-/// This rank's part of the grid: its interior extents `extent[3]` and the global index of its
-/// first interior cell `offset[3]`. Either may be NULL.
+/// Ends the capture begun on `stream` (call it also after an error inside the capture) and
+/// writes the graph to `out`; nothing captured has run. The fields captured stay allocated
+/// while the graph may be replayed; free the graph with `haloport_graph_free`.
+///
+/// Errors: `HALOPORT_STATUS_USAGE` without a capture, an odd number of exchanges, or a capture
+/// ended between `_start` and `_finish`; the error of a call inside the capture.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_end_capture(
+    exchange: *mut HaloportExchange,
+    stream: *mut c_void,
+    out: *mut *mut HaloportGraph,
+) -> HaloportStatus {
+    entry("haloport_exchange_end_capture", || {
+        if out.is_null() {
+            return Err(null("the graph out-parameter"));
+        }
+        let graph = EXCHANGE.with(exchange, |e| {
+            // SAFETY: the stream's contract is this function's (the header).
+            unsafe { e.end_capture(RawStream(stream as usize)) }.map_err(Failure::from)
+        })?;
+        GRAPH.insert(graph, out)
+    })
+}
+
+/// Queues one replay of `graph` (captured from this exchange) on `stream`: its exchanges run,
+/// each a new one, in one launch. `haloport_exchange_wait` waits for it.
+///
+/// Errors: `HALOPORT_STATUS_USAGE` for a graph of another exchange, while capturing, between
+/// `_start` and `_finish`, or after an odd number of exchanges outside the graph since its
+/// capture.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_replay(
+    exchange: *mut HaloportExchange,
+    graph: *mut HaloportGraph,
+    stream: *mut c_void,
+) -> HaloportStatus {
+    entry("haloport_exchange_replay", || {
+        GRAPH.with(graph, |g| {
+            EXCHANGE.with(exchange, |e| {
+                // SAFETY: the stream's and the captured fields' contract is this function's.
+                unsafe { e.replay(g, RawStream(stream as usize)) }.map_err(Into::into)
+            })
+        })
+    })
+}
+
+/// Frees a graph. NULL is allowed and does nothing.
+#[no_mangle]
+pub extern "C" fn haloport_graph_free(graph: *mut HaloportGraph) -> HaloportStatus {
+    entry("haloport_graph_free", || {
+        if graph.is_null() {
+            return Ok(());
+        }
+        GRAPH.free(graph)
+    })
+}
+
+/// This rank's part of the grid: its interior extents `local[3]` and the global index of its
+/// first interior cell `origin[3]`. Either may be NULL.
 #[no_mangle]
 pub extern "C" fn haloport_exchange_local(
     exchange: *const HaloportExchange,
-    extent: *mut u64,
-    offset: *mut u64,
+    local: *mut u64,
+    origin: *mut u64,
 ) -> HaloportStatus {
     entry("haloport_exchange_local", || {
         EXCHANGE.with(exchange, |e| {
             let d = &e.plan().decomposition;
             // SAFETY: the header asks for 3 writable values each, or NULL.
             unsafe {
-                write3(extent, d.local);
-                write3(offset, d.origin);
+                write3(local, d.local);
+                write3(origin, d.origin);
             }
             Ok(())
         })
     })
 }
 
-/// How this rank's fields lie in memory: the allocated extents `alloc[3]` (low halo, interior,
-/// high halo and padding; x fastest) and where the interior starts in them, `interior[3]`
-/// (the low halo widths). Cell (i, j, k) of the interior is element
-/// `((interior[2] + k) * alloc[1] + interior[1] + j) * alloc[0] + interior[0] + i`, times the
-/// field's components. Either may be NULL.
+/// How this rank's fields lie in memory, per dimension (x fastest): the allocated extents
+/// `alloc[3]` (`halo_lo + local + halo_hi + pad`), the low halo widths `halo_lo[3]` (where the
+/// interior starts), the high halo widths `halo_hi[3]` and the padding after them `pad[3]`.
+/// Cell (i, j, k) of the interior is element
+/// `((halo_lo[2] + k) * alloc[1] + halo_lo[1] + j) * alloc[0] + halo_lo[0] + i`, times the
+/// field's components. Any of them may be NULL.
 #[no_mangle]
 pub extern "C" fn haloport_exchange_allocation(
     exchange: *const HaloportExchange,
     alloc: *mut u64,
-    interior: *mut u64,
+    halo_lo: *mut u64,
+    halo_hi: *mut u64,
+    pad: *mut u64,
 ) -> HaloportStatus {
     entry("haloport_exchange_allocation", || {
         EXCHANGE.with(exchange, |e| {
-            let d = &e.plan().decomposition;
+            let a = e.allocation();
             // SAFETY: the header asks for 3 writable values each, or NULL.
             unsafe {
-                write3(alloc, d.alloc);
-                write3(interior, d.halo);
+                write3(alloc, a.alloc);
+                write3(halo_lo, a.halo_lo);
+                write3(halo_hi, a.halo_hi);
+                write3(pad, a.pad);
             }
             Ok(())
         })

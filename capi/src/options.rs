@@ -5,7 +5,7 @@ use std::time::Duration;
 use haloport::core::halo::{HaloOptions, HaloStrategy};
 use haloport::core::transport::TransportKind;
 
-use crate::handles::{Kind, Table};
+use crate::handles::{AtExit, Kind, Table};
 use crate::status::{entry, Failure, HaloportStatus, Outcome};
 
 /// How an exchange runs: transport, strategy, time-out, checked mode. Made with
@@ -37,7 +37,7 @@ pub enum HaloportStrategy {
 }
 
 thread_local! {
-    static OPTIONS: Table<HaloOptions> = Default::default();
+    static OPTIONS: Table<HaloOptions> = Table::new("options", AtExit::Drop);
 }
 
 pub(crate) const OPTIONS_KIND: Kind<HaloOptions> = Kind {
@@ -58,7 +58,7 @@ pub extern "C" fn haloport_options_new(out: *mut *mut HaloportOptions) -> Halopo
 pub extern "C" fn haloport_options_free(options: *mut HaloportOptions) -> HaloportStatus {
     entry("haloport_options_free", || {
         if !options.is_null() {
-            OPTIONS_KIND.remove(options)?;
+            OPTIONS_KIND.free(options)?;
         }
         Ok(())
     })

@@ -87,6 +87,18 @@ impl Failure {
     pub fn invalid(message: impl Into<String>) -> Failure {
         Failure::new(HaloportStatus::InvalidInput, message)
     }
+
+    /// The status the call returns.
+    #[cfg(test)]
+    pub fn status(&self) -> HaloportStatus {
+        self.status
+    }
+
+    /// The message `haloport_last_error` gives.
+    #[cfg(test)]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 impl From<Error> for Failure {
@@ -108,23 +120,28 @@ pub fn entry(function: &str, body: impl FnOnce() -> Outcome) -> HaloportStatus {
     let failure = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => return HaloportStatus::Ok,
         Ok(Err(failure)) => failure,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".into());
-            Failure::new(
-                HaloportStatus::Internal,
-                format!("internal error (caught at the C boundary): {what}"),
-            )
-        }
+        Err(panic) => Failure::new(
+            HaloportStatus::Internal,
+            format!(
+                "internal error (caught at the C boundary): {}",
+                panic_message(&*panic)
+            ),
+        ),
     };
     let message = format!("{function}: {}", failure.message).replace('\0', " ");
     LAST_ERROR.with(|last| {
         *last.borrow_mut() = CString::new(message).unwrap_or_default();
     });
     failure.status
+}
+
+/// What a caught panic said.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// The message of the last call on this thread that did not return `HALOPORT_STATUS_OK`

@@ -84,25 +84,25 @@ int main(int argc, char **argv) {
     CHECK(haloport_domain_free(domain));
     CHECK(haloport_backend_free(backend));
 
-    uint64_t local[3], offset[3], alloc[3], interior[3];
+    uint64_t local[3], origin[3], alloc[3], halo_lo[3];
     size_t bytes;
-    CHECK(haloport_exchange_local(exchange, local, offset));
-    CHECK(haloport_exchange_allocation(exchange, alloc, interior));
+    CHECK(haloport_exchange_local(exchange, local, origin));
+    CHECK(haloport_exchange_allocation(exchange, alloc, halo_lo, NULL, NULL));
     CHECK(haloport_exchange_field_bytes(exchange, 0, &bytes));
     double *u = calloc(bytes, 1), *v = calloc(bytes, 1);
     for (uint64_t z = 0; z < local[2]; z++)
         for (uint64_t y = 0; y < local[1]; y++)
             for (uint64_t x = 0; x < local[0]; x++)
-                u[((interior[2] + z) * alloc[1] + interior[1] + y) * alloc[0] + interior[0] + x] =
-                    initial(offset[0] + x, offset[1] + y, offset[2] + z);
+                u[((halo_lo[2] + z) * alloc[1] + halo_lo[1] + y) * alloc[0] + halo_lo[0] + x] =
+                    initial(origin[0] + x, origin[1] + y, origin[2] + z);
 
-    const uint64_t hi[3] = {interior[0] + local[0], interior[1] + local[1], interior[2] + local[2]};
+    const uint64_t hi[3] = {halo_lo[0] + local[0], halo_lo[1] + local[1], halo_lo[2] + local[2]};
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int s = 0; s < steps; s++) {
         haloport_field field = {u, bytes};
-        CHECK(haloport_exchange_run(exchange, &field, 1, NULL));
-        step(u, v, alloc, interior, hi, 0);
+        CHECK(haloport_exchange_exchange(exchange, &field, 1, NULL));
+        step(u, v, alloc, halo_lo, hi, 0);
         double *t = u;
         u = v;
         v = t;
@@ -127,8 +127,8 @@ int main(int argc, char **argv) {
     for (uint64_t z = 0; z < local[2]; z++)
         for (uint64_t y = 0; y < local[1]; y++)
             for (uint64_t x = 0; x < local[0]; x++) {
-                double got = u[((interior[2] + z) * alloc[1] + interior[1] + y) * alloc[0] + interior[0] + x];
-                double want = ru[((offset[2] + z) * grid[1] + offset[1] + y) * grid[0] + offset[0] + x];
+                double got = u[((halo_lo[2] + z) * alloc[1] + halo_lo[1] + y) * alloc[0] + halo_lo[0] + x];
+                double want = ru[((origin[2] + z) * grid[1] + origin[1] + y) * grid[0] + origin[0] + x];
                 if (memcmp(&got, &want, sizeof got) != 0) mismatches++;
             }
     long total;

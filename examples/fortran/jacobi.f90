@@ -13,7 +13,7 @@ program jacobi
     integer(c_int64_t), parameter :: grid(3) = [40_c_int64_t, 36_c_int64_t, 32_c_int64_t]
     integer, parameter :: steps = 10
     type(c_ptr) :: backend, domain, exchange
-    integer(c_int64_t) :: local(3), offset(3), alloc(3), interior(3)
+    integer(c_int64_t) :: local(3), origin(3), alloc(3), halo_lo(3), halo_hi(3), pad(3)
     integer(c_size_t) :: bytes
     real(c_double), allocatable, target :: u(:, :, :), v(:, :, :), ru(:, :, :), rv(:, :, :)
     type(haloport_field) :: fields(1)
@@ -34,13 +34,12 @@ program jacobi
                                         [1_c_int32_t, 1_c_int32_t, 1_c_int32_t]), "halo")
     call check(haloport_domain_set_neighbourhood(domain, HALOPORT_NEIGHBOURHOOD_FACES), "faces")
     call check(haloport_domain_add_field(domain, 8_c_int32_t, 1_c_int32_t), "field")
-    call check(haloport_exchange_new_f(backend, int(MPI_COMM_WORLD, c_int), domain, c_null_ptr, &
-                                       exchange), "exchange")
+    call check(haloport_exchange_new(backend, MPI_COMM_WORLD, domain, c_null_ptr, exchange), "exchange")
     call check(haloport_domain_free(domain), "domain free")
     call check(haloport_backend_free(backend), "backend free")
 
-    call check(haloport_exchange_local(exchange, local, offset), "local")
-    call check(haloport_exchange_allocation(exchange, alloc, interior), "allocation")
+    call check(haloport_exchange_local(exchange, local, origin), "local")
+    call check(haloport_exchange_allocation(exchange, alloc, halo_lo, halo_hi, pad), "allocation")
     call check(haloport_exchange_field_bytes(exchange, 0_c_size_t, bytes), "field bytes")
     ! x varies fastest in a Fortran array's first index: the layout haloport expects.
     allocate(u(0:alloc(1) - 1, 0:alloc(2) - 1, 0:alloc(3) - 1), source=0.0_c_double)
@@ -49,8 +48,8 @@ program jacobi
     do z = 0, local(3) - 1
         do y = 0, local(2) - 1
             do x = 0, local(1) - 1
-                u(interior(1) + x, interior(2) + y, interior(3) + z) = &
-                    initial(offset(1) + x, offset(2) + y, offset(3) + z)
+                u(halo_lo(1) + x, halo_lo(2) + y, halo_lo(3) + z) = &
+                    initial(origin(1) + x, origin(2) + y, origin(3) + z)
             end do
         end do
     end do
@@ -59,8 +58,8 @@ program jacobi
     t0 = MPI_Wtime()
     do s = 1, steps
         fields(1) = haloport_field(c_loc(u), bytes)
-        call check(haloport_exchange_run(exchange, fields, 1_c_size_t, c_null_ptr), "run")
-        call step(u, v, interior, interior + local - 1)
+        call check(haloport_exchange_exchange(exchange, fields, 1_c_size_t, c_null_ptr), "exchange")
+        call step(u, v, halo_lo, halo_lo + local - 1)
         call swap(u, v)
     end do
     per_step = (MPI_Wtime() - t0) / steps
@@ -83,8 +82,8 @@ program jacobi
     do z = 0, local(3) - 1
         do y = 0, local(2) - 1
             do x = 0, local(1) - 1
-                if (transfer(u(interior(1) + x, interior(2) + y, interior(3) + z), 0_c_int64_t) /= &
-                    transfer(ru(offset(1) + x, offset(2) + y, offset(3) + z), 0_c_int64_t)) &
+                if (transfer(u(halo_lo(1) + x, halo_lo(2) + y, halo_lo(3) + z), 0_c_int64_t) /= &
+                    transfer(ru(origin(1) + x, origin(2) + y, origin(3) + z), 0_c_int64_t)) &
                     mismatches = mismatches + 1
             end do
         end do
@@ -169,7 +168,7 @@ contains
         character(len=*), intent(in) :: what
         integer :: e
         if (status /= HALOPORT_STATUS_OK) then
-            write (*, '(a, a, i0, a, a)') what, ": status ", status, ": ", haloport_error_message()
+            write (*, '(a, a, a, a, a)') what, ": ", haloport_status_text(status), ": ", haloport_error_message()
             call MPI_Abort(MPI_COMM_WORLD, 1, e)
         end if
     end subroutine
