@@ -33,7 +33,7 @@ cargo test --release --workspace --features cuda --no-run --message-format=json 
     python3 -c '
 import json, shutil, sys
 wanted = {"haloport_cuda": "cuda-conformance", "gpu_cuda": "gpu-cuda-cli",
-          "gpu_nccl": "nccl-gpu-smoke"}
+          "gpu_cuda_library": "gpu-cuda-library", "gpu_nccl": "nccl-gpu-smoke"}
 for line in sys.stdin:
     msg = json.loads(line)
     exe = msg.get("executable")
@@ -49,6 +49,19 @@ cmake -S capi -B build/capi-gpu -DHALOPORT_FEATURES=host,cuda \
 cmake --build build/capi-gpu
 cmake --install build/capi-gpu --prefix carry/capi > /dev/null
 rm -f carry/capi/lib/libhaloport.a
+# The C ABI's GPU checks (bench/gpu-foreign-checks.sh runs them): the driver API from libcuda at
+# run time, so no CUDA toolkit is linked. And the CUDA C++ example, its own kernels built for the
+# A100, H100 and H200, the CUDA runtime linked statically.
+mpicxx -std=c++17 -O2 -Wall -Wextra -Werror -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX \
+    capi/tests/cuda/foreign_checks.cpp -Icarry/capi/include -Lcarry/capi/lib -lhaloport -ldl \
+    -o carry/capi-foreign-checks
+nvcc_bin=(.venv/lib/python3*/site-packages/nvidia/cu13/bin/nvcc)
+cuda_lib=(.venv/lib/python3*/site-packages/nvidia/cu13/lib)
+# shellcheck disable=SC2046 # the MPI wrapper's flags are lists
+"${nvcc_bin[0]}" -O2 -fmad=false -gencode arch=compute_80,code=sm_80 \
+    -gencode arch=compute_90,"code=[sm_90,compute_90]" examples/cuda/jacobi.cu -Icarry/capi/include \
+    -Lcarry/capi/lib -lhaloport -L"${cuda_lib[0]}" $(mpicxx --showme:compile) $(mpicxx --showme:link) \
+    -o carry/cuda-jacobi
 strip carry/* carry/capi/lib/libhaloport.so.* 2>/dev/null || true
 # The Python package with the cuda feature, an abi3 wheel for bench/gpu-python.sh to install, and
 # the Rust side of its overhead benchmark (python/README.md, bench/python/overhead.py).
