@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The Python package on one GPU, from the wheel ci/build-gpu-carry.sh built: the Jacobi example
-# on CuPy arrays (1 rank; 2 ranks sharing the GPU under MPS, over ipc and over mpi), PyTorch
+# on CuPy arrays (1 rank; 2 ranks sharing the GPU under MPS, over ipc and over mpi), beside the
+# CUDA C++ example (examples/cuda/jacobi.cu, the same 7-point arithmetic, grids and steps;
+# built here with nvcc against carry/capi when both are there), CuPy arrays whose producer
+# stream the exchange must wait for, graph capture and device switching
+# (python/tests/gpu_cupy_streams.py: 1 rank; 2 ranks over ipc and over mpi), PyTorch
 # tensors on a non-default stream (1 rank; 2 ranks over ipc), the time of one exchange() from
 # Python beside the same exchange from Rust (host and CUDA, twice, interleaved;
 # bench/python/overhead.py), and the hand-written CuPy + mpi4py exchange beside haloport's
@@ -8,8 +12,8 @@
 # mpi4py (on the machine's OpenMPI); installs nothing outside a temporary folder.
 # Outputs: OUT/python/*.txt (one per run, written as it goes), the benchmarks' JSON
 # (OUT/python/overhead-*.json, handwritten-*.json: schema haloport-bench/1, bench/README.md;
-# rust-*.json: exchange_overhead's own) and OUT/python.tgz of them. About 5 minutes; every run
-# has its own time limit.
+# rust-*.json: exchange_overhead's own) and OUT/python.tgz of them. About 10 minutes; every
+# run has its own time limit.
 # usage: bash bench/gpu-python.sh DIR OUT   (DIR: the carry folder, with haloport-*.whl and
 #        exchange_overhead; PYTHON: the interpreter with CuPy and PyTorch, default python3)
 set -uo pipefail
@@ -54,12 +58,33 @@ run() {
     local name=$1 limit=$2; shift 2
     echo "=== $* (> python/$name.txt)"
     timeout "$limit" "$@" > "$logs/$name.txt" 2>&1 || { echo "FAILED (exit $?): $*"; status=1; }
-    grep -E "jacobi.py|gpu_torch_stream.py|overhead|exchange\(\)|Exchange::exchange|handwritten.py|Error|error:" "$logs/$name.txt" | head -n 12
+    grep -E "jacobi.py|ranks \(|verified|MISMATCH|gpu_cupy_streams.py|gpu_torch_stream.py|overhead|exchange\(\)|Exchange::exchange|handwritten.py|Error|error:" "$logs/$name.txt" | head -n 12
 }
 mpi=(mpirun --bind-to none -x PYTHONPATH)
 
-# One rank first (no MPS needed).
-run jacobi-cupy-1rank 150 "${mpi[@]}" -np 1 "$python" examples/python/jacobi.py --backend cuda --grid 192x160x128 --steps 10
+# The CUDA C++ example, for its time per step beside jacobi.py's (bench/gpu-capi.sh builds it
+# the same way).
+cexe=
+if [ -d "$dir/capi" ] && command -v nvcc > /dev/null; then
+    cexe=$logs/cuda-jacobi
+    # shellcheck disable=SC2046
+    nvcc -O2 -fmad=false -arch=native examples/cuda/jacobi.cu -I"$dir/capi/include" \
+        -L"$dir/capi/lib" -lhaloport $(mpicxx --showme:compile) $(mpicxx --showme:link) \
+        -o "$cexe" > "$logs/cuda-jacobi-build.txt" 2>&1 || { echo "gpu-python: building jacobi.cu failed (python/cuda-jacobi-build.txt)"; cexe=; }
+    export LD_LIBRARY_PATH="$dir/capi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+[ -n "${LD_LIBRARY_PATH:-}" ] && mpi+=(-x LD_LIBRARY_PATH)
+small=(--grid 64x48x40 --steps 20)
+big=(--grid 512x256x256 --steps 20)
+
+# One rank first (no MPS needed); the Python and C++ examples interleaved, twice.
+for round in 1 2; do
+    run "jacobi-cupy-1rank-$round" 150 "${mpi[@]}" -np 1 "$python" examples/python/jacobi.py --backend cuda "${small[@]}"
+    [ -n "$cexe" ] && run "jacobi-cuda-c-1rank-$round" 150 "${mpi[@]}" -np 1 "$cexe" --grid 64 48 40 --steps 20
+    run "jacobi-cupy-1rank-big-$round" 200 "${mpi[@]}" -np 1 "$python" examples/python/jacobi.py --backend cuda "${big[@]}"
+    [ -n "$cexe" ] && run "jacobi-cuda-c-1rank-big-$round" 200 "${mpi[@]}" -np 1 "$cexe" --grid 512 256 256 --steps 20
+done
+run cupy-streams-1rank 120 "${mpi[@]}" -np 1 "$python" python/tests/gpu_cupy_streams.py
 run torch-stream-1rank 120 "${mpi[@]}" -np 1 "$python" python/tests/gpu_torch_stream.py
 for round in 1 2; do
     run "overhead-rust-host-$round" 120 "${mpi[@]}" -np 1 "$dir/exchange_overhead" --backend host --json "$logs/rust-host-$round.json"
@@ -74,8 +99,12 @@ export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d && echo "MPS started"
 mpi+=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
-run jacobi-cupy-2ranks-ipc 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport ipc --grid 192x160x128 --steps 10
-run jacobi-cupy-2ranks-mpi 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport mpi --grid 192x160x128 --steps 10
+run jacobi-cupy-2ranks-ipc 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport ipc "${big[@]}"
+[ -n "$cexe" ] && run jacobi-cuda-c-2ranks-ipc 150 "${mpi[@]}" -np 2 "$cexe" --transport ipc --grid 512 256 256 --steps 20
+run jacobi-cupy-2ranks-mpi 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport mpi "${big[@]}"
+[ -n "$cexe" ] && run jacobi-cuda-c-2ranks-mpi 150 "${mpi[@]}" -np 2 "$cexe" --transport mpi --grid 512 256 256 --steps 20
+run cupy-streams-2ranks-ipc 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_cupy_streams.py --transport ipc
+run cupy-streams-2ranks-mpi 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_cupy_streams.py --transport mpi
 run torch-stream-2ranks-ipc 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_torch_stream.py --transport ipc
 run handwritten-mpi 180 "${mpi[@]}" -np 2 "$python" "$benches/handwritten.py" --transport mpi --json "$logs/handwritten-mpi.json"
 run handwritten-ipc 180 "${mpi[@]}" -np 2 "$python" "$benches/handwritten.py" --transport ipc --json "$logs/handwritten-ipc.json"
