@@ -63,6 +63,9 @@ const FUNCTIONS: &[&str] = &[
     "hipGetErrorName",
     "hipGetDeviceCount",
     "hipSetDevice",
+    "hipGetDevice",
+    "hipPointerGetAttribute",
+    "hipMemGetAddressRange",
     "hipDeviceGetName",
     "hipDeviceGetAttribute",
     "hipDriverGetVersion",
@@ -116,6 +119,8 @@ const ENUMS: &[&str] = &[
     "hipDeviceAttribute_t",
     "hipMemcpyKind",
     "hipStreamCaptureMode",
+    "hipPointer_attribute",
+    "hipMemoryType",
 ];
 
 /// Flag macros haloport passes, and the header's version (for messages).
@@ -150,6 +155,11 @@ const REQUIRED: &[&str] = &[
     "hipDeviceAttributeMaxThreadsPerBlock",
     "hipMemcpyDefault",
     "hipStreamCaptureModeRelaxed",
+    "hipMemoryTypeHost",
+    "hipMemoryTypeDevice",
+    "HIP_POINTER_ATTRIBUTE_MEMORY_TYPE",
+    "HIP_POINTER_ATTRIBUTE_IS_MANAGED",
+    "HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL",
 ];
 
 /// What haloport can do without: the constant or function, and the cfg set when present.

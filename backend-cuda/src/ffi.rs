@@ -305,6 +305,92 @@ pub unsafe fn set_current(ctx: CUcontext) -> Result<()> {
     })
 }
 
+/// `cuCtxGetCurrent`: the calling thread's current context (null for none), as a number.
+///
+/// # Errors
+/// The driver's error.
+pub fn current_context() -> Result<usize> {
+    let current = result::ctx::get_current();
+    let ctx = check("cuCtxGetCurrent", current, || {
+        "asking which context the thread has current".into()
+    })?;
+    Ok(ctx.map_or(0, |c| c as usize))
+}
+
+/// `cuCtxSetCurrent` of a context [`current_context`] returned (0: none): gives the thread
+/// back the context it had before haloport's call.
+///
+/// # Errors
+/// The driver's error.
+pub fn restore_context(previous: usize) -> Result<()> {
+    // SAFETY: `previous` was the thread's current context when haloport's call began; the
+    // application keeps its own contexts alive across its calls into haloport (null is
+    // allowed: it unbinds the thread).
+    let done = unsafe { result::ctx::set_current(previous as CUcontext) };
+    check("cuCtxSetCurrent", done, || {
+        "making the application's context current again".into()
+    })
+}
+
+/// Where `addr` lies, as `cuPointerGetAttributes` says: a zero memory type for an address
+/// the driver does not know (pageable host memory, a dangling pointer), which the call
+/// reports without an error.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PointerInfo {
+    /// `CUmemorytype` (0: unknown to the driver; 1 host, 2 device, 3 array, 4 unified).
+    pub memory_type: u32,
+    /// The device the memory belongs to (`CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`).
+    pub device: i32,
+    /// Managed memory (`cudaMallocManaged`): device kernels may use it wherever it lives.
+    pub managed: bool,
+    /// The allocation's first address and size.
+    pub range_start: CUdeviceptr,
+    pub range_size: usize,
+}
+
+/// `CU_MEMORYTYPE_DEVICE`, as [`PointerInfo::memory_type`] holds it.
+pub const MEMORY_TYPE_DEVICE: u32 = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32;
+
+/// `cuPointerGetAttributes` of memory type, device ordinal, managed and the allocation's range.
+///
+/// # Errors
+/// The driver's error.
+pub fn pointer_info(addr: u64) -> Result<PointerInfo> {
+    use sys::CUpointer_attribute as A;
+    let mut info = PointerInfo::default();
+    let mut managed: c_int = 0;
+    let mut attrs = [
+        A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        A::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        A::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    ];
+    let mut data: [*mut c_void; 5] = [
+        (&raw mut info.memory_type).cast(),
+        (&raw mut info.device).cast(),
+        (&raw mut managed).cast(),
+        (&raw mut info.range_start).cast(),
+        (&raw mut info.range_size).cast(),
+    ];
+    // SAFETY: five attributes, each with an out-pointer of the type the driver writes for it
+    // (unsigned int, int, bool as int, CUdeviceptr, size_t); the call reads `addr` as a
+    // number only. cudarc's result layer lacks this call.
+    let code = unsafe {
+        sys::cuPointerGetAttributes(
+            attrs.len() as c_uint,
+            attrs.as_mut_ptr(),
+            data.as_mut_ptr(),
+            addr as CUdeviceptr,
+        )
+    };
+    check("cuPointerGetAttributes", code.result(), || {
+        format!("asking where address {addr:#x} lies")
+    })?;
+    info.managed = managed != 0;
+    Ok(info)
+}
+
 /// `cuDevicePrimaryCtxRelease`.
 ///
 /// # Errors

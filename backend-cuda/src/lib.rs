@@ -66,10 +66,10 @@ mod stream;
 use std::sync::Arc;
 use std::time::Instant;
 
-use haloport_core::backend::{check_range, PciBusId};
+use haloport_core::backend::{check_device_memory, check_range, PciBusId, PointerFacts};
 use haloport_core::{
-    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, KernelUnit,
-    Launch, LaunchDims, Result,
+    Backend, Coherence, Copy3d, Current, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel,
+    KernelUnit, Launch, LaunchDims, Result,
 };
 
 /// The driver's raw stream and event handles ([`CudaStream::from_raw`], [`CudaStream::as_raw`]).
@@ -285,6 +285,28 @@ impl Backend for CudaBackend {
 
     fn device_info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    fn enter(&self) -> Result<Current> {
+        let previous = ffi::current_context()?;
+        if previous == self.ctx.raw as usize {
+            return Ok(Current::unchanged());
+        }
+        self.make_current()?;
+        Ok(Current::switched_from(previous, ffi::restore_context))
+    }
+
+    fn check_device_range(&self, addr: u64, bytes: u64, what: &str) -> Result<()> {
+        let at = ffi::pointer_info(addr)?;
+        let facts = PointerFacts {
+            known: at.memory_type != 0,
+            device_memory: at.memory_type == ffi::MEMORY_TYPE_DEVICE,
+            managed: at.managed,
+            device: i64::from(at.device),
+            range: (at.range_size > 0).then_some((at.range_start, at.range_size as u64)),
+        };
+        let ours = (i64::from(self.ctx.device), self.info.name.as_str());
+        check_device_memory(&facts, addr, bytes, what, ours)
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<CudaDeviceMemory> {

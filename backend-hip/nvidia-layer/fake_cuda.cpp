@@ -47,6 +47,30 @@ static CUresult fPrimaryCtxRetain(CUcontext* c, CUdevice) {
 }
 static CUresult fCtxSetCurrent(CUcontext c) { current = c; return CUDA_SUCCESS; }
 static CUresult fCtxGetCurrent(CUcontext* c) { *c = current; return CUDA_SUCCESS; }
+static CUresult fCtxGetDevice(CUdevice* d) {
+    if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+/* Device memory is [0x1000, 0x1000 + 4096) of device 0 (what fMemAlloc hands out); anything else
+ * the fake driver does not know. */
+static bool fake_device_memory(CUdeviceptr p) { return p >= 0x1000 && p < 0x2000; }
+static CUresult fPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
+    if (!fake_device_memory(p)) return CUDA_ERROR_INVALID_VALUE;
+    int* v = static_cast<int*>(data);
+    switch (a) {
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *v = CU_MEMORYTYPE_DEVICE; return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_IS_MANAGED: *v = 0; return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *v = 0; return CUDA_SUCCESS;
+        default: return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+static CUresult fMemGetAddressRange(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+    if (!fake_device_memory(p)) return CUDA_ERROR_NOT_FOUND;
+    *base = 0x1000;
+    *size = 4096;
+    return CUDA_SUCCESS;
+}
 static CUresult fMemAlloc(CUdeviceptr* p, size_t) { *p = 0x1000; return answer(); }
 static CUresult fMemsetD8(CUdeviceptr, unsigned char, size_t) { return CUDA_SUCCESS; }
 static CUresult fMemFree(CUdeviceptr) { return CUDA_SUCCESS; }
@@ -245,6 +269,9 @@ static const Entry table[] = {
     {"cuGraphExecDestroy", (void*)fGraphExecDestroy},
     {"cuCtxGetStreamPriorityRange", (void*)fCtxGetStreamPriorityRange},
     {"cuStreamCreateWithPriority", (void*)fStreamCreateWithPriority},
+    {"cuCtxGetDevice", (void*)fCtxGetDevice},
+    {"cuPointerGetAttribute", (void*)fPointerGetAttribute},
+    {"cuMemGetAddressRange", (void*)fMemGetAddressRange},
 };
 
 /* The real driver's entry point (CUDA 12.0 on), by which the layer finds everything else. The

@@ -53,7 +53,8 @@ namespace {
     X(cuDeviceGetByPCIBusId) X(cuDeviceCanAccessPeer) X(cuGetErrorName)                \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)        \
     X(cuGraphDestroy) X(cuGraphLaunch) X(cuGraphExecDestroy)                           \
-    X(cuCtxGetStreamPriorityRange) X(cuStreamCreateWithPriority)
+    X(cuCtxGetStreamPriorityRange) X(cuStreamCreateWithPriority) X(cuCtxGetDevice)      \
+    X(cuPointerGetAttribute) X(cuMemGetAddressRange)
 
 struct Driver {
 #define HIPNV_MEMBER(name) decltype(&::name) name = nullptr;
@@ -211,6 +212,20 @@ HIPNV_EXPORT hipError_t hipGetDeviceCount(int* count) {
 HIPNV_EXPORT hipError_t hipSetDevice(int ordinal) {
     HIPNV_DRIVER(d)
     return set_device(d, ordinal);
+}
+
+/* The device of the thread's current context; device 0 where it has none, as HIP answers. */
+HIPNV_EXPORT hipError_t hipGetDevice(int* ordinal) {
+    if (ordinal == nullptr) return hipErrorInvalidValue;
+    *ordinal = 0;
+    HIPNV_DRIVER(d)
+    CUcontext current = nullptr;
+    hipError_t e = HIPNV_CALL(d, cuCtxGetCurrent(&current));
+    if (e != hipSuccess || current == nullptr) return e;
+    CUdevice dev = 0;
+    e = HIPNV_CALL(d, cuCtxGetDevice(&dev));
+    if (e == hipSuccess) *ordinal = dev;
+    return e;
 }
 
 HIPNV_EXPORT hipError_t hipDeviceGetName(char* name, int len, hipDevice_t ordinal) {
@@ -601,6 +616,37 @@ HIPNV_EXPORT hipError_t hipIpcOpenMemHandle(void** ptr, hipIpcMemHandle_t handle
 HIPNV_EXPORT hipError_t hipIpcCloseMemHandle(void* ptr) {
     HIPNV_CONTEXT(d)
     return HIPNV_CALL(d, cuIpcCloseMemHandle(cu(ptr)));
+}
+
+/* The attributes the backend asks (memory type, managed, device ordinal), each one int; the
+ * memory type mapped to HIP 5.2's numbering (hipnv_memory_type). An address the driver does not
+ * know is CUDA_ERROR_INVALID_VALUE, hence hipErrorInvalidValue, as HIP answers it. */
+HIPNV_EXPORT hipError_t hipPointerGetAttribute(void* data, hipPointer_attribute attribute,
+                                               hipDeviceptr_t ptr) {
+    if (data == nullptr) return hipErrorInvalidValue;
+    CUpointer_attribute cu_attr;
+    if (!hipnv_pointer_attribute(attribute, &cu_attr)) return hipErrorInvalidValue;
+    HIPNV_DRIVER(d)
+    int value = 0;
+    hipError_t e = HIPNV_CALL(d, cuPointerGetAttribute(&value, cu_attr, cu(ptr)));
+    if (e != hipSuccess) return e;
+    if (attribute == HIP_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+        int hip_type = 0;
+        if (!hipnv_memory_type(static_cast<CUmemorytype>(value), &hip_type)) return hipErrorUnknown;
+        value = hip_type;
+    }
+    *static_cast<int*>(data) = value;
+    return hipSuccess;
+}
+
+HIPNV_EXPORT hipError_t hipMemGetAddressRange(hipDeviceptr_t* base, size_t* size,
+                                              hipDeviceptr_t ptr) {
+    if (base == nullptr || size == nullptr) return hipErrorInvalidValue;
+    HIPNV_CONTEXT(d)
+    CUdeviceptr b = 0;
+    hipError_t e = HIPNV_CALL(d, cuMemGetAddressRange(&b, size, cu(ptr)));
+    if (e == hipSuccess) *base = reinterpret_cast<hipDeviceptr_t>(b);
+    return e;
 }
 
 HIPNV_EXPORT hipError_t hipDeviceGetPCIBusId(char* id, int len, int ordinal) {

@@ -163,6 +163,47 @@ static inline int hipnv_attribute(hipDeviceAttribute_t a, CUdevice_attribute* ou
     }
 }
 
+/* The pointer attributes the backend asks, to CUDA's (the same names; HIP 5.2 numbers them as
+ * CUDA does, but the table does not rely on it). Each is one int on both sides. */
+static inline int hipnv_pointer_attribute(hipPointer_attribute a, CUpointer_attribute* out) {
+    switch (a) {
+        case HIP_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *out = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+            return 1;
+        case HIP_POINTER_ATTRIBUTE_IS_MANAGED:
+            *out = CU_POINTER_ATTRIBUTE_IS_MANAGED;
+            return 1;
+        case HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            *out = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL;
+            return 1;
+        default:
+            return 0;
+    }
+}
+
+/* CUDA's memory types to HIP 5.2's hipMemoryType. Not one-to-one in numbers: CUDA counts from 1
+ * (host 1, device 2, array 3, unified 4), HIP 5.2 from 0 (host 0, device 1, array 2, unified 3).
+ * Managed memory is CUDA's unified type here; the backend asks HIP_POINTER_ATTRIBUTE_IS_MANAGED
+ * for it. */
+static inline int hipnv_memory_type(CUmemorytype t, int* out) {
+    switch (t) {
+        case CU_MEMORYTYPE_HOST:
+            *out = hipMemoryTypeHost;
+            return 1;
+        case CU_MEMORYTYPE_DEVICE:
+            *out = hipMemoryTypeDevice;
+            return 1;
+        case CU_MEMORYTYPE_ARRAY:
+            *out = hipMemoryTypeArray;
+            return 1;
+        case CU_MEMORYTYPE_UNIFIED:
+            *out = hipMemoryTypeUnified;
+            return 1;
+        default:
+            return 0;
+    }
+}
+
 /* hipHostMalloc flags to cuMemHostAlloc flags; 0 when a flag is not served (the caller answers
  * hipErrorInvalidValue).
  *

@@ -41,6 +41,23 @@ int main() {
     CHECK(fake->retained == 1);
     CHECK(hipSetDevice(0) == hipSuccess && fake->retained == 1);
     CHECK(hipSetDevice(1) == hipErrorInvalidDevice);
+    int ordinal = -1;
+    CHECK(hipGetDevice(&ordinal) == hipSuccess && ordinal == 0);
+
+    /* Where an address lies: device memory of device 0 in its allocation, memory type in HIP
+     * 5.2's numbering; an unknown address is hipErrorInvalidValue, as HIP answers it. */
+    int attr = -1;
+    void* in_alloc = reinterpret_cast<void*>(0x1010);
+    CHECK(hipPointerGetAttribute(&attr, HIP_POINTER_ATTRIBUTE_MEMORY_TYPE, in_alloc) == hipSuccess &&
+          attr == hipMemoryTypeDevice);
+    CHECK(hipPointerGetAttribute(&attr, HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL, in_alloc) == hipSuccess &&
+          attr == 0);
+    CHECK(hipPointerGetAttribute(&attr, HIP_POINTER_ATTRIBUTE_MEMORY_TYPE, &attr) == hipErrorInvalidValue);
+    CHECK(hipPointerGetAttribute(&attr, HIP_POINTER_ATTRIBUTE_BUFFER_ID, in_alloc) == hipErrorInvalidValue);
+    hipDeviceptr_t base = nullptr;
+    size_t size = 0;
+    CHECK(hipMemGetAddressRange(&base, &size, in_alloc) == hipSuccess &&
+          base == reinterpret_cast<void*>(0x1000) && size == 4096);
     fake->next = CUDA_ERROR_OUT_OF_MEMORY;
     CHECK(hipMalloc(&p, 64) == hipErrorOutOfMemory && p == nullptr);
 

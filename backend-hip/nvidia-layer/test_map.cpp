@@ -142,6 +142,20 @@ static void attributes() {
     CHECK(!hipnv_attribute(hipDeviceAttributeClockRate, &a));
 }
 
+static void pointers() {
+    CUpointer_attribute a;
+    CHECK(hipnv_pointer_attribute(HIP_POINTER_ATTRIBUTE_MEMORY_TYPE, &a) && a == CU_POINTER_ATTRIBUTE_MEMORY_TYPE);
+    CHECK(hipnv_pointer_attribute(HIP_POINTER_ATTRIBUTE_IS_MANAGED, &a) && a == CU_POINTER_ATTRIBUTE_IS_MANAGED);
+    CHECK(hipnv_pointer_attribute(HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL, &a) && a == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
+    CHECK(!hipnv_pointer_attribute(HIP_POINTER_ATTRIBUTE_BUFFER_ID, &a));
+    /* CUDA counts memory types from 1, HIP 5.2 from 0. */
+    int t = -1;
+    CHECK(hipnv_memory_type(CU_MEMORYTYPE_HOST, &t) && t == hipMemoryTypeHost && t == 0);
+    CHECK(hipnv_memory_type(CU_MEMORYTYPE_DEVICE, &t) && t == hipMemoryTypeDevice && t == 1);
+    CHECK(hipnv_memory_type(CU_MEMORYTYPE_UNIFIED, &t) && t == hipMemoryTypeUnified);
+    CHECK(!hipnv_memory_type(static_cast<CUmemorytype>(0), &t));
+}
+
 /* Through the built library: the answers on this machine. */
 static void live() {
     int count = -1;
@@ -191,6 +205,7 @@ int main() {
     errors();
     flags();
     attributes();
+    pointers();
     live();
     if (failures != 0) {
         fprintf(stderr, "test_map: %d check(s) failed\n", failures);

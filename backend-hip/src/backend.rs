@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
-use haloport_core::backend::{check_range, PciBusId};
+use haloport_core::backend::{check_device_memory, check_range, PciBusId, PointerFacts};
 use haloport_core::{
-    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, DeviceMemory, Error, IpcHandle, Kernel,
-    KernelUnit, Launch, LaunchDims, PinnedMemory, Result,
+    Backend, Coherence, Copy3d, Current, DeviceIdentity, DeviceInfo, DeviceMemory, Error,
+    IpcHandle, Kernel, KernelUnit, Launch, LaunchDims, PinnedMemory, Result,
 };
 
 use crate::ffi::{self, Attribute};
@@ -175,6 +175,36 @@ impl Backend for HipBackend {
 
     fn device_info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    fn enter(&self) -> Result<Current> {
+        let previous = ffi::current_device()?;
+        if previous == self.info.ordinal {
+            return Ok(Current::unchanged());
+        }
+        ffi::set_device(self.info.ordinal)?;
+        Ok(Current::switched_from(previous, ffi::set_device))
+    }
+
+    fn check_device_range(&self, addr: u64, bytes: u64, what: &str) -> Result<()> {
+        let facts = match ffi::pointer_info(addr)? {
+            Some(at) => PointerFacts {
+                known: true,
+                device_memory: at.device_memory,
+                managed: at.managed,
+                device: i64::from(at.device),
+                range: (at.range_size > 0).then_some((at.range_start, at.range_size as u64)),
+            },
+            None => PointerFacts {
+                known: false,
+                device_memory: false,
+                managed: false,
+                device: -1,
+                range: None,
+            },
+        };
+        let ours = (self.info.ordinal as i64, self.info.name.as_str());
+        check_device_memory(&facts, addr, bytes, what, ours)
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<HipDeviceMemory> {

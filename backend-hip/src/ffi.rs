@@ -118,6 +118,90 @@ pub fn set_device(ordinal: usize) -> Result<()> {
     check("hipSetDevice", code, || format!("device {ordinal}"))
 }
 
+/// `hipGetDevice`: the calling thread's current device (0 where it set none, as HIP answers).
+///
+/// # Errors
+/// The runtime's error.
+pub fn current_device() -> Result<usize> {
+    let mut ordinal: c_int = 0;
+    // SAFETY: ordinal is a valid out-pointer.
+    let code = unsafe { sys::hipGetDevice(&mut ordinal) };
+    check("hipGetDevice", code, || {
+        "asking which device the thread has current".into()
+    })?;
+    Ok(ordinal.max(0) as usize)
+}
+
+/// Where an address lies, as the runtime says.
+#[derive(Debug, Clone, Copy)]
+pub struct PointerInfo {
+    /// Device memory (`hipMemoryTypeDevice`), as against host memory.
+    pub device_memory: bool,
+    /// Managed memory: kernels may use it wherever it lives.
+    pub managed: bool,
+    /// The device it belongs to.
+    pub device: i32,
+    /// The allocation's first address and size.
+    pub range_start: u64,
+    pub range_size: usize,
+}
+
+/// `hipPointerGetAttribute` of memory type, managed and device ordinal, and
+/// `hipMemGetAddressRange` where it is device memory: `None` for an address the runtime does
+/// not know (`hipErrorInvalidValue`: pageable host memory, a dangling pointer).
+///
+/// # Errors
+/// The runtime's other errors.
+pub fn pointer_info(addr: u64) -> Result<Option<PointerInfo>> {
+    use sys::hipPointer_attribute as A;
+    let ptr = addr as usize as sys::hipDeviceptr_t;
+    let attribute = |attr: A, data: *mut c_void| -> Result<bool> {
+        // SAFETY: `data` points to a value of the type the runtime writes for `attr` (an
+        // enum or int: 4 bytes); `ptr` is read as an address only.
+        let code = unsafe { sys::hipPointerGetAttribute(data, attr, ptr) };
+        if code == sys::hipError_t::hipErrorInvalidValue {
+            return Ok(false);
+        }
+        check("hipPointerGetAttribute", code, || {
+            format!("asking where address {addr:#x} lies ({attr:?})")
+        })?;
+        Ok(true)
+    };
+    let mut memory_type: c_int = -1;
+    if !attribute(
+        A::HIP_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        (&raw mut memory_type).cast(),
+    )? {
+        return Ok(None);
+    }
+    let mut managed: c_int = 0;
+    attribute(
+        A::HIP_POINTER_ATTRIBUTE_IS_MANAGED,
+        (&raw mut managed).cast(),
+    )?;
+    let mut device: c_int = -1;
+    attribute(
+        A::HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        (&raw mut device).cast(),
+    )?;
+    let device_memory = memory_type == sys::hipMemoryType::hipMemoryTypeDevice.0 as c_int;
+    let (mut base, mut size): (sys::hipDeviceptr_t, usize) = (std::ptr::null_mut(), 0);
+    if device_memory {
+        // SAFETY: base and size are valid out-pointers; ptr is read as an address only.
+        let code = unsafe { sys::hipMemGetAddressRange(&mut base, &mut size, ptr) };
+        check("hipMemGetAddressRange", code, || {
+            format!("asking which allocation holds {addr:#x}")
+        })?;
+    }
+    Ok(Some(PointerInfo {
+        device_memory,
+        managed: managed != 0,
+        device,
+        range_start: base as usize as u64,
+        range_size: size,
+    }))
+}
+
 /// `hipDeviceGetName`.
 pub fn device_name(ordinal: usize) -> Result<String> {
     let mut buf = [0 as std::ffi::c_char; 256];

@@ -41,8 +41,8 @@ mod stream;
 use std::time::Instant;
 
 use haloport_core::{
-    Backend, Coherence, Copy3d, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel, Launch,
-    LaunchDims, PinnedMemory, Result,
+    Backend, Coherence, Copy3d, Current, DeviceIdentity, DeviceInfo, Error, IpcHandle, Kernel,
+    Launch, LaunchDims, PinnedMemory, Result,
 };
 use kernels::HostLaunch;
 
@@ -129,6 +129,25 @@ impl Backend for HostBackend {
 
     fn device_info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// The host has one device, always current.
+    fn enter(&self) -> Result<Current> {
+        Ok(Current::unchanged())
+    }
+
+    /// Any memory of this process is the host backend's device memory: only a null address,
+    /// or a range past the end of the address space, is refused.
+    fn check_device_range(&self, addr: u64, bytes: u64, what: &str) -> Result<()> {
+        if addr == 0 {
+            return Err(Error::InvalidInput(format!("{what} is at address 0")));
+        }
+        if addr.checked_add(bytes).is_none() {
+            return Err(Error::InvalidInput(format!(
+                "{what} at {addr:#x} runs {bytes} bytes past the end of the address space"
+            )));
+        }
+        Ok(())
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<HostAllocation> {

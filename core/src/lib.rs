@@ -30,8 +30,8 @@ pub mod transport;
 pub mod verify;
 
 pub use backend::{
-    Backend, Coherence, DeviceIdentity, DeviceInfo, DeviceMemory, IpcHandle, Kernel, KernelUnit,
-    Launch, LaunchDims, PinnedMemory,
+    Backend, Coherence, Current, DeviceIdentity, DeviceInfo, DeviceMemory, IpcHandle, Kernel,
+    KernelUnit, Launch, LaunchDims, PinnedMemory,
 };
 pub use error::{Error, Result};
 pub use pattern::{BuiltinPattern, PatternSource, RankPattern};

@@ -11,8 +11,10 @@
 // `Backend::launch` is an unsafe method: kernels dereference raw device addresses.
 #![allow(unsafe_code)]
 
+mod current;
 mod ipc;
 mod kernels;
+mod pointer;
 mod transfer;
 
 use std::fmt;
@@ -23,8 +25,10 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::regions::Copy3d;
 
+pub use current::Current;
 pub use ipc::{DeviceIdentity, ExportedHandles, IpcHandle, PciBusId};
 pub use kernels::{Kernel, KernelUnit, Launch, LaunchDims};
+pub use pointer::{check_device_memory, PointerFacts};
 pub use transfer::{
     check_range, check_threads, deadline_in, download_bytes, download_bytes_at, poll_until,
     upload_bytes, upload_bytes_at, upload_table,
@@ -126,6 +130,26 @@ pub trait Backend: Sized {
 
     /// What the device is and offers.
     fn device_info(&self) -> &DeviceInfo;
+
+    /// Makes this backend's device current on the calling thread until the returned guard
+    /// drops, which makes the thread's previous one current again. Each call of an exchange
+    /// enters first, so an application may switch devices between calls, or call from another
+    /// thread, and finds its own device current afterwards.
+    ///
+    /// Vendor: cuCtxGetCurrent + cuCtxSetCurrent / hipGetDevice + hipSetDevice.
+    fn enter(&self) -> Result<Current>;
+
+    /// Checks that the `bytes` bytes at `addr` are memory this backend's kernels may read and
+    /// write: device (or managed) memory of its device, within one allocation. `what` names
+    /// the memory in the error (e.g. "field 1 (f64 x1)").
+    ///
+    /// Vendor: cuPointerGetAttributes / hipPointerGetAttributes + hipMemGetAddressRange.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) naming `what`: host memory, memory
+    /// the driver does not know, another device's memory, or a range past its allocation's
+    /// end; the driver's errors.
+    fn check_device_range(&self, addr: u64, bytes: u64, what: &str) -> Result<()>;
 
     /// Allocates `bytes` of device memory, zeroed.
     ///

@@ -375,6 +375,11 @@ pub struct Messages {
 }
 
 impl<'b, B: Backend> MessageExchange<'b, B> {
+    /// The backend the exchange runs on.
+    pub fn backend(&self) -> &'b B {
+        self.backend
+    }
+
     /// How each entry's messages travel, in entry order.
     pub fn links(&self) -> Vec<Link> {
         self.routes.iter().map(|r| r.link).collect()

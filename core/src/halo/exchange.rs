@@ -201,7 +201,14 @@ impl Default for HaloOptions {
 pub struct HaloExchange<'b, B: Backend> {
     engine: MessageExchange<'b, B>,
     plan: HaloPlan,
+    /// Fields' memory the backend has shown usable (address and length), newest last: each
+    /// new address is asked once.
+    checked: Vec<(u64, usize)>,
 }
+
+/// How many field addresses [`HaloExchange`] remembers as checked: the fields of a few table
+/// sets (a Jacobi alternates two).
+const CHECKED_FIELDS: usize = 64;
 
 impl<'b, B: Backend> HaloExchange<'b, B> {
     /// Compiles `spec` for this rank of `comm` and sets the exchange up: buffers, flags, and
@@ -286,8 +293,17 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             word: spec.word_bytes()?,
             payload: Payload::Fields,
         };
+        let _current = agree(
+            comm,
+            "making the exchange's device current",
+            backend.enter(),
+        )?;
         let engine = MessageExchange::new(backend, comm, &messages, options, dropped)?;
-        Ok(HaloExchange { engine, plan })
+        Ok(HaloExchange {
+            engine,
+            plan,
+            checked: Vec::new(),
+        })
     }
 
     /// The plan this exchange runs.
@@ -314,6 +330,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// # Errors
     /// As [`Self::start`], [`Self::finish`] and [`Self::wait`].
     pub fn exchange(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
+        let _current = self.engine.backend().enter()?;
         self.check_fields(fields)?;
         let key = fields.iter().map(|f| f.device_addr()).collect();
         let keep = fields.iter().map(|f| f.share()).collect();
@@ -336,6 +353,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// exchange is already started; an earlier exchange's failure on the device
     /// ([`Error::Timeout`]); MPI, backend and time-out errors.
     pub fn start(&mut self, fields: &[&Field<B>], stream: &B::Stream) -> Result<()> {
+        let _current = self.engine.backend().enter()?;
         self.check_fields(fields)?;
         let key = fields.iter().map(|f| f.device_addr()).collect();
         let keep = fields.iter().map(|f| f.share()).collect();
@@ -352,6 +370,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// [`Error::Usage`] without a started exchange; an earlier exchange's failure on the
     /// device; MPI, backend and time-out errors.
     pub fn finish(&mut self, stream: &B::Stream) -> Result<()> {
+        let _current = self.engine.backend().enter()?;
         self.engine.finish(stream)
     }
 
@@ -363,6 +382,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// [`Error::Timeout`] naming the messages a GPU-side wait gave up on (the peer, the
     /// direction); backend and time-out errors.
     pub fn wait(&mut self) -> Result<()> {
+        let _current = self.engine.backend().enter()?;
         self.engine.wait()
     }
 
@@ -381,6 +401,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// capturing or between `start` and `finish`; [`Error::Unsupported`] on a backend without
     /// graphs (host); backend and time-out errors.
     pub fn begin_capture(&mut self, stream: &B::Stream) -> Result<()> {
+        let _current = self.engine.backend().enter()?;
         self.engine.begin_capture(stream)
     }
 
@@ -393,6 +414,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// an odd number of exchanges; the error of a call inside the capture; backend errors for
     /// work that cannot be captured.
     pub fn end_capture(&mut self, stream: &B::Stream) -> Result<ExchangeGraph<B>> {
+        let _current = self.engine.backend().enter()?;
         self.engine.end_capture(stream)
     }
 
@@ -407,6 +429,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// `finish`, or after an odd number of exchanges outside the graph since its capture; an
     /// earlier exchange's failure on the device; backend errors.
     pub fn replay(&mut self, graph: &mut ExchangeGraph<B>, stream: &B::Stream) -> Result<()> {
+        let _current = self.engine.backend().enter()?;
         self.engine.replay(graph, stream)
     }
 
@@ -432,7 +455,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// How many sets of fields keep their region tables cached.
     pub const TABLE_SETS: usize = super::engine::TABLE_SETS;
 
-    fn check_fields(&self, fields: &[&Field<B>]) -> Result<()> {
+    fn check_fields(&mut self, fields: &[&Field<B>]) -> Result<()> {
         let spec = &self.plan.spec;
         if fields.len() != spec.fields as usize {
             return Err(Error::InvalidInput(format!(
@@ -459,6 +482,19 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
                     self.plan.decomposition.alloc_elems(),
                     shape.cell_bytes()
                 )));
+            }
+            let memory = (field.device_addr(), field.len_bytes());
+            if !self.checked.contains(&memory) {
+                let what = format!(
+                    "field {k} ({})",
+                    super::field::describe_field(&self.plan, *shape)
+                );
+                let backend = self.engine.backend();
+                backend.check_device_range(memory.0, memory.1 as u64, &what)?;
+                if self.checked.len() == CHECKED_FIELDS {
+                    self.checked.remove(0);
+                }
+                self.checked.push(memory);
             }
         }
         Ok(())

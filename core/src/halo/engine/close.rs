@@ -17,6 +17,15 @@ impl<B: Backend> MessageExchange<'_, B> {
         if matches!(self.health, Health::Closed) {
             return Ok(());
         }
+        // Dropped from whichever thread, with whichever device the application made current.
+        let _current = match self.backend.enter() {
+            Ok(current) => current,
+            Err(e) => {
+                self.health = Health::Closed;
+                std::mem::forget(std::mem::take(&mut self.in_use));
+                return Err(e.again("closing a halo exchange (its memory is leaked: its device could not be made current): "));
+            }
+        };
         self.health = Health::Closed;
         let leak = |this: &mut Self, e: Error| {
             std::mem::forget(std::mem::take(&mut this.in_use));
