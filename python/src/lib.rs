@@ -5,9 +5,20 @@
 //! decision about the exchange is the library's.
 //!
 //! # Threading
-//! The backends are not `Send`, so [`Exchange`] is `unsendable`: it is used from the thread
-//! that created it. Every call that waits (set-up, `exchange`, `start`, `finish`, `wait`,
-//! `close`) releases the GIL while it runs, through [`Unbound`].
+//! The backends are not `Send`: an exchange is used from the thread that created it. Python may
+//! still hand the object to any thread (a thread pool) or collect it on any, so the exchange
+//! lives in an [`Owned`] that checks the calling thread before every use and refuses others
+//! with a `UsageError` naming both threads (PyO3's `unsendable` would panic instead); its
+//! properties, plain data copied at construction, are readable from any thread. Every call that
+//! waits (set-up, `exchange`, `start`, `finish`, `wait`, `close`) releases the GIL while it
+//! runs, through [`Unbound`]. A panic is caught where the binding calls into Rust and raised as
+//! `InternalError`.
+//!
+//! # Lifetimes
+//! The arrays of every exchange started since the last wait are held (`in_flight`) until a
+//! wait covers them; recently read sets of arrays are remembered by weak reference only
+//! ([`ReadCache`]). An exchange collected after MPI was finalized is leaked with one line by
+//! the foreign layer, never closed (closing calls MPI).
 
 mod arrays;
 mod errors;

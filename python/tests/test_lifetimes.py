@@ -88,7 +88,7 @@ def test_arrays_the_program_dropped_are_freed(comm):
         check_all(comm, ex, [u])
 
 
-def test_an_exchange_called_from_another_thread_raises_a_usage_error_naming_its_thread(comm):
+def test_an_exchange_called_from_another_thread_raises_a_usage_error_naming_its_thread(comm, capfd):
     with haloport.Exchange(comm, haloport.Domain((8, 6, 4))) as ex:
         u = fill(ex, 0)
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pool") as pool:
@@ -96,6 +96,8 @@ def test_an_exchange_called_from_another_thread_raises_a_usage_error_naming_its_
         assert isinstance(error, haloport.UsageError), repr(error)
         assert isinstance(error, Exception)
         assert "MainThread" in str(error) and "pool" in str(error), str(error)
+        printed = capfd.readouterr().err
+        assert "panicked" not in printed, printed
         # The exchange still works on its own thread, and its properties on any.
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             assert pool.submit(lambda: ex.local).result() == ex.local
