@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use haloport::core::transport::TransportKind;
+use haloport::core::transport::{GpuAwareMpi, TransportKind};
 use haloport::core::{Fault, PatternSource, Verify};
 use haloport_thesis::measure::Protocol;
 use haloport_thesis::strategy::ExchangeOptions;
@@ -323,6 +323,10 @@ fn parse_fault(s: &str) -> Result<Fault, String> {
 }
 
 fn parse_transport(s: &str) -> Result<TransportKind, String> {
+    s.parse().map_err(|e: haloport::Error| e.to_string())
+}
+
+fn parse_gpu_aware_mpi(s: &str) -> Result<GpuAwareMpi, String> {
     s.parse().map_err(|e: haloport::Error| e.to_string())
 }
 
@@ -670,6 +674,10 @@ pub struct StencilArgs {
     /// to other nodes).
     #[arg(long, value_parser = parse_transport, default_value = "mpi")]
     pub transport: TransportKind,
+    /// Whether messages that travel by MPI go from device memory: `auto` (where the MPI library
+    /// says it takes this backend's device memory; never on the host backend), `on`, `off`.
+    #[arg(long, value_parser = parse_gpu_aware_mpi, default_value = "auto")]
+    pub gpu_aware_mpi: GpuAwareMpi,
     /// Seconds any single wait may take.
     #[arg(long, value_parser = parse_timeout, default_value = "10")]
     pub timeout: f64,

@@ -288,6 +288,90 @@ fn ipc_peers_on_other_nodes_go_host_staged() {
     );
 }
 
+/// Every link each rank's result lists, as (peer, link name).
+fn links_of(result: &serde_json::Value, rank: usize) -> Vec<(i64, String)> {
+    result["links"][rank]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|l| Some((l["peer"].as_i64()?, l["link"].as_str()?.to_owned())))
+        .collect()
+}
+
+#[test]
+fn gpu_aware_mpi_moves_messages_from_the_exchanges_device_memory_and_agrees_bit_for_bit() {
+    // On the host backend `on` is plain MPI on the exchange's own buffers; `auto` keeps
+    // host-staged there. Both strategies, every decomposition's checksum the same.
+    let mut checksums = Vec::new();
+    for (np, setting, variant) in [
+        (1, "on", "base"),
+        (2, "on", "base"),
+        (4, "on", "tq"),
+        (4, "auto", "base"),
+        (4, "off", "tq"),
+    ] {
+        let mut args = PROBLEM.to_vec();
+        args.extend(["--gpu-aware-mpi", setting, "--variant", variant]);
+        let result = verified_run(np, &args);
+        let want = if setting == "on" { "gpu-mpi" } else { "mpi" };
+        for rank in 0..np as usize {
+            for (peer, link) in links_of(&result, rank) {
+                let expected = if peer == rank as i64 { "local" } else { want };
+                assert_eq!(link, expected, "-np {np} {setting}: rank {rank} to {peer}");
+            }
+        }
+        checksums.push(result["checksum"].as_str().unwrap_or("").to_owned());
+    }
+    assert!(
+        checksums
+            .iter()
+            .all(|c| c == &checksums[0] && c.len() == 16),
+        "{checksums:?}"
+    );
+    // Beside device-direct peers on its node, GPU-aware MPI serves those on other nodes.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("split.json");
+    let job = mpirun_with_env(
+        4,
+        &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
+        &[
+            "stencil",
+            "--transport",
+            "ipc",
+            "--gpu-aware-mpi",
+            "on",
+            "--grid",
+            "16x8x8",
+            "--procs",
+            "4x1x1",
+            "--steps",
+            "4",
+            "--json",
+            json.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let result = read_json(&json);
+    assert_eq!(result["verified"], true);
+    let rank1 = links_of(&result, 1);
+    let to = |peer: i64| -> Vec<&str> {
+        rank1
+            .iter()
+            .filter(|(p, _)| *p == peer)
+            .map(|(_, l)| l.as_str())
+            .collect()
+    };
+    assert!(
+        !to(0).is_empty() && to(0).iter().all(|l| *l == "ipc"),
+        "{rank1:?}"
+    );
+    assert!(
+        !to(2).is_empty() && to(2).iter().all(|l| *l == "gpu-mpi"),
+        "{rank1:?}"
+    );
+}
+
 #[test]
 fn bad_declarations_are_refused_before_any_exchange() {
     let cases: [(u32, Vec<&str>, &str); 5] = [

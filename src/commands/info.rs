@@ -1,7 +1,9 @@
 //! `haloport info`: what this binary can do here. Backends built in, the device each rank
-//! would use and its coherence support, the MPI library, and the toolchain it was built with.
+//! would use and its coherence support, the MPI library and whether it takes each GPU
+//! backend's device memory (GPU-aware MPI), and the toolchain it was built with.
 
 use haloport::core::collective::all_gather;
+use haloport::core::transport::{gpu_aware, MpiDeviceSupport};
 use haloport::core::{DeviceInfo, Error};
 use haloport::provenance::{provenance, Provenance};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -18,6 +20,9 @@ struct RankInfo {
     local_rank: usize,
     /// One line per backend: its device for this rank, or why there is none.
     backends: Vec<(String, Result<DeviceSummary, String>)>,
+    /// Per GPU backend: whether this rank's MPI library takes its device memory, and how
+    /// that was found.
+    gpu_aware_mpi: Vec<(String, MpiDeviceSupport)>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -109,6 +114,9 @@ pub fn run(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
         host: host_name(),
         local_rank: local,
         backends: probe_backends(local),
+        gpu_aware_mpi: ["cuda", "hip"]
+            .map(|b| (b.to_owned(), gpu_aware::query(b, world)))
+            .into(),
     };
     let per_rank = all_gather(world, Ok(mine), |r, msg| {
         Error::InvalidInput(format!("rank {r} could not report: {msg}"))
@@ -157,6 +165,13 @@ pub fn run(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
                 ),
                 Err(why) => println!("  {backend}: {why}"),
             }
+        }
+        for (backend, support) in &r.gpu_aware_mpi {
+            let answer = if support.available { "yes" } else { "no" };
+            println!(
+                "  GPU-aware MPI for {backend} device memory: {answer} ({})",
+                support.how
+            );
         }
     }
     Ok(())

@@ -254,6 +254,7 @@ pub(crate) fn measured<B: Backend>(
                 signalled_blocks: args.signalled_blocks,
                 fault: args.inject,
                 checked: args.checked,
+                gpu_aware_mpi: args.gpu_aware_mpi,
             },
             exchange_reps: args.exchange_reps,
             compute_steps: args.steps,

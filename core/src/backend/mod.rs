@@ -84,7 +84,7 @@ pub struct DeviceInfo {
 }
 
 /// Device memory: only kernels and copies touch it.
-pub trait DeviceMemory: Send {
+pub trait DeviceMemory: Send + 'static {
     /// Size in bytes.
     fn len_bytes(&self) -> usize;
     /// The address kernels dereference.

@@ -206,22 +206,25 @@ struct DeviceAbort<B: Backend> {
     stream: B::Stream,
 }
 
-/// Pinned host staging of host-staged messages.
+/// Where MPI moves the messages that travel through it: pinned host memory for host-staged
+/// ones, device memory for those over GPU-aware MPI.
 struct Staging<B: Backend> {
     send: Arc<Mutex<B::PinnedMemory>>,
     recv: Arc<Mutex<B::PinnedMemory>>,
     send_host: *mut u8,
     recv_host: *mut u8,
+    device_send: Arc<Mutex<B::DeviceMemory>>,
+    device_recv: Arc<Mutex<B::DeviceMemory>>,
 }
 
-/// Bytes of pinned staging an exchange needs: as far as its host-staged messages reach in the
-/// slot layout, a token 8 where every message is device-direct or local (large's slots are
-/// 141 MB, which a device-direct exchange would pin for nothing).
-fn staging_extent(layout: &Mailbox, links: &[Link]) -> u64 {
+/// Bytes of staging the messages of `link` need: as far as they reach in the slot layout, a
+/// token 8 where no message travels so (large's slots are 141 MB, which a device-direct
+/// exchange would pin for nothing).
+fn staging_extent(layout: &Mailbox, links: &[Link], link: Link) -> u64 {
     links
         .iter()
         .enumerate()
-        .filter(|(_, &link)| link == Link::Staged)
+        .filter(|(_, &l)| l == link)
         .map(|(i, _)| layout.offsets[i] + layout.message_bytes[i])
         .max()
         .unwrap_or(8)
@@ -934,17 +937,31 @@ mod tests {
         let n = entries.len();
         assert!(n > 3);
         let every = |link| vec![link; n];
-        assert_eq!(staging_extent(&layout, &every(Link::Direct)), 8);
-        assert_eq!(staging_extent(&layout, &every(Link::Local)), 8);
         assert_eq!(
-            staging_extent(&layout, &every(Link::Staged)),
+            staging_extent(&layout, &every(Link::Direct), Link::Staged),
+            8
+        );
+        assert_eq!(
+            staging_extent(&layout, &every(Link::Local), Link::Staged),
+            8
+        );
+        assert_eq!(
+            staging_extent(&layout, &every(Link::Staged), Link::Staged),
             layout.offsets[n - 1] + layout.message_bytes[n - 1]
         );
-        // One staged message among device-direct ones: its own end, short of the slot's.
+        assert_eq!(
+            staging_extent(&layout, &every(Link::Staged), Link::DeviceMpi),
+            8
+        );
+        // One staged message among device-direct ones: its own end, short of the slot's; one
+        // over GPU-aware MPI: the device staging reaches as far as it, the pinned none.
         let mut links = every(Link::Direct);
         links[2] = Link::Staged;
         let end = layout.offsets[2] + layout.message_bytes[2];
-        assert_eq!(staging_extent(&layout, &links), end);
+        assert_eq!(staging_extent(&layout, &links, Link::Staged), end);
         assert!(end < layout.slot_bytes);
+        links[2] = Link::DeviceMpi;
+        assert_eq!(staging_extent(&layout, &links, Link::DeviceMpi), end);
+        assert_eq!(staging_extent(&layout, &links, Link::Staged), 8);
     }
 }

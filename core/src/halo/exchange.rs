@@ -20,6 +20,7 @@ use crate::collective::{agree, broadcast_string, first_with};
 use crate::domain::{Decomposition, DomainSpec, HaloPlan};
 use crate::error::{Error, Result};
 use crate::transport::mpi::{cartesian_topology, duplicate_raw, mpi_dims_create};
+use crate::transport::GpuAwareMpi;
 use crate::transport::TransportKind;
 
 /// When host-staged messages move, relative to the kernels (the thesis's two strategies).
@@ -156,6 +157,9 @@ pub struct HaloOptions {
     /// GPU-side failure itself, so the halos are known good (or an error returned) when it
     /// returns. It costs the overlap of the unpack with later work; off by default.
     pub checked: bool,
+    /// Whether messages that travel by MPI go from device memory (GPU-aware MPI) instead of
+    /// pinned host memory: where MPI says it takes device memory, by default.
+    pub gpu_aware_mpi: GpuAwareMpi,
 }
 
 impl Default for HaloOptions {
@@ -169,6 +173,7 @@ impl Default for HaloOptions {
             signalled_blocks: 16,
             fault: None,
             checked: false,
+            gpu_aware_mpi: GpuAwareMpi::Auto,
         }
     }
 }
@@ -530,6 +535,7 @@ struct Declaration {
     elems_per_thread: u32,
     signalled_blocks: u32,
     checked: bool,
+    gpu_aware_mpi: String,
 }
 
 /// Every rank must declare the same domain and options: compared collectively, so all fail
@@ -547,6 +553,7 @@ fn agree_on_declaration(
         elems_per_thread: options.elems_per_thread,
         signalled_blocks: options.signalled_blocks,
         checked: options.checked,
+        gpu_aware_mpi: options.gpu_aware_mpi.name().to_owned(),
     };
     // Rank 0's declaration to every rank; the lowest rank that differs sends its own.
     let encode = |d: &Declaration| {
@@ -578,8 +585,8 @@ fn agree_on_declaration(
     }
     let options = |d: &Declaration| {
         format!(
-            "--transport {} --variant {} (threads {}, {} elements per thread, {} signalled blocks, checked {})",
-            d.transport, d.strategy, d.threads, d.elems_per_thread, d.signalled_blocks, d.checked
+            "--transport {} --variant {} --gpu-aware-mpi {} (threads {}, {} elements per thread, {} signalled blocks, checked {})",
+            d.transport, d.strategy, d.gpu_aware_mpi, d.threads, d.elems_per_thread, d.signalled_blocks, d.checked
         )
     };
     Err(Error::InvalidInput(format!(

@@ -240,6 +240,9 @@ pub enum Link {
     Staged,
     /// Device-direct: pack stores into the peer's receive slot (IPC) and raises its flag.
     Direct,
+    /// GPU-aware MPI: pack stores into device memory, MPI carries it from there
+    /// ([`GpuAwareMpi`](crate::transport::GpuAwareMpi)); the CPU moves it as for `Staged`.
+    DeviceMpi,
 }
 
 impl Link {
@@ -249,7 +252,13 @@ impl Link {
             Link::Local => "local",
             Link::Staged => "mpi",
             Link::Direct => "ipc",
+            Link::DeviceMpi => "gpu-mpi",
         }
+    }
+
+    /// The CPU hands the message to MPI between pack and unpack (`Staged`, `DeviceMpi`).
+    pub fn through_mpi(self) -> bool {
+        matches!(self, Link::Staged | Link::DeviceMpi)
     }
 }
 

@@ -26,12 +26,14 @@
 #![allow(unsafe_code)]
 
 pub mod faulty;
+pub mod gpu_aware;
 pub mod ipc;
 mod kind;
 pub mod mpi;
 pub mod node;
 
 pub use faulty::Fault;
+pub use gpu_aware::{GpuAwareMpi, MpiDeviceSupport};
 pub use kind::TransportKind;
 
 use std::sync::Arc;
@@ -44,7 +46,8 @@ use crate::error::Result;
 use crate::exchange::ExchangeBuffers;
 use crate::pattern::RankPattern;
 
-/// A block's buffer in host memory that a transport may read (send) or write (receive).
+/// A block's buffer that a transport may read (send) or write (receive): in host memory, or in
+/// device memory where GPU-aware MPI moves it.
 ///
 /// It carries a share of its allocation (`owner`): a transport keeps the region, and so the
 /// memory, alive for as long as a request on it is pending, and leaks it rather than free it
@@ -74,7 +77,8 @@ impl std::fmt::Debug for HostRegion {
 impl HostRegion {
     /// # Safety
     /// 1. `ptr` is valid for reads and writes of `elems` f64 values, aligned for f64, for as
-    ///    long as `owner` lives.
+    ///    long as `owner` lives: by the CPU (host memory), or by the MPI library alone
+    ///    (device memory handed to GPU-aware MPI, which the CPU never dereferences).
     /// 2. From a receive's post until the transport reports it complete, only the transport
     ///    writes the region; from a send's start until it completes, nobody writes it.
     pub(crate) unsafe fn new(

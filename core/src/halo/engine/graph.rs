@@ -25,7 +25,6 @@ use super::{Ending, Health, InFlight, MessageExchange, Payload};
 use crate::backend::{Backend, DeviceMemory, Launch, LaunchDims};
 use crate::error::{Error, Result};
 use crate::halo::field::FieldMemory;
-use crate::halo::layout::Link;
 use crate::shared::hp_epoch_args;
 
 /// A fresh number for each exchange, so that a graph replays only on the exchange it came from.
@@ -110,7 +109,7 @@ impl<B: Backend> MessageExchange<'_, B> {
                 "synthetic exchanges are not captured".into(),
             ));
         }
-        if let Some(i) = self.routes.iter().position(|r| r.link == Link::Staged) {
+        if let Some(i) = self.routes.iter().position(|r| r.link.through_mpi()) {
             let entry = &self.entries[i];
             return Err(Error::InvalidInput(format!(
                 "the halo exchange cannot be captured into a graph: its {} messages with rank {} are host-staged (MPI through pinned memory needs the CPU between pack and unpack); only device-direct and local neighbours can be captured (transport ipc, every neighbour on this node)",

@@ -4,6 +4,8 @@
 //! rank before any further collective.
 
 use super::*;
+use crate::collective::all_gather;
+use crate::transport::gpu_aware::{self, GpuAwareMpi};
 
 impl<'b, B: Backend> MessageExchange<'b, B> {
     /// Sets the exchange of `messages` up for this rank of `world`: buffers, flags, and (with
@@ -80,6 +82,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         };
         let n = ours.len();
         let status_layout = StatusLayout { messages: n };
+        let device_mpi = device_mpi_ranks(backend, world, options.gpu_aware_mpi)?;
         let links: Vec<Link> = ours
             .iter()
             .map(|entry| {
@@ -87,12 +90,16 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     Link::Local
                 } else if share.as_ref().is_some_and(|s| s.same_node(entry.peer)) {
                     Link::Direct
+                } else if device_mpi[rank as usize] && device_mpi[entry.peer as usize] {
+                    // Both ends give MPI device memory: each agrees on the link by itself.
+                    Link::DeviceMpi
                 } else {
                     Link::Staged
                 }
             })
             .collect();
-        let staging_end = staging_extent(&mine, &links);
+        let staging_end = staging_extent(&mine, &links, Link::Staged);
+        let device_staging_end = staging_extent(&mine, &links, Link::DeviceMpi);
         // Everything else this rank allocates, then agreement: a rank that failed here must
         // not leave the others in the next collective (the transport's duplicate).
         let local = (|| {
@@ -116,25 +123,44 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             let staging_bytes = to_usize(staging_end, "the exchange's staging")?;
             let send = backend.alloc_pinned(staging_bytes, Coherence::Coherent)?;
             let recv = backend.alloc_pinned(staging_bytes, Coherence::Coherent)?;
+            let device_bytes = to_usize(device_staging_end, "the exchange's device staging")?;
+            let device_send = backend.alloc_device(device_bytes)?;
+            let device_recv = backend.alloc_device(device_bytes)?;
             let events = (backend.create_marker()?, backend.create_marker()?);
             let beside = Beside {
                 stream: backend.create_urgent_stream()?,
                 fork: backend.create_marker()?,
             };
-            Ok((mailbox, counters, abort, status, send, recv, events, beside))
+            let device = (device_send, device_recv);
+            Ok((
+                mailbox,
+                counters,
+                abort,
+                status,
+                (send, recv, device),
+                events,
+                beside,
+            ))
         })();
-        let (mailbox, counters, abort, status, send, recv, (last_pack, last_unpack), beside) =
+        let (mailbox, counters, abort, status, buffers, (last_pack, last_unpack), beside) =
             agree(world, "allocating the halo exchange's buffers", local)?;
+        let (send, recv, (device_send, device_recv)) = buffers;
         let staging = Staging {
             send_host: send.host_ptr(),
             recv_host: recv.host_ptr(),
             send: Arc::new(Mutex::new(send)),
             recv: Arc::new(Mutex::new(recv)),
+            device_send: Arc::new(Mutex::new(device_send)),
+            device_recv: Arc::new(Mutex::new(device_recv)),
         };
         let own_base = mailbox.device_addr();
         let (send_base, recv_base) = (
             lock::<B::PinnedMemory>(&staging.send).device_addr(),
             lock::<B::PinnedMemory>(&staging.recv).device_addr(),
+        );
+        let (device_send_base, device_recv_base) = (
+            lock::<B::DeviceMemory>(&staging.device_send).device_addr(),
+            lock::<B::DeviceMemory>(&staging.device_recv).device_addr(),
         );
         let mut routes = Vec::with_capacity(n);
         for (i, (entry, &link)) in ours.iter().zip(&links).enumerate() {
@@ -178,6 +204,15 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     arrival: 0,
                     source_credit: 0,
                 },
+                Link::DeviceMpi => Route {
+                    link,
+                    dest: [device_send_base + mine.offsets[i]; 2],
+                    dest_arrival: 0,
+                    credit: 0,
+                    recv: [device_recv_base + mine.offsets[i]; 2],
+                    arrival: 0,
+                    source_credit: 0,
+                },
                 Link::Direct => {
                     let peer_base = share
                         .as_ref()
@@ -210,7 +245,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             && routes
                 .iter()
                 .all(|r| matches!(r.link, Link::Direct | Link::Local));
-        let staged_routes = routes.iter().any(|r| r.link == Link::Staged);
+        let staged_routes = routes.iter().any(|r| r.link.through_mpi());
         let ranks_on_device = share.as_ref().map_or(1, NodeShare::ranks_on_device);
         let mut mpi = MpiTransport::new(world, options.timeout)?;
         mpi.prepare_tagged(
@@ -265,4 +300,26 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             replayed: Vec::new(),
         })
     }
+}
+
+/// Per rank of `world`, whether it gives MPI device memory (GPU-aware MPI) under `setting`:
+/// asked of the MPI library on every rank ([`gpu_aware::query`]) and gathered, so that both
+/// ends of a link see the same two answers. `Auto` never on the host backend (its device
+/// memory is host memory either way). Collective over `world`.
+fn device_mpi_ranks<B: Backend>(
+    backend: &B,
+    world: &SimpleCommunicator,
+    setting: GpuAwareMpi,
+) -> Result<Vec<bool>> {
+    let mine = match setting {
+        GpuAwareMpi::Off => false,
+        GpuAwareMpi::On => true,
+        GpuAwareMpi::Auto => {
+            backend.name() != "host" && gpu_aware::query(backend.name(), world).available
+        }
+    };
+    all_gather(world, Ok(mine), |rank, message| Error::OtherRank {
+        rank,
+        message,
+    })
 }

@@ -12,7 +12,7 @@ impl<B: Backend> MessageExchange<'_, B> {
     /// The host-staged messages that go (`Send`) or come (`Recv`), by entry.
     pub(super) fn staged(&self, side: Side) -> Vec<usize> {
         (0..self.routes.len())
-            .filter(|&i| self.routes[i].link == Link::Staged && self.entries[i].has(side))
+            .filter(|&i| self.routes[i].link.through_mpi() && self.entries[i].has(side))
             .collect()
     }
 
@@ -94,14 +94,23 @@ impl<B: Backend> MessageExchange<'_, B> {
         }
     }
 
-    /// Entry `i`'s outgoing (`Send`) or incoming (`Recv`) message in the pinned staging.
+    /// Entry `i`'s outgoing (`Send`) or incoming (`Recv`) message where MPI moves it: the
+    /// pinned staging, or the device staging for GPU-aware MPI (an address MPI reads and
+    /// writes as device memory; the CPU never touches it).
     pub(super) fn staged_region(&self, side: Side, i: usize) -> HostRegion {
         let staging = &self.memory.staging;
-        let (memory, host) = match side {
-            Side::Send => (&staging.send, staging.send_host),
-            Side::Recv => (&staging.recv, staging.recv_host),
+        let (owner, host): (Arc<dyn Send + Sync>, *mut u8) = match (self.routes[i].link, side) {
+            (Link::DeviceMpi, Side::Send) => {
+                let at = lock::<B::DeviceMemory>(&staging.device_send).device_addr();
+                (staging.device_send.clone(), at as usize as *mut u8)
+            }
+            (Link::DeviceMpi, Side::Recv) => {
+                let at = lock::<B::DeviceMemory>(&staging.device_recv).device_addr();
+                (staging.device_recv.clone(), at as usize as *mut u8)
+            }
+            (_, Side::Send) => (staging.send.clone(), staging.send_host),
+            (_, Side::Recv) => (staging.recv.clone(), staging.recv_host),
         };
-        let owner: Arc<dyn Send + Sync> = memory.clone();
         let bytes = self.layout.side_bytes(&self.entries[i], side);
         // SAFETY: (1) message i's bytes lie inside the staging allocation (Mailbox layout, one
         // slot), 8-byte aligned (offsets are 256-aligned, sizes rounded to 8), alive as long
@@ -110,7 +119,8 @@ impl<B: Backend> MessageExchange<'_, B> {
         // the previous unpack was seen complete.
         unsafe {
             HostRegion::new(
-                host.add(self.layout.offsets[i] as usize).cast::<f64>(),
+                host.wrapping_add(self.layout.offsets[i] as usize)
+                    .cast::<f64>(),
                 (bytes / 8) as usize,
                 owner,
             )

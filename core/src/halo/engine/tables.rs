@@ -88,7 +88,7 @@ impl<B: Backend> MessageExchange<'_, B> {
                 let elems = sub.elems();
                 let direct = route.link == Link::Direct;
                 let signalled = direct
-                    || (route.link == Link::Staged
+                    || (route.link.through_mpi()
                         && self.options.strategy == HaloStrategy::Taskqueue);
                 let mut message_blocks = 0;
                 let message_first = first_block;
