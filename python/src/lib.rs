@@ -1135,7 +1135,11 @@ impl Exchange {
     fn begin_capture(&mut self, py: Python<'_>, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let stream = self.capture_stream(stream)?;
         // SAFETY: the stream comes from the caller, alive (the stream's contract of `start`).
-        self.unbound(py, |e| unsafe { e.begin_capture(stream) })
+        self.unbound(py, |e| unsafe { e.begin_capture(stream) })?;
+        // Beginning a capture waited for every earlier exchange: what is held from here on are
+        // the arrays captured, which the graph takes over at `end_capture`.
+        self.in_flight.clear();
+        Ok(())
     }
 
     /// Ends the capture begun on `stream` (also after an error inside it) and returns the
