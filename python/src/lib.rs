@@ -642,13 +642,14 @@ impl Exchange {
     ///
     /// A set of array objects read recently (the same objects, of the same shapes) gives the
     /// same fields without being read again, where the arrays are NumPy's or CuPy's and
-    /// `cached` allows it: their memory moves only with their shape (NumPy's in-place
-    /// `resize`, which reallocates only for another size, is the one way; its `data` cannot be
-    /// assigned; a CuPy array never changes its allocation), so with the shape read again the
-    /// address and size read last time still hold; other metadata changed in place on the same
-    /// object between calls (dtype, strides, writeability) is not read again. PyTorch tensors (whose storage `set_` can
-    /// swap) are read every time, and so is every array when `cached` is false (a stream the
-    /// producer names may differ from the exchange's and must be waited for: `order_after`).
+    /// `cached` allows it: their memory cannot move while the cache's weak reference to them
+    /// lives (NumPy refuses to resize an array that is weakly referenced, whatever `refcheck`
+    /// says; its `data` cannot be assigned; a CuPy array never changes its allocation), so the
+    /// address and size read last time still hold. The shape is read again; other metadata
+    /// changed in place on the same object between calls (dtype, strides, writeability) is
+    /// not. PyTorch tensors (whose storage `set_` can swap) are read every time, and so is
+    /// every array when `cached` is false (a stream the producer names may differ from the
+    /// exchange's and must be waited for: `order_after`).
     fn raw_fields(
         &mut self,
         arrays: &[Bound<'_, PyAny>],

@@ -71,6 +71,26 @@ def test_two_sets_of_arrays_alternating_are_read_once_each(comm):
         everywhere(comm, reads == 2, f"6 exchanges of 2 alternating arrays read them {reads} times")
 
 
+def test_an_array_remembered_cannot_move_under_the_exchange(comm):
+    """The exchange remembers where an array's memory is. NumPy's in-place resize could move it
+    under the same object and, resized back, the same shape: either the resize is refused
+    (NumPy refuses arrays that are weakly referenced, as the exchange's memory of them is), or
+    the exchange must use where the memory is now."""
+    with haloport.Exchange(comm, haloport.Domain((8, 6, 4))) as ex:
+        a = fill(ex, 0)
+        ex.exchange(a)
+        shape = a.shape
+        try:
+            # Through a size the allocator serves elsewhere, and back.
+            a.resize((64,) + shape, refcheck=False)
+            a.resize(shape, refcheck=False)
+        except ValueError:
+            pass
+        a[...] = fill(ex, 0)
+        ex.exchange(a)
+        check_all(comm, ex, [a])
+
+
 def test_arrays_the_program_dropped_are_freed(comm):
     """The arrays read recently are remembered without keeping them alive."""
     with haloport.Exchange(comm, haloport.Domain((8, 6, 4))) as ex:
