@@ -125,11 +125,11 @@ class Neighbour:
         """The neighbour's rank in the exchange's communicator (this rank itself along a
         periodic dimension it alone spans)."""
     @property
-    def link(self) -> Literal["mpi", "ipc", "local"]:
+    def link(self) -> Literal["mpi", "ipc", "gpu-mpi", "local"]:
         """How its messages travel (the Rust library's ``Link``, the C ABI's
         ``haloport_link``): ``"mpi"`` (host-staged through MPI), ``"ipc"`` (device-direct into
-        the neighbour's memory) or ``"local"`` (the neighbour is this rank: a periodic
-        dimension it alone spans)."""
+        the neighbour's memory), ``"gpu-mpi"`` (GPU-aware MPI from device memory) or
+        ``"local"`` (the neighbour is this rank: a periodic dimension it alone spans)."""
 
 @final
 class Graph:

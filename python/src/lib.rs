@@ -328,8 +328,9 @@ struct Neighbour {
     /// dimension it alone spans).
     rank: i32,
     /// How its messages travel (the Rust library's `Link`, the C ABI's `haloport_link`):
-    /// `"mpi"` (host-staged through MPI), `"ipc"` (device-direct into the neighbour's memory)
-    /// or `"local"` (the neighbour is this rank: a periodic dimension it alone spans).
+    /// `"mpi"` (host-staged through MPI), `"ipc"` (device-direct into the neighbour's memory),
+    /// `"gpu-mpi"` (GPU-aware MPI from device memory) or `"local"` (the neighbour is this rank:
+    /// a periodic dimension it alone spans).
     link: String,
 }
 
