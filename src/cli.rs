@@ -670,8 +670,9 @@ pub struct StencilArgs {
     /// (send each neighbour's message once packed, unpack each as it arrives).
     #[arg(long, default_value = "base")]
     pub variant: String,
-    /// How halos travel: `mpi` (host-staged) or `ipc` (device-direct within a node, host-staged
-    /// to other nodes).
+    /// How halos travel: `mpi` (host-staged, or GPU-aware MPI: --gpu-aware-mpi), `ipc`
+    /// (device-direct within a node, MPI to other nodes) or `nccl` (NCCL, RCCL on AMD, loaded
+    /// at run time; `haloport info` says whether it is found).
     #[arg(long, value_parser = parse_transport, default_value = "mpi")]
     pub transport: TransportKind,
     /// Whether messages that travel by MPI go from device memory: `auto` (where the MPI library

@@ -376,6 +376,10 @@ impl Backend for CudaBackend {
         stream.raw as u64
     }
 
+    fn vendor_stream(&self, stream: &CudaStream) -> Option<*mut std::ffi::c_void> {
+        Some(stream.raw.cast())
+    }
+
     fn event_elapsed_ms(&self, start: &CudaEvent, end: &CudaEvent) -> Result<f32> {
         start.elapsed_ms(end)
     }

@@ -275,6 +275,10 @@ impl Backend for HipBackend {
         stream.raw as u64
     }
 
+    fn vendor_stream(&self, stream: &HipStream) -> Option<*mut std::ffi::c_void> {
+        Some(stream.raw.cast())
+    }
+
     fn event_elapsed_ms(&self, start: &HipEvent, end: &HipEvent) -> Result<f32> {
         start.elapsed_ms(end)
     }

@@ -206,6 +206,11 @@ impl Backend for HostBackend {
         stream.id()
     }
 
+    /// Host streams are threads of this process: no vendor handle.
+    fn vendor_stream(&self, _stream: &HostStream) -> Option<*mut std::ffi::c_void> {
+        None
+    }
+
     fn event_elapsed_ms(&self, start: &HostEvent, end: &HostEvent) -> Result<f32> {
         match (start.reached(), end.reached()) {
             (Some(a), Some(b)) => Ok(if b >= a {

@@ -3,7 +3,7 @@
 //! backend's device memory (GPU-aware MPI), and the toolchain it was built with.
 
 use haloport::core::collective::all_gather;
-use haloport::core::transport::{gpu_aware, MpiDeviceSupport};
+use haloport::core::transport::{gpu_aware, nccl, MpiDeviceSupport};
 use haloport::core::{DeviceInfo, Error};
 use haloport::provenance::{provenance, Provenance};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -23,6 +23,8 @@ struct RankInfo {
     /// Per GPU backend: whether this rank's MPI library takes its device memory, and how
     /// that was found.
     gpu_aware_mpi: Vec<(String, MpiDeviceSupport)>,
+    /// Per GPU backend: the NCCL (RCCL) library the nccl route would load, or why none.
+    nccl: Vec<(String, Result<String, String>)>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -117,6 +119,9 @@ pub fn run(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
         gpu_aware_mpi: ["cuda", "hip"]
             .map(|b| (b.to_owned(), gpu_aware::query(b, world)))
             .into(),
+        nccl: ["cuda", "hip"]
+            .map(|b| (b.to_owned(), nccl::probe(b)))
+            .into(),
     };
     let per_rank = all_gather(world, Ok(mine), |r, msg| {
         Error::InvalidInput(format!("rank {r} could not report: {msg}"))
@@ -172,6 +177,12 @@ pub fn run(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
                 "  GPU-aware MPI for {backend} device memory: {answer} ({})",
                 support.how
             );
+        }
+        for (backend, library) in &r.nccl {
+            match library {
+                Ok(found) => println!("  nccl route for {backend}: {found}"),
+                Err(why) => println!("  nccl route for {backend}: unavailable: {why}"),
+            }
         }
     }
     Ok(())

@@ -233,6 +233,11 @@ pub trait Backend: Sized {
     /// was destroyed, which happens only after its work completed.
     fn stream_id(&self, stream: &Self::Stream) -> u64;
 
+    /// The vendor's handle of `stream` (`CUstream`, `hipStream_t`) for libraries that queue
+    /// work on it themselves (NCCL, RCCL); `None` where the backend has no vendor stream (host:
+    /// such work runs once the stream's earlier work has completed).
+    fn vendor_stream(&self, stream: &Self::Stream) -> Option<*mut std::ffi::c_void>;
+
     /// Milliseconds between two completed events.
     ///
     /// Vendor: cuEventElapsedTime / hipEventElapsedTime.

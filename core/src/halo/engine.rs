@@ -116,6 +116,7 @@ mod close;
 mod graph;
 mod instrument;
 mod launch;
+mod nccl;
 mod setup;
 mod staged;
 mod status;
@@ -172,6 +173,9 @@ pub enum Payload {
 /// The memory of an exchange that kernels use: ours (tables, counters, flags, staging, the
 /// mailbox) and our peers' (their mailboxes, opened).
 struct Memory<B: Backend> {
+    /// The NCCL communicator of NCCL messages: destroyed first (its last operations are done
+    /// once the kernels are), taken and aborted when the exchange fails.
+    nccl: Option<nccl::NcclLinks>,
     /// Same-node peers' mailboxes, opened (device-direct only): unmapped before ours is freed.
     _share: Option<NodeShare<B>>,
     /// At most [`TABLE_SETS`] sets, by the fields' addresses.
@@ -217,14 +221,14 @@ struct Staging<B: Backend> {
     device_recv: Arc<Mutex<B::DeviceMemory>>,
 }
 
-/// Bytes of staging the messages of `link` need: as far as they reach in the slot layout, a
-/// token 8 where no message travels so (large's slots are 141 MB, which a device-direct
+/// Bytes of staging the messages whose link is `staged` need: as far as they reach in the
+/// slot layout, a token 8 where no message travels so (large's slots are 141 MB, which a device-direct
 /// exchange would pin for nothing).
-fn staging_extent(layout: &Mailbox, links: &[Link], link: Link) -> u64 {
+fn staging_extent(layout: &Mailbox, links: &[Link], staged: impl Fn(Link) -> bool) -> u64 {
     links
         .iter()
         .enumerate()
-        .filter(|(_, &l)| l == link)
+        .filter(|(_, &l)| staged(l))
         .map(|(i, _)| layout.offsets[i] + layout.message_bytes[i])
         .max()
         .unwrap_or(8)
@@ -603,6 +607,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.unpack_stream = side;
         } else {
             self.launch(set, true, stream)?;
+            if self.memory.nccl.is_some() {
+                // The NCCL messages travel after the pack, on its stream; `last_pack` marks
+                // their end too, so that an unpack on another stream waits for them.
+                self.queue_nccl(stream)?;
+            }
             if !capturing {
                 self.backend.record_event(&self.last_pack, stream)?;
             }
@@ -729,7 +738,10 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     }
 
     fn wait_inner(&mut self) -> Result<()> {
-        self.kernels_done()?;
+        self.kernels_done().map_err(|e| match self.memory.nccl {
+            Some(_) => self.named(e),
+            None => e,
+        })?;
         if let InFlight::Finished { pending: true, .. } = self.in_flight {
             self.unpack_done();
         }
@@ -898,6 +910,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             self.epoch_word(self.status_layout().abort())
                 .store(self.epoch.max(1), Ordering::Release);
             self.raise_device_abort();
+            self.abort_nccl();
         }
         result
     }
@@ -938,19 +951,19 @@ mod tests {
         assert!(n > 3);
         let every = |link| vec![link; n];
         assert_eq!(
-            staging_extent(&layout, &every(Link::Direct), Link::Staged),
+            staging_extent(&layout, &every(Link::Direct), |l| l == Link::Staged),
             8
         );
         assert_eq!(
-            staging_extent(&layout, &every(Link::Local), Link::Staged),
+            staging_extent(&layout, &every(Link::Local), |l| l == Link::Staged),
             8
         );
         assert_eq!(
-            staging_extent(&layout, &every(Link::Staged), Link::Staged),
+            staging_extent(&layout, &every(Link::Staged), |l| l == Link::Staged),
             layout.offsets[n - 1] + layout.message_bytes[n - 1]
         );
         assert_eq!(
-            staging_extent(&layout, &every(Link::Staged), Link::DeviceMpi),
+            staging_extent(&layout, &every(Link::Staged), Link::device_staged),
             8
         );
         // One staged message among device-direct ones: its own end, short of the slot's; one
@@ -958,10 +971,10 @@ mod tests {
         let mut links = every(Link::Direct);
         links[2] = Link::Staged;
         let end = layout.offsets[2] + layout.message_bytes[2];
-        assert_eq!(staging_extent(&layout, &links, Link::Staged), end);
+        assert_eq!(staging_extent(&layout, &links, |l| l == Link::Staged), end);
         assert!(end < layout.slot_bytes);
         links[2] = Link::DeviceMpi;
-        assert_eq!(staging_extent(&layout, &links, Link::DeviceMpi), end);
-        assert_eq!(staging_extent(&layout, &links, Link::Staged), 8);
+        assert_eq!(staging_extent(&layout, &links, Link::device_staged), end);
+        assert_eq!(staging_extent(&layout, &links, |l| l == Link::Staged), 8);
     }
 }

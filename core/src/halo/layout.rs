@@ -243,6 +243,9 @@ pub enum Link {
     /// GPU-aware MPI: pack stores into device memory, MPI carries it from there
     /// ([`GpuAwareMpi`](crate::transport::GpuAwareMpi)); the CPU moves it as for `Staged`.
     DeviceMpi,
+    /// NCCL (RCCL): pack stores into device memory, a grouped send and receive queued on the
+    /// exchange's stream carries it, the unpack follows on the stream.
+    Nccl,
 }
 
 impl Link {
@@ -253,12 +256,19 @@ impl Link {
             Link::Staged => "mpi",
             Link::Direct => "ipc",
             Link::DeviceMpi => "gpu-mpi",
+            Link::Nccl => "nccl",
         }
     }
 
     /// The CPU hands the message to MPI between pack and unpack (`Staged`, `DeviceMpi`).
     pub fn through_mpi(self) -> bool {
         matches!(self, Link::Staged | Link::DeviceMpi)
+    }
+
+    /// The message lies in the exchange's device staging between pack and unpack
+    /// (`DeviceMpi`, `Nccl`).
+    pub fn device_staged(self) -> bool {
+        matches!(self, Link::DeviceMpi | Link::Nccl)
     }
 }
 

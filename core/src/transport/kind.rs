@@ -16,6 +16,9 @@ pub enum TransportKind {
     Mpi,
     /// Device-direct within a node: kernels store into the peer's device memory opened by IPC.
     Ipc,
+    /// NCCL (RCCL on AMD), loaded at run time: grouped sends and receives of device buffers
+    /// queued on the exchange's stream, between any ranks.
+    Nccl,
 }
 
 impl TransportKind {
@@ -24,6 +27,7 @@ impl TransportKind {
         match self {
             TransportKind::Mpi => "mpi",
             TransportKind::Ipc => "ipc",
+            TransportKind::Nccl => "nccl",
         }
     }
 
@@ -42,6 +46,12 @@ impl TransportKind {
                 device_buffers: true,
                 stream_ordered: false,
             },
+            TransportKind::Nccl => Capabilities {
+                host_initiated: true,
+                gpu_initiated: false,
+                device_buffers: true,
+                stream_ordered: true,
+            },
         }
     }
 }
@@ -59,8 +69,9 @@ impl FromStr for TransportKind {
         match s {
             "mpi" => Ok(TransportKind::Mpi),
             "ipc" => Ok(TransportKind::Ipc),
+            "nccl" => Ok(TransportKind::Nccl),
             _ => Err(Error::InvalidInput(format!(
-                "unknown transport '{s}'; known transports: mpi (host-staged), ipc (device-direct within a node)"
+                "unknown transport '{s}'; known transports: mpi (host-staged), ipc (device-direct within a node), nccl (NCCL or RCCL, loaded at run time)"
             ))),
         }
     }

@@ -30,6 +30,7 @@ pub mod gpu_aware;
 pub mod ipc;
 mod kind;
 pub mod mpi;
+pub mod nccl;
 pub mod node;
 
 pub use faulty::Fault;

@@ -88,6 +88,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             .map(|entry| {
                 if entry.peer == rank {
                     Link::Local
+                } else if options.transport == TransportKind::Nccl {
+                    Link::Nccl
                 } else if share.as_ref().is_some_and(|s| s.same_node(entry.peer)) {
                     Link::Direct
                 } else if device_mpi[rank as usize] && device_mpi[entry.peer as usize] {
@@ -98,8 +100,15 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                 }
             })
             .collect();
-        let staging_end = staging_extent(&mine, &links, Link::Staged);
-        let device_staging_end = staging_extent(&mine, &links, Link::DeviceMpi);
+        let staging_end = staging_extent(&mine, &links, |l| l == Link::Staged);
+        let device_staging_end = staging_extent(&mine, &links, Link::device_staged);
+        // Every rank of an NCCL exchange builds the communicator (collective), whatever links
+        // it got.
+        let nccl = if options.transport == TransportKind::Nccl {
+            Some(nccl::open(backend, world, options.timeout)?)
+        } else {
+            None
+        };
         // Everything else this rank allocates, then agreement: a rank that failed here must
         // not leave the others in the next collective (the transport's duplicate).
         let local = (|| {
@@ -204,7 +213,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     arrival: 0,
                     source_credit: 0,
                 },
-                Link::DeviceMpi => Route {
+                Link::DeviceMpi | Link::Nccl => Route {
                     link,
                     dest: [device_send_base + mine.offsets[i]; 2],
                     dest_arrival: 0,
@@ -278,6 +287,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             routes,
             staged_routes,
             memory: ManuallyDrop::new(Memory {
+                nccl,
                 _share: share,
                 tables: TableSets::default(),
                 retired: Vec::new(),
