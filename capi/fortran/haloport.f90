@@ -23,9 +23,12 @@ module haloport
         HALOPORT_BACKEND_KIND_HIP = 2, &
         HALOPORT_NEIGHBOURHOOD_FACES = 0, HALOPORT_NEIGHBOURHOOD_FACES_EDGES = 1, &
         HALOPORT_NEIGHBOURHOOD_ALL = 2, &
-        HALOPORT_TRANSPORT_MPI = 0, HALOPORT_TRANSPORT_IPC = 1, &
+        HALOPORT_TRANSPORT_MPI = 0, HALOPORT_TRANSPORT_IPC = 1, HALOPORT_TRANSPORT_NCCL = 2, &
         HALOPORT_STRATEGY_BASE = 0, HALOPORT_STRATEGY_TASKQUEUE = 1, &
-        HALOPORT_LINK_LOCAL = 0, HALOPORT_LINK_STAGED = 1, HALOPORT_LINK_DIRECT = 2
+        HALOPORT_LINK_LOCAL = 0, HALOPORT_LINK_STAGED = 1, HALOPORT_LINK_DIRECT = 2, &
+        HALOPORT_LINK_DEVICE_MPI = 3, HALOPORT_LINK_NCCL = 4, &
+        HALOPORT_GPU_AWARE_MPI_AUTO = 0, HALOPORT_GPU_AWARE_MPI_ON = 1, &
+        HALOPORT_GPU_AWARE_MPI_OFF = 2
 
     !> One field: the allocation's first cell and its size in bytes.
     type, bind(c), public :: haloport_field
@@ -38,7 +41,8 @@ module haloport
         haloport_domain_set_periodic, haloport_domain_set_halo, haloport_domain_set_pad, &
         haloport_domain_set_neighbourhood, haloport_domain_set_splits, haloport_domain_add_field
     public :: haloport_options_new, haloport_options_free, haloport_options_set_transport, &
-        haloport_options_set_strategy, haloport_options_set_timeout, haloport_options_set_checked
+        haloport_options_set_strategy, haloport_options_set_timeout, haloport_options_set_checked, &
+        haloport_options_set_gpu_aware_mpi
     public :: haloport_exchange_new, haloport_exchange_new_f, haloport_exchange_free, &
         haloport_exchange_start, haloport_exchange_finish, haloport_exchange_wait, &
         haloport_exchange_exchange, haloport_exchange_begin_capture, haloport_exchange_end_capture, &
@@ -170,6 +174,12 @@ module haloport
             import :: c_int, c_int32_t, c_ptr
             type(c_ptr), value :: options
             integer(c_int32_t), value :: checked
+        end function
+        integer(c_int) function haloport_options_set_gpu_aware_mpi(options, setting) &
+                bind(c, name="haloport_options_set_gpu_aware_mpi")
+            import :: c_int, c_int32_t, c_ptr
+            type(c_ptr), value :: options
+            integer(c_int32_t), value :: setting
         end function
 
         !> Collective over comm (a Fortran communicator handle); options may be c_null_ptr.

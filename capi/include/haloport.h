@@ -133,6 +133,14 @@ typedef enum haloport_link {
    * Device-direct into the neighbour's memory (IPC).
    */
   HALOPORT_LINK_DIRECT = 2,
+  /**
+   * Through GPU-aware MPI, from device memory.
+   */
+  HALOPORT_LINK_DEVICE_MPI = 3,
+  /**
+   * Through NCCL (RCCL).
+   */
+  HALOPORT_LINK_NCCL = 4,
 } haloport_link;
 
 /**
@@ -184,6 +192,10 @@ typedef enum haloport_transport {
    * Neighbours on the same node device-direct (CUDA/HIP IPC), others through MPI.
    */
   HALOPORT_TRANSPORT_IPC = 1,
+  /**
+   * Every neighbour through NCCL (RCCL with the HIP backend), loaded at run time.
+   */
+  HALOPORT_TRANSPORT_NCCL = 2,
 } haloport_transport;
 
 /**
@@ -199,6 +211,25 @@ typedef enum haloport_strategy {
    */
   HALOPORT_STRATEGY_TASKQUEUE = 1,
 } haloport_strategy;
+
+/**
+ * Whether messages that travel through MPI go from device memory (GPU-aware MPI).
+ */
+typedef enum haloport_gpu_aware_mpi {
+  /**
+   * Where the MPI library says it takes the backend's device memory (never on the host
+   * backend).
+   */
+  HALOPORT_GPU_AWARE_MPI_AUTO = 0,
+  /**
+   * Always (an MPI that cannot read device memory fails inside its calls).
+   */
+  HALOPORT_GPU_AWARE_MPI_ON = 1,
+  /**
+   * Never: host-staged.
+   */
+  HALOPORT_GPU_AWARE_MPI_OFF = 2,
+} haloport_gpu_aware_mpi;
 
 /**
  * A backend: one device, opened with `haloport_backend_new`, freed with
@@ -556,6 +587,13 @@ enum haloport_status haloport_options_free(struct haloport_options *options);
  */
 enum haloport_status haloport_options_set_transport(struct haloport_options *options,
                                                     int32_t transport);
+
+/**
+ * Sets whether messages that travel through MPI go from device memory: a
+ * `haloport_gpu_aware_mpi`.
+ */
+enum haloport_status haloport_options_set_gpu_aware_mpi(struct haloport_options *options,
+                                                        int32_t setting);
 
 /**
  * Sets the strategy: a `haloport_strategy`.

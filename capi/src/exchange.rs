@@ -51,6 +51,10 @@ pub enum HaloportLink {
     Staged = 1,
     /// Device-direct into the neighbour's memory (IPC).
     Direct = 2,
+    /// Through GPU-aware MPI, from device memory.
+    DeviceMpi = 3,
+    /// Through NCCL (RCCL).
+    Nccl = 4,
 }
 
 thread_local! {
@@ -498,6 +502,8 @@ pub extern "C" fn haloport_exchange_neighbour(
             let travels = match e.links().get(index) {
                 Some(Link::Local) => HaloportLink::Local,
                 Some(Link::Direct) => HaloportLink::Direct,
+                Some(Link::DeviceMpi) => HaloportLink::DeviceMpi,
+                Some(Link::Nccl) => HaloportLink::Nccl,
                 _ => HaloportLink::Staged,
             };
             // SAFETY: the header asks for writable values, or NULL.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use haloport::core::halo::{HaloOptions, HaloStrategy};
-use haloport::core::transport::TransportKind;
+use haloport::core::transport::{GpuAwareMpi, TransportKind};
 
 use crate::handles::{AtExit, Kind, Table};
 use crate::status::{entry, Failure, HaloportStatus, Outcome};
@@ -24,6 +24,21 @@ pub enum HaloportTransport {
     Mpi = 0,
     /// Neighbours on the same node device-direct (CUDA/HIP IPC), others through MPI.
     Ipc = 1,
+    /// Every neighbour through NCCL (RCCL with the HIP backend), loaded at run time.
+    Nccl = 2,
+}
+
+/// Whether messages that travel through MPI go from device memory (GPU-aware MPI).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaloportGpuAwareMpi {
+    /// Where the MPI library says it takes the backend's device memory (never on the host
+    /// backend).
+    Auto = 0,
+    /// Always (an MPI that cannot read device memory fails inside its calls).
+    On = 1,
+    /// Never: host-staged.
+    Off = 2,
 }
 
 /// When host-staged messages move, relative to the pack and unpack kernels.
@@ -82,9 +97,30 @@ pub extern "C" fn haloport_options_set_transport(
         o.transport = match transport {
             0 => TransportKind::Mpi,
             1 => TransportKind::Ipc,
+            2 => TransportKind::Nccl,
+            other => return Err(Failure::invalid(format!(
+                "unknown transport {other}; known: HALOPORT_TRANSPORT_MPI (0), _IPC (1), _NCCL (2)"
+            ))),
+        };
+        Ok(())
+    })
+}
+
+/// Sets whether messages that travel through MPI go from device memory: a
+/// `haloport_gpu_aware_mpi`.
+#[no_mangle]
+pub extern "C" fn haloport_options_set_gpu_aware_mpi(
+    options: *mut HaloportOptions,
+    setting: i32,
+) -> HaloportStatus {
+    change("haloport_options_set_gpu_aware_mpi", options, |o| {
+        o.gpu_aware_mpi = match setting {
+            0 => GpuAwareMpi::Auto,
+            1 => GpuAwareMpi::On,
+            2 => GpuAwareMpi::Off,
             other => {
                 return Err(Failure::invalid(format!(
-                    "unknown transport {other}; known: HALOPORT_TRANSPORT_MPI (0), _IPC (1)"
+                    "unknown GPU-aware MPI setting {other}; known: HALOPORT_GPU_AWARE_MPI_AUTO (0), _ON (1), _OFF (2)"
                 )))
             }
         };
