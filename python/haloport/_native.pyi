@@ -160,13 +160,16 @@ class Exchange:
             ... arrays), see :func:`backends`.
         device: the GPU this rank uses; by default its index among the ranks of its node
             (modulo the devices visible).
-        transport: ``"mpi"`` (host-staged through MPI) or ``"ipc"`` (device-direct to the
-            ranks of the same node, host-staged to others).
+        transport: ``"mpi"`` (through MPI: host-staged, or GPU-aware MPI), ``"ipc"``
+            (device-direct to the ranks of the same node, through MPI to others) or ``"nccl"``
+            (NCCL, RCCL on AMD, loaded at run time).
         strategy: ``"base"`` (pack everything, send; receive everything, unpack) or ``"tq"``
             (each neighbour sent and unpacked as soon as it is ready).
         timeout: seconds any single wait may take before :class:`TimeoutError`.
         checked: ``finish`` waits for its unpack and reports any failure on the device
             itself (costs the overlap of the unpack with later work).
+        gpu_aware_mpi: whether messages through MPI go from device memory: ``"auto"`` (where
+            the MPI library says it takes it; never on the host backend), ``"on"``, ``"off"``.
 
     Raises:
         InvalidInputError: a bad option, a declaration the job cannot run or that differs
@@ -183,10 +186,11 @@ class Exchange:
         *,
         backend: Literal["host", "cuda", "hip"] = "host",
         device: Optional[int] = None,
-        transport: Literal["mpi", "ipc"] = "mpi",
+        transport: Literal["mpi", "ipc", "nccl"] = "mpi",
         strategy: Literal["base", "tq"] = "base",
         timeout: float = 10.0,
         checked: bool = False,
+        gpu_aware_mpi: Literal["auto", "on", "off"] = "auto",
     ) -> "Exchange": ...
     def exchange(
         self, arrays: Union[_ArrayLike, Sequence[_ArrayLike]], stream: _StreamLike = None

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use haloport::core::domain::{DomainSpec, ElemType, FieldShape, Layout, Neighbourhood, Splits};
 use haloport::core::halo::{HaloOptions, HaloStrategy};
-use haloport::core::transport::TransportKind;
+use haloport::core::transport::{GpuAwareMpi, TransportKind};
 use haloport::foreign::{
     built_backends, check_mpi, mpi_finalized, Allocation, BackendKind, ErrorKind, ForeignBackend,
     ForeignExchange, ForeignGraph, RawField, DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD, DEFAULT_PAD,
@@ -359,7 +359,9 @@ impl Neighbour {
 ///     backend: `"host"` (NumPy arrays) or `"cuda"` (CuPy, PyTorch, ... arrays; a build with
 ///         CUDA, see `backends()`).
 ///     device: the GPU this rank uses; by default its index among the ranks of its node.
-///     transport: `"mpi"` (host-staged) or `"ipc"` (device-direct within a node).
+///     transport: `"mpi"` (host-staged, or GPU-aware MPI), `"ipc"` (device-direct within a
+///         node) or `"nccl"` (NCCL, RCCL on AMD).
+///     gpu_aware_mpi: `"auto"`, `"on"` or `"off"`.
 ///     strategy: `"base"` or `"tq"` (each neighbour sent and unpacked as soon as ready).
 ///     timeout: seconds any single wait may take before `TimeoutError` (default 10).
 ///     checked: `finish` waits for its unpack and reports a failure on the device itself.
@@ -616,11 +618,7 @@ fn node_rank(comm: &Bound<'_, PyAny>) -> PyResult<usize> {
 
 /// The options, each checked on this rank alone.
 fn parse_options(
-    backend: &str,
-    transport: &str,
-    strategy: &str,
-    timeout: f64,
-    checked: bool,
+    (backend, _, transport, strategy, timeout, checked, gpu_aware_mpi): ExchangeOptions<'_>,
 ) -> PyResult<(BackendKind, HaloOptions)> {
     let kind: BackendKind = backend.parse().py()?;
     if !(timeout.is_finite() && timeout > 0.0 && timeout <= 86_400.0) {
@@ -633,6 +631,7 @@ fn parse_options(
         strategy: strategy.parse::<HaloStrategy>().py()?,
         timeout: Duration::from_secs_f64(timeout),
         checked,
+        gpu_aware_mpi: gpu_aware_mpi.parse::<GpuAwareMpi>().py()?,
         ..HaloOptions::default()
     };
     Ok((kind, options))
@@ -863,8 +862,8 @@ impl Exchange {
 }
 
 /// The options of `Exchange.__new__`, as given: backend, device, transport, strategy,
-/// timeout, checked.
-type ExchangeOptions<'a> = (&'a str, Option<usize>, &'a str, &'a str, f64, bool);
+/// timeout, checked, GPU-aware MPI.
+type ExchangeOptions<'a> = (&'a str, Option<usize>, &'a str, &'a str, f64, bool, &'a str);
 
 /// Runs `work`, turning a panic (a fault of haloport, never the caller's) into an
 /// `InternalError` instead of PyO3's `PanicException`, which is no `Exception`.
@@ -895,8 +894,9 @@ impl Exchange {
         py: Python<'_>,
         comm: &Bound<'_, PyAny>,
         domain: Bound<'_, Domain>,
-        (backend, device, transport, strategy, timeout, checked): ExchangeOptions<'_>,
+        options: ExchangeOptions<'_>,
     ) -> PyResult<Exchange> {
+        let device = options.1;
         let library = same_mpi_library(comm)?;
         let handle: i32 = comm
             .call_method0("py2f")
@@ -924,7 +924,7 @@ impl Exchange {
         check_mpi(raw, library.as_deref()).py()?;
         // Every local step first, then one agreement, so that a rank that fails alone never
         // leaves the others waiting in a collective.
-        let parsed = parse_options(backend, transport, strategy, timeout, checked);
+        let parsed = parse_options(options);
         let node_rank = node_rank(comm)?;
         let ordinal = device.unwrap_or(node_rank);
         let opened = parsed.and_then(|(kind, options)| {
@@ -1023,7 +1023,7 @@ impl Exchange {
 #[pymethods]
 impl Exchange {
     #[new]
-    #[pyo3(signature = (comm, domain, *, backend = "host", device = None, transport = "mpi", strategy = "base", timeout = 10.0, checked = false))]
+    #[pyo3(signature = (comm, domain, *, backend = "host", device = None, transport = "mpi", strategy = "base", timeout = 10.0, checked = false, gpu_aware_mpi = "auto"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1035,8 +1035,17 @@ impl Exchange {
         strategy: &str,
         timeout: f64,
         checked: bool,
+        gpu_aware_mpi: &str,
     ) -> PyResult<Exchange> {
-        let options = (backend, device, transport, strategy, timeout, checked);
+        let options = (
+            backend,
+            device,
+            transport,
+            strategy,
+            timeout,
+            checked,
+            gpu_aware_mpi,
+        );
         guard(|| Exchange::build(py, comm, domain, options))
     }
 

@@ -186,3 +186,22 @@ def test_graph_capture_on_the_host_is_refused_saying_why(comm):
             u = fill(ex, 0)
             ex.exchange(u)
             check_all(comm, ex, [u])
+
+
+@pytest.mark.parametrize("setting", ["on", "off", "auto"])
+def test_gpu_aware_mpi_moves_the_same_halos_and_names_its_links(comm, setting):
+    # On the host backend "on" is plain MPI on the exchange's own buffers; "auto" keeps
+    # host-staged there.
+    domain = haloport.Domain(grid=(8, 6, 5))
+    with haloport.Exchange(comm, domain, gpu_aware_mpi=setting) as ex:
+        arrays = [fill(ex, 0)]
+        ex.exchange(arrays)
+        check_all(comm, ex, arrays)
+        remote = "gpu-mpi" if setting == "on" else "mpi"
+        for n in ex.neighbours:
+            assert n.link == ("local" if n.rank == comm.rank else remote)
+
+
+def test_an_unknown_gpu_aware_mpi_setting_is_refused_naming_the_known_ones(comm):
+    with pytest.raises(haloport.InvalidInputError, match="unknown GPU-aware MPI setting 'yes'"):
+        haloport.Exchange(comm, haloport.Domain(grid=(8, 6, 5)), gpu_aware_mpi="yes")
