@@ -137,3 +137,49 @@ fn without_a_library_the_nccl_route_is_refused_on_every_rank_saying_where_it_loo
     );
     assert!(!job.stderr.contains("panicked"), "{}", job.explain());
 }
+
+#[test]
+fn the_thesis_harness_runs_the_library_over_nccl_beside_mpi_and_ipc_verified() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let lib = standin(dir.path());
+    let env = [("HALOPORT_NCCL_LIBRARY", lib.to_str().expect("utf-8 path"))];
+    let out = dir.path().join("sweep");
+    let job = mpirun_with_env(
+        2,
+        &env,
+        &[
+            "sweep",
+            "--variants",
+            "lib-base-mpi,lib-base-nccl,lib-tq-nccl,lib-base-ipc",
+            "--workloads",
+            "thesis-9",
+            "--runs",
+            "1",
+            "--out",
+            out.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let sweep = read_json(&out.join("sweep.json"));
+    let text = sweep.to_string();
+    for variant in [
+        "lib-base-mpi",
+        "lib-base-nccl",
+        "lib-tq-nccl",
+        "lib-base-ipc",
+    ] {
+        assert!(text.contains(variant), "{variant} missing: {text}");
+    }
+    // Every row of the table verified.
+    let rows: Vec<&str> = job
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("| thesis-9"))
+        .collect();
+    assert_eq!(rows.len(), 5, "{}", job.stdout);
+    assert!(
+        rows.iter().all(|r| r.trim_end().ends_with("| true |")),
+        "{}",
+        job.stdout
+    );
+}

@@ -103,7 +103,7 @@ pub struct IpcOptions {
 pub struct LibraryOptions {
     /// When host-staged messages move: `base` or `tq`.
     pub strategy: HaloStrategy,
-    /// `mpi`, or `ipc` (same-node peers device-direct, others host-staged).
+    /// `mpi`, `ipc` (same-node peers device-direct, others through MPI) or `nccl`.
     pub transport: TransportKind,
 }
 
@@ -162,6 +162,20 @@ impl Variant {
             }
         }
         all
+    }
+
+    /// Variants run only where named (not in `all` nor a strategy's list), because they need
+    /// what a machine may lack: the library over NCCL (`lib-base-nccl`, `lib-tq-nccl`), which
+    /// needs NCCL or RCCL (on the host backend, a stand-in named by `HALOPORT_NCCL_LIBRARY`).
+    pub fn by_name_only() -> Vec<Variant> {
+        [HaloStrategy::Base, HaloStrategy::Taskqueue]
+            .map(|strategy| {
+                Variant::Library(LibraryOptions {
+                    strategy,
+                    transport: TransportKind::Nccl,
+                })
+            })
+            .into()
     }
 
     /// True for the variants that may run back to back, without the thesis's closing
@@ -288,9 +302,14 @@ impl FromStr for Variant {
         }
         Variant::all()
             .into_iter()
+            .chain(Variant::by_name_only())
             .find(|v| v.name() == s)
             .ok_or_else(|| {
-                let mut known: Vec<_> = Variant::all().iter().map(Variant::name).collect();
+                let mut known: Vec<_> = Variant::all()
+                    .iter()
+                    .chain(&Variant::by_name_only())
+                    .map(Variant::name)
+                    .collect();
                 known.push(Variant::MpiOnly.name());
                 Error::InvalidInput(format!(
                     "unknown variant '{s}'; known variants: {}",
@@ -354,9 +373,12 @@ mod tests {
 
     #[test]
     fn names_parse_back_to_their_options() {
-        for v in Variant::all() {
+        for v in Variant::all().into_iter().chain(Variant::by_name_only()) {
             assert_eq!(v.name().parse::<Variant>().ok(), Some(v));
         }
+        let named: Vec<_> = Variant::by_name_only().iter().map(Variant::name).collect();
+        assert_eq!(named, ["lib-base-nccl", "lib-tq-nccl"]);
+        assert!(Variant::all().iter().all(|v| !named.contains(&v.name())));
         let Ok(Variant::Baseline(o)) = "base-bl-test-nc".parse::<Variant>() else {
             panic!("base-bl-test-nc must parse");
         };
