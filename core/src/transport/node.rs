@@ -256,7 +256,7 @@ pub struct BlockLink {
 
 /// Every rank's blocks with the transport each direction takes: with `ipc`, blocks between
 /// ranks of one node (`nodes`, from [`nodes_of_every_rank`]) go device-direct and the others
-/// host-staged; with `mpi`, all are host-staged.
+/// host-staged; with `mpi`, all are host-staged; with `nccl`, all go through NCCL.
 pub fn block_links(
     patterns: &[crate::pattern::RankPattern],
     nodes: &[i32],
@@ -265,10 +265,10 @@ pub fn block_links(
     let how = |a: i32, b: i32| {
         let same =
             nodes.get(a as usize).is_some() && nodes.get(a as usize) == nodes.get(b as usize);
-        if transport == crate::transport::TransportKind::Ipc && same {
-            "ipc".to_owned()
-        } else {
-            "mpi".to_owned()
+        match transport {
+            crate::transport::TransportKind::Ipc if same => "ipc".to_owned(),
+            crate::transport::TransportKind::Nccl => "nccl".to_owned(),
+            _ => "mpi".to_owned(),
         }
     };
     patterns
