@@ -98,9 +98,11 @@ pub extern "C" fn haloport_options_set_transport(
             0 => TransportKind::Mpi,
             1 => TransportKind::Ipc,
             2 => TransportKind::Nccl,
-            other => return Err(Failure::invalid(format!(
+            other => {
+                return Err(Failure::invalid(format!(
                 "unknown transport {other}; known: HALOPORT_TRANSPORT_MPI (0), _IPC (1), _NCCL (2)"
-            ))),
+            )))
+            }
         };
         Ok(())
     })
