@@ -671,8 +671,9 @@ pub struct StencilArgs {
     #[arg(long, default_value = "base")]
     pub variant: String,
     /// How halos travel: `mpi` (host-staged, or GPU-aware MPI: --gpu-aware-mpi), `ipc`
-    /// (device-direct within a node, MPI to other nodes) or `nccl` (NCCL, RCCL on AMD, loaded
-    /// at run time; `haloport info` says whether it is found).
+    /// (device-direct within a node, MPI to other nodes), `nccl` (NCCL, RCCL on AMD, loaded
+    /// at run time; `haloport info` says whether it is found) or `auto` (per neighbour: ipc
+    /// within a node, nccl between nodes where every rank of a GPU backend loads it, else MPI).
     #[arg(long, value_parser = parse_transport, default_value = "mpi")]
     pub transport: TransportKind,
     /// Whether messages that travel by MPI go from device memory: `auto` (where the MPI library

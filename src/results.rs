@@ -146,11 +146,7 @@ impl VariantResult {
     /// empty: unknown, nothing recorded).
     pub fn with_links(mut self, nodes: &[i32]) -> VariantResult {
         if !nodes.is_empty() {
-            let transport = if self.transport == TransportKind::Ipc.name() {
-                TransportKind::Ipc
-            } else {
-                TransportKind::Mpi
-            };
+            let transport = self.transport.parse().unwrap_or(TransportKind::Mpi);
             self.links = block_links(&self.patterns, nodes, transport);
         }
         self

@@ -373,6 +373,49 @@ fn gpu_aware_mpi_moves_messages_from_the_exchanges_device_memory_and_agrees_bit_
 }
 
 #[test]
+fn auto_routes_each_neighbour_ipc_within_a_node_and_through_mpi_between_nodes() {
+    // Groups of 2 ranks count as nodes; on the host backend auto never takes NCCL.
+    for (setting, between) in [("off", "mpi"), ("on", "gpu-mpi")] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let json = dir.path().join("auto.json");
+        let job = mpirun_with_env(
+            4,
+            &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
+            &[
+                "stencil",
+                "--transport",
+                "auto",
+                "--gpu-aware-mpi",
+                setting,
+                "--grid",
+                "16x8x8",
+                "--procs",
+                "4x1x1",
+                "--steps",
+                "4",
+                "--json",
+                json.to_str().expect("utf-8 path"),
+            ],
+        );
+        assert_eq!(job.code, Some(0), "{}", job.explain());
+        let result = read_json(&json);
+        assert_eq!(result["verified"], true);
+        for rank in 0..4_i64 {
+            for (peer, link) in links_of(&result, rank as usize) {
+                let want = if peer == rank {
+                    "local"
+                } else if peer / 2 == rank / 2 {
+                    "ipc"
+                } else {
+                    between
+                };
+                assert_eq!(link, want, "{setting}: rank {rank} to {peer}");
+            }
+        }
+    }
+}
+
+#[test]
 fn bad_declarations_are_refused_before_any_exchange() {
     let cases: [(u32, Vec<&str>, &str); 5] = [
         (

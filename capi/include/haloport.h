@@ -196,6 +196,11 @@ typedef enum haloport_transport {
    * Every neighbour through NCCL (RCCL with the HIP backend), loaded at run time.
    */
   HALOPORT_TRANSPORT_NCCL = 2,
+  /**
+   * Per neighbour: device-direct within a node, NCCL between nodes where every rank of a
+   * GPU backend loads it, otherwise through MPI.
+   */
+  HALOPORT_TRANSPORT_AUTO = 3,
 } haloport_transport;
 
 /**

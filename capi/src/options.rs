@@ -26,6 +26,9 @@ pub enum HaloportTransport {
     Ipc = 1,
     /// Every neighbour through NCCL (RCCL with the HIP backend), loaded at run time.
     Nccl = 2,
+    /// Per neighbour: device-direct within a node, NCCL between nodes where every rank of a
+    /// GPU backend loads it, otherwise through MPI.
+    Auto = 3,
 }
 
 /// Whether messages that travel through MPI go from device memory (GPU-aware MPI).
@@ -98,9 +101,10 @@ pub extern "C" fn haloport_options_set_transport(
             0 => TransportKind::Mpi,
             1 => TransportKind::Ipc,
             2 => TransportKind::Nccl,
+            3 => TransportKind::Auto,
             other => {
                 return Err(Failure::invalid(format!(
-                "unknown transport {other}; known: HALOPORT_TRANSPORT_MPI (0), _IPC (1), _NCCL (2)"
+                "unknown transport {other}; known: HALOPORT_TRANSPORT_MPI (0), _IPC (1), _NCCL (2), _AUTO (3)"
             )))
             }
         };

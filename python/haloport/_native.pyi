@@ -161,8 +161,9 @@ class Exchange:
         device: the GPU this rank uses; by default its index among the ranks of its node
             (modulo the devices visible).
         transport: ``"mpi"`` (through MPI: host-staged, or GPU-aware MPI), ``"ipc"``
-            (device-direct to the ranks of the same node, through MPI to others) or ``"nccl"``
-            (NCCL, RCCL on AMD, loaded at run time).
+            (device-direct to the ranks of the same node, through MPI to others), ``"nccl"``
+            (NCCL, RCCL on AMD, loaded at run time) or ``"auto"`` (per neighbour: ``"ipc"``
+            within a node, NCCL between nodes where every rank loads it, else MPI).
         strategy: ``"base"`` (pack everything, send; receive everything, unpack) or ``"tq"``
             (each neighbour sent and unpacked as soon as it is ready).
         timeout: seconds any single wait may take before :class:`TimeoutError`.
@@ -186,7 +187,7 @@ class Exchange:
         *,
         backend: Literal["host", "cuda", "hip"] = "host",
         device: Optional[int] = None,
-        transport: Literal["mpi", "ipc", "nccl"] = "mpi",
+        transport: Literal["mpi", "ipc", "nccl", "auto"] = "mpi",
         strategy: Literal["base", "tq"] = "base",
         timeout: float = 10.0,
         checked: bool = False,

@@ -97,8 +97,8 @@ int main(int argc, char **argv) {
     expect("a time-out of -1 s", haloport_options_set_timeout(options, -1.0), HALOPORT_STATUS_INVALID_INPUT,
            "time-out");
     expect("a time-out of 1 s", haloport_options_set_timeout(options, 1.0), HALOPORT_STATUS_OK, NULL);
-    expect("transport 3", haloport_options_set_transport(options, 3), HALOPORT_STATUS_INVALID_INPUT,
-           "_NCCL (2)");
+    expect("transport 4", haloport_options_set_transport(options, 4), HALOPORT_STATUS_INVALID_INPUT,
+           "_AUTO (3)");
     expect("GPU-aware MPI setting 7", haloport_options_set_gpu_aware_mpi(options, 7),
            HALOPORT_STATUS_INVALID_INPUT, "HALOPORT_GPU_AWARE_MPI_AUTO (0)");
     expect("GPU-aware MPI off", haloport_options_set_gpu_aware_mpi(options, HALOPORT_GPU_AWARE_MPI_OFF),

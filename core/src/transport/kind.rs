@@ -19,6 +19,17 @@ pub enum TransportKind {
     /// NCCL (RCCL on AMD), loaded at run time: grouped sends and receives of device buffers
     /// queued on the exchange's stream, between any ranks.
     Nccl,
+    /// Per neighbour, by capability: device-direct within a node (as `Ipc`), NCCL between
+    /// nodes where every rank loads it on a GPU backend, otherwise MPI (GPU-aware where both
+    /// ends take device memory).
+    Auto,
+}
+
+impl TransportKind {
+    /// Whether same-node neighbours are device-direct (`Ipc`, `Auto`).
+    pub fn within_node(self) -> bool {
+        matches!(self, TransportKind::Ipc | TransportKind::Auto)
+    }
 }
 
 impl TransportKind {
@@ -28,6 +39,7 @@ impl TransportKind {
             TransportKind::Mpi => "mpi",
             TransportKind::Ipc => "ipc",
             TransportKind::Nccl => "nccl",
+            TransportKind::Auto => "auto",
         }
     }
 
@@ -52,6 +64,12 @@ impl TransportKind {
                 device_buffers: true,
                 stream_ordered: true,
             },
+            TransportKind::Auto => Capabilities {
+                host_initiated: true,
+                gpu_initiated: true,
+                device_buffers: true,
+                stream_ordered: false,
+            },
         }
     }
 }
@@ -70,8 +88,9 @@ impl FromStr for TransportKind {
             "mpi" => Ok(TransportKind::Mpi),
             "ipc" => Ok(TransportKind::Ipc),
             "nccl" => Ok(TransportKind::Nccl),
+            "auto" => Ok(TransportKind::Auto),
             _ => Err(Error::InvalidInput(format!(
-                "unknown transport '{s}'; known transports: mpi (host-staged), ipc (device-direct within a node), nccl (NCCL or RCCL, loaded at run time)"
+                "unknown transport '{s}'; known transports: mpi (host-staged), ipc (device-direct within a node), nccl (NCCL or RCCL, loaded at run time), auto (per neighbour: ipc within a node, nccl between nodes where it loads, else MPI)"
             ))),
         }
     }

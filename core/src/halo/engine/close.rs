@@ -46,7 +46,7 @@ impl<B: Backend> MessageExchange<'_, B> {
         if let Err(e) = self.backend.stream_synchronize(abort_stream, deadline) {
             return leak(self, e);
         }
-        if self.options.transport == TransportKind::Ipc {
+        if self.options.transport.within_node() {
             // Ranks arrive after their own kernels' waits (each up to twice the time-out).
             let deadline = deadline_in(self.options.timeout.saturating_mul(3));
             if let Err(e) = self.mpi.barrier(deadline) {

@@ -64,7 +64,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let (layouts, ours, mine, mailbox_bytes) =
             agree(world, "checking the halo exchange", local)?;
         let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
-        let (mailbox, share) = if options.transport == TransportKind::Ipc {
+        let (mailbox, share) = if options.transport.within_node() {
             // Allocates, exports and opens, agreeing on the outcome.
             let (mut memories, share) = share_within_node(
                 backend,
@@ -83,6 +83,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let n = ours.len();
         let status_layout = StatusLayout { messages: n };
         let device_mpi = device_mpi_ranks(backend, world, options.gpu_aware_mpi)?;
+        let remote = |peer: i32| peer != rank && !share.as_ref().is_some_and(|s| s.same_node(peer));
+        let nccl_between_nodes = options.transport == TransportKind::Auto
+            && nccl_everywhere(backend, world, ours.iter().any(|e| remote(e.peer)))?;
         let links: Vec<Link> = ours
             .iter()
             .map(|entry| {
@@ -92,6 +95,8 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
                     Link::Nccl
                 } else if share.as_ref().is_some_and(|s| s.same_node(entry.peer)) {
                     Link::Direct
+                } else if nccl_between_nodes {
+                    Link::Nccl
                 } else if device_mpi[rank as usize] && device_mpi[entry.peer as usize] {
                     // Both ends give MPI device memory: each agrees on the link by itself.
                     Link::DeviceMpi
@@ -104,7 +109,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let device_staging_end = staging_extent(&mine, &links, Link::device_staged);
         // Every rank of an NCCL exchange builds the communicator (collective), whatever links
         // it got.
-        let nccl = if options.transport == TransportKind::Nccl {
+        let nccl = if options.transport == TransportKind::Nccl || nccl_between_nodes {
             Some(nccl::open(backend, world, options.timeout)?)
         } else {
             None
@@ -332,4 +337,20 @@ fn device_mpi_ranks<B: Backend>(
         rank,
         message,
     })
+}
+
+/// Whether `auto` sends this exchange's messages between nodes through NCCL: some rank has a
+/// neighbour on another node (`remote`), and every rank is on a GPU backend and loads the
+/// library. Gathered, so that every rank answers alike (all of them then build the
+/// communicator). Collective over `world`.
+fn nccl_everywhere<B: Backend>(
+    backend: &B,
+    world: &SimpleCommunicator,
+    remote: bool,
+) -> Result<bool> {
+    let loads = backend.name() != "host" && crate::transport::nccl::probe(backend.name()).is_ok();
+    let all = all_gather(world, Ok((remote, loads)), |rank, message| {
+        Error::OtherRank { rank, message }
+    })?;
+    Ok(all.iter().any(|(r, _)| *r) && all.iter().all(|(_, l)| *l))
 }
