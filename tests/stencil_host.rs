@@ -245,47 +245,52 @@ fn other_problems_verify_on_both_transports_and_element_types() {
     }
 }
 
-#[test]
-fn ipc_peers_on_other_nodes_go_host_staged() {
+/// `haloport stencil ARGS` on 4 ranks in a row (16x8x8, 4 steps) where groups of 2 ranks count
+/// as nodes; asserts it succeeded and verified and returns its result.
+fn in_two_pretend_nodes(args: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("split.json");
-    let job = mpirun_with_env(
-        4,
-        &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
-        &[
-            "stencil",
-            "--transport",
-            "ipc",
-            "--grid",
-            "16x8x8",
-            "--procs",
-            "4x1x1",
-            "--steps",
-            "4",
-            "--json",
-            json.to_str().expect("utf-8 path"),
-        ],
-    );
-    assert_eq!(job.code, Some(0), "{}", job.explain());
+    let mut all = vec![
+        "stencil", "--grid", "16x8x8", "--procs", "4x1x1", "--steps", "4",
+    ];
+    all.extend_from_slice(args);
+    all.extend(["--json", json.to_str().expect("utf-8 path")]);
+    let job = mpirun_with_env(4, &[("HALOPORT_IPC_RANKS_PER_NODE", "2")], &all);
+    assert_eq!(job.code, Some(0), "{args:?}: {}", job.explain());
     let result = read_json(&json);
-    assert_eq!(result["verified"], true);
-    // Rank 1 (node 0) reaches rank 0 device-direct and rank 2 (node 1) over MPI.
-    let rank1 = result["links"][1].as_array().cloned().unwrap_or_default();
-    let link_to = |peer: i64| -> Vec<String> {
-        rank1
-            .iter()
-            .filter(|l| l["peer"].as_i64() == Some(peer))
-            .filter_map(|l| l["link"].as_str().map(str::to_owned))
-            .collect()
-    };
-    assert!(
-        link_to(0).iter().all(|l| l == "ipc") && !link_to(0).is_empty(),
-        "{rank1:?}"
-    );
-    assert!(
-        link_to(2).iter().all(|l| l == "mpi") && !link_to(2).is_empty(),
-        "{rank1:?}"
-    );
+    assert_eq!(result["verified"], true, "{args:?}");
+    result
+}
+
+/// Every rank of [`in_two_pretend_nodes`] reaches itself `local`, the other rank of its node
+/// `within`, the ranks of the other node `between`.
+fn assert_pretend_node_links(result: &serde_json::Value, within: &str, between: &str) {
+    for rank in 0..4_i64 {
+        let links = links_of(result, rank as usize);
+        // Each rank reaches both ranks beside it in x: one of its node, one of the other.
+        for peer in [(rank + 1) % 4, (rank + 3) % 4] {
+            assert!(
+                links.iter().any(|(p, _)| *p == peer),
+                "rank {rank} to {peer}: {result}"
+            );
+        }
+        for (peer, link) in links {
+            let want = if peer == rank {
+                "local"
+            } else if peer / 2 == rank / 2 {
+                within
+            } else {
+                between
+            };
+            assert_eq!(link, want, "rank {rank} to {peer}");
+        }
+    }
+}
+
+#[test]
+fn ipc_peers_on_other_nodes_go_host_staged() {
+    let result = in_two_pretend_nodes(&["--transport", "ipc"]);
+    assert_pretend_node_links(&result, "ipc", "mpi");
 }
 
 /// Every link each rank's result lists, as (peer, link name).
@@ -330,88 +335,16 @@ fn gpu_aware_mpi_moves_messages_from_the_exchanges_device_memory_and_agrees_bit_
         "{checksums:?}"
     );
     // Beside device-direct peers on its node, GPU-aware MPI serves those on other nodes.
-    let dir = tempfile::tempdir().expect("temp dir");
-    let json = dir.path().join("split.json");
-    let job = mpirun_with_env(
-        4,
-        &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
-        &[
-            "stencil",
-            "--transport",
-            "ipc",
-            "--gpu-aware-mpi",
-            "on",
-            "--grid",
-            "16x8x8",
-            "--procs",
-            "4x1x1",
-            "--steps",
-            "4",
-            "--json",
-            json.to_str().expect("utf-8 path"),
-        ],
-    );
-    assert_eq!(job.code, Some(0), "{}", job.explain());
-    let result = read_json(&json);
-    assert_eq!(result["verified"], true);
-    let rank1 = links_of(&result, 1);
-    let to = |peer: i64| -> Vec<&str> {
-        rank1
-            .iter()
-            .filter(|(p, _)| *p == peer)
-            .map(|(_, l)| l.as_str())
-            .collect()
-    };
-    assert!(
-        !to(0).is_empty() && to(0).iter().all(|l| *l == "ipc"),
-        "{rank1:?}"
-    );
-    assert!(
-        !to(2).is_empty() && to(2).iter().all(|l| *l == "gpu-mpi"),
-        "{rank1:?}"
-    );
+    let result = in_two_pretend_nodes(&["--transport", "ipc", "--gpu-aware-mpi", "on"]);
+    assert_pretend_node_links(&result, "ipc", "gpu-mpi");
 }
 
 #[test]
 fn auto_routes_each_neighbour_ipc_within_a_node_and_through_mpi_between_nodes() {
     // Groups of 2 ranks count as nodes; on the host backend auto never takes NCCL.
     for (setting, between) in [("off", "mpi"), ("on", "gpu-mpi")] {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let json = dir.path().join("auto.json");
-        let job = mpirun_with_env(
-            4,
-            &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
-            &[
-                "stencil",
-                "--transport",
-                "auto",
-                "--gpu-aware-mpi",
-                setting,
-                "--grid",
-                "16x8x8",
-                "--procs",
-                "4x1x1",
-                "--steps",
-                "4",
-                "--json",
-                json.to_str().expect("utf-8 path"),
-            ],
-        );
-        assert_eq!(job.code, Some(0), "{}", job.explain());
-        let result = read_json(&json);
-        assert_eq!(result["verified"], true);
-        for rank in 0..4_i64 {
-            for (peer, link) in links_of(&result, rank as usize) {
-                let want = if peer == rank {
-                    "local"
-                } else if peer / 2 == rank / 2 {
-                    "ipc"
-                } else {
-                    between
-                };
-                assert_eq!(link, want, "{setting}: rank {rank} to {peer}");
-            }
-        }
+        let result = in_two_pretend_nodes(&["--transport", "auto", "--gpu-aware-mpi", setting]);
+        assert_pretend_node_links(&result, "ipc", between);
     }
 }
 
