@@ -30,6 +30,8 @@ mod on_gpu {
     use haloport::core::{Backend, Coherence, DeviceMemory, Error, PinnedMemory};
     use haloport::cuda::{CudaBackend, CudaDeviceMemory};
 
+    use super::common::halos;
+
     fn deadline() -> Instant {
         Instant::now() + Duration::from_secs(30)
     }
@@ -48,51 +50,20 @@ mod on_gpu {
             .expect("cuCtxSetCurrent(NULL)");
     }
 
-    /// Interior cells get their index + 1, halo cells -1.
+    /// The field before the exchange, as bytes.
     fn initial(plan: &HaloPlan) -> Vec<u8> {
-        let d = &plan.decomposition;
-        let mut values = vec![-1.0f64; d.alloc_elems() as usize];
-        for z in 0..d.local[2] {
-            for y in 0..d.local[1] {
-                for x in 0..d.local[0] {
-                    let i = d.index([x + d.halo[0], y + d.halo[1], z + d.halo[2]]);
-                    values[i as usize] = (i + 1) as f64;
-                }
-            }
-        }
-        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+        halos::initial(plan)
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect()
     }
 
     /// Halo cells that do not hold the interior cell they mirror (periodic, one rank).
     fn wrong_halos(backend: &CudaBackend, memory: &CudaDeviceMemory, plan: &HaloPlan) -> usize {
-        let d = &plan.decomposition;
         let stream = backend.create_stream().expect("stream");
         let bytes = download_bytes(backend, memory, memory.len_bytes(), &stream, deadline())
             .expect("download");
-        let got: Vec<f64> = bytes
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
-        let want: Vec<f64> = initial(plan)
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
-        let mut wrong = 0;
-        for z in 0..d.alloc[2] {
-            for y in 0..d.alloc[1] {
-                for x in 0..d.alloc[0] {
-                    let at = [x, y, z];
-                    let mirror = [0, 1, 2].map(|k| {
-                        let n = d.local[k];
-                        (at[k] + n - d.halo[k]) % n + d.halo[k]
-                    });
-                    if got[d.index(at) as usize] != want[d.index(mirror) as usize] {
-                        wrong += 1;
-                    }
-                }
-            }
-        }
-        wrong
+        halos::wrong_halos(plan, &halos::f64s(&bytes))
     }
 
     pub fn run() {

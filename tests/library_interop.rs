@@ -6,6 +6,8 @@
 
 #![allow(unsafe_code)] // adopting the application's memory, as an application does
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use haloport::core::backend::{download_bytes, upload_bytes};
@@ -13,6 +15,8 @@ use haloport::core::domain::{DomainSpec, ElemType, HaloPlan};
 use haloport::core::halo::{Field, HaloExchange, HaloOptions};
 use haloport::core::{Backend, DeviceMemory, Error};
 use haloport::host::{HostAllocation, HostBackend, HostStream};
+
+use common::halos;
 
 fn deadline() -> Instant {
     Instant::now() + Duration::from_secs(30)
@@ -28,21 +32,6 @@ fn slow_work(stream: &HostStream) {
         .expect("enqueue");
 }
 
-/// Interior cells get their index + 1, halo cells -1.
-fn initial(plan: &HaloPlan) -> Vec<f64> {
-    let d = &plan.decomposition;
-    let mut values = vec![-1.0; d.alloc_elems() as usize];
-    for z in 0..d.local[2] {
-        for y in 0..d.local[1] {
-            for x in 0..d.local[0] {
-                let i = d.index([x + d.halo[0], y + d.halo[1], z + d.halo[2]]);
-                values[i as usize] = (i + 1) as f64;
-            }
-        }
-    }
-    values
-}
-
 fn upload(backend: &HostBackend, memory: &HostAllocation, values: &[f64], s: &HostStream) {
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     upload_bytes(backend, memory, &bytes, s, deadline()).expect("upload");
@@ -50,29 +39,11 @@ fn upload(backend: &HostBackend, memory: &HostAllocation, values: &[f64], s: &Ho
 
 /// Whether every halo cell of a one-rank periodic field holds the interior cell it mirrors.
 fn halos_filled(backend: &HostBackend, memory: &HostAllocation, plan: &HaloPlan) -> bool {
-    let d = &plan.decomposition;
     let stream = backend.create_stream().expect("stream");
     let bytes =
         download_bytes(backend, memory, memory.len_bytes(), &stream, deadline()).expect("download");
-    let got: Vec<f64> = bytes
-        .chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-        .take(d.alloc_elems() as usize)
-        .collect();
-    let want = initial(plan);
-    (0..d.alloc[2]).all(|z| {
-        (0..d.alloc[1]).all(|y| {
-            (0..d.alloc[0]).all(|x| {
-                let at = [x, y, z];
-                // The interior cell this one mirrors (periodic, one rank).
-                let mirror = [0, 1, 2].map(|k| {
-                    let n = d.local[k];
-                    (at[k] + n - d.halo[k]) % n + d.halo[k]
-                });
-                got[d.index(at) as usize] == want[d.index(mirror) as usize]
-            })
-        })
-    })
+    let got = halos::f64s(&bytes);
+    halos::wrong_halos(plan, &got[..plan.decomposition.alloc_elems() as usize]) == 0
 }
 
 #[test]
@@ -113,7 +84,7 @@ fn the_exchange_owns_its_ordering_and_never_touches_freed_memory() {
     // back behind the application's slow work, then `wait` (it used to synchronize only the
     // stream it was given, s2, which ran nothing), then the application frees its memory.
     let memory = backend.alloc_device(bytes).expect("memory");
-    upload(&backend, &memory, &initial(&plan), &s2);
+    upload(&backend, &memory, &halos::initial(&plan), &s2);
     // SAFETY: (1) a device address of this backend, valid for `bytes`; (2) freed only after
     // `wait` returned; (3) nothing else touches the field meanwhile.
     let field = unsafe { Field::adopt(memory.device_addr(), bytes, &plan) }.expect("adopt");
@@ -162,7 +133,7 @@ fn the_exchange_owns_its_ordering_and_never_touches_freed_memory() {
     // SAFETY: as above, kept until after `wait`.
     let field = unsafe { Field::adopt(memory.device_addr(), bytes, &plan) }.expect("adopt");
     for round in 0..2 {
-        upload(&backend, &memory, &initial(&plan), &s1);
+        upload(&backend, &memory, &halos::initial(&plan), &s1);
         slow_work(&s1);
         exchange.start(&[&field], &s1).expect("start");
         exchange.finish(&s2).expect("finish");

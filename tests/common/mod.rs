@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test binary uses part of these helpers
 
+pub mod halos;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::{Mutex, PoisonError};
