@@ -38,8 +38,32 @@ pub enum Command {
     /// the device's copy bandwidth; and the compiled exchange against the same kernels by hand.
     PackBench(PackBenchArgs),
     /// Compile one rank's halo-exchange plan of a job of any size, without MPI or a GPU:
-    /// set-up time and memory, the neighbours, and each message's size.
+    /// set-up time and memory, the neighbours, each message's size and route, and why.
     Plan(PlanArgs),
+    /// Measure the exchange's routes and settings for a declaration on this machine (verified
+    /// stencil runs, as `haloport stencil` takes them) and write what it chose, and why, to a
+    /// routes file that `--routes FILE` and the library take.
+    Tune(TuneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// The declaration and the run measured, as `haloport stencil` takes them (--transport,
+    /// --variant and the settings tried are set by the tuning).
+    #[command(flatten)]
+    pub stencil: StencilArgs,
+    /// The routes file to write (rank 0).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Threads per block to try, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "128,256,512", value_parser = clap::value_parser!(u32).range(32..=1024))]
+    pub try_threads: Vec<u32>,
+    /// Elements per thread to try, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,8", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub try_elems_per_thread: Vec<u32>,
+    /// Signalled blocks to try where a link is device-direct, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "8,16,32", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub try_signalled_blocks: Vec<u32>,
 }
 
 /// Where `haloport stencil` puts its fields (`FieldPlacement`).
@@ -224,6 +248,23 @@ pub struct PlanArgs {
     /// Compile it this many times and report the median (the set-up time is microseconds).
     #[arg(long, default_value_t = 101, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
+    /// The transport whose routes to show (see `haloport stencil --transport`).
+    #[arg(long, value_parser = parse_transport, default_value = "auto")]
+    pub transport: TransportKind,
+    /// A routes file written by `haloport tune` (the `auto` transport in its order).
+    #[arg(long, value_name = "FILE")]
+    pub routes: Option<PathBuf>,
+    /// Ranks per node, consecutive ranks sharing one (by default every rank on one node).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
+    pub ranks_per_node: Option<i32>,
+    /// The backend whose NCCL (RCCL) to look for: on the host backend only a routes file
+    /// naming nccl asks for it.
+    #[arg(long, value_enum, default_value = "cuda")]
+    pub backend: BackendKind,
+    /// Whether MPI takes device memory at both ends: `on` or `off` (`auto` is asked of the MPI
+    /// library at run time; `plan` runs without MPI and takes it as off).
+    #[arg(long, value_parser = parse_gpu_aware_mpi, default_value = "auto")]
+    pub gpu_aware_mpi: GpuAwareMpi,
     /// Write the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -304,6 +345,24 @@ pub struct InfoArgs {
     /// Print as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also set up the halo exchange of the declaration (--grid and the rest, all 26
+    /// neighbours) on --backend and print every rank's neighbours: the route each takes and why.
+    #[arg(long)]
+    pub neighbours: bool,
+    #[command(flatten)]
+    pub declaration: DeclarationArgs,
+    /// The backend of the exchange --neighbours sets up.
+    #[arg(long, value_enum, default_value = "host")]
+    pub backend: BackendKind,
+    /// The transport of that exchange (see `haloport stencil --transport`).
+    #[arg(long, value_parser = parse_transport, default_value = "auto")]
+    pub transport: TransportKind,
+    /// Whether messages that travel by MPI go from device memory (see `haloport stencil`).
+    #[arg(long, value_parser = parse_gpu_aware_mpi, default_value = "auto")]
+    pub gpu_aware_mpi: GpuAwareMpi,
+    /// A routes file written by `haloport tune` for that exchange.
+    #[arg(long, value_name = "FILE")]
+    pub routes: Option<PathBuf>,
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {
@@ -680,6 +739,11 @@ pub struct StencilArgs {
     /// says it takes this backend's device memory; never on the host backend), `on`, `off`.
     #[arg(long, value_parser = parse_gpu_aware_mpi, default_value = "auto")]
     pub gpu_aware_mpi: GpuAwareMpi,
+    /// A routes file written by `haloport tune`: the routes per kind of link in the order it
+    /// measured (the `auto` transport in that order) and the settings it measured best; it
+    /// overrides --transport, --variant, --threads, --elems-per-thread and --signalled-blocks.
+    #[arg(long, value_name = "FILE")]
+    pub routes: Option<PathBuf>,
     /// Seconds any single wait may take.
     #[arg(long, value_parser = parse_timeout, default_value = "10")]
     pub timeout: f64,
@@ -730,7 +794,9 @@ pub struct StencilArgs {
     pub plot: Option<PathBuf>,
     /// Inject a fault to show that a lost message ends in a time-out naming the halo:
     /// drop-send=DIR (e.g. +x, -y+z): every rank never delivers its message in that direction;
-    /// setup-fails=RANK: that rank's set-up allocation fails (every rank must stop, none hang).
+    /// setup-fails=RANK: that rank's set-up allocation fails (every rank must stop, none hang);
+    /// no-peer-access=RANK: that rank's device reaches no other (ipc refuses; auto takes
+    /// another route for its same-node neighbours).
     #[arg(long, value_parser = parse_halo_fault)]
     pub inject: Option<haloport::core::halo::HaloFault>,
     /// Where the fields live: the library's allocations, or the application's, adopted at

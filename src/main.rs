@@ -104,6 +104,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&world, &args),
         Command::Sweep(args) => commands::sweep::run(&world, &args),
         Command::Stencil(args) => commands::stencil::run(&world, &args),
+        Command::Tune(args) => commands::tune::run(&world, &args),
         Command::PackBench(args) => commands::packbench::run(&world, &args),
         Command::Report(_) | Command::Compare(_) | Command::Plan(_) => Ok(()),
     };

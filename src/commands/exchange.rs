@@ -178,19 +178,31 @@ pub fn header<B: Backend>(
 /// # Errors
 /// [`Error::InvalidInput`] naming the file and why it cannot be written.
 pub fn check_writable(world: &SimpleCommunicator, path: Option<&Path>) -> anyhow::Result<()> {
+    check_writable_as(world, path, "--json")
+}
+
+/// As [`check_writable`], naming the file by `flag` in the error.
+///
+/// # Errors
+/// As [`check_writable`].
+pub fn check_writable_as(
+    world: &SimpleCommunicator,
+    path: Option<&Path>,
+    flag: &str,
+) -> anyhow::Result<()> {
     use mpi::topology::Communicator;
     let mine = match path {
-        Some(path) if world.rank() == 0 => probe_writable(path),
+        Some(path) if world.rank() == 0 => probe_writable(path, flag),
         _ => Ok(()),
     };
     all_gather(world, mine, |_, msg| Error::InvalidInput(msg))?;
     Ok(())
 }
 
-fn probe_writable(path: &Path) -> std::result::Result<(), String> {
+fn probe_writable(path: &Path, flag: &str) -> std::result::Result<(), String> {
     let shown = path.display();
     if path.is_dir() {
-        return Err(format!("--json {shown}: is a directory, not a file"));
+        return Err(format!("{flag} {shown}: is a directory, not a file"));
     }
     let existed = path.exists();
     std::fs::OpenOptions::new()
@@ -198,9 +210,9 @@ fn probe_writable(path: &Path) -> std::result::Result<(), String> {
         .create(true)
         .truncate(false)
         .open(path)
-        .map_err(|e| format!("--json {shown}: cannot be written: {e}"))?;
+        .map_err(|e| format!("{flag} {shown}: cannot be written: {e}"))?;
     if !existed {
-        std::fs::remove_file(path).map_err(|e| format!("--json {shown}: {e}"))?;
+        std::fs::remove_file(path).map_err(|e| format!("{flag} {shown}: {e}"))?;
     }
     Ok(())
 }

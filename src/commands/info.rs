@@ -3,13 +3,18 @@
 //! backend's device memory (GPU-aware MPI), and the toolchain it was built with.
 
 use haloport::core::collective::all_gather;
+use haloport::core::domain::Neighbourhood;
+use haloport::core::halo::{direction_name, resolve_procs, HaloExchange, HaloOptions, RouteChoice};
 use haloport::core::transport::{gpu_aware, nccl, MpiDeviceSupport};
+use haloport::core::Backend;
 use haloport::core::{DeviceInfo, Error};
 use haloport::provenance::{provenance, Provenance};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::InfoArgs;
+use crate::commands::exchange::{dispatch, OnBackend};
+use crate::commands::stencil::read_routes;
 use crate::commands::{host_name, local_rank, mpi_library};
 
 /// What one rank reports.
@@ -109,7 +114,102 @@ fn probe_backends(local: usize) -> Vec<(String, Result<DeviceSummary, String>)> 
     out
 }
 
+/// One rank's neighbours and their routes (`--neighbours`).
+#[derive(Debug, Serialize, Deserialize)]
+struct RankRoutes {
+    rank: i32,
+    /// Per neighbour: its direction, its rank and the route chosen, with the reason.
+    neighbours: Vec<(String, i32, RouteChoice)>,
+}
+
+/// Sets the exchange up and reports this rank's routes.
+struct Routes<'a> {
+    world: &'a SimpleCommunicator,
+    spec: haloport::core::domain::DomainSpec,
+    options: HaloOptions,
+}
+
+impl OnBackend for Routes<'_> {
+    fn run<B: Backend>(self, backend: &B) -> anyhow::Result<()> {
+        let exchange = HaloExchange::new(backend, self.world, &self.spec, self.options)?;
+        let neighbours = exchange
+            .plan()
+            .neighbours
+            .iter()
+            .zip(exchange.route_choices())
+            .map(|(n, c)| (direction_name(n.direction), n.rank, c.clone()))
+            .collect();
+        let mine = RankRoutes {
+            rank: self.world.rank(),
+            neighbours,
+        };
+        drop(exchange);
+        let all = all_gather(self.world, Ok(mine), |r, msg| {
+            Error::InvalidInput(format!("rank {r} could not report its routes: {msg}"))
+        })?;
+        if self.world.rank() == 0 {
+            println!(
+                "routes of the {} exchange over {} ranks ({}):",
+                backend.name(),
+                self.world.size(),
+                self.options.transport
+            );
+            for r in &all {
+                println!("rank {}:", r.rank);
+                for (direction, peer, c) in &r.neighbours {
+                    let passed: Vec<String> = c
+                        .passed_over
+                        .iter()
+                        .map(|p| format!("{}: {}", p.route.name(), p.why))
+                        .collect();
+                    println!(
+                        "  {direction:<8} rank {peer:>4}  {:<8} {}{}",
+                        c.link.name(),
+                        c.why,
+                        if passed.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (passed over {})", passed.join("; "))
+                        }
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `--neighbours`: the exchange of the declaration set up on the chosen backend, every rank's
+/// routes printed. Collective over `world`.
+fn print_routes(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
+    let spec = resolve_procs(&args.declaration.spec(Neighbourhood::All)?, world)?;
+    let routes = read_routes(world, args.routes.as_deref())?;
+    let options = HaloOptions {
+        transport: args.transport,
+        gpu_aware_mpi: args.gpu_aware_mpi,
+        ..HaloOptions::default()
+    };
+    let options = routes.map_or(options, |file| file.apply(options));
+    dispatch(
+        args.backend,
+        local_rank(world),
+        Routes {
+            world,
+            spec,
+            options,
+        },
+    )
+}
+
 pub fn run(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
+    print_machine(world, args)?;
+    if args.neighbours {
+        print_routes(world, args)?;
+    }
+    Ok(())
+}
+
+fn print_machine(world: &SimpleCommunicator, args: &InfoArgs) -> anyhow::Result<()> {
     let local = local_rank(world);
     let mine = RankInfo {
         rank: world.rank(),

@@ -9,6 +9,7 @@ pub mod run;
 pub mod scaling;
 pub mod stencil;
 pub mod sweep;
+pub mod tune;
 
 use mpi::topology::{Communicator, SimpleCommunicator};
 

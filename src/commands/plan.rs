@@ -1,14 +1,19 @@
 //! `haloport plan`: one rank's set-up of a job of any size, computed as the exchange computes
 //! it (its own plan and its neighbours', the layout of its messages), without MPI or a GPU.
 //! Prints the set-up time (median of `--repeat` compilations), the process's peak memory, the
-//! neighbours and each message's size; `--json` writes the same.
+//! neighbours, each message's size, and the route each neighbour would take and why (from the
+//! same decision the exchange makes, with what can be known offline: the nodes as
+//! `--ranks-per-node` says, peer access within a node assumed, NCCL looked for here, GPU-aware
+//! MPI as `--gpu-aware-mpi` says); `--json` writes the same.
 
 use std::io::Write;
 use std::time::Instant;
 
 use anyhow::Context;
 use haloport::core::domain::{direction_tag, DomainSpec};
-use haloport::core::halo::{direction_name, RankSetup};
+use haloport::core::halo::routes::{self, LinkFacts, Locality, PassedOver};
+use haloport::core::halo::{direction_name, HaloOptions, Link, RankSetup, RoutesFile};
+use haloport::core::transport::{self, GpuAwareMpi};
 use haloport_thesis::stats::median;
 use serde::Serialize;
 
@@ -23,6 +28,10 @@ struct NeighbourRow {
     cells_sent: u64,
     cells_received: u64,
     message_bytes: u64,
+    route: Link,
+    why: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    passed_over: Vec<PassedOver>,
 }
 
 #[derive(Serialize)]
@@ -41,6 +50,8 @@ struct PlanResult {
     peers: usize,
     mailbox_bytes: u64,
     staging_bytes: u64,
+    /// What the routes were chosen from.
+    routes_from: String,
     neighbours: Vec<NeighbourRow>,
 }
 
@@ -61,19 +72,26 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
     }
     let setup = setup.context("no compilation ran")?;
     let d = &setup.plan.decomposition;
+    let (options, facts, routes_from) = route_inputs(args)?;
     let neighbours: Vec<NeighbourRow> = setup
         .plan
         .neighbours
         .iter()
         .zip(&setup.message_bytes)
-        .map(|(n, &bytes)| NeighbourRow {
-            direction: direction_name(n.direction),
-            tag: direction_tag(n.direction),
-            rank: n.rank,
-            kind: format!("{:?}", n.kind()).to_lowercase(),
-            cells_sent: n.send.map_or(0, |s| s.elems()),
-            cells_received: n.recv.map_or(0, |s| s.elems()),
-            message_bytes: bytes,
+        .map(|(n, &bytes)| {
+            let route = routes::choose(options.transport, options.routes.as_ref(), facts(n.rank));
+            NeighbourRow {
+                direction: direction_name(n.direction),
+                tag: direction_tag(n.direction),
+                rank: n.rank,
+                kind: format!("{:?}", n.kind()).to_lowercase(),
+                cells_sent: n.send.map_or(0, |s| s.elems()),
+                cells_received: n.recv.map_or(0, |s| s.elems()),
+                message_bytes: bytes,
+                route: route.link,
+                why: route.why,
+                passed_over: route.passed_over,
+            }
         })
         .collect();
     let result = PlanResult {
@@ -89,6 +107,7 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
         peers: setup.peers(),
         mailbox_bytes: setup.mailbox_bytes,
         staging_bytes: setup.staging_bytes,
+        routes_from,
         neighbours,
         spec,
     };
@@ -128,18 +147,94 @@ fn print(r: &PlanResult) -> std::io::Result<()> {
         r.mailbox_bytes,
         r.staging_bytes
     )?;
+    writeln!(out, "  routes: {}", r.routes_from)?;
     writeln!(
         out,
-        "  direction  tag    rank     kind  cells out  cells in  message bytes"
+        "  direction  tag    rank     kind  cells out  cells in  message bytes  route    why"
     )?;
     for n in &r.neighbours {
+        let passed: Vec<String> = n
+            .passed_over
+            .iter()
+            .map(|p| format!("{}: {}", p.route.name(), p.why))
+            .collect();
         writeln!(
             out,
-            "  {:<9} {:>4} {:>7} {:>8} {:>10} {:>9} {:>14}",
-            n.direction, n.tag, n.rank, n.kind, n.cells_sent, n.cells_received, n.message_bytes
+            "  {:<9} {:>4} {:>7} {:>8} {:>10} {:>9} {:>14}  {:<8} {}{}",
+            n.direction,
+            n.tag,
+            n.rank,
+            n.kind,
+            n.cells_sent,
+            n.cells_received,
+            n.message_bytes,
+            n.route.name(),
+            n.why,
+            if passed.is_empty() {
+                String::new()
+            } else {
+                format!(" (passed over {})", passed.join("; "))
+            }
         )?;
     }
     Ok(())
+}
+
+/// The exchange's options for the routes, what is known of each peer's link, and a line
+/// saying what the routes were chosen from.
+fn route_inputs(
+    args: &PlanArgs,
+) -> anyhow::Result<(HaloOptions, impl Fn(i32) -> LinkFacts, String)> {
+    let mut options = HaloOptions {
+        transport: args.transport,
+        ..HaloOptions::default()
+    };
+    if let Some(path) = &args.routes {
+        options = RoutesFile::read(path)?.apply(options);
+    }
+    let backend = args.backend.name();
+    let nccl = routes::asks_for_nccl(options.transport, options.routes.as_ref(), backend)
+        .then(|| transport::nccl::probe(backend));
+    let device_mpi = args.gpu_aware_mpi == GpuAwareMpi::On;
+    let per_node = args.ranks_per_node.unwrap_or(args.ranks);
+    let within = options.transport.within_node();
+    let rank = args.rank;
+    let facts = {
+        let nccl = matches!(nccl, Some(Ok(_)));
+        move |peer: i32| LinkFacts {
+            locality: if peer == rank {
+                Locality::Itself
+            } else if !within {
+                Locality::NotAsked
+            } else if peer / per_node == rank / per_node {
+                Locality::SameNode
+            } else {
+                Locality::OtherNode
+            },
+            peer_access: within && peer / per_node == rank / per_node,
+            nccl,
+            device_mpi,
+        }
+    };
+    let from = format!(
+        "transport {}{}; {} ranks per node, peer access within a node assumed; NCCL/RCCL for {backend}: {}; GPU-aware MPI: {}",
+        options.transport,
+        args.routes
+            .as_ref()
+            .map_or_else(String::new, |p| format!(" in the order of {}", p.display())),
+        per_node,
+        match &nccl {
+            None => "not asked".to_owned(),
+            Some(Ok(found)) => found.clone(),
+            Some(Err(why)) => format!("not found ({why})"),
+        },
+        match args.gpu_aware_mpi {
+            GpuAwareMpi::On => "on",
+            GpuAwareMpi::Off => "off",
+            GpuAwareMpi::Auto => "taken as off (auto is asked of the MPI library at run time)",
+        }
+    );
+    Ok((options, facts, from))
 }
 
 /// The process's peak resident memory (Linux `VmHWM`), where the system says.

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::Context;
 use haloport::core::collective::agree;
 use haloport::core::domain::{dims_create, DomainSpec};
-use haloport::core::halo::HaloStrategy;
+use haloport::core::halo::HaloOptions;
 use haloport::core::{Backend, Error};
 use mpi::topology::{Color as MpiColor, Communicator, SimpleCommunicator};
 use plotters::prelude::*;
@@ -69,7 +69,7 @@ pub fn run<B: Backend>(
     world: &SimpleCommunicator,
     args: &StencilArgs,
     spec: &DomainSpec,
-    strategy: HaloStrategy,
+    options: HaloOptions,
     mode: ScalingMode,
 ) -> anyhow::Result<()> {
     if spec.procs.is_some() || spec.layout.splits.is_some() {
@@ -93,7 +93,7 @@ pub fn run<B: Backend>(
             MpiColor::undefined()
         });
         let outcome = match sub {
-            Some(sub) => measured(backend, &sub, args, spec, strategy).map_err(|e| {
+            Some(sub) => measured(backend, &sub, args, spec, options).map_err(|e| {
                 e.downcast::<Error>()
                     .unwrap_or_else(|e| Error::Internal(format!("{e:#}")))
             }),

@@ -7,9 +7,10 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use haloport::core::collective::all_gather_until;
+use haloport::core::collective::{all_gather, all_gather_until};
 use haloport::core::domain::{DomainSpec, HaloPlan, Neighbourhood};
-use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy};
+use haloport::core::halo::routes::{Locality, PassedOver};
+use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy, RoutesFile};
 use haloport::core::{Backend, Error, Kernel};
 use haloport::foreign::BackendKind;
 use haloport::provenance::{provenance, Provenance};
@@ -36,7 +37,7 @@ pub(crate) struct StencilResult {
     command: &'static str,
     provenance: Provenance,
     backend: String,
-    device: String,
+    pub(crate) device: String,
     host: String,
     pub(crate) ranks: i32,
     pub(crate) grid: [u64; 3],
@@ -69,13 +70,13 @@ pub(crate) struct StencilResult {
     pub(crate) messages: usize,
     periodic: [bool; 3],
     #[serde(rename = "type")]
-    elem: String,
+    pub(crate) elem: String,
     fields: u32,
     steps: u32,
     variant: String,
     transport: String,
-    /// Per rank, per neighbour: the direction, the peer and how its messages travelled.
-    links: Vec<Vec<LinkRecord>>,
+    /// Per rank, per neighbour: the direction, the peer, how its messages travelled and why.
+    pub(crate) links: Vec<Vec<LinkRecord>>,
     /// Per rank: whether its blocking exchanges after the steps packed and unpacked in one
     /// launch; absent where none ran (and in older results).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -154,14 +155,32 @@ struct RankRun {
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
-struct LinkRecord {
+pub(crate) struct LinkRecord {
     direction: String,
-    peer: i32,
-    link: String,
+    pub(crate) peer: i32,
+    /// Where the neighbour is: itself, same-node, other-node, or not-asked (older results
+    /// lack it).
+    #[serde(default)]
+    pub(crate) locality: Option<Locality>,
+    pub(crate) link: String,
+    /// Why the route was chosen (older results lack it).
+    #[serde(default)]
+    pub(crate) why: String,
+    /// The routes preferred before it that could not serve the link, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) passed_over: Vec<PassedOver>,
 }
 
-pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()> {
-    let strategy: HaloStrategy = args.variant.parse()?;
+/// The declaration of `args`, checked alike on every rank of `world` before any device
+/// work. Collective over `world`.
+///
+/// # Errors
+/// [`Error::InvalidInput`] for a declaration that does not fit the job or flags that do not
+/// go together.
+pub(crate) fn stencil_spec(
+    world: &SimpleCommunicator,
+    args: &StencilArgs,
+) -> anyhow::Result<DomainSpec> {
     if args.steps == 0 {
         return Err(Error::InvalidInput("--steps must be at least 1".into()).into());
     }
@@ -185,7 +204,15 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
     }
     // Refused alike on every rank, before any device work.
     HaloPlan::compile(&resolve_procs(&spec, world)?, world.size(), world.rank())?;
+    Ok(spec)
+}
+
+pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()> {
+    let strategy: HaloStrategy = args.variant.parse()?;
+    let spec = stencil_spec(world, args)?;
     check_writable(world, args.json.as_deref())?;
+    let routes = read_routes(world, args.routes.as_deref())?;
+    let options = halo_options(args, strategy, routes.as_ref());
     dispatch(
         args.backend,
         local_rank(world),
@@ -193,7 +220,7 @@ pub fn run(world: &SimpleCommunicator, args: &StencilArgs) -> anyhow::Result<()>
             world,
             args,
             spec,
-            strategy,
+            options,
         },
     )
 }
@@ -202,7 +229,7 @@ struct Stencil<'a> {
     world: &'a SimpleCommunicator,
     args: &'a StencilArgs,
     spec: DomainSpec,
-    strategy: HaloStrategy,
+    options: HaloOptions,
 }
 
 impl OnBackend for Stencil<'_> {
@@ -211,12 +238,12 @@ impl OnBackend for Stencil<'_> {
             world,
             args,
             spec,
-            strategy,
+            options,
         } = self;
         if let Some(mode) = args.scaling {
-            return super::scaling::run(backend, world, args, &spec, strategy, mode);
+            return super::scaling::run(backend, world, args, &spec, options, mode);
         }
-        let Some(result) = measured(backend, world, args, spec, strategy)? else {
+        let Some(result) = measured(backend, world, args, spec, options)? else {
             return Ok(());
         };
         print_summary(&result);
@@ -230,14 +257,55 @@ impl OnBackend for Stencil<'_> {
     }
 }
 
-/// One run of the stencil on `comm` (every rank of it), verified unless `--no-verify`: the
-/// result on `comm`'s rank 0, `None` on the others.
+/// The exchange's options from the command line: the flags, or where a routes file is
+/// given, its routes (`auto` in its order) and settings over them.
+pub(crate) fn halo_options(
+    args: &StencilArgs,
+    strategy: HaloStrategy,
+    routes: Option<&RoutesFile>,
+) -> HaloOptions {
+    let options = HaloOptions {
+        transport: args.transport,
+        strategy,
+        timeout: Duration::from_secs_f64(args.timeout),
+        elems_per_thread: args.elems_per_thread,
+        threads: args.threads,
+        signalled_blocks: args.signalled_blocks,
+        fault: args.inject,
+        checked: args.checked,
+        gpu_aware_mpi: args.gpu_aware_mpi,
+        routes: None,
+    };
+    routes.map_or(options, |file| file.apply(options))
+}
+
+/// Reads the routes file `path` on every rank of `world`: a rank that cannot read it stops
+/// every rank, with its reason. Collective over `world`.
+///
+/// # Errors
+/// The file's problem as [`RoutesFile::read`] names it, on every rank.
+pub(crate) fn read_routes(
+    world: &SimpleCommunicator,
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<Option<RoutesFile>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let mine = RoutesFile::read(path).map_err(|e| e.to_string());
+    let all = all_gather(world, mine, |r, msg| {
+        Error::InvalidInput(format!("rank {r}: {msg}"))
+    })?;
+    Ok(all.into_iter().next())
+}
+
+/// One run of the stencil on `comm` (every rank of it) with the exchange's `options`, verified
+/// unless `--no-verify`: the result on `comm`'s rank 0, `None` on the others.
 pub(crate) fn measured<B: Backend>(
     backend: &B,
     comm: &SimpleCommunicator,
     args: &StencilArgs,
     spec: DomainSpec,
-    strategy: HaloStrategy,
+    options: HaloOptions,
 ) -> anyhow::Result<Option<StencilResult>> {
     let world = comm;
     {
@@ -245,17 +313,7 @@ pub(crate) fn measured<B: Backend>(
             spec,
             stencil: args.stencil,
             steps: args.steps,
-            options: HaloOptions {
-                transport: args.transport,
-                strategy,
-                timeout: Duration::from_secs_f64(args.timeout),
-                elems_per_thread: args.elems_per_thread,
-                threads: args.threads,
-                signalled_blocks: args.signalled_blocks,
-                fault: args.inject,
-                checked: args.checked,
-                gpu_aware_mpi: args.gpu_aware_mpi,
-            },
+            options,
             exchange_reps: args.exchange_reps,
             compute_steps: args.steps,
             form: args.stencil_form.code(),
@@ -274,11 +332,14 @@ pub(crate) fn measured<B: Backend>(
             .plan
             .neighbours
             .iter()
-            .zip(&run.links)
-            .map(|(n, link)| LinkRecord {
+            .zip(&run.routes)
+            .map(|(n, route)| LinkRecord {
                 direction: direction_name(n.direction),
                 peer: n.rank,
-                link: link.name().to_owned(),
+                locality: Some(route.locality),
+                link: route.link.name().to_owned(),
+                why: route.why.clone(),
+                passed_over: route.passed_over.clone(),
             })
             .collect();
         let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));
@@ -385,8 +446,8 @@ pub(crate) fn measured<B: Backend>(
                 .join(","),
             fields: config.spec.fields,
             steps: args.steps,
-            variant: strategy.name().to_owned(),
-            transport: args.transport.to_string(),
+            variant: options.strategy.name().to_owned(),
+            transport: options.transport.to_string(),
             links,
             one_launch,
             step_median_us,

@@ -32,7 +32,9 @@ use haloport_core::collective::{agree, barrier_until, lockstep_until};
 use haloport_core::domain::Neighbourhood;
 use haloport_core::domain::{Decomposition, DomainSpec, HaloPlan};
 use haloport_core::error::{Error, Result};
-use haloport_core::halo::{resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
+use haloport_core::halo::{
+    resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, RouteChoice,
+};
 use haloport_core::regions::{lanes_padding, stencil_launch, stencil_reads, Copy3d, ShellTiles};
 use haloport_core::regions::{shell_around, CellBox, HalosIn, STENCIL_THREADS};
 use haloport_core::shared::{
@@ -199,8 +201,8 @@ pub struct JacobiRun {
     pub inner_rows_padding: Option<RowsPadding>,
     /// This rank's plan.
     pub plan: HaloPlan,
-    /// How each neighbour's messages travelled, in the plan's order.
-    pub links: Vec<Link>,
+    /// How each neighbour's messages travelled and why, in the plan's order.
+    pub routes: Vec<RouteChoice>,
     /// Whether the last blocking exchange after the steps packed and unpacked in one launch;
     /// `None` where none ran.
     pub one_launch: Option<bool>,

@@ -87,7 +87,7 @@ pub fn run_jacobi<B: Backend>(
         upload_bytes(backend, memory, &zeros, stream, deadline())?;
     }
     // How each neighbour's messages travel: fixed when the exchange was set up.
-    let links = exchange.links();
+    let routes = exchange.route_choices().to_vec();
     let step = streams.step(
         backend, &launches, inner, &shell, &in_tiles, &halos_in, overlap,
     );
@@ -150,7 +150,7 @@ pub fn run_jacobi<B: Backend>(
         });
     Ok(JacobiRun {
         plan,
-        links,
+        routes,
         one_launch,
         shell_tiles,
         inner_kernel,

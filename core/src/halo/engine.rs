@@ -40,6 +40,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use super::exchange::{HaloFault, HaloOptions, HaloStrategy};
 use super::field::FieldMemory;
 use super::layout::{receiving_entry, sending_entry, Entry, EntryTable, Link, Mailbox, Side};
+use super::routes::{self, LinkFacts, Locality, RouteChoice, RouteOrder};
 use crate::backend::{
     deadline_in, poll_until, Backend, Coherence, DeviceMemory, Launch, LaunchDims, PinnedMemory,
 };
@@ -50,7 +51,7 @@ use crate::shared::{
     HP_MESSAGE_ABORTED, HP_MESSAGE_OK, HP_MESSAGE_TIMED_OUT, HP_REGIONS_PLAIN,
 };
 use crate::transport::mpi::MpiTransport;
-use crate::transport::node::{share_within_node, NodeShare};
+use crate::transport::node::{share_within_node, NodeShare, PeerAccess};
 use crate::transport::TransportKind;
 use crate::transport::{HostRegion, HostTransport, Transport};
 use crate::verify::{merge_checks, Verify};
@@ -319,6 +320,8 @@ pub struct MessageExchange<'b, B: Backend> {
     layout: Mailbox,
     options: HaloOptions,
     routes: Vec<Route>,
+    /// Each entry's route and why it was chosen, in entry order.
+    choices: Vec<RouteChoice>,
     /// Some message is host-staged (the CPU moves it between pack and unpack).
     staged_routes: bool,
     /// Everything kernels (ours and peers') touch; freed in `drop` only once shown unused.
@@ -390,6 +393,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// How each entry's messages travel, in entry order.
     pub fn links(&self) -> Vec<Link> {
         self.routes.iter().map(|r| r.link).collect()
+    }
+
+    /// Each entry's route and why it was chosen, in entry order.
+    pub fn route_choices(&self) -> &[RouteChoice] {
+        &self.choices
     }
 
     /// Whether the last exchange packed and unpacked in one launch (no kernel boundary).

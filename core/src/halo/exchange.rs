@@ -23,18 +23,23 @@ use crate::transport::mpi::{cartesian_topology, duplicate_raw, mpi_dims_create};
 use crate::transport::GpuAwareMpi;
 use crate::transport::TransportKind;
 
+use super::routes::{RouteChoice, RouteOrder};
+
 /// When host-staged messages move, relative to the kernels (the thesis's two strategies).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 pub enum HaloStrategy {
     /// Thesis 3.3's shape: the CPU waits for the whole pack, sends everything, receives
     /// everything, then queues the unpack.
     #[default]
+    #[serde(rename = "base")]
     Base,
     /// Thesis 3.4's idea per neighbour: each neighbour's message is sent as soon as its
     /// regions are packed (the pack kernel raises a per-message flag in pinned memory), and the
     /// unpack kernel is queued before the receives complete, unpacking each neighbour as the
     /// CPU raises its arrival flag.
+    #[serde(rename = "tq")]
     Taskqueue,
 }
 
@@ -79,25 +84,36 @@ pub enum HaloFault {
         /// The rank that fails.
         rank: i32,
     },
+    /// Rank `rank`'s device reaches no other device (as GPUs without peer access): under
+    /// `ipc` every rank must refuse the set-up; under `auto` the rank's same-node links take
+    /// another route at both ends.
+    NoPeerAccess {
+        /// The rank without peer access.
+        rank: i32,
+    },
 }
 
 impl std::str::FromStr for HaloFault {
     type Err = Error;
 
-    /// `drop-send=DIR`, DIR a direction such as `+x`, `-x+y`, `+x-y+z`; `setup-fails=RANK`.
+    /// `drop-send=DIR`, DIR a direction such as `+x`, `-x+y`, `+x-y+z`; `setup-fails=RANK`;
+    /// `no-peer-access=RANK`.
     fn from_str(s: &str) -> Result<HaloFault> {
         let bad = || {
             Error::InvalidInput(format!(
-                "unknown halo fault '{s}'; known: drop-send=DIR with DIR a direction such as +x, -y+z, +x-y+z; setup-fails=RANK"
+                "unknown halo fault '{s}'; known: drop-send=DIR with DIR a direction such as +x, -y+z, +x-y+z; setup-fails=RANK; no-peer-access=RANK"
             ))
         };
+        let rank_of = |r: &str| r.parse::<i32>().ok().filter(|&r| r >= 0).ok_or_else(bad);
         if let Some(rank) = s.strip_prefix("setup-fails=") {
-            let rank = rank
-                .parse::<i32>()
-                .ok()
-                .filter(|&r| r >= 0)
-                .ok_or_else(bad)?;
-            return Ok(HaloFault::SetupFails { rank });
+            return Ok(HaloFault::SetupFails {
+                rank: rank_of(rank)?,
+            });
+        }
+        if let Some(rank) = s.strip_prefix("no-peer-access=") {
+            return Ok(HaloFault::NoPeerAccess {
+                rank: rank_of(rank)?,
+            });
         }
         let dir = s.strip_prefix("drop-send=").ok_or_else(bad)?;
         let mut direction = [0_i8; 3];
@@ -160,6 +176,10 @@ pub struct HaloOptions {
     /// Whether messages that travel by MPI go from device memory (GPU-aware MPI) instead of
     /// pinned host memory: where MPI says it takes device memory, by default.
     pub gpu_aware_mpi: GpuAwareMpi,
+    /// With the `auto` transport, the routes preferred per kind of link (a routes file's,
+    /// [`RoutesFile::apply`](super::RoutesFile::apply)); `None`: by capability. Every rank
+    /// must be given the same.
+    pub routes: Option<RouteOrder>,
 }
 
 impl Default for HaloOptions {
@@ -174,6 +194,7 @@ impl Default for HaloOptions {
             fault: None,
             checked: false,
             gpu_aware_mpi: GpuAwareMpi::Auto,
+            routes: None,
         }
     }
 }
@@ -319,6 +340,11 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// How each neighbour's messages travel, in the plan's neighbour order.
     pub fn links(&self) -> Vec<Link> {
         self.engine.links()
+    }
+
+    /// Each neighbour's route and why it was chosen, in the plan's neighbour order.
+    pub fn route_choices(&self) -> &[RouteChoice] {
+        self.engine.route_choices()
     }
 
     /// Whether the last exchange packed and unpacked in one launch, with no kernel boundary

@@ -13,7 +13,7 @@
 
 use std::borrow::Borrow;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[cfg(test)]
 use crate::domain::HaloPlan;
@@ -228,23 +228,27 @@ pub(crate) const FLAG_STRIDE: u64 = 64;
 const ALIGN: u64 = 256;
 
 /// How one neighbour's messages travel (SPEC 12's per-peer choice).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Link {
     /// The neighbour is this rank (a periodic dimension with one process): the pack copies
     /// each message straight into the halo it fills, nothing to unpack (field payloads whose
     /// halo has the message's shape, as every plan's does); otherwise it stores into this
     /// rank's own receive slot and the unpack reads it, ordered by the stream.
+    #[serde(rename = "local")]
     Local,
     /// Host-staged MPI: pack stores into pinned host memory, MPI carries it.
+    #[serde(rename = "mpi")]
     Staged,
     /// Device-direct: pack stores into the peer's receive slot (IPC) and raises its flag.
+    #[serde(rename = "ipc")]
     Direct,
     /// GPU-aware MPI: pack stores into device memory, MPI carries it from there
     /// ([`GpuAwareMpi`](crate::transport::GpuAwareMpi)); the CPU moves it as for `Staged`.
+    #[serde(rename = "gpu-mpi")]
     DeviceMpi,
     /// NCCL (RCCL): pack stores into device memory, a grouped send and receive queued on the
     /// exchange's stream carries it, the unpack follows on the stream.
+    #[serde(rename = "nccl")]
     Nccl,
 }
 
@@ -260,6 +264,15 @@ impl Link {
         }
     }
 
+    /// Every route, in the order `auto` prefers them within a node (`local` first).
+    pub const ALL: [Link; 5] = [
+        Link::Local,
+        Link::Direct,
+        Link::Nccl,
+        Link::DeviceMpi,
+        Link::Staged,
+    ];
+
     /// The CPU hands the message to MPI between pack and unpack (`Staged`, `DeviceMpi`).
     pub fn through_mpi(self) -> bool {
         matches!(self, Link::Staged | Link::DeviceMpi)
@@ -269,6 +282,18 @@ impl Link {
     /// (`DeviceMpi`, `Nccl`).
     pub fn device_staged(self) -> bool {
         matches!(self, Link::DeviceMpi | Link::Nccl)
+    }
+}
+
+impl std::str::FromStr for Link {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> crate::Result<Link> {
+        Link::ALL.into_iter().find(|l| l.name() == s).ok_or_else(|| {
+            crate::Error::InvalidInput(format!(
+                "unknown route '{s}'; known: ipc (device-direct within a node), nccl (NCCL or RCCL), gpu-mpi (MPI from device memory), mpi (host-staged MPI), local (the rank itself)"
+            ))
+        })
     }
 }
 

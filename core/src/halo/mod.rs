@@ -12,20 +12,24 @@
 //!   [`HaloExchange::start`] / [`HaloExchange::finish`] order the exchange on the caller's
 //!   stream so that interior work can overlap it.
 //!
-//! Transports are chosen per neighbour ([`Link`]): host-staged MPI anywhere, device-direct
-//! stores into a same-node peer's memory with `ipc`, and for a periodic neighbour that is the
-//! rank itself a copy straight into the halo.
+//! Routes are chosen per neighbour ([`Link`], [`routes`]): host-staged MPI anywhere, GPU-aware
+//! MPI and NCCL from device memory, device-direct stores into a same-node peer's memory with
+//! `ipc`, and for a periodic neighbour that is the rank itself a copy straight into the halo;
+//! `auto` picks per neighbour by capability, or in the order a routes file measured
+//! ([`RoutesFile`]).
 
 pub(crate) mod engine;
 mod exchange;
 mod field;
 pub(crate) mod layout;
+pub mod routes;
 mod setup;
 
 pub use engine::ExchangeGraph;
 pub use exchange::{resolve_procs, HaloExchange, HaloFault, HaloOptions, HaloStrategy};
 pub use field::{describe_field, describe_shape, Field};
 pub use layout::{direction_name, Link};
+pub use routes::{RouteChoice, RouteOrder, RoutesFile};
 pub use setup::RankSetup;
 
 /// The message-level exchange [`HaloExchange`] is built on, open to other payloads: a

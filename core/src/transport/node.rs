@@ -39,6 +39,18 @@ enum Scope {
     Node,
 }
 
+/// What a same-node peer without peer access means for [`share_within_node`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerAccess {
+    /// An error on every rank (the `ipc` transport: device-direct or nothing).
+    Required,
+    /// The peer is left unopened, at both ends, and served by another route (`auto`).
+    WhereAvailable,
+    /// As `WhereAvailable`, and this rank's device answers that it reaches no other device
+    /// (an injected fault, for tests of the fallback).
+    DeniedHere,
+}
+
 /// The outcome of [`share_with_node`] or [`share_within_node`]: which ranks are on this
 /// rank's node, and the memory of the wanted same-node peers, opened.
 pub struct NodeShare<B: Backend> {
@@ -64,6 +76,12 @@ impl<B: Backend> NodeShare<B> {
     /// True when rank `peer` is on this rank's node.
     pub fn same_node(&self, peer: i32) -> bool {
         self.members.binary_search(&peer).is_ok()
+    }
+
+    /// True when rank `peer`'s memory was opened (same node, peer access both ways, wanted by
+    /// both): device-direct stores may reach it, and it may reach ours.
+    pub fn reachable(&self, peer: i32) -> bool {
+        self.peers.iter().any(|(r, _)| *r == peer)
     }
 
     /// The node (its lowest world rank) of every rank, when shared over the whole job
@@ -109,30 +127,44 @@ pub fn share_with_node<B: Backend>(
     wanted: &[i32],
     what: &str,
 ) -> Result<(Vec<B::DeviceMemory>, NodeShare<B>)> {
-    share(backend, world, Scope::World, allocate, wanted, what)
+    let scope = Scope::World;
+    share(
+        backend,
+        world,
+        scope,
+        PeerAccess::Required,
+        allocate,
+        wanted,
+        what,
+    )
 }
 
 /// As [`share_with_node`], but handles travel only between the ranks of one node (an
 /// `MPI_Comm_split_type(SHARED)` communicator): what each rank sends, keeps and opens depends
 /// on its node, never on the number of ranks in the job. Every failure is still agreed over
-/// `world`, so all ranks fail alike. Collective over `world`.
+/// `world`, so all ranks fail alike. Under `access` other than [`PeerAccess::Required`], a
+/// peer is opened only where both ends reach each other and want each other, so both ends of
+/// a link agree on whether it is device-direct ([`NodeShare::reachable`]). Collective over
+/// `world`.
 ///
 /// # Errors
 /// As [`share_with_node`]: [`Error::OtherRank`] on the ranks that did not fail themselves.
 pub fn share_within_node<B: Backend>(
     backend: &B,
     world: &SimpleCommunicator,
+    access: PeerAccess,
     allocate: impl FnOnce() -> Result<Vec<B::DeviceMemory>>,
     wanted: &[i32],
     what: &str,
 ) -> Result<(Vec<B::DeviceMemory>, NodeShare<B>)> {
-    share(backend, world, Scope::Node, allocate, wanted, what)
+    share(backend, world, Scope::Node, access, allocate, wanted, what)
 }
 
 fn share<B: Backend>(
     backend: &B,
     world: &SimpleCommunicator,
     scope: Scope,
+    access: PeerAccess,
     allocate: impl FnOnce() -> Result<Vec<B::DeviceMemory>>,
     wanted: &[i32],
     what: &str,
@@ -160,8 +192,18 @@ fn share<B: Backend>(
         Scope::World => all_gather(world, Ok(mine), collective)?,
         Scope::Node => all_gather(&node, Ok(mine), collective)?,
     };
-    let opened = open_peers(backend, rank, wanted, &all);
-    let peers = agree(world, &format!("setting up {what}"), opened)?;
+    let opened = open_peers(backend, rank, wanted, &all, access);
+    let mut peers = agree(world, &format!("setting up {what}"), opened)?;
+    if access != PeerAccess::Required {
+        // Keep a peer only where it opened this rank too: a device-direct link needs both.
+        let mine: Vec<i32> = peers.iter().map(|(r, _)| *r).collect();
+        let theirs = all_gather(&node, Ok((rank, mine)), collective)?;
+        peers.retain(|(p, _)| {
+            theirs
+                .iter()
+                .any(|(r, opened)| r == p && opened.contains(&rank))
+        });
+    }
     let mut members: Vec<i32> = all
         .iter()
         .filter(|e| e.node == leader)
@@ -188,12 +230,14 @@ fn share<B: Backend>(
     Ok((memories, share))
 }
 
-/// Opens the memory of every wanted rank on this node, after checking peer access.
+/// Opens the memory of every wanted rank on this node, after checking peer access: a peer
+/// without it is an error under [`PeerAccess::Required`], else left unopened.
 fn open_peers<B: Backend>(
     backend: &B,
     rank: i32,
     wanted: &[i32],
     all: &[Exported],
+    access: PeerAccess,
 ) -> Result<Vec<(i32, Vec<B::PeerMemory>)>> {
     let me = all
         .iter()
@@ -211,7 +255,12 @@ fn open_peers<B: Backend>(
         if them.node != me.node {
             continue;
         }
-        if !backend.can_access_peer(&them.identity)? {
+        let reaches =
+            access != PeerAccess::DeniedHere && backend.can_access_peer(&them.identity)?;
+        if !reaches && access != PeerAccess::Required {
+            continue;
+        }
+        if !reaches {
             return Err(Error::InvalidInput(format!(
                 "rank {rank} (device {}) cannot store into rank {p}'s device ({}): no peer access between them; use --transport mpi",
                 me.identity.id, them.identity.id

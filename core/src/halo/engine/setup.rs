@@ -65,10 +65,18 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             agree(world, "checking the halo exchange", local)?;
         let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
         let (mailbox, share) = if options.transport.within_node() {
+            let access = match options.transport {
+                TransportKind::Ipc => PeerAccess::Required,
+                _ if options.fault == Some(HaloFault::NoPeerAccess { rank }) => {
+                    PeerAccess::DeniedHere
+                }
+                _ => PeerAccess::WhereAvailable,
+            };
             // Allocates, exports and opens, agreeing on the outcome.
             let (mut memories, share) = share_within_node(
                 backend,
                 world,
+                access,
                 || Ok(vec![backend.alloc_device(mailbox_bytes)?]),
                 &wanted,
                 "the device-direct halo exchange",
@@ -83,33 +91,41 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         let n = ours.len();
         let status_layout = StatusLayout { messages: n };
         let device_mpi = device_mpi_ranks(backend, world, options.gpu_aware_mpi)?;
-        let remote = |peer: i32| peer != rank && !share.as_ref().is_some_and(|s| s.same_node(peer));
-        let nccl_between_nodes = options.transport == TransportKind::Auto
-            && nccl_everywhere(backend, world, ours.iter().any(|e| remote(e.peer)))?;
-        let links: Vec<Link> = ours
+        let nccl_loads = nccl_loads_everywhere(backend, world, &options)?;
+        let choices: Vec<RouteChoice> = ours
             .iter()
             .map(|entry| {
-                if entry.peer == rank {
-                    Link::Local
-                } else if options.transport == TransportKind::Nccl {
-                    Link::Nccl
-                } else if share.as_ref().is_some_and(|s| s.same_node(entry.peer)) {
-                    Link::Direct
-                } else if nccl_between_nodes {
-                    Link::Nccl
-                } else if device_mpi[rank as usize] && device_mpi[entry.peer as usize] {
-                    // Both ends give MPI device memory: each agrees on the link by itself.
-                    Link::DeviceMpi
-                } else {
-                    Link::Staged
-                }
+                let peer = entry.peer;
+                let same_node = share.as_ref().is_some_and(|s| s.same_node(peer));
+                let facts = LinkFacts {
+                    locality: if peer == rank {
+                        Locality::Itself
+                    } else if share.is_none() {
+                        Locality::NotAsked
+                    } else if same_node {
+                        Locality::SameNode
+                    } else {
+                        Locality::OtherNode
+                    },
+                    peer_access: share.as_ref().is_some_and(|s| s.reachable(peer)),
+                    nccl: nccl_loads,
+                    device_mpi: device_mpi[rank as usize] && device_mpi[peer as usize],
+                };
+                routes::choose(options.transport, options.routes.as_ref(), facts)
             })
             .collect();
+        let links: Vec<Link> = choices.iter().map(|c| c.link).collect();
         let staging_end = staging_extent(&mine, &links, |l| l == Link::Staged);
         let device_staging_end = staging_extent(&mine, &links, Link::device_staged);
-        // Every rank of an NCCL exchange builds the communicator (collective), whatever links
-        // it got.
-        let nccl = if options.transport == TransportKind::Nccl || nccl_between_nodes {
+        // Every rank builds the communicator where any rank has a link through NCCL
+        // (collective), whatever links it got itself.
+        let mine_nccl = links.contains(&Link::Nccl);
+        let any_nccl = all_gather(world, Ok(mine_nccl), |rank, message| Error::OtherRank {
+            rank,
+            message,
+        })?
+        .contains(&true);
+        let nccl = if any_nccl {
             Some(nccl::open(backend, world, options.timeout)?)
         } else {
             None
@@ -290,6 +306,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             layout: mine,
             options,
             routes,
+            choices,
             staged_routes,
             memory: ManuallyDrop::new(Memory {
                 nccl,
@@ -339,18 +356,44 @@ fn device_mpi_ranks<B: Backend>(
     })
 }
 
-/// Whether `auto` sends this exchange's messages between nodes through NCCL: some rank has a
-/// neighbour on another node (`remote`), and every rank is on a GPU backend and loads the
-/// library. Gathered, so that every rank answers alike (all of them then build the
-/// communicator). Collective over `world`.
-fn nccl_everywhere<B: Backend>(
+/// Whether every rank of `world` loads NCCL (RCCL) for `options`' routes: asked only where
+/// they may take NCCL (the `nccl` transport, or `auto`: by capability on a GPU backend, or a
+/// routes file naming it, which the host backend's stand-in serves too), and gathered with
+/// every rank's route order, which must be the same everywhere. Collective over `world`.
+fn nccl_loads_everywhere<B: Backend>(
     backend: &B,
     world: &SimpleCommunicator,
-    remote: bool,
+    options: &HaloOptions,
 ) -> Result<bool> {
-    let loads = backend.name() != "host" && crate::transport::nccl::probe(backend.name()).is_ok();
-    let all = all_gather(world, Ok((remote, loads)), |rank, message| {
+    let asks = routes::asks_for_nccl(options.transport, options.routes.as_ref(), backend.name());
+    let loads = asks && crate::transport::nccl::probe(backend.name()).is_ok();
+    let all = all_gather(world, Ok((loads, options.routes)), |rank, message| {
         Error::OtherRank { rank, message }
     })?;
-    Ok(all.iter().any(|(r, _)| *r) && all.iter().all(|(_, l)| *l))
+    if let Some((r, _)) = all
+        .iter()
+        .enumerate()
+        .find(|(_, (_, order))| *order != options.routes)
+    {
+        return Err(Error::InvalidInput(format!(
+            "rank {} was given routes {} and rank {r} routes {}: every rank must be given the same routes file",
+            world.rank(),
+            describe_order(options.routes.as_ref()),
+            describe_order(all[r].1.as_ref()),
+        )));
+    }
+    Ok(all.iter().all(|(l, _)| *l))
+}
+
+/// A route order in words, for messages.
+fn describe_order(order: Option<&RouteOrder>) -> String {
+    order.map_or_else(
+        || "by capability".to_owned(),
+        |o| {
+            format!(
+                "{} within a node, {} between nodes",
+                o.within_node, o.between_nodes
+            )
+        },
+    )
 }
