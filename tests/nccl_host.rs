@@ -6,35 +6,8 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
+use common::nccl::standin;
 use common::{mpirun_with_env, read_json};
-
-/// Builds the stand-in library into `dir` and returns its path.
-fn standin(dir: &std::path::Path) -> PathBuf {
-    let lib = dir.join("libnccl_standin.so");
-    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/nccl/standin/nccl_standin.c");
-    let mpicc = std::env::var("MPICC").unwrap_or_else(|_| "mpicc".into());
-    let output = Command::new(&mpicc)
-        .args([
-            "-shared",
-            "-fPIC",
-            "-O2",
-            "-fvisibility=hidden",
-            source,
-            "-o",
-        ])
-        .arg(&lib)
-        .output()
-        .unwrap_or_else(|e| panic!("{mpicc} runs (ci/setup.sh installs it): {e}"));
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    lib
-}
 
 const GRID: [&str; 6] = ["--grid", "20x12x10", "--steps", "4", "--type", "f32"];
 

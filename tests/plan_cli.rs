@@ -69,3 +69,79 @@ fn plans_that_do_not_fit_the_job_are_refused() {
     ])
     .assert_fails_with(2, "has 8 ranks; the job has 6");
 }
+
+/// `haloport plan` of rank 0 of 8 ranks (2x2x2) with `args`, its JSON.
+fn plan_routes(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("plan.json");
+    let mut all = vec![
+        "plan", "--ranks", "8", "--grid", "32x32x32", "--repeat", "1",
+    ];
+    all.extend_from_slice(args);
+    all.extend(["--json", json.to_str().expect("utf-8 path")]);
+    let job = alone(&all);
+    assert_eq!(job.code, Some(0), "{}", job.explain());
+    assert!(job.stdout.contains("route    why"), "{}", job.explain());
+    read_json(&json)
+}
+
+/// Each neighbour's (rank, route, why).
+fn routes(plan: &serde_json::Value) -> Vec<(i64, String, String)> {
+    plan["neighbours"]
+        .as_array()
+        .expect("neighbours")
+        .iter()
+        .map(|n| {
+            (
+                n["rank"].as_i64().expect("rank"),
+                n["route"].as_str().expect("route").to_owned(),
+                n["why"].as_str().expect("why").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn plan_shows_each_neighbours_route_and_why_as_the_exchange_would_choose() {
+    // Nodes of 4 ranks: ranks 0-3 share rank 0's node; GPU-aware MPI between nodes.
+    let auto = plan_routes(&[
+        "--ranks-per-node",
+        "4",
+        "--backend",
+        "host",
+        "--gpu-aware-mpi",
+        "on",
+    ]);
+    for (peer, route, why) in routes(&auto) {
+        let want = if peer < 4 { "ipc" } else { "gpu-mpi" };
+        assert_eq!(route, want, "rank {peer}: {why}");
+        assert!(
+            why.contains(if peer < 4 {
+                "same node"
+            } else {
+                "another node"
+            }),
+            "{why}"
+        );
+    }
+    // Host-staged MPI for everyone, said so.
+    let mpi = plan_routes(&["--transport", "mpi"]);
+    assert!(routes(&mpi)
+        .iter()
+        .all(|(_, r, w)| r == "mpi" && w.contains("transport mpi")));
+    // A routes file's order, and a bad one refused naming it.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("routes.json");
+    std::fs::write(
+        &file,
+        r#"{"schema": "haloport-routes/1", "within_node": ["mpi", "ipc"], "between_nodes": ["mpi"]}"#,
+    )
+    .expect("write the routes file");
+    let path = file.to_str().expect("utf-8 path");
+    let ordered = plan_routes(&["--ranks-per-node", "4", "--routes", path]);
+    assert!(routes(&ordered)
+        .iter()
+        .all(|(_, r, w)| r == "mpi" && w.contains("routes given")));
+    std::fs::write(&file, "{}").expect("write the routes file");
+    alone(&["plan", "--ranks", "8", "--routes", path]).assert_fails_with(2, path);
+}

@@ -6,6 +6,8 @@
 #![allow(dead_code)] // each test binary uses part of these helpers
 
 pub mod halos;
+pub mod nccl;
+pub mod nodes;
 
 use std::path::Path;
 use std::process::{Command, Output};

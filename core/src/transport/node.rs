@@ -39,16 +39,16 @@ enum Scope {
     Node,
 }
 
-/// What a same-node peer without peer access means for [`share_within_node`].
+/// What [`share_within_node`] does with a same-node peer that this rank's device cannot
+/// reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PeerAccess {
-    /// An error on every rank (the `ipc` transport: device-direct or nothing).
-    Required,
-    /// The peer is left unopened, at both ends, and served by another route (`auto`).
-    WhereAvailable,
-    /// As `WhereAvailable`, and this rank's device answers that it reaches no other device
-    /// (an injected fault, for tests of the fallback).
-    DeniedHere,
+pub struct PeerAccess {
+    /// Required: an error on every rank (the `ipc` transport: device-direct or nothing).
+    /// Otherwise the peer is left unopened, at both ends, and served by another route (`auto`).
+    pub required: bool,
+    /// This rank's device answers that it reaches no other device (an injected fault, for
+    /// tests of both outcomes).
+    pub denied_here: bool,
 }
 
 /// The outcome of [`share_with_node`] or [`share_within_node`]: which ranks are on this
@@ -127,23 +127,18 @@ pub fn share_with_node<B: Backend>(
     wanted: &[i32],
     what: &str,
 ) -> Result<(Vec<B::DeviceMemory>, NodeShare<B>)> {
-    let scope = Scope::World;
-    share(
-        backend,
-        world,
-        scope,
-        PeerAccess::Required,
-        allocate,
-        wanted,
-        what,
-    )
+    let access = PeerAccess {
+        required: true,
+        denied_here: false,
+    };
+    share(backend, world, Scope::World, access, allocate, wanted, what)
 }
 
 /// As [`share_with_node`], but handles travel only between the ranks of one node (an
 /// `MPI_Comm_split_type(SHARED)` communicator): what each rank sends, keeps and opens depends
 /// on its node, never on the number of ranks in the job. Every failure is still agreed over
-/// `world`, so all ranks fail alike. Under `access` other than [`PeerAccess::Required`], a
-/// peer is opened only where both ends reach each other and want each other, so both ends of
+/// `world`, so all ranks fail alike. Unless `access` requires peer access, a peer is opened
+/// only where both ends reach each other and want each other, so both ends of
 /// a link agree on whether it is device-direct ([`NodeShare::reachable`]). Collective over
 /// `world`.
 ///
@@ -194,7 +189,7 @@ fn share<B: Backend>(
     };
     let opened = open_peers(backend, rank, wanted, &all, access);
     let mut peers = agree(world, &format!("setting up {what}"), opened)?;
-    if access != PeerAccess::Required {
+    if !access.required {
         // Keep a peer only where it opened this rank too: a device-direct link needs both.
         let mine: Vec<i32> = peers.iter().map(|(r, _)| *r).collect();
         let theirs = all_gather(&node, Ok((rank, mine)), collective)?;
@@ -231,7 +226,7 @@ fn share<B: Backend>(
 }
 
 /// Opens the memory of every wanted rank on this node, after checking peer access: a peer
-/// without it is an error under [`PeerAccess::Required`], else left unopened.
+/// without it is an error where `access` requires it, else left unopened.
 fn open_peers<B: Backend>(
     backend: &B,
     rank: i32,
@@ -255,9 +250,8 @@ fn open_peers<B: Backend>(
         if them.node != me.node {
             continue;
         }
-        let reaches =
-            access != PeerAccess::DeniedHere && backend.can_access_peer(&them.identity)?;
-        if !reaches && access != PeerAccess::Required {
+        let reaches = !access.denied_here && backend.can_access_peer(&them.identity)?;
+        if !reaches && !access.required {
             continue;
         }
         if !reaches {

@@ -65,12 +65,9 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             agree(world, "checking the halo exchange", local)?;
         let wanted: Vec<i32> = ours.iter().map(|n| n.peer).collect();
         let (mailbox, share) = if options.transport.within_node() {
-            let access = match options.transport {
-                TransportKind::Ipc => PeerAccess::Required,
-                _ if options.fault == Some(HaloFault::NoPeerAccess { rank }) => {
-                    PeerAccess::DeniedHere
-                }
-                _ => PeerAccess::WhereAvailable,
+            let access = PeerAccess {
+                required: options.transport == TransportKind::Ipc,
+                denied_here: options.fault == Some(HaloFault::NoPeerAccess { rank }),
             };
             // Allocates, exports and opens, agreeing on the outcome.
             let (mut memories, share) = share_within_node(
