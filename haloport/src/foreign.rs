@@ -12,9 +12,10 @@
 //! What both layers share beyond the calls: the defaults a declaration starts from
 //! ([`DEFAULT_PERIODIC`] and its neighbours), the check that the caller's MPI is the library
 //! haloport was built against ([`check_mpi`]), the thread an object belongs to
-//! ([`OwnerThread`]), and teardown that knows a foreign program may end MPI first: an exchange
-//! dropped after `MPI_Finalize` is leaked with one line on standard error, never closed
-//! (closing calls MPI, which aborts the program then).
+//! ([`OwnerThread`]), a neighbour's route in words ([`locality_name`], [`route_explanation`]),
+//! and teardown that knows a foreign program may end MPI first: an exchange dropped after
+//! `MPI_Finalize` is leaked with one line on standard error, never closed (closing calls MPI,
+//! which aborts the program then).
 //!
 //! Threading: a [`ForeignExchange`] is used from the thread that made it (its backend's
 //! context is current there); the layers refuse other threads with [`OwnerThread::check`].
@@ -25,7 +26,8 @@ use std::time::Instant;
 
 use haloport_core::backend::DeviceInfo;
 use haloport_core::domain::{DomainSpec, HaloPlan, Neighbourhood};
-use haloport_core::halo::{ExchangeGraph, Field, HaloExchange, HaloOptions, Link};
+use haloport_core::halo::routes::Locality;
+use haloport_core::halo::{ExchangeGraph, Field, HaloExchange, HaloOptions, Link, RouteChoice};
 use haloport_core::{Backend, Error, Result};
 
 /// Which dimensions wrap around when a declaration does not say: all three, as the command
@@ -230,6 +232,32 @@ pub fn built_backends() -> &'static str {
     env!("HALOPORT_BACKENDS")
 }
 
+/// Where a neighbour is, named as the stencil's JSON names it (`Locality`'s serde names):
+/// `itself`, `same-node`, `other-node`, `not-asked`.
+pub fn locality_name(locality: Locality) -> &'static str {
+    match locality {
+        Locality::Itself => "itself",
+        Locality::SameNode => "same-node",
+        Locality::OtherNode => "other-node",
+        Locality::NotAsked => "not-asked",
+    }
+}
+
+/// A route's reason in one line, as `haloport plan` prints it: the `why`, then the routes
+/// passed over before it and why, where there were any (`same node; ... (passed over ipc: no
+/// peer access between the two devices; nccl: NCCL/RCCL is not loaded on every rank)`).
+pub fn route_explanation(choice: &RouteChoice) -> String {
+    if choice.passed_over.is_empty() {
+        return choice.why.clone();
+    }
+    let passed: Vec<String> = choice
+        .passed_over
+        .iter()
+        .map(|p| format!("{}: {}", p.route.name(), p.why))
+        .collect();
+    format!("{} (passed over {})", choice.why, passed.join("; "))
+}
+
 /// What a foreign caller tells apart: a C status code, a Python exception class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -384,6 +412,7 @@ self_cell::self_cell!(
 pub struct ForeignExchange {
     owned: Owned,
     plan: HaloPlan,
+    routes: Vec<RouteChoice>,
     timeout: std::time::Duration,
     owner: OwnerThread,
 }
@@ -500,12 +529,16 @@ impl ForeignExchange {
                 }
             }))
         })?;
-        let plan = owned.with_dependent(|_, slot| slot.as_ref().map(|e| e.plan().clone()));
-        let plan =
-            plan.ok_or_else(|| Error::Internal("an exchange set up without a plan".into()))?;
+        let set_up = owned.with_dependent(|_, slot| {
+            slot.as_ref()
+                .map(|e| (e.plan().clone(), e.route_choices().to_vec()))
+        });
+        let (plan, routes) =
+            set_up.ok_or_else(|| Error::Internal("an exchange set up without a plan".into()))?;
         Ok(ForeignExchange {
             owned,
             plan,
+            routes,
             timeout: options.timeout,
             owner,
         })
@@ -546,6 +579,12 @@ impl ForeignExchange {
         self.owned
             .with_dependent(|_, slot| slot.as_ref().map(Exchange::links))
             .unwrap_or_default()
+    }
+
+    /// Each neighbour's route and why it was chosen, in the plan's neighbour order (kept from
+    /// set-up, as the plan is).
+    pub fn route_choices(&self) -> &[RouteChoice] {
+        &self.routes
     }
 
     /// Bytes field `k` must have allocated (halos and padding included).
@@ -843,6 +882,17 @@ impl<'b> Exchange<'b> {
         }
     }
 
+    fn route_choices(&self) -> &[RouteChoice] {
+        match self {
+            #[cfg(feature = "host")]
+            Exchange::Host(e, _) => e.route_choices(),
+            #[cfg(feature = "cuda")]
+            Exchange::Cuda(e) => e.route_choices(),
+            #[cfg(feature = "hip")]
+            Exchange::Hip(e) => e.route_choices(),
+        }
+    }
+
     fn links(&self) -> Vec<Link> {
         match self {
             #[cfg(feature = "host")]
@@ -945,5 +995,49 @@ impl ForeignExchange {
                 b.stream_wait_event(&c, &event)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use haloport_core::halo::routes::PassedOver;
+
+    use super::*;
+
+    #[test]
+    fn a_route_explanation_adds_the_routes_passed_over_only_where_there_were_some() {
+        let mut choice = RouteChoice {
+            locality: Locality::SameNode,
+            link: Link::Staged,
+            why: "same node; routes given: the first of [ipc, mpi] that serves it".into(),
+            passed_over: Vec::new(),
+        };
+        assert_eq!(route_explanation(&choice), choice.why);
+        choice.passed_over = vec![
+            PassedOver {
+                route: Link::Direct,
+                why: "no peer access between the two devices".into(),
+            },
+            PassedOver {
+                route: Link::Nccl,
+                why: "NCCL/RCCL is not loaded on every rank".into(),
+            },
+        ];
+        assert_eq!(
+            route_explanation(&choice),
+            "same node; routes given: the first of [ipc, mpi] that serves it (passed over ipc: no peer access between the two devices; nccl: NCCL/RCCL is not loaded on every rank)"
+        );
+    }
+
+    #[test]
+    fn localities_are_named_as_in_the_json() {
+        let names = [
+            Locality::Itself,
+            Locality::SameNode,
+            Locality::OtherNode,
+            Locality::NotAsked,
+        ]
+        .map(locality_name);
+        assert_eq!(names, ["itself", "same-node", "other-node", "not-asked"]);
     }
 }
