@@ -29,7 +29,9 @@ module haloport
         HALOPORT_LINK_LOCAL = 0, HALOPORT_LINK_STAGED = 1, HALOPORT_LINK_DIRECT = 2, &
         HALOPORT_LINK_DEVICE_MPI = 3, HALOPORT_LINK_NCCL = 4, &
         HALOPORT_GPU_AWARE_MPI_AUTO = 0, HALOPORT_GPU_AWARE_MPI_ON = 1, &
-        HALOPORT_GPU_AWARE_MPI_OFF = 2
+        HALOPORT_GPU_AWARE_MPI_OFF = 2, &
+        HALOPORT_LOCALITY_ITSELF = 0, HALOPORT_LOCALITY_SAME_NODE = 1, &
+        HALOPORT_LOCALITY_OTHER_NODE = 2, HALOPORT_LOCALITY_NOT_ASKED = 3
 
     !> One field: the allocation's first cell and its size in bytes.
     type, bind(c), public :: haloport_field
@@ -43,13 +45,14 @@ module haloport
         haloport_domain_set_neighbourhood, haloport_domain_set_splits, haloport_domain_add_field
     public :: haloport_options_new, haloport_options_free, haloport_options_set_transport, &
         haloport_options_set_strategy, haloport_options_set_timeout, haloport_options_set_checked, &
-        haloport_options_set_gpu_aware_mpi
+        haloport_options_set_gpu_aware_mpi, haloport_options_set_routes_file
     public :: haloport_exchange_new, haloport_exchange_new_f, haloport_exchange_free, &
         haloport_exchange_start, haloport_exchange_finish, haloport_exchange_wait, &
         haloport_exchange_exchange, haloport_exchange_begin_capture, haloport_exchange_end_capture, &
         haloport_exchange_replay, haloport_graph_free, &
         haloport_exchange_local, haloport_exchange_allocation, haloport_exchange_process_grid, &
-        haloport_exchange_field_bytes, haloport_exchange_neighbour_count, haloport_exchange_neighbour
+        haloport_exchange_field_bytes, haloport_exchange_neighbour_count, haloport_exchange_neighbour, &
+        haloport_exchange_route
     public :: haloport_version_number, haloport_version_text, haloport_backends_text, &
         haloport_status_text, haloport_error_message
 
@@ -182,6 +185,12 @@ module haloport
             type(c_ptr), value :: options
             integer(c_int32_t), value :: setting
         end function
+        integer(c_int) function c_options_set_routes_file(options, path) &
+                bind(c, name="haloport_options_set_routes_file")
+            import :: c_int, c_char, c_ptr
+            type(c_ptr), value :: options
+            character(kind=c_char), intent(in) :: path(*)
+        end function
 
         !> Collective over comm (a Fortran communicator handle); options may be c_null_ptr.
         integer(c_int) function haloport_exchange_new_f(backend, comm, domain, options, out) &
@@ -278,6 +287,14 @@ module haloport
             integer(c_int32_t), intent(out) :: direction(3), rank
             integer(c_int), intent(out) :: link
         end function
+        integer(c_int) function c_exchange_route(exchange, index, locality, link, why) &
+                bind(c, name="haloport_exchange_route")
+            import :: c_int, c_size_t, c_ptr
+            type(c_ptr), value :: exchange
+            integer(c_size_t), value :: index
+            integer(c_int), intent(out) :: locality, link
+            type(c_ptr), intent(out) :: why
+        end function
 
         integer(c_int32_t) function haloport_version_number() bind(c, name="haloport_version_number")
             import :: c_int32_t
@@ -373,6 +390,30 @@ contains
         type(c_ptr), intent(in) :: exchange, graph
         integer(c_intptr_t), intent(in) :: stream
         status = c_exchange_replay(exchange, graph, transfer(stream, c_null_ptr))
+    end function
+
+    !> Reads the routes file at path (trailing blanks dropped) and applies it: the auto
+    !> transport with the file's routes, and the settings it measured.
+    integer(c_int) function haloport_options_set_routes_file(options, path) result(status)
+        type(c_ptr), intent(in) :: options
+        character(len=*), intent(in) :: path
+        status = c_options_set_routes_file(options, trim(path) // c_null_char)
+    end function
+
+    !> Neighbour index's route (0-based, the order of haloport_exchange_neighbour): where it
+    !> is (HALOPORT_LOCALITY_*), how its messages travel (HALOPORT_LINK_*) and why.
+    integer(c_int) function haloport_exchange_route(exchange, index, locality, link, why) result(status)
+        type(c_ptr), intent(in) :: exchange
+        integer(c_size_t), intent(in) :: index
+        integer(c_int), intent(out) :: locality, link
+        character(len=:), allocatable, intent(out) :: why
+        type(c_ptr) :: text
+        status = c_exchange_route(exchange, index, locality, link, text)
+        if (status == HALOPORT_STATUS_OK) then
+            why = from_c(text)
+        else
+            why = ""
+        end if
     end function
 
     !> A C string the library owns, as a Fortran string.

@@ -144,6 +144,28 @@ typedef enum haloport_link {
 } haloport_link;
 
 /**
+ * Where a neighbour is, seen from this rank.
+ */
+typedef enum haloport_locality {
+  /**
+   * The neighbour is this rank (a periodic dimension of one process).
+   */
+  HALOPORT_LOCALITY_ITSELF = 0,
+  /**
+   * Another rank on this rank's node.
+   */
+  HALOPORT_LOCALITY_SAME_NODE = 1,
+  /**
+   * A rank on another node.
+   */
+  HALOPORT_LOCALITY_OTHER_NODE = 2,
+  /**
+   * Another rank, not asked where (the `mpi` and `nccl` transports do not look).
+   */
+  HALOPORT_LOCALITY_NOT_ASKED = 3,
+} haloport_locality;
+
+/**
  * Which backend runs the exchange.
  */
 typedef enum haloport_backend_kind {
@@ -578,6 +600,23 @@ enum haloport_status haloport_exchange_neighbour(const struct haloport_exchange 
                                                  enum haloport_link *link);
 
 /**
+ * Neighbour `index`'s route (below `haloport_exchange_neighbour_count`, in the same order as
+ * `haloport_exchange_neighbour`): where the neighbour is (`locality`), how its messages travel
+ * (`link`, as `haloport_exchange_neighbour` gives it) and why (`why`: a NUL-terminated line
+ * such as "same node; routes given: the first of [mpi, ipc] that serves it", followed by
+ * " (passed over nccl: ...; gpu-mpi: ...)" where preferred routes could not serve the link).
+ * The `why` string belongs to the exchange and stays valid until `haloport_exchange_free`.
+ * Any out-parameter may be NULL.
+ *
+ * Errors: `HALOPORT_STATUS_INVALID_INPUT` for an `index` beyond the neighbours.
+ */
+enum haloport_status haloport_exchange_route(const struct haloport_exchange *exchange,
+                                             size_t index,
+                                             enum haloport_locality *locality,
+                                             enum haloport_link *link,
+                                             const char **why);
+
+/**
  * Makes options with the defaults: `mpi`, `base`, a time-out of 10 s, unchecked.
  */
 enum haloport_status haloport_options_new(struct haloport_options **out);
@@ -617,6 +656,20 @@ enum haloport_status haloport_options_set_timeout(struct haloport_options *optio
  */
 enum haloport_status haloport_options_set_checked(struct haloport_options *options,
                                                   int32_t checked);
+
+/**
+ * Reads the routes file at `path` (a NUL-terminated file name, as `haloport tune` writes it:
+ * schema `haloport-routes/1`) and applies it: the `auto` transport with the file's routes per
+ * kind of link, and the settings it measured best (strategy, threads, elements per thread,
+ * signalled blocks) where it carries them. Options set afterwards override it. The file is
+ * read during this call; `path` is not kept. Every rank gives the same file's contents.
+ *
+ * Errors: `HALOPORT_STATUS_INVALID_INPUT` for a file that cannot be read, is not JSON, has
+ * another schema, repeats or misplaces a route, or settings out of range; the message names
+ * the file and what is wrong. `HALOPORT_STATUS_NULL_ARGUMENT` for a NULL `path`.
+ */
+enum haloport_status haloport_options_set_routes_file(struct haloport_options *options,
+                                                      const char *path);
 
 /**
  * The message of the last call on this thread that did not return `HALOPORT_STATUS_OK`

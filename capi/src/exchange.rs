@@ -1,13 +1,15 @@
 //! The exchange handle: a declaration compiled for this rank of the caller's communicator,
 //! run on the caller's fields and streams.
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void, CString};
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
+use haloport::core::halo::routes::Locality;
 use haloport::core::halo::{HaloOptions, Link};
 use haloport::foreign::{
-    check_mpi, mpi_finalized, mpi_initialized, mpi_library_version, ForeignExchange, ForeignGraph,
-    RawField, RawStream,
+    check_mpi, mpi_finalized, mpi_initialized, mpi_library_version, route_explanation,
+    ForeignExchange, ForeignGraph, RawField, RawStream,
 };
 
 use crate::backend::BACKEND;
@@ -57,12 +59,85 @@ pub enum HaloportLink {
     Nccl = 4,
 }
 
+impl From<Link> for HaloportLink {
+    fn from(link: Link) -> HaloportLink {
+        match link {
+            Link::Local => HaloportLink::Local,
+            Link::Staged => HaloportLink::Staged,
+            Link::Direct => HaloportLink::Direct,
+            Link::DeviceMpi => HaloportLink::DeviceMpi,
+            Link::Nccl => HaloportLink::Nccl,
+        }
+    }
+}
+
+/// Where a neighbour is, seen from this rank.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaloportLocality {
+    /// The neighbour is this rank (a periodic dimension of one process).
+    Itself = 0,
+    /// Another rank on this rank's node.
+    SameNode = 1,
+    /// A rank on another node.
+    OtherNode = 2,
+    /// Another rank, not asked where (the `mpi` and `nccl` transports do not look).
+    NotAsked = 3,
+}
+
+impl From<Locality> for HaloportLocality {
+    fn from(locality: Locality) -> HaloportLocality {
+        match locality {
+            Locality::Itself => HaloportLocality::Itself,
+            Locality::SameNode => HaloportLocality::SameNode,
+            Locality::OtherNode => HaloportLocality::OtherNode,
+            Locality::NotAsked => HaloportLocality::NotAsked,
+        }
+    }
+}
+
+/// An exchange as C holds it: the exchange, and the texts `haloport_exchange_route` lends out
+/// (alive, at fixed addresses, until the exchange is freed).
+struct CExchange {
+    exchange: ForeignExchange,
+    /// Each neighbour's route explained, in the plan's order.
+    route_why: Vec<CString>,
+}
+
+impl CExchange {
+    fn new(exchange: ForeignExchange) -> CExchange {
+        let route_why = exchange
+            .route_choices()
+            .iter()
+            .map(|c| CString::new(route_explanation(c).replace('\0', " ")).unwrap_or_default())
+            .collect();
+        CExchange {
+            exchange,
+            route_why,
+        }
+    }
+}
+
+impl Deref for CExchange {
+    type Target = ForeignExchange;
+
+    fn deref(&self) -> &ForeignExchange {
+        &self.exchange
+    }
+}
+
+impl DerefMut for CExchange {
+    fn deref_mut(&mut self) -> &mut ForeignExchange {
+        &mut self.exchange
+    }
+}
+
 thread_local! {
-    static EXCHANGES: Table<ForeignExchange> = Table::new("exchange", AtExit::LeaveAndSay);
+    static EXCHANGES: Table<CExchange> = Table::new("exchange", AtExit::LeaveAndSay);
     static GRAPHS: Table<ForeignGraph> = Table::new("graph", AtExit::LeaveAndSay);
 }
 
-const EXCHANGE: Kind<ForeignExchange> = Kind {
+const EXCHANGE: Kind<CExchange> = Kind {
     table: &EXCHANGES,
     name: "exchange",
 };
@@ -134,7 +209,7 @@ fn new_exchange(
     // SAFETY: MPI is initialized; the header asks for a valid communicator that every rank
     // passes; haloport keeps only its own duplicate.
     let exchange = unsafe { ForeignExchange::new(backend, comm, &spec, options)? };
-    EXCHANGE.insert(exchange, out)
+    EXCHANGE.insert(CExchange::new(exchange), out)
 }
 
 /// Refuses calls before `MPI_Init` or after `MPI_Finalize`, which MPI itself would abort on.
@@ -160,7 +235,7 @@ pub extern "C" fn haloport_exchange_free(exchange: *mut HaloportExchange) -> Hal
             return Ok(());
         }
         match EXCHANGE.remove(exchange)? {
-            Ok(exchange) => Ok(exchange.close()?),
+            Ok(exchange) => Ok(exchange.exchange.close()?),
             Err(failed) => {
                 haloport::foreign::log_line(
                     "an exchange whose call failed inside haloport was freed: left to the process's exit, not torn down",
@@ -499,13 +574,10 @@ pub extern "C" fn haloport_exchange_neighbour(
                     neighbours.len()
                 ))
             })?;
-            let travels = match e.links().get(index) {
-                Some(Link::Local) => HaloportLink::Local,
-                Some(Link::Direct) => HaloportLink::Direct,
-                Some(Link::DeviceMpi) => HaloportLink::DeviceMpi,
-                Some(Link::Nccl) => HaloportLink::Nccl,
-                _ => HaloportLink::Staged,
-            };
+            let travels = e
+                .links()
+                .get(index)
+                .map_or(HaloportLink::Staged, |&l| l.into());
             // SAFETY: the header asks for writable values, or NULL.
             unsafe {
                 write3(direction, n.direction.map(i32::from));
@@ -514,6 +586,53 @@ pub extern "C" fn haloport_exchange_neighbour(
                 }
                 if !link.is_null() {
                     link.write(travels);
+                }
+            }
+            Ok(())
+        })
+    })
+}
+
+/// Neighbour `index`'s route (below `haloport_exchange_neighbour_count`, in the same order as
+/// `haloport_exchange_neighbour`): where the neighbour is (`locality`), how its messages travel
+/// (`link`, as `haloport_exchange_neighbour` gives it) and why (`why`: a NUL-terminated line
+/// such as "same node; routes given: the first of [mpi, ipc] that serves it", followed by
+/// " (passed over nccl: ...; gpu-mpi: ...)" where preferred routes could not serve the link).
+/// The `why` string belongs to the exchange and stays valid until `haloport_exchange_free`.
+/// Any out-parameter may be NULL.
+///
+/// Errors: `HALOPORT_STATUS_INVALID_INPUT` for an `index` beyond the neighbours.
+#[no_mangle]
+pub extern "C" fn haloport_exchange_route(
+    exchange: *const HaloportExchange,
+    index: usize,
+    locality: *mut HaloportLocality,
+    link: *mut HaloportLink,
+    why: *mut *const c_char,
+) -> HaloportStatus {
+    entry("haloport_exchange_route", || {
+        EXCHANGE.with(exchange, |e| {
+            let choices = e.route_choices();
+            let (choice, text) =
+                choices
+                    .get(index)
+                    .zip(e.route_why.get(index))
+                    .ok_or_else(|| {
+                        Failure::invalid(format!(
+                            "neighbour {index}: this rank has {} neighbours",
+                            choices.len()
+                        ))
+                    })?;
+            // SAFETY: the header asks for writable values, or NULL.
+            unsafe {
+                if !locality.is_null() {
+                    locality.write(choice.locality.into());
+                }
+                if !link.is_null() {
+                    link.write(choice.link.into());
+                }
+                if !why.is_null() {
+                    why.write(text.as_ptr());
                 }
             }
             Ok(())

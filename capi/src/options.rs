@@ -1,11 +1,13 @@
 //! The options handle: how an exchange runs.
 
+use std::ffi::{c_char, CStr};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use haloport::core::halo::{HaloOptions, HaloStrategy};
+use haloport::core::halo::{HaloOptions, HaloStrategy, RoutesFile};
 use haloport::core::transport::{GpuAwareMpi, TransportKind};
 
-use crate::handles::{AtExit, Kind, Table};
+use crate::handles::{null, AtExit, Kind, Table};
 use crate::status::{entry, Failure, HaloportStatus, Outcome};
 
 /// How an exchange runs: transport, strategy, time-out, checked mode. Made with
@@ -184,4 +186,49 @@ pub extern "C" fn haloport_options_set_checked(
         o.checked = checked != 0;
         Ok(())
     })
+}
+
+/// Reads the routes file at `path` (a NUL-terminated file name, as `haloport tune` writes it:
+/// schema `haloport-routes/1`) and applies it: the `auto` transport with the file's routes per
+/// kind of link, and the settings it measured best (strategy, threads, elements per thread,
+/// signalled blocks) where it carries them. Options set afterwards override it. The file is
+/// read during this call; `path` is not kept. Every rank gives the same file's contents.
+///
+/// Errors: `HALOPORT_STATUS_INVALID_INPUT` for a file that cannot be read, is not JSON, has
+/// another schema, repeats or misplaces a route, or settings out of range; the message names
+/// the file and what is wrong. `HALOPORT_STATUS_NULL_ARGUMENT` for a NULL `path`.
+#[no_mangle]
+pub extern "C" fn haloport_options_set_routes_file(
+    options: *mut HaloportOptions,
+    path: *const c_char,
+) -> HaloportStatus {
+    change("haloport_options_set_routes_file", options, |o| {
+        // SAFETY: the header asks for a NUL-terminated string, or NULL.
+        let path = unsafe { path_of(path)? };
+        *o = RoutesFile::read(&path)?.apply(*o);
+        Ok(())
+    })
+}
+
+/// A caller's file name: its bytes as they are on Unix, UTF-8 elsewhere.
+///
+/// # Safety
+/// `path` is NULL or points to a NUL-terminated string, alive during the call.
+unsafe fn path_of(path: *const c_char) -> Outcome<PathBuf> {
+    if path.is_null() {
+        return Err(null("the path"));
+    }
+    // SAFETY: non-null and NUL-terminated by this function's contract.
+    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+    }
+    #[cfg(not(unix))]
+    {
+        std::str::from_utf8(bytes)
+            .map(PathBuf::from)
+            .map_err(|_| Failure::invalid("the path is not UTF-8"))
+    }
 }

@@ -1,7 +1,7 @@
 ! The Fortran module's surface on 2 ranks of the host backend, from an mpi_f08 program: the
 ! communicator as type(MPI_Comm), streams as integer(c_intptr_t) (what CUDA Fortran's
 ! integer(cuda_stream_kind) holds) and as type(c_ptr), the allocation read back with its high
-! halos and padding, status names and the version. Prints one line per check; exits non-zero
+! halos and padding, a routes file and each neighbour's route, status names and the version. Prints one line per check; exits non-zero
 ! if any failed.
 !
 !   mpif90 api.f90 $(pkg-config --cflags --libs haloport-fortran haloport) -o api && mpirun -np 2 ./api
@@ -11,13 +11,19 @@ program api
     use haloport_f08
     implicit none
 
-    type(c_ptr) :: backend, domain, exchange, graph
+    type(c_ptr) :: backend, domain, exchange, graph, options
     integer(c_int64_t) :: local(3), origin(3), alloc(3), halo_lo(3), halo_hi(3), pad(3)
     integer(c_size_t) :: bytes
     real(c_double), allocatable, target :: u(:)
     type(haloport_field) :: fields(1)
     integer(c_intptr_t), parameter :: default_stream = 0
-    integer :: rank, failures, total
+    integer :: rank, failures, total, unit
+    integer(c_size_t) :: count, i
+    integer(c_int32_t) :: direction(3), peer
+    integer(c_int) :: link, routed, locality
+    character(len=:), allocatable :: why
+    character(len=512) :: tmp, routes
+    logical :: as_filed
 
     failures = 0
     call MPI_Init()
@@ -61,6 +67,41 @@ program api
     call expect("so there is no graph to end", &
         haloport_exchange_end_capture(exchange, default_stream, graph) == HALOPORT_STATUS_USAGE)
     call expect("freeing the exchange", haloport_exchange_free(exchange) == HALOPORT_STATUS_OK)
+
+    ! A routes file (as haloport tune writes it) putting mpi before ipc within the node.
+    call get_environment_variable("TMPDIR", tmp)
+    if (len_trim(tmp) == 0) tmp = "/tmp"
+    write(routes, '(a, a, i0, a)') trim(tmp), "/haloport-routes-fortran-", rank, ".json"
+    open(newunit=unit, file=trim(routes), status="replace", action="write")
+    write(unit, '(a)') '{"schema": "haloport-routes/1", "within_node": ["mpi", "ipc"], "between_nodes": ["mpi"]}'
+    close(unit)
+    call expect("options", haloport_options_new(options) == HALOPORT_STATUS_OK)
+    call expect("a routes file that does not exist", &
+        haloport_options_set_routes_file(options, trim(routes) // ".missing") == HALOPORT_STATUS_INVALID_INPUT)
+    call expect("... named in the message", index(haloport_error_message(), trim(routes) // ".missing") > 0)
+    call expect("the routes file", haloport_options_set_routes_file(options, routes) == HALOPORT_STATUS_OK)
+    call expect("an exchange with its routes", &
+        haloport_exchange_new(backend, MPI_COMM_WORLD, domain, options, exchange) == HALOPORT_STATUS_OK)
+    call expect("the neighbour count", haloport_exchange_neighbour_count(exchange, count) == HALOPORT_STATUS_OK)
+    as_filed = .true.
+    do i = 0, count - 1
+        as_filed = as_filed .and. haloport_exchange_neighbour(exchange, i, direction, peer, link) == HALOPORT_STATUS_OK
+        as_filed = as_filed .and. haloport_exchange_route(exchange, i, locality, routed, why) == HALOPORT_STATUS_OK
+        if (peer == rank) then
+            as_filed = as_filed .and. locality == HALOPORT_LOCALITY_ITSELF .and. routed == HALOPORT_LINK_LOCAL
+        else
+            as_filed = as_filed .and. locality == HALOPORT_LOCALITY_SAME_NODE .and. routed == HALOPORT_LINK_STAGED &
+                .and. index(why, "routes given: the first of [mpi, ipc]") > 0
+        end if
+    end do
+    call expect("every other rank's neighbour takes mpi, the file's first, saying why", as_filed)
+    call expect("a neighbour beyond the count", &
+        haloport_exchange_route(exchange, count, locality, routed, why) == HALOPORT_STATUS_INVALID_INPUT)
+    call expect("freeing that exchange", haloport_exchange_free(exchange) == HALOPORT_STATUS_OK)
+    call expect("freeing the options", haloport_options_free(options) == HALOPORT_STATUS_OK)
+    open(newunit=unit, file=trim(routes), status="old")
+    close(unit, status="delete")
+
     call expect("freeing the domain", haloport_domain_free(domain) == HALOPORT_STATUS_OK)
     call expect("freeing the backend", haloport_backend_free(backend) == HALOPORT_STATUS_OK)
 
