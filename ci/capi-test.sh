@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The C ABI as a user gets it: install the library as the README says (CMake, into a prefix),
-# build the C and Fortran examples and the C error-path test against the installed library
-# through pkg-config, build the C example once more through the CMake package, and run them
-# under mpirun -np 1, 2 and 4 (the error test on 2 ranks). Each example verifies its result
-# against one rank computing the whole grid and exits non-zero otherwise.
+# build the C and Fortran examples and the C error-path and routes tests against the installed
+# library through pkg-config, build the C example once more through the CMake package, and run
+# them under mpirun -np 1, 2 and 4 (the error and routes tests on 2 ranks). Each example
+# verifies its result against one rank computing the whole grid and exits non-zero otherwise.
 #
 # usage: ci/capi-test.sh [PREFIX]   (default build/prefix). Extra CMake options for the
 # library's build come from HALOPORT_CMAKE_ARGS (the test suite reuses its own cargo build).
@@ -27,6 +27,7 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:${PKG_CONFIG_PATH:-}
 export LD_LIBRARY_PATH=$prefix/lib:${LD_LIBRARY_PATH:-}
 mpicc -std=c99 -O2 -Wall -Wextra -Werror examples/c/jacobi.c $(pkg-config --cflags --libs haloport) -o "$build/c-jacobi"
 mpicc -std=c99 -O2 -Wall -Wextra -Werror -pthread capi/tests/c/errors.c $(pkg-config --cflags --libs haloport) -o "$build/c-errors"
+mpicc -std=c99 -O2 -Wall -Wextra -Werror capi/tests/c/routes.c $(pkg-config --cflags --libs haloport) -o "$build/c-routes"
 mpicc -std=c99 -O2 -Wall -Wextra -Werror capi/tests/c/never_freed.c $(pkg-config --cflags --libs haloport) -o "$build/c-never-freed"
 # The header from C++ too (extern "C", no C-only constructs; MPI's own C++ bindings left
 # out, whose casts warn).
@@ -47,6 +48,7 @@ for np in 1 2 4; do
 done
 run 2 "$build/cmake-consumer/jacobi"
 run 2 "$build/c-errors"
+run 2 "$build/c-routes"
 run 2 "$build/f-api"
 # A program that never frees its handles ends with MPI_Finalize: exit 0 on every rank, and
 # haloport says what it left to the process's exit.
