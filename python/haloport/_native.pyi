@@ -1,7 +1,8 @@
 """Type stubs of the extension module ``haloport._native`` (re-exported by ``haloport``)."""
 
+import os
 from types import TracebackType
-from typing import Any, Literal, Optional, Sequence, Tuple, Type, Union, final
+from typing import Any, List, Literal, Optional, Sequence, Tuple, Type, TypedDict, Union, final
 
 __all__ = ["Domain", "Exchange", "Graph", "Neighbour", "backends", "__version__"]
 
@@ -19,6 +20,22 @@ _DtypeLike = Any
 _ArrayLike = Any
 """An array offering ``__array_interface__`` (NumPy) or DLPack on the host backend,
 ``__cuda_array_interface__`` or DLPack (CuPy, PyTorch, Numba, JAX) on CUDA."""
+
+class _PassedOver(TypedDict):
+    """A route preferred before the one taken that could not serve the link."""
+
+    route: str
+    why: str
+
+class _Route(TypedDict):
+    """One neighbour's route (:attr:`Exchange.routes`)."""
+
+    direction: _Triple
+    peer: int
+    locality: Literal["itself", "same-node", "other-node", "not-asked"]
+    link: Literal["local", "mpi", "ipc", "gpu-mpi", "nccl"]
+    why: str
+    passed_over: List[_PassedOver]
 
 _StreamLike = Any
 """``None`` (the array library's current stream), an object with ``__cuda_stream__``, a CuPy or
@@ -125,11 +142,12 @@ class Neighbour:
         """The neighbour's rank in the exchange's communicator (this rank itself along a
         periodic dimension it alone spans)."""
     @property
-    def link(self) -> Literal["mpi", "ipc", "gpu-mpi", "local"]:
+    def link(self) -> Literal["mpi", "ipc", "gpu-mpi", "nccl", "local"]:
         """How its messages travel (the Rust library's ``Link``, the C ABI's
         ``haloport_link``): ``"mpi"`` (host-staged through MPI), ``"ipc"`` (device-direct into
-        the neighbour's memory), ``"gpu-mpi"`` (GPU-aware MPI from device memory) or
-        ``"local"`` (the neighbour is this rank: a periodic dimension it alone spans)."""
+        the neighbour's memory), ``"gpu-mpi"`` (GPU-aware MPI from device memory), ``"nccl"``
+        (NCCL, RCCL on AMD) or ``"local"`` (the neighbour is this rank: a periodic dimension it
+        alone spans). Why: :attr:`Exchange.routes`."""
 
 @final
 class Graph:
@@ -171,10 +189,16 @@ class Exchange:
             itself (costs the overlap of the unpack with later work).
         gpu_aware_mpi: whether messages through MPI go from device memory: ``"auto"`` (where
             the MPI library says it takes it; never on the host backend), ``"on"``, ``"off"``.
+        routes: a routes file (a path, ``str`` or ``os.PathLike``) as ``haloport tune`` writes
+            it: transport ``"auto"`` with the file's routes per kind of link (within a node,
+            between nodes), and the strategy and kernel settings it measured; it overrides
+            ``transport`` and ``strategy``. Every rank reads it; give every rank the same
+            contents. Each neighbour's route and why: :attr:`routes`.
 
     Raises:
         InvalidInputError: a bad option, a declaration the job cannot run or that differs
-            across ranks, ``comm`` not an mpi4py communicator.
+            across ranks, ``comm`` not an mpi4py communicator, a routes file that cannot be
+            read or is not valid (the message names the file).
         OtherRankError: another rank failed to set up.
         DeviceError: no device, the backend's kernels missing.
         MpiError: an MPI call failed.
@@ -192,6 +216,7 @@ class Exchange:
         timeout: float = 10.0,
         checked: bool = False,
         gpu_aware_mpi: Literal["auto", "on", "off"] = "auto",
+        routes: Union[str, "os.PathLike[str]", None] = None,
     ) -> "Exchange": ...
     def exchange(
         self, arrays: Union[_ArrayLike, Sequence[_ArrayLike]], stream: _StreamLike = None
@@ -305,6 +330,14 @@ class Exchange:
     def neighbours(self) -> list[Neighbour]:
         """Every neighbour this rank exchanges with, and how its messages travel."""
     @property
+    def routes(self) -> List[_Route]:
+        """Each neighbour's route and why it was chosen, in the order of :attr:`neighbours`
+        (a new list each time): ``{"direction": (dx, dy, dz), "peer": rank, "locality":
+        "same-node", "link": "ipc", "why": "...", "passed_over": [{"route": "nccl", "why":
+        "..."}]}``. ``locality`` is ``"itself"``, ``"same-node"``, ``"other-node"`` or
+        ``"not-asked"`` (the ``mpi`` and ``nccl`` transports do not look); ``passed_over``
+        lists the routes preferred before the one taken that could not serve the link."""
+    @property
     def domain(self) -> Domain:
         """The declaration."""
     @property
@@ -315,7 +348,8 @@ class Exchange:
         """The device's ordinal in this process."""
     @property
     def transport(self) -> str:
-        """``"mpi"`` or ``"ipc"``, as asked (each neighbour's own: :attr:`neighbours`)."""
+        """``"mpi"``, ``"ipc"``, ``"nccl"`` or ``"auto"``, as asked or as a routes file set it
+        (each neighbour's own: :attr:`neighbours`, and why: :attr:`routes`)."""
     @property
     def strategy(self) -> str:
         """``"base"`` or ``"tq"``."""

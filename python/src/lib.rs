@@ -24,19 +24,20 @@ mod arrays;
 mod errors;
 mod streams;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use haloport::core::domain::{DomainSpec, ElemType, FieldShape, Layout, Neighbourhood, Splits};
-use haloport::core::halo::{HaloOptions, HaloStrategy};
+use haloport::core::halo::{HaloOptions, HaloStrategy, RouteChoice, RoutesFile};
 use haloport::core::transport::{GpuAwareMpi, TransportKind};
 use haloport::foreign::{
-    built_backends, check_mpi, mpi_finalized, Allocation, BackendKind, ErrorKind, ForeignBackend,
-    ForeignExchange, ForeignGraph, RawField, DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD, DEFAULT_PAD,
-    DEFAULT_PERIODIC,
+    built_backends, check_mpi, locality_name, mpi_finalized, Allocation, BackendKind, ErrorKind,
+    ForeignBackend, ForeignExchange, ForeignGraph, RawField, DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD,
+    DEFAULT_PAD, DEFAULT_PERIODIC,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PySlice, PyTuple};
+use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
 
 use arrays::{Dtype, Expected, Target};
 use errors::{invalid, raise, IntoPyResult};
@@ -329,8 +330,9 @@ struct Neighbour {
     rank: i32,
     /// How its messages travel (the Rust library's `Link`, the C ABI's `haloport_link`):
     /// `"mpi"` (host-staged through MPI), `"ipc"` (device-direct into the neighbour's memory),
-    /// `"gpu-mpi"` (GPU-aware MPI from device memory) or `"local"` (the neighbour is this rank:
-    /// a periodic dimension it alone spans).
+    /// `"gpu-mpi"` (GPU-aware MPI from device memory), `"nccl"` (NCCL, RCCL on AMD) or
+    /// `"local"` (the neighbour is this rank: a periodic dimension it alone spans). Why:
+    /// `Exchange.routes`.
     link: String,
 }
 
@@ -360,14 +362,19 @@ impl Neighbour {
 ///         CUDA, see `backends()`).
 ///     device: the GPU this rank uses; by default its index among the ranks of its node.
 ///     transport: `"mpi"` (host-staged, or GPU-aware MPI), `"ipc"` (device-direct within a
-///         node) or `"nccl"` (NCCL, RCCL on AMD).
+///         node), `"nccl"` (NCCL, RCCL on AMD) or `"auto"` (per neighbour, by capability).
 ///     gpu_aware_mpi: `"auto"`, `"on"` or `"off"`.
 ///     strategy: `"base"` or `"tq"` (each neighbour sent and unpacked as soon as ready).
 ///     timeout: seconds any single wait may take before `TimeoutError` (default 10).
 ///     checked: `finish` waits for its unpack and reports a failure on the device itself.
+///     routes: a routes file (a path, `str` or `os.PathLike`) as `haloport tune` writes it:
+///         transport `"auto"` with the file's routes per kind of link, and the strategy and
+///         kernel settings it measured, overriding `transport` and `strategy`. Read on every
+///         rank; give every rank the same contents. Each neighbour's route: `routes`.
 ///
 /// Raises:
-///     InvalidInputError, OtherRankError, DeviceError, MpiError (see `haloport.errors`).
+///     InvalidInputError, OtherRankError, DeviceError, MpiError (see `haloport.errors`); a
+///     routes file that cannot be read or is not valid raises `InvalidInputError` naming it.
 #[pyclass(module = "haloport")]
 struct Exchange {
     /// The exchange and the thread it belongs to.
@@ -382,6 +389,8 @@ struct Exchange {
     ordinal: usize,
     options: HaloOptions,
     neighbours: Vec<Py<Neighbour>>,
+    /// Each neighbour's route and why, in the plan's order (kept from set-up).
+    routes: Vec<RouteChoice>,
     /// The arrays of every exchange started since the last wait (each object once), kept alive
     /// until a wait covers them: a `start` after `finish` (the next step before waiting) adds
     /// its arrays to those of the exchange still in flight, never replaces them.
@@ -618,7 +627,7 @@ fn node_rank(comm: &Bound<'_, PyAny>) -> PyResult<usize> {
 
 /// The options, each checked on this rank alone.
 fn parse_options(
-    (backend, _, transport, strategy, timeout, checked, gpu_aware_mpi): ExchangeOptions<'_>,
+    (backend, _, transport, strategy, timeout, checked, gpu_aware_mpi, routes): ExchangeOptions<'_>,
 ) -> PyResult<(BackendKind, HaloOptions)> {
     let kind: BackendKind = backend.parse().py()?;
     if !(timeout.is_finite() && timeout > 0.0 && timeout <= 86_400.0) {
@@ -633,6 +642,10 @@ fn parse_options(
         checked,
         gpu_aware_mpi: gpu_aware_mpi.parse::<GpuAwareMpi>().py()?,
         ..HaloOptions::default()
+    };
+    let options = match routes {
+        Some(path) => RoutesFile::read(path).py()?.apply(options),
+        None => options,
     };
     Ok((kind, options))
 }
@@ -862,8 +875,17 @@ impl Exchange {
 }
 
 /// The options of `Exchange.__new__`, as given: backend, device, transport, strategy,
-/// timeout, checked, GPU-aware MPI.
-type ExchangeOptions<'a> = (&'a str, Option<usize>, &'a str, &'a str, f64, bool, &'a str);
+/// timeout, checked, GPU-aware MPI, routes file.
+type ExchangeOptions<'a> = (
+    &'a str,
+    Option<usize>,
+    &'a str,
+    &'a str,
+    f64,
+    bool,
+    &'a str,
+    Option<&'a std::path::Path>,
+);
 
 /// Runs `work`, turning a panic (a fault of haloport, never the caller's) into an
 /// `InternalError` instead of PyO3's `PanicException`, which is no `Exception`.
@@ -999,6 +1021,7 @@ impl Exchange {
                 )
             })
             .collect::<PyResult<_>>()?;
+        let routes = inner.route_choices().to_vec();
         Ok(Exchange {
             owned: Owned {
                 inner: Some(inner),
@@ -1014,6 +1037,7 @@ impl Exchange {
             ordinal,
             options,
             neighbours,
+            routes,
             in_flight: Vec::new(),
             read: ReadCache::default(),
         })
@@ -1023,7 +1047,7 @@ impl Exchange {
 #[pymethods]
 impl Exchange {
     #[new]
-    #[pyo3(signature = (comm, domain, *, backend = "host", device = None, transport = "mpi", strategy = "base", timeout = 10.0, checked = false, gpu_aware_mpi = "auto"))]
+    #[pyo3(signature = (comm, domain, *, backend = "host", device = None, transport = "mpi", strategy = "base", timeout = 10.0, checked = false, gpu_aware_mpi = "auto", routes = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1036,6 +1060,7 @@ impl Exchange {
         timeout: f64,
         checked: bool,
         gpu_aware_mpi: &str,
+        routes: Option<PathBuf>,
     ) -> PyResult<Exchange> {
         let options = (
             backend,
@@ -1045,6 +1070,7 @@ impl Exchange {
             timeout,
             checked,
             gpu_aware_mpi,
+            routes.as_deref(),
         );
         guard(|| Exchange::build(py, comm, domain, options))
     }
@@ -1331,6 +1357,43 @@ impl Exchange {
         self.neighbours.iter().map(|n| n.clone_ref(py)).collect()
     }
 
+    /// Each neighbour's route and why it was chosen, in the order of `neighbours`: a new list
+    /// of dicts `{"direction": (dx, dy, dz), "peer": rank, "locality": "itself" | "same-node" |
+    /// "other-node" | "not-asked", "link": "local" | "mpi" | "ipc" | "gpu-mpi" | "nccl",
+    /// "why": "...", "passed_over": [{"route": "ipc", "why": "..."}, ...]}`, `passed_over`
+    /// naming the routes preferred before the one taken that could not serve the link.
+    #[getter]
+    fn routes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let records = self
+            .plan
+            .neighbours
+            .iter()
+            .zip(&self.routes)
+            .map(|(n, c)| {
+                let [dx, dy, dz] = n.direction;
+                let record = PyDict::new(py);
+                record.set_item("direction", (dx, dy, dz))?;
+                record.set_item("peer", n.rank)?;
+                record.set_item("locality", locality_name(c.locality))?;
+                record.set_item("link", c.link.name())?;
+                record.set_item("why", &c.why)?;
+                let passed = c
+                    .passed_over
+                    .iter()
+                    .map(|p| {
+                        let d = PyDict::new(py);
+                        d.set_item("route", p.route.name())?;
+                        d.set_item("why", &p.why)?;
+                        Ok(d)
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                record.set_item("passed_over", passed)?;
+                Ok(record)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, records)
+    }
+
     /// The declaration.
     #[getter]
     fn domain(&self, py: Python<'_>) -> Py<Domain> {
@@ -1349,7 +1412,8 @@ impl Exchange {
         self.ordinal
     }
 
-    /// `"mpi"` or `"ipc"`, as asked (each neighbour's own: `neighbours`).
+    /// `"mpi"`, `"ipc"`, `"nccl"` or `"auto"`, as asked or as a routes file set it (each
+    /// neighbour's own: `neighbours`, and why: `routes`).
     #[getter]
     fn transport(&self) -> &'static str {
         self.options.transport.name()
