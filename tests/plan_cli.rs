@@ -94,7 +94,7 @@ fn routes(plan: &serde_json::Value) -> Vec<(i64, String, String)> {
         .map(|n| {
             (
                 n["rank"].as_i64().expect("rank"),
-                n["route"].as_str().expect("route").to_owned(),
+                n["link"].as_str().expect("link").to_owned(),
                 n["why"].as_str().expect("why").to_owned(),
             )
         })

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use haloport::core::halo::routes::Locality;
 use haloport::core::halo::{HaloOptions, Link};
 use haloport::foreign::{
-    check_mpi, mpi_finalized, mpi_initialized, mpi_library_version, route_explanation,
-    ForeignExchange, ForeignGraph, RawField, RawStream,
+    check_mpi, mpi_finalized, mpi_initialized, mpi_library_version, ForeignExchange, ForeignGraph,
+    RawField, RawStream,
 };
 
 use crate::backend::BACKEND;
@@ -109,7 +109,7 @@ impl CExchange {
         let route_why = exchange
             .route_choices()
             .iter()
-            .map(|c| CString::new(route_explanation(c).replace('\0', " ")).unwrap_or_default())
+            .map(|c| CString::new(c.explained().replace('\0', " ")).unwrap_or_default())
             .collect();
         CExchange {
             exchange,

@@ -12,8 +12,7 @@
 //! What both layers share beyond the calls: the defaults a declaration starts from
 //! ([`DEFAULT_PERIODIC`] and its neighbours), the check that the caller's MPI is the library
 //! haloport was built against ([`check_mpi`]), the thread an object belongs to
-//! ([`OwnerThread`]), a neighbour's route in words ([`locality_name`], [`route_explanation`]),
-//! and teardown that knows a foreign program may end MPI first: an exchange dropped after
+//! ([`OwnerThread`]), and teardown that knows a foreign program may end MPI first: an exchange dropped after
 //! `MPI_Finalize` is leaked with one line on standard error, never closed (closing calls MPI,
 //! which aborts the program then).
 //!
@@ -26,7 +25,6 @@ use std::time::Instant;
 
 use haloport_core::backend::DeviceInfo;
 use haloport_core::domain::{DomainSpec, HaloPlan, Neighbourhood};
-use haloport_core::halo::routes::Locality;
 use haloport_core::halo::{ExchangeGraph, Field, HaloExchange, HaloOptions, Link, RouteChoice};
 use haloport_core::{Backend, Error, Result};
 
@@ -230,32 +228,6 @@ impl std::str::FromStr for BackendKind {
 /// The backends compiled into this build, comma-separated.
 pub fn built_backends() -> &'static str {
     env!("HALOPORT_BACKENDS")
-}
-
-/// Where a neighbour is, named as the stencil's JSON names it (`Locality`'s serde names):
-/// `itself`, `same-node`, `other-node`, `not-asked`.
-pub fn locality_name(locality: Locality) -> &'static str {
-    match locality {
-        Locality::Itself => "itself",
-        Locality::SameNode => "same-node",
-        Locality::OtherNode => "other-node",
-        Locality::NotAsked => "not-asked",
-    }
-}
-
-/// A route's reason in one line, as `haloport plan` prints it: the `why`, then the routes
-/// passed over before it and why, where there were any (`same node; ... (passed over ipc: no
-/// peer access between the two devices; nccl: NCCL/RCCL is not loaded on every rank)`).
-pub fn route_explanation(choice: &RouteChoice) -> String {
-    if choice.passed_over.is_empty() {
-        return choice.why.clone();
-    }
-    let passed: Vec<String> = choice
-        .passed_over
-        .iter()
-        .map(|p| format!("{}: {}", p.route.name(), p.why))
-        .collect();
-    format!("{} (passed over {})", choice.why, passed.join("; "))
 }
 
 /// What a foreign caller tells apart: a C status code, a Python exception class.
@@ -995,49 +967,5 @@ impl ForeignExchange {
                 b.stream_wait_event(&c, &event)
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use haloport_core::halo::routes::PassedOver;
-
-    use super::*;
-
-    #[test]
-    fn a_route_explanation_adds_the_routes_passed_over_only_where_there_were_some() {
-        let mut choice = RouteChoice {
-            locality: Locality::SameNode,
-            link: Link::Staged,
-            why: "same node; routes given: the first of [ipc, mpi] that serves it".into(),
-            passed_over: Vec::new(),
-        };
-        assert_eq!(route_explanation(&choice), choice.why);
-        choice.passed_over = vec![
-            PassedOver {
-                route: Link::Direct,
-                why: "no peer access between the two devices".into(),
-            },
-            PassedOver {
-                route: Link::Nccl,
-                why: "NCCL/RCCL is not loaded on every rank".into(),
-            },
-        ];
-        assert_eq!(
-            route_explanation(&choice),
-            "same node; routes given: the first of [ipc, mpi] that serves it (passed over ipc: no peer access between the two devices; nccl: NCCL/RCCL is not loaded on every rank)"
-        );
-    }
-
-    #[test]
-    fn localities_are_named_as_in_the_json() {
-        let names = [
-            Locality::Itself,
-            Locality::SameNode,
-            Locality::OtherNode,
-            Locality::NotAsked,
-        ]
-        .map(locality_name);
-        assert_eq!(names, ["itself", "same-node", "other-node", "not-asked"]);
     }
 }

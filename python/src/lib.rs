@@ -32,9 +32,9 @@ use haloport::core::domain::{DomainSpec, ElemType, FieldShape, Layout, Neighbour
 use haloport::core::halo::{HaloOptions, HaloStrategy, RouteChoice, RoutesFile};
 use haloport::core::transport::{GpuAwareMpi, TransportKind};
 use haloport::foreign::{
-    built_backends, check_mpi, locality_name, mpi_finalized, Allocation, BackendKind, ErrorKind,
-    ForeignBackend, ForeignExchange, ForeignGraph, RawField, DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD,
-    DEFAULT_PAD, DEFAULT_PERIODIC,
+    built_backends, check_mpi, mpi_finalized, Allocation, BackendKind, ErrorKind, ForeignBackend,
+    ForeignExchange, ForeignGraph, RawField, DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD, DEFAULT_PAD,
+    DEFAULT_PERIODIC,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
@@ -1374,7 +1374,7 @@ impl Exchange {
                 let record = PyDict::new(py);
                 record.set_item("direction", (dx, dy, dz))?;
                 record.set_item("peer", n.rank)?;
-                record.set_item("locality", locality_name(c.locality))?;
+                record.set_item("locality", c.locality.name())?;
                 record.set_item("link", c.link.name())?;
                 record.set_item("why", &c.why)?;
                 let passed = c

@@ -157,20 +157,10 @@ impl OnBackend for Routes<'_> {
             for r in &all {
                 println!("rank {}:", r.rank);
                 for (direction, peer, c) in &r.neighbours {
-                    let passed: Vec<String> = c
-                        .passed_over
-                        .iter()
-                        .map(|p| format!("{}: {}", p.route.name(), p.why))
-                        .collect();
                     println!(
-                        "  {direction:<8} rank {peer:>4}  {:<8} {}{}",
+                        "  {direction:<8} rank {peer:>4}  {:<8} {}",
                         c.link.name(),
-                        c.why,
-                        if passed.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (passed over {})", passed.join("; "))
-                        }
+                        c.explained()
                     );
                 }
             }

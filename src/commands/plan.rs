@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use haloport::core::domain::{direction_tag, DomainSpec};
-use haloport::core::halo::routes::{self, LinkFacts, Locality, PassedOver};
-use haloport::core::halo::{direction_name, HaloOptions, Link, RankSetup, RoutesFile};
+use haloport::core::halo::routes::{self, LinkFacts, Locality};
+use haloport::core::halo::{direction_name, HaloOptions, RankSetup, RouteChoice, RoutesFile};
 use haloport::core::transport::{self, GpuAwareMpi};
 use haloport_thesis::stats::median;
 use serde::Serialize;
@@ -28,10 +28,9 @@ struct NeighbourRow {
     cells_sent: u64,
     cells_received: u64,
     message_bytes: u64,
-    route: Link,
-    why: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    passed_over: Vec<PassedOver>,
+    /// Where the neighbour is, its route, why, and the routes passed over.
+    #[serde(flatten)]
+    route: RouteChoice,
 }
 
 #[derive(Serialize)]
@@ -88,9 +87,7 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<()> {
                 cells_sent: n.send.map_or(0, |s| s.elems()),
                 cells_received: n.recv.map_or(0, |s| s.elems()),
                 message_bytes: bytes,
-                route: route.link,
-                why: route.why,
-                passed_over: route.passed_over,
+                route,
             }
         })
         .collect();
@@ -153,14 +150,9 @@ fn print(r: &PlanResult) -> std::io::Result<()> {
         "  direction  tag    rank     kind  cells out  cells in  message bytes  route    why"
     )?;
     for n in &r.neighbours {
-        let passed: Vec<String> = n
-            .passed_over
-            .iter()
-            .map(|p| format!("{}: {}", p.route.name(), p.why))
-            .collect();
         writeln!(
             out,
-            "  {:<9} {:>4} {:>7} {:>8} {:>10} {:>9} {:>14}  {:<8} {}{}",
+            "  {:<9} {:>4} {:>7} {:>8} {:>10} {:>9} {:>14}  {:<8} {}",
             n.direction,
             n.tag,
             n.rank,
@@ -168,13 +160,8 @@ fn print(r: &PlanResult) -> std::io::Result<()> {
             n.cells_sent,
             n.cells_received,
             n.message_bytes,
-            n.route.name(),
-            n.why,
-            if passed.is_empty() {
-                String::new()
-            } else {
-                format!(" (passed over {})", passed.join("; "))
-            }
+            n.route.link.name(),
+            n.route.explained()
         )?;
     }
     Ok(())

@@ -9,8 +9,9 @@ use std::time::Duration;
 use anyhow::Context;
 use haloport::core::collective::{all_gather, all_gather_until};
 use haloport::core::domain::{DomainSpec, HaloPlan, Neighbourhood};
-use haloport::core::halo::routes::{Locality, PassedOver};
-use haloport::core::halo::{direction_name, resolve_procs, HaloOptions, HaloStrategy, RoutesFile};
+use haloport::core::halo::{
+    direction_name, resolve_procs, HaloOptions, HaloStrategy, RouteChoice, RoutesFile,
+};
 use haloport::core::{Backend, Error, Kernel};
 use haloport::foreign::BackendKind;
 use haloport::provenance::{provenance, Provenance};
@@ -157,18 +158,10 @@ struct RankRun {
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub(crate) struct LinkRecord {
     direction: String,
-    pub(crate) peer: i32,
-    /// Where the neighbour is: itself, same-node, other-node, or not-asked (older results
-    /// lack it).
-    #[serde(default)]
-    pub(crate) locality: Option<Locality>,
-    pub(crate) link: String,
-    /// Why the route was chosen (older results lack it).
-    #[serde(default)]
-    pub(crate) why: String,
-    /// The routes preferred before it that could not serve the link, and why.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) passed_over: Vec<PassedOver>,
+    peer: i32,
+    /// Where the neighbour is, its route (`link`), why, and the routes passed over before it.
+    #[serde(flatten)]
+    pub(crate) route: RouteChoice,
 }
 
 /// The declaration of `args`, checked alike on every rank of `world` before any device
@@ -336,10 +329,7 @@ pub(crate) fn measured<B: Backend>(
             .map(|(n, route)| LinkRecord {
                 direction: direction_name(n.direction),
                 peer: n.rank,
-                locality: Some(route.locality),
-                link: route.link.name().to_owned(),
-                why: route.why.clone(),
-                passed_over: route.passed_over.clone(),
+                route: route.clone(),
             })
             .collect();
         let collective = |r: i32, msg: String| Error::InvalidInput(format!("rank {r}: {msg}"));

@@ -15,9 +15,7 @@ use std::collections::BTreeMap;
 use anyhow::Context;
 use haloport::core::collective::all_gather;
 use haloport::core::domain::DomainSpec;
-use haloport::core::halo::routes::{
-    Locality, PassedOver, Preference, TunedSettings, ROUTES_SCHEMA,
-};
+use haloport::core::halo::routes::{Locality, Preference, TunedSettings, ROUTES_SCHEMA};
 use haloport::core::halo::{HaloOptions, HaloStrategy, Link, RouteOrder, RoutesFile};
 use haloport::core::transport::GpuAwareMpi;
 use haloport::core::{Backend, Error};
@@ -27,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::TuneArgs;
 use crate::commands::exchange::{check_writable_as, dispatch, write_json, OnBackend};
-use crate::commands::stencil::{halo_options, measured, stencil_spec, StencilResult};
+use crate::commands::stencil::{halo_options, measured, stencil_spec, LinkRecord, StencilResult};
 use crate::commands::{host_name, local_rank};
 
 /// One measured setting.
@@ -89,7 +87,7 @@ struct Outcome {
     verified: bool,
     verification: String,
     /// Per rank, per neighbour: where it is, its route and the routes passed over before it.
-    links: Vec<Vec<(Option<Locality>, String, Vec<PassedOver>)>>,
+    links: Vec<Vec<LinkRecord>>,
     device: String,
     grid: [u64; 3],
     procs: [u32; 3],
@@ -103,13 +101,14 @@ impl Outcome {
             .links
             .iter()
             .flatten()
-            .filter(|(l, _, _)| *l == Some(kind));
-        match of_kind.find(|(_, name, _)| name != link.name()) {
+            .map(|l| &l.route)
+            .filter(|r| r.locality == kind);
+        match of_kind.find(|r| r.link != link) {
             None => Ok(()),
-            Some((_, name, passed)) => Err(passed
-                .iter()
-                .find(|p| p.route == link)
-                .map_or_else(|| format!("a link took {name}"), |p| p.why.clone())),
+            Some(r) => Err(r.passed_over.iter().find(|p| p.route == link).map_or_else(
+                || format!("a link took {}", r.link.name()),
+                |p| p.why.clone(),
+            )),
         }
     }
 
@@ -118,15 +117,12 @@ impl Outcome {
         self.links
             .iter()
             .flatten()
-            .any(|(l, _, _)| *l == Some(kind))
+            .any(|l| l.route.locality == kind)
     }
 
     /// Whether any link took `link`.
     fn uses(&self, link: Link) -> bool {
-        self.links
-            .iter()
-            .flatten()
-            .any(|(_, name, _)| name == link.name())
+        self.links.iter().flatten().any(|l| l.route.link == link)
     }
 }
 
@@ -434,15 +430,7 @@ fn outcome(r: &StencilResult) -> Outcome {
         step_median_us: r.step_median_us,
         verified: r.verified,
         verification: r.verification.clone(),
-        links: r
-            .links
-            .iter()
-            .map(|rank| {
-                rank.iter()
-                    .map(|l| (l.locality, l.link.clone(), l.passed_over.clone()))
-                    .collect()
-            })
-            .collect(),
+        links: r.links.clone(),
         device: r.device.clone(),
         grid: r.grid,
         procs: r.procs,

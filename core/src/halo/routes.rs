@@ -31,6 +31,18 @@ pub enum Locality {
     NotAsked,
 }
 
+impl Locality {
+    /// The name used in results: `itself`, `same-node`, `other-node`, `not-asked`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Locality::Itself => "itself",
+            Locality::SameNode => "same-node",
+            Locality::OtherNode => "other-node",
+            Locality::NotAsked => "not-asked",
+        }
+    }
+}
+
 /// What is known of one link when its route is chosen; every field is the same at both ends
 /// (agreed at set-up), so both ends choose alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +183,23 @@ pub struct RouteChoice {
     /// The routes preferred before it that could not serve the link, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passed_over: Vec<PassedOver>,
+}
+
+impl RouteChoice {
+    /// The reason in one line: the `why`, then the routes passed over before it and why, where
+    /// there were any ("same node; ... (passed over ipc: no peer access between the two
+    /// devices)").
+    pub fn explained(&self) -> String {
+        if self.passed_over.is_empty() {
+            return self.why.clone();
+        }
+        let passed: Vec<String> = self
+            .passed_over
+            .iter()
+            .map(|p| format!("{}: {}", p.route.name(), p.why))
+            .collect();
+        format!("{} (passed over {})", self.why, passed.join("; "))
+    }
 }
 
 /// A preferred route that could not serve a link.
@@ -362,8 +391,8 @@ mod tests {
 
     fn order(within: &[Link], between: &[Link]) -> RouteOrder {
         RouteOrder {
-            within_node: Preference::new(within).unwrap(),
-            between_nodes: Preference::new(between).unwrap(),
+            within_node: Preference::new(within).expect("as the test expects"),
+            between_nodes: Preference::new(between).expect("as the test expects"),
         }
     }
 
@@ -442,12 +471,12 @@ mod tests {
     fn preferences_refuse_repeats_local_and_nothing() {
         assert!(Preference::new(&[]).is_err());
         assert!(Preference::new(&[Link::Local]).is_err());
-        let twice = Preference::new(&[Link::Nccl, Link::Staged, Link::Nccl]).unwrap_err();
+        let twice = Preference::new(&[Link::Nccl, Link::Staged, Link::Nccl]).expect_err("refused");
         assert!(
             twice.to_string().contains("'nccl' is listed twice"),
             "{twice}"
         );
-        let p = Preference::new(&[Link::Nccl, Link::Staged]).unwrap();
+        let p = Preference::new(&[Link::Nccl, Link::Staged]).expect("as the test expects");
         assert_eq!(p.to_string(), "[nccl, mpi]");
     }
 
@@ -457,9 +486,9 @@ mod tests {
             std::process::id(),
             text.len() * 31 + text.bytes().map(usize::from).sum::<usize>()
         ));
-        std::fs::write(&path, text).unwrap();
+        std::fs::write(&path, text).expect("as the test expects");
         let file = RoutesFile::read(&path);
-        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_file(&path).expect("as the test expects");
         file
     }
 
@@ -469,7 +498,7 @@ mod tests {
             "between_nodes": ["nccl", "mpi"], "why": {"within_node": "kept for people"},
             "settings": {"strategy": "tq", "threads": 128, "elems_per_thread": 2,
                          "signalled_blocks": 8}}"#;
-        let file = read(good).unwrap();
+        let file = read(good).expect("as the test expects");
         assert_eq!(
             file.order.within_node.routes(),
             [Link::Direct, Link::Staged]
@@ -506,13 +535,51 @@ mod tests {
             ),
             ("not json", "expected"),
         ] {
-            let err = read(text).unwrap_err().to_string();
+            let err = read(text).expect_err("refused").to_string();
             assert!(
                 err.contains(needle) && err.contains("routes file"),
                 "{text}: {err}"
             );
         }
-        let missing = RoutesFile::read(Path::new("/nonexistent/routes.json")).unwrap_err();
+        let missing = RoutesFile::read(Path::new("/nonexistent/routes.json")).expect_err("refused");
         assert!(missing.to_string().contains("cannot be read"), "{missing}");
+    }
+
+    #[test]
+    fn a_route_explained_adds_the_routes_passed_over_only_where_there_were_some() {
+        let mut choice = RouteChoice {
+            locality: Locality::SameNode,
+            link: Link::Staged,
+            why: "same node; routes given: the first of [ipc, mpi] that serves it".into(),
+            passed_over: Vec::new(),
+        };
+        assert_eq!(choice.explained(), choice.why);
+        choice.passed_over = vec![
+            PassedOver {
+                route: Link::Direct,
+                why: "no peer access between the two devices".into(),
+            },
+            PassedOver {
+                route: Link::Nccl,
+                why: "NCCL/RCCL is not loaded on every rank".into(),
+            },
+        ];
+        assert_eq!(
+            choice.explained(),
+            "same node; routes given: the first of [ipc, mpi] that serves it (passed over ipc: no peer access between the two devices; nccl: NCCL/RCCL is not loaded on every rank)"
+        );
+    }
+
+    #[test]
+    fn localities_are_named_as_in_the_json() {
+        for locality in [
+            Locality::Itself,
+            Locality::SameNode,
+            Locality::OtherNode,
+            Locality::NotAsked,
+        ] {
+            let json = serde_json::to_string(&locality).expect("as the test expects");
+            assert_eq!(json, format!("\"{}\"", locality.name()));
+        }
     }
 }
