@@ -9,11 +9,15 @@ fn main() {
         PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let header = manifest.join("../kernels-cu/haloport_shared.h");
     println!("cargo:rerun-if-changed={}", header.display());
+    let device = manifest.join("../kernels-cu/haloport_device.h");
+    println!("cargo:rerun-if-changed={}", device.display());
 
     let bindings = bindgen::Builder::default()
         .header(header.to_string_lossy())
         .allowlist_type("hp_.*")
         .allowlist_var("HP_.*")
+        .allowlist_type("haloport_fused.*")
+        .allowlist_var("HALOPORT_FUSED_.*")
         .derive_default(true)
         .derive_debug(true)
         .derive_copy(true)

@@ -15,6 +15,9 @@
 
 #include <stdint.h>
 
+/* The fused mode's descriptors (haloport_fused), which applications include alone. */
+#include "haloport_device.h"
+
 /* One block of the exchange pattern, as the kernels see it (SPEC 3). */
 typedef struct hp_block {
     /* Device address of this block's send buffer (f64 elements), in pinned host memory. */

@@ -21,6 +21,7 @@
 pub(crate) mod engine;
 mod exchange;
 mod field;
+pub mod fused;
 pub(crate) mod layout;
 pub mod routes;
 mod setup;

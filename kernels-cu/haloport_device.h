@@ -1,0 +1,174 @@
+/*
+ * haloport_device.h: halos written from the application's own kernels (fused mode).
+ *
+ * One header for CUDA and HIP (nvcc and hipcc compile it alike); a C compiler sees the types
+ * and the host-side helpers only. The library hands a kernel one descriptor per field and step
+ * (haloport_fused, in device memory); for each cell of its boundary the kernel asks where the
+ * cell goes in the neighbours' halos (none, or several: a corner cell of the boundary feeds 3
+ * faces, 3 edges and 1 corner, more where a rank is as narrow as its halos) and stores it there, then each block reports the cells it stored per message. The stores are the
+ * exchange: no pack kernel reads the boundary again and no unpack kernel writes the halo.
+ *
+ *     __global__ void boundary(const haloport_fused* out, const double* u, double* v, ...)
+ *     {
+ *         ... compute v[i] for cell (x, y, z) ...
+ *         v[i] = value;
+ *         haloport_store_f64(out, x, y, z, value);      // into every neighbour that needs it
+ *         haloport_block_done(out, block_lo, block_hi); // every thread of the block calls it
+ *     }
+ *
+ * Indices are those of the field's allocated array (halos included, x innermost); a block
+ * reports the box [block_lo, block_hi) of cells it stored (each cell once, from one block).
+ * The library waits on the receiving side until every cell of every message arrived (a count
+ * per message in the receiver's memory) and, before a step's stores, until each neighbour is
+ * done reading the halo they overwrite: the kernel itself never waits.
+ *
+ * Only fixed-width types and no pointers in the structs: the layout is the same for nvcc,
+ * hipcc, clang (bindgen makes haloport's Rust twin of these types) and rustc.
+ */
+#ifndef HALOPORT_DEVICE_H
+#define HALOPORT_DEVICE_H
+
+#include <stdint.h>
+
+/* Most messages of one rank: 26 neighbours (faces, edges, corners). */
+#define HALOPORT_FUSED_MESSAGES 26u
+
+/* One neighbour's message of one field. */
+typedef struct haloport_fused_message {
+    /* Address of the neighbour's field element 0 as this process reaches it (mapped from the
+     * neighbour, or this rank's own field where the neighbour is this rank). */
+    uint64_t dest;
+    /* Elements from `dest` to the halo cell that receives this rank's cell `lo`. */
+    uint64_t dest_offset;
+    /* Element strides of the neighbour's array, innermost first (1, ax, ax * ay). */
+    uint64_t dest_stride[3];
+    /* Address of the neighbour's count of this message's cells arrived (uint64, monotonic). */
+    uint64_t counter;
+    /* The cells the neighbour needs: [lo, hi) per dimension, indices of this rank's array. */
+    uint32_t lo[3];
+    uint32_t hi[3];
+} haloport_fused_message;
+
+/* What a kernel needs to write one field's halos into its neighbours. */
+typedef struct haloport_fused {
+    /* Messages in use, message[0 .. messages). */
+    uint32_t messages;
+    /* Bytes of one element of the field (4 or 8; a component of a vector field counts alone). */
+    uint32_t elem_bytes;
+    /* Cells no neighbour needs: [quiet_lo, quiet_hi) per dimension (empty where lo >= hi), so
+     * that most cells are answered by one test. */
+    uint32_t quiet_lo[3];
+    uint32_t quiet_hi[3];
+    haloport_fused_message message[HALOPORT_FUSED_MESSAGES];
+} haloport_fused;
+
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#endif
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define HALOPORT_DEVICE __device__ __forceinline__
+#else
+#define HALOPORT_DEVICE static inline
+#endif
+
+/* Whether cell (x, y, z) lies in [lo, hi). */
+HALOPORT_DEVICE int haloport_in_box(const uint32_t lo[3], const uint32_t hi[3], uint32_t x,
+                                    uint32_t y, uint32_t z)
+{
+    return x >= lo[0] && x < hi[0] && y >= lo[1] && y < hi[1] && z >= lo[2] && z < hi[2];
+}
+
+/* Whether no message takes cell (x, y, z) (one test answers most cells). */
+HALOPORT_DEVICE int haloport_quiet(const haloport_fused* d, uint32_t x, uint32_t y, uint32_t z)
+{
+    return haloport_in_box(d->quiet_lo, d->quiet_hi, x, y, z);
+}
+
+/* Whether message m takes cell (x, y, z), and if so the byte address it goes to (*addr). */
+HALOPORT_DEVICE int haloport_target(const haloport_fused* d, uint32_t m, uint32_t x, uint32_t y,
+                                    uint32_t z, uint64_t* addr)
+{
+    const haloport_fused_message* e = &d->message[m];
+    if (!haloport_in_box(e->lo, e->hi, x, y, z)) {
+        return 0;
+    }
+    uint64_t at = e->dest_offset + (uint64_t)(x - e->lo[0]) * e->dest_stride[0] +
+                  (uint64_t)(y - e->lo[1]) * e->dest_stride[1] +
+                  (uint64_t)(z - e->lo[2]) * e->dest_stride[2];
+    *addr = e->dest + at * d->elem_bytes;
+    return 1;
+}
+
+/* Cells of [lo, hi) that message m carries (the box's overlap with the message's cells). */
+HALOPORT_DEVICE uint64_t haloport_box_cells(const haloport_fused* d, uint32_t m,
+                                            const uint32_t lo[3], const uint32_t hi[3])
+{
+    const haloport_fused_message* e = &d->message[m];
+    uint64_t cells = 1;
+    for (int k = 0; k < 3; ++k) {
+        uint32_t a = lo[k] > e->lo[k] ? lo[k] : e->lo[k];
+        uint32_t b = hi[k] < e->hi[k] ? hi[k] : e->hi[k];
+        if (a >= b) {
+            return 0;
+        }
+        cells *= (uint64_t)(b - a);
+    }
+    return cells;
+}
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+
+/* Stores `value` (one element of the field) wherever cell (x, y, z) goes. */
+HALOPORT_DEVICE void haloport_store_f64(const haloport_fused* d, uint32_t x, uint32_t y,
+                                        uint32_t z, double value)
+{
+    uint64_t addr;
+    if (haloport_quiet(d, x, y, z)) {
+        return;
+    }
+    for (uint32_t m = 0; m < d->messages; ++m) {
+        if (haloport_target(d, m, x, y, z, &addr)) {
+            *(double*)addr = value;
+        }
+    }
+}
+
+/* The same for a 4-byte element. */
+HALOPORT_DEVICE void haloport_store_f32(const haloport_fused* d, uint32_t x, uint32_t y,
+                                        uint32_t z, float value)
+{
+    uint64_t addr;
+    if (haloport_quiet(d, x, y, z)) {
+        return;
+    }
+    for (uint32_t m = 0; m < d->messages; ++m) {
+        if (haloport_target(d, m, x, y, z, &addr)) {
+            *(float*)addr = value;
+        }
+    }
+}
+
+/* Reports the cells of [lo, hi) this block stored to each message: every thread of the block
+ * calls it after its stores (it synchronizes the block). Each thread's stores are fenced at
+ * system scope (they may cross to another GPU), then one thread adds each message's cells to
+ * the neighbour's count: when a count reaches its whole, the neighbour's wait ends. */
+HALOPORT_DEVICE void haloport_block_done(const haloport_fused* d, const uint32_t lo[3],
+                                         const uint32_t hi[3])
+{
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x != 0 || threadIdx.y != 0 || threadIdx.z != 0) {
+        return;
+    }
+    for (uint32_t m = 0; m < d->messages; ++m) {
+        uint64_t cells = haloport_box_cells(d, m, lo, hi);
+        if (cells != 0) {
+            atomicAdd((unsigned long long*)d->message[m].counter, (unsigned long long)cells);
+        }
+    }
+}
+
+#endif /* __CUDACC__ || __HIPCC__ */
+
+#endif /* HALOPORT_DEVICE_H */
