@@ -169,7 +169,7 @@ impl Overlap {
 }
 
 /// Whether every neighbour in `plan` is its own rank (or it has none): its exchange is then
-/// copies within the device ([`Link::Local`]).
+/// copies within the device ([`Link::Local`](haloport_core::halo::Link::Local)).
 pub fn alone(plan: &HaloPlan) -> bool {
     plan.neighbours
         .iter()
