@@ -769,8 +769,8 @@ pub struct StencilArgs {
     /// HIP graph once and replay it for every pair of steps after the first two (which run
     /// uncaptured): no host call inside a replayed step. The steps without the exchange
     /// (compute alone) are replayed two to a graph of their own alike.
-    /// Needs a GPU backend and every neighbour device-direct (--transport ipc, one node) or
-    /// the rank itself.
+    /// Needs a GPU backend and every neighbour device-direct, over nccl, or the rank itself
+    /// (MPI needs the CPU between pack and unpack).
     #[arg(long)]
     pub graph: bool,
     /// Update the shell's x and y slabs in launches of their own beside the inner box (as the

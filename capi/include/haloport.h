@@ -508,9 +508,8 @@ enum haloport_status haloport_exchange_run(struct haloport_exchange *exchange,
  * even number of exchanges (the receive slots alternate; a Jacobi code captures two steps).
  * Waits first for every kernel of earlier exchanges.
  *
- * Errors: `HALOPORT_STATUS_INVALID_INPUT` naming the first neighbour whose messages are
- * host-staged (only device-direct and local neighbours can be captured: transport IPC, every
- * neighbour on this node); `HALOPORT_STATUS_DEVICE` on the host backend (no graphs);
+ * Errors: `HALOPORT_STATUS_INVALID_INPUT` naming the first neighbour whose messages go
+ * through MPI (only device-direct, NCCL and local neighbours can be captured); `HALOPORT_STATUS_DEVICE` on the host backend (no graphs);
  * `HALOPORT_STATUS_USAGE` while capturing or between `_start` and `_finish`.
  */
 enum haloport_status haloport_exchange_begin_capture(struct haloport_exchange *exchange,

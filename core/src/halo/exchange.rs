@@ -424,11 +424,11 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// one exchange to the next): a Jacobi code captures two steps, which also swaps its
     /// fields back. Waits first for every kernel of earlier exchanges.
     ///
-    /// Only device-direct and local neighbours can be captured: a host-staged message needs
-    /// the CPU between pack and unpack.
+    /// Only device-direct, NCCL and local neighbours can be captured: a message through MPI
+    /// needs the CPU between pack and unpack.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] naming the first host-staged neighbour; [`Error::Usage`] while
+    /// [`Error::InvalidInput`] naming the first neighbour through MPI; [`Error::Usage`] while
     /// capturing or between `start` and `finish`; [`Error::Unsupported`] on a backend without
     /// graphs (host); backend and time-out errors.
     pub fn begin_capture(&mut self, stream: &B::Stream) -> Result<()> {

@@ -3,9 +3,9 @@
 //!
 //! Between [`MessageExchange::begin_capture`] and [`MessageExchange::end_capture`], `start`
 //! and `finish` queue their launches on the capturing stream as always, but record no events
-//! and wait for nothing: the backend holds the launches instead of running them. Only
-//! device-direct and local messages can be captured; a host-staged one needs the CPU between
-//! pack and unpack (MPI), so capture is refused, naming it.
+//! and wait for nothing: the backend holds the launches instead of running them. Device-direct,
+//! NCCL and local messages can be captured; one through MPI needs the CPU between pack and
+//! unpack, so capture is refused, naming it.
 //!
 //! Epochs. Every launch carries the epoch it was queued for, and flags compare epochs, so a
 //! replay must see new ones. A captured launch's epoch is moved on by a word in device memory
@@ -91,7 +91,7 @@ impl<B: Backend> MessageExchange<'_, B> {
     /// Waits first for every kernel of earlier exchanges.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] naming the first host-staged neighbour, if any;
+    /// [`Error::InvalidInput`] naming the first neighbour through MPI, if any;
     /// [`Error::Usage`] while capturing or between `start` and `finish`;
     /// [`Error::Unsupported`] on a backend without graphs; backend and time-out errors.
     pub fn begin_capture(&mut self, stream: &B::Stream) -> Result<()> {
@@ -112,7 +112,7 @@ impl<B: Backend> MessageExchange<'_, B> {
         if let Some(i) = self.routes.iter().position(|r| r.link.through_mpi()) {
             let entry = &self.entries[i];
             return Err(Error::InvalidInput(format!(
-                "the halo exchange cannot be captured into a graph: its {} messages with rank {} are host-staged (MPI through pinned memory needs the CPU between pack and unpack); only device-direct and local neighbours can be captured (transport ipc, every neighbour on this node)",
+                "the halo exchange cannot be captured into a graph: its {} messages with rank {} go through MPI (which needs the CPU between pack and unpack); only device-direct, nccl and local neighbours can be captured (transport ipc on one node, nccl, or auto where NCCL loads)",
                 entry.name, entry.peer
             )));
         }
