@@ -6,7 +6,8 @@
 //! with the same flags), timed by its blocking exchanges of all fields (the median of the
 //! slowest rank's). First the routes, one kind of link at a time (within a node, between
 //! nodes): each route that may serve it is put first in the `auto` order, and a route counts
-//! only where every link of that kind took it. Then the settings, one at a time from the
+//! only where every link of that kind took it; the routes within a node are timed again beside
+//! the routes chosen between nodes where those differ from the order by capability. Then the settings, one at a time from the
 //! defaults with the routes chosen: strategy, threads, elements per thread, signalled blocks
 //! (where a link is device-direct); each keeps the fastest value before the next is tried.
 
@@ -145,18 +146,27 @@ impl OnBackend for Tune<'_> {
         };
         let by_capability = RouteOrder::by_capability();
         let first = tuner.measure("auto by capability", base_with(base, by_capability))?;
-        let (within_node, within_why) =
-            tuner.routes(base, &first, Locality::SameNode, by_capability)?;
-        let order = RouteOrder {
+        let (within_node, mut within_why) =
+            tuner.routes(base, &first, Locality::SameNode, by_capability, "")?;
+        let mut order = RouteOrder {
             within_node,
             ..by_capability
         };
         let (between_nodes, between_why) =
-            tuner.routes(base, &first, Locality::OtherNode, order)?;
-        let order = RouteOrder {
-            within_node,
-            between_nodes,
-        };
+            tuner.routes(base, &first, Locality::OtherNode, order, "")?;
+        order.between_nodes = between_nodes;
+        // An exchange takes as long as its slowest link: the routes within a node were timed
+        // beside the routes between nodes by capability. Where those changed, again beside the
+        // ones chosen.
+        let chosen_between = order.between_nodes.routes()[0];
+        if first.has(Locality::SameNode)
+            && first.has(Locality::OtherNode)
+            && chosen_between != by_capability.between_nodes.routes()[0]
+        {
+            let again = format!(" (again, between nodes {})", chosen_between.name());
+            (order.within_node, within_why) =
+                tuner.routes(base, &first, Locality::SameNode, order, &again)?;
+        }
         let (settings, settings_why) = tuner.settings(base_with(base, order))?;
         if world.rank() != 0 {
             return Ok(());
@@ -252,6 +262,7 @@ impl<B: Backend> Tuner<'_, B> {
         first: &Outcome,
         kind: Locality,
         order: RouteOrder,
+        pass: &str,
     ) -> anyhow::Result<(Preference, String)> {
         let (label, current) = match kind {
             Locality::SameNode => ("within-node", order.within_node),
@@ -290,7 +301,7 @@ impl<B: Backend> Tuner<'_, B> {
             if candidate == Link::DeviceMpi && self.backend.name() == "host" {
                 options.gpu_aware_mpi = GpuAwareMpi::On;
             }
-            let tried = format!("{label}: {}", candidate.name());
+            let tried = format!("{label}{pass}: {}", candidate.name());
             let outcome = self.measure(&tried, options)?;
             let served = outcome.served(kind, candidate);
             self.measurements.push(Measurement {
@@ -312,7 +323,7 @@ impl<B: Backend> Tuner<'_, B> {
             .chain(passed_over.iter().map(|(l, _)| *l))
             .collect();
         let mut why = format!(
-            "blocking exchange, median of {} (slowest rank): {}",
+            "blocking exchange{pass}, median of {} (slowest rank): {}",
             self.args.stencil.exchange_reps,
             timed
                 .iter()
