@@ -437,6 +437,38 @@ typedef struct hp_epoch_args {
     uint32_t reserved;
 } hp_epoch_args;
 
+/* One word a signal kernel stores or waits for: the u64 at `addr`, `per_epoch` times the epoch
+ * (fused mode: a credit is the epoch itself, an arrival count the epoch times a message's
+ * cells). */
+typedef struct hp_word_op {
+    uint64_t addr;
+    uint64_t per_epoch;
+} hp_word_op;
+
+/*
+ * The argument of hp_fused_signal (fused mode's start and finish, one block): with
+ * e = *epoch + 1, stores e * per_epoch into each of the first `stores` ops (release, system
+ * scope: another process reads them), then waits until each of the next `waits` ops' words is
+ * at least e * per_epoch (acquire), each wait bounded by timeout_ticks from the launch's start;
+ * then, with advance != 0 and every wait met, *epoch = e. A wait that times out stores 1 + its
+ * index (among the waits) into the u32 at `status` (the first to do so wins) and the launch
+ * ends without advancing. The epoch lives in device memory, so a captured launch moves on with
+ * each replay.
+ */
+typedef struct hp_signal_args {
+    /* Device address of stores + waits hp_word_op entries, the stores first. */
+    uint64_t ops;
+    /* Device address of this rank's fused epoch (u64). */
+    uint64_t epoch;
+    /* Device address of the u32 status word (pinned memory: the host reads it). */
+    uint64_t status;
+    uint64_t timeout_ticks;
+    uint32_t stores;
+    uint32_t waits;
+    uint32_t advance;
+    uint32_t reserved;
+} hp_signal_args;
+
 /*
  * The forms of the region kernels (hp_regions_args.form; the host picks the symbol by it):
  *   HP_REGIONS_FULL   hp_pack_regions / hp_unpack_regions: any table.

@@ -861,6 +861,35 @@ extern "C" __global__ void hp_epoch_step(hp_epoch_args a) {
     *word = a.set ? a.value : *word + a.value;
 }
 
+/* Fused mode's credits and arrivals (hp_signal_args): one block, its threads taking the ops in
+ * turn. */
+extern "C" __global__ void hp_fused_signal(hp_signal_args a) {
+    if (blockIdx.x != 0) return;
+    const uint64_t e = *(const volatile uint64_t*)a.epoch + 1;
+    const hp_word_op* ops = (const hp_word_op*)a.ops;
+    for (uint32_t i = threadIdx.x; i < a.stores; i += blockDim.x) {
+        hp_store_release_system_u64((uint64_t*)ops[i].addr, e * ops[i].per_epoch);
+    }
+    const uint64_t since = hp_timer();
+    uint32_t* status = (uint32_t*)a.status;
+    for (uint32_t i = threadIdx.x; i < a.waits; i += blockDim.x) {
+        const hp_word_op w = ops[a.stores + i];
+        const uint64_t* word = (const uint64_t*)w.addr;
+        const uint64_t want = e * w.per_epoch;
+        while (hp_load_relaxed_system_u64(word) < want) {
+            if (hp_timer() - since > a.timeout_ticks) {
+                atomicCAS(status, 0u, i + 1u);
+                break;
+            }
+        }
+        hp_load_acquire_system_u64(word);
+    }
+    __syncthreads();
+    if (a.advance && threadIdx.x == 0 && *(volatile uint32_t*)status == 0u) {
+        *(volatile uint64_t*)a.epoch = e;
+    }
+}
+
 /* One grid block of the plain form (HP_REGIONS_PLAIN in haloport_shared.h) for words W: only
  * the 32-bit movers, so no path of another element size, index width, payload or message
  * holds registers (ptxas: 32 against 64 for the full form). */

@@ -15,8 +15,8 @@ use std::time::Instant;
 
 use haloport_core::shared::{
     self, hp_block, hp_block_check, hp_block_times, hp_clock_sample, hp_epoch_args,
-    hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args, hp_stencil_args,
-    hp_taskqueue_args,
+    hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args, hp_signal_args,
+    hp_stencil_args, hp_taskqueue_args,
 };
 use haloport_core::verify::{check_block, packed_value};
 use haloport_core::{Kernel, LaunchDims, Verify};
@@ -43,6 +43,7 @@ pub(crate) enum HostLaunch {
     ShellReady(hp_stencil_args),
     ShellFixup(hp_stencil_args, u32),
     EpochStep(hp_epoch_args),
+    FusedSignal(hp_signal_args),
 }
 
 /// Runs a launch to completion.
@@ -89,6 +90,8 @@ pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) -> Result<(), Str
         HostLaunch::ShellFixup(args, threads) => unsafe {
             crate::region_kernels::run_shell_fixup(&args, threads)
         },
+        // SAFETY: forwarded from this function's contract.
+        HostLaunch::FusedSignal(args) => unsafe { crate::fused_kernels::run(&args) },
         HostLaunch::EpochStep(args) => {
             // SAFETY: `word` is a live, aligned u64 of device memory (forwarded contract).
             let word = unsafe { &mut *(args.word as *mut u64) };

@@ -32,6 +32,7 @@
 //! The device timer is a monotonic host clock in nanoseconds ([`kernels::timer_ns`]).
 
 mod ffi;
+mod fused_kernels;
 mod ipc_kernels;
 mod kernels;
 mod memory;
@@ -316,6 +317,7 @@ impl Backend for HostBackend {
             Launch::StencilShellReady(args) => HostLaunch::ShellReady(*args),
             Launch::StencilShellFixup(args) => HostLaunch::ShellFixup(*args, dims.threads),
             Launch::EpochStep(args) => HostLaunch::EpochStep(*args),
+            Launch::FusedSignal(args) => HostLaunch::FusedSignal(*args),
             other => {
                 return Err(Error::Unsupported {
                     backend: "host",

@@ -15,8 +15,10 @@ use crate::pattern::{BlockSpec, RankPattern};
 use crate::transport::faulty::CORRUPT_VALUE;
 use crate::verify::{packed_value, planned_checks, Verify};
 
+mod fused;
 mod regions;
 
+pub use fused::fused_signal_stores_waits_and_times_out;
 pub use regions::{
     copy_3d_matches_the_region_kernels, local_copies_fill_the_halos_they_mirror,
     one_launch_exchange_packs_then_unpacks, paired_regions_move_the_same_elements,
@@ -430,7 +432,8 @@ macro_rules! backend_conformance_tests {
             stencil_shell_in_tiles_matches_the_cpu,
             stencil_halos_in_boxes_update_the_interior,
             copy_3d_matches_the_region_kernels,
-            region_and_stencil_launches_check_their_arguments);
+            region_and_stencil_launches_check_their_arguments,
+            fused_signal_stores_waits_and_times_out);
     };
     (@each $make:expr; $($name:ident),*) => {
         $(

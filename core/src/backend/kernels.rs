@@ -5,8 +5,8 @@
 use crate::error::Result;
 use crate::shared::{
     hp_epoch_args, hp_exchange_args, hp_ipc_args, hp_pingpong_args, hp_regions_args,
-    hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW, HP_NO_MESSAGE,
-    HP_PAYLOAD_COPY, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED,
+    hp_signal_args, hp_stencil_args, hp_taskqueue_args, HP_INLINE_REGIONS, HP_INLINE_REGIONS_FEW,
+    HP_NO_MESSAGE, HP_PAYLOAD_COPY, HP_PAYLOAD_SYNTHETIC, HP_REGIONS_FULL, HP_REGIONS_FUSED,
     HP_REGIONS_FUSED_COPIES, HP_REGIONS_FUSED_SYNTHETIC, HP_REGIONS_PLAIN,
 };
 
@@ -137,6 +137,9 @@ pub enum Kernel {
     /// The slab points of the tiles [`Kernel::StencilMarch64Shell`] listed before the ready
     /// word (`HP_SHELL_FIXUP_BLOCKS` blocks).
     StencilShellFixup,
+    /// Fused mode's credits and arrivals ([`hp_signal_args`]): stores words, then waits for
+    /// words, bounded; one block.
+    FusedSignal,
 }
 
 impl Kernel {
@@ -175,6 +178,7 @@ impl Kernel {
             Kernel::StencilShellReady => "hp_stencil27_shell_ready",
             Kernel::StencilShellFixup => "hp_stencil27_shell_fixup",
             Kernel::StencilMarch7 => "hp_stencil7_marching",
+            Kernel::FusedSignal => "hp_fused_signal",
         }
     }
 
@@ -221,7 +225,7 @@ impl Kernel {
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 32] = [
+    pub const ALL: [Kernel; 33] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -254,6 +258,7 @@ impl Kernel {
         Kernel::StencilShellReady,
         Kernel::StencilShellFixup,
         Kernel::StencilMarch7,
+        Kernel::FusedSignal,
     ];
 }
 
@@ -357,6 +362,8 @@ pub enum Launch<'a> {
     /// [`Kernel::StencilShellFixup`]: the same argument and threads as the
     /// [`Launch::StencilMarch64Shell`] it follows, `HP_SHELL_FIXUP_BLOCKS` blocks.
     StencilShellFixup(&'a hp_stencil_args),
+    /// [`Kernel::FusedSignal`]: one block. Its waits depend on other processes' launches.
+    FusedSignal(&'a hp_signal_args),
 }
 
 impl Launch<'_> {
@@ -382,6 +389,7 @@ impl Launch<'_> {
             | Launch::StencilShellReady(a)
             | Launch::StencilShellFixup(a) => std::ptr::from_ref(*a).cast(),
             Launch::EpochStep(a) => std::ptr::from_ref(*a).cast(),
+            Launch::FusedSignal(a) => std::ptr::from_ref(*a).cast(),
         }
     }
 
@@ -636,6 +644,7 @@ impl Launch<'_> {
             Launch::StencilMarch64Shell(_) => Kernel::StencilMarch64Shell,
             Launch::StencilShellReady(_) => Kernel::StencilShellReady,
             Launch::StencilShellFixup(_) => Kernel::StencilShellFixup,
+            Launch::FusedSignal(_) => Kernel::FusedSignal,
         }
     }
 
