@@ -192,11 +192,11 @@ fn tune_writes_a_routes_file_from_verified_measurements_that_the_stencil_follows
     let last = |label: &str, route: &str| {
         measurements
             .iter()
-            .filter(|m| {
+            .rev()
+            .find(|m| {
                 let tried = m["tried"].as_str().unwrap_or("");
                 tried.starts_with(label) && tried.ends_with(&format!(": {route}"))
             })
-            .last()
             .unwrap_or_else(|| panic!("{label}: {route} tried: {file}"))
     };
     let timed = |label: &str, route: &str| last(label, route)["exchange_median_us"].as_f64();
