@@ -112,8 +112,14 @@ impl<B: Backend> MessageExchange<'_, B> {
         if let Some(i) = self.routes.iter().position(|r| r.link.through_mpi()) {
             let entry = &self.entries[i];
             return Err(Error::InvalidInput(format!(
-                "the halo exchange cannot be captured into a graph: its {} messages with rank {} go through MPI (which needs the CPU between pack and unpack); only device-direct, nccl and local neighbours can be captured (transport ipc on one node, nccl, or auto where NCCL loads)",
-                entry.name, entry.peer
+                "the halo exchange cannot be captured into a graph: its {} messages with rank {} go through MPI, {} (MPI needs the CPU between pack and unpack); only device-direct, nccl and local neighbours can be captured (transport ipc on one node, nccl, or auto where NCCL loads)",
+                entry.name,
+                entry.peer,
+                if self.routes[i].link == super::Link::Staged {
+                    "host-staged"
+                } else {
+                    "from device memory"
+                }
             )));
         }
         let quiet = self.wait_inner();
