@@ -12,7 +12,7 @@
 //! declaration (an error never depends on the calling rank). All of it is pure computation on
 //! plain data: no communication, no shared state.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{extents, DomainSpec, Subarray, DIM_NAMES};
 use crate::error::{Error, Result};
@@ -96,7 +96,7 @@ fn cart_rank(procs: [u32; 3], coords: [u32; 3]) -> i32 {
 
 /// One rank's part of the grid: its box of cells, its place in the process grid, and the
 /// layout of its allocated array (the box plus `halo` cells on every side).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decomposition {
     /// Process grid `[px, py, pz]`.
     pub procs: [u32; 3],

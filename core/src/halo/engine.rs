@@ -174,6 +174,9 @@ pub enum Payload {
 /// The memory of an exchange that kernels use: ours (tables, counters, flags, staging, the
 /// mailbox) and our peers' (their mailboxes, opened).
 struct Memory<B: Backend> {
+    /// Fused mode's tables and the neighbours' fields it opened: dropped first (the
+    /// neighbours' mappings before our memory).
+    fused: Option<crate::halo::fused_exchange::FusedExchange<B>>,
     /// The NCCL communicator of NCCL messages: destroyed first (its last operations are done
     /// once the kernels are), taken and aborted when the exchange fails.
     nccl: Option<nccl::NcclLinks>,
@@ -398,6 +401,62 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// Each entry's route and why it was chosen, in entry order.
     pub fn route_choices(&self) -> &[RouteChoice] {
         &self.choices
+    }
+
+    /// The exchange's own communicator (a duplicate of the one it was set up on).
+    pub(crate) fn comm(&self) -> &SimpleCommunicator {
+        self.mpi.comm()
+    }
+
+    /// Sets fused mode up for `sets` on `plan` (whose neighbours are this exchange's entries,
+    /// in order). Collective.
+    pub(crate) fn fuse_fields(
+        &mut self,
+        plan: &crate::domain::HaloPlan,
+        sets: &[&[&super::Field<B>]],
+    ) -> Result<()> {
+        self.usable()?;
+        if self.memory.fused.is_some() {
+            return Err(Error::Usage(
+                "fuse called on an exchange already fused".into(),
+            ));
+        }
+        let fused = crate::halo::fused_exchange::FusedExchange::new(
+            self.backend,
+            self.mpi.comm(),
+            plan,
+            &self.links(),
+            sets,
+            self.options.timeout,
+        )?;
+        self.memory.fused = Some(fused);
+        Ok(())
+    }
+
+    fn fused(&self) -> Result<&crate::halo::fused_exchange::FusedExchange<B>> {
+        self.memory
+            .fused
+            .as_ref()
+            .ok_or_else(|| Error::Usage("fused mode was not set up: call fuse first".into()))
+    }
+
+    /// [`crate::halo::HaloExchange::fused_start`].
+    pub(crate) fn fused_start(&mut self, set: usize, stream: &B::Stream) -> Result<Vec<u64>> {
+        self.usable()?;
+        let fused = self.fused()?;
+        fused.start(self.backend, set, stream)?;
+        Ok(fused.descriptors(set)?.0.to_vec())
+    }
+
+    /// [`crate::halo::HaloExchange::fused_finish`].
+    pub(crate) fn fused_finish(&mut self, set: usize, stream: &B::Stream) -> Result<()> {
+        self.usable()?;
+        self.fused()?.finish(self.backend, set, stream)
+    }
+
+    /// [`crate::halo::HaloExchange::fused_descriptors`].
+    pub(crate) fn fused_descriptors(&self, set: usize) -> Result<&[crate::shared::haloport_fused]> {
+        Ok(self.fused()?.descriptors(set)?.1)
     }
 
     /// Whether the last exchange packed and unpacked in one launch (no kernel boundary).

@@ -391,6 +391,64 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
         self.engine.start(key, keep, stream)
     }
 
+    /// Fused mode (`kernels-cu/haloport_device.h`): registers `sets` of fields that the
+    /// application's kernels write (a Jacobi code: its two fields, `&[&[&u], &[&v]]`), maps
+    /// every field into the neighbours and builds one descriptor per field and set. Afterwards
+    /// a step that writes set `s` calls [`Self::fused_start`] before its kernels store into the
+    /// neighbours' halos and [`Self::fused_finish`] after; no pack or unpack runs. Every
+    /// neighbour must be device-direct or this rank (`ipc` on one node), and every field
+    /// allocated by the library ([`Field::alloc`]) with cells of one 4- or 8-byte element.
+    /// Collective over the exchange's ranks.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] (the same on every rank) for a neighbour of another route,
+    /// fields that do not fit the declaration or were not allocated by the library, or sets of
+    /// different sizes; [`Error::Usage`] when already fused; backend and MPI errors.
+    pub fn fuse(&mut self, sets: &[&[&Field<B>]]) -> Result<()> {
+        let _current = self.engine.backend().enter()?;
+        let checked: Result<()> = sets.iter().try_for_each(|set| self.check_fields(set));
+        let checked =
+            crate::collective::agree(self.engine.comm(), "checking fused mode's fields", checked);
+        checked?;
+        self.engine.fuse_fields(&self.plan, sets)
+    }
+
+    /// Before a step's kernels store set `set`'s boundary cells into the neighbours' halos:
+    /// queues on `stream` this rank's word that it is done reading the halos of that set
+    /// (everything queued before on `stream`) and a wait, on the device, until every neighbour
+    /// said the same. Returns the device addresses of the set's descriptors
+    /// (`haloport_fused`), one per field, for the kernels. Reports a wait of an earlier step
+    /// that gave up.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when not fused or for a set that does not exist;
+    /// [`Error::Timeout`] naming the neighbour and halo of an earlier wait that gave up;
+    /// backend errors.
+    pub fn fused_start(&mut self, set: usize, stream: &B::Stream) -> Result<Vec<u64>> {
+        let _current = self.engine.backend().enter()?;
+        self.engine.fused_start(set, stream)
+    }
+
+    /// After a step's kernels stored set `set`'s cells: queues on `stream` a wait, on the
+    /// device, until every cell of every incoming message arrived. Work queued on `stream`
+    /// afterwards sees this rank's halos of the set filled.
+    ///
+    /// # Errors
+    /// As [`Self::fused_start`].
+    pub fn fused_finish(&mut self, set: usize, stream: &B::Stream) -> Result<()> {
+        let _current = self.engine.backend().enter()?;
+        self.engine.fused_finish(set, stream)
+    }
+
+    /// Set `set`'s descriptors in host memory, one per field (what the host backend's kernels
+    /// and the host twin of the header read: [`fused::targets`](super::fused::targets)).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when not fused or for a set that does not exist.
+    pub fn fused_descriptors(&self, set: usize) -> Result<&[crate::shared::haloport_fused]> {
+        self.engine.fused_descriptors(set)
+    }
+
     /// Finishes the started exchange: waits for host-staged messages and queues the unpack on
     /// `stream` (after the pack, whichever stream `start` used), or makes `stream` wait for
     /// the one launch `start` queued. Work queued on `stream`

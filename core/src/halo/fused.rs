@@ -9,6 +9,9 @@
 //! `dest_offset + sum_k (c_k - lo_k) * dest_stride_k` of the neighbour's field. Both boxes have
 //! the same extents and order, as the ordinary exchange's pack and unpack regions have.
 
+// The host twins store through raw addresses, as the host backend's kernels do.
+#![allow(unsafe_code)]
+
 use crate::domain::Decomposition;
 use crate::error::{Error, Result};
 use crate::shared::{haloport_fused, haloport_fused_message, HALOPORT_FUSED_MESSAGES};
@@ -151,6 +154,37 @@ pub fn box_cells(d: &haloport_fused, m: usize, lo: [u32; 3], hi: [u32; 3]) -> u6
             u64::from(b.saturating_sub(a))
         })
         .product()
+}
+
+/// The host twin of `haloport_store_f64`: stores `value` wherever `cell` goes.
+///
+/// # Safety
+/// Every address the descriptor leads to is live memory of this process (the host backend's
+/// device memory, or a neighbour's opened through it) that nothing else writes meanwhile.
+pub unsafe fn store_f64(d: &haloport_fused, cell: [u32; 3], value: f64) {
+    for (_, addr) in targets(d, cell) {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { (addr as *mut f64).write_volatile(value) };
+    }
+}
+
+/// The host twin of `haloport_block_done`: after the stores of the cells of `[lo, hi)`, adds
+/// each message's share of them to the neighbour's count (release: the stores before it are
+/// seen by whoever sees the count).
+///
+/// # Safety
+/// Each message's counter is a live, 8-byte aligned u64 of this process's memory, accessed
+/// only atomically meanwhile.
+pub unsafe fn block_done(d: &haloport_fused, lo: [u32; 3], hi: [u32; 3]) {
+    for m in 0..d.messages as usize {
+        let cells = box_cells(d, m, lo, hi);
+        if cells != 0 {
+            // SAFETY: forwarded from this function's contract.
+            let counter =
+                unsafe { std::sync::atomic::AtomicU64::from_ptr(d.message[m].counter as *mut u64) };
+            counter.fetch_add(cells, std::sync::atomic::Ordering::AcqRel);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub(crate) mod engine;
 mod exchange;
 mod field;
 pub mod fused;
+pub(crate) mod fused_exchange;
 pub(crate) mod layout;
 pub mod routes;
 mod setup;

@@ -137,6 +137,11 @@ impl MpiTransport {
         })
     }
 
+    /// The transport's communicator (its own duplicate), for the exchange's other collectives.
+    pub(crate) fn comm(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+
     /// Prepares request slots for `blocks` blocks, each message tagged with its block.
     ///
     /// # Errors

@@ -40,6 +40,12 @@ impl<B: Backend> MessageExchange<'_, B> {
         if let Err(e) = self.backend.event_synchronize(&self.last_unpack, deadline) {
             return leak(self, e);
         }
+        // Fused mode's last signal, after the application's stores that came before it.
+        if let Some(fused) = &self.memory.fused {
+            if let Err(e) = fused.wait(self.backend) {
+                return leak(self, e);
+            }
+        }
         // A copy raising the device's abort word that was not seen complete.
         let abort_stream = &self.memory.abort.stream;
         let deadline = deadline_in(self.options.timeout);

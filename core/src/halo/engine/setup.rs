@@ -306,6 +306,7 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             choices,
             staged_routes,
             memory: ManuallyDrop::new(Memory {
+                fused: None,
                 nccl,
                 _share: share,
                 tables: TableSets::default(),
