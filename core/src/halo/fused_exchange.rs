@@ -148,47 +148,30 @@ impl<B: Backend> FusedExchange<B> {
         let all = all_gather(comm, Ok(told), |r, msg| {
             Error::InvalidInput(format!("rank {r} could not set fused mode up: {msg}"))
         })?;
-        let built = Self::build(backend, rank, plan, sets, &all, &control, timeout);
-        let (sets, names, status, descriptors, peers, last) =
-            agree(comm, "building fused mode's tables", built)?;
+        let built = Self::build(backend, rank, plan, sets, &all, control, timeout);
+        let fused = agree(comm, "building fused mode's tables", built)?;
         // Every rank's control block zeroed before any rank signals into it.
         barrier_until(comm, deadline_in(timeout), "after fused mode's set-up")?;
-        Ok(FusedExchange {
-            sets,
-            status,
-            names,
-            rank,
-            timeout,
-            last,
-            _descriptors: descriptors,
-            _peers: peers,
-            _control: control,
-        })
+        Ok(fused)
     }
 
-    #[allow(clippy::type_complexity)]
+    /// Opens the neighbours' memory and builds the descriptors and signal tables, on this
+    /// rank alone (`new` agrees on the outcome).
     fn build(
         backend: &B,
         rank: i32,
         plan: &HaloPlan,
         sets: &[&[&Field<B>]],
         all: &[Told],
-        control: &B::DeviceMemory,
+        control: B::DeviceMemory,
         timeout: std::time::Duration,
-    ) -> Result<(
-        Vec<SetSignals<B>>,
-        Vec<String>,
-        B::PinnedMemory,
-        B::DeviceMemory,
-        Vec<B::PeerMemory>,
-        B::Event,
-    )> {
+    ) -> Result<FusedExchange<B>> {
         let n = plan.neighbours.len();
         let fields = sets[0].len();
         let stream = backend.create_stream()?;
         upload_bytes(
             backend,
-            control,
+            &control,
             &vec![0; control.len_bytes()],
             &stream,
             deadline_in(timeout),
@@ -358,14 +341,17 @@ impl<B: Backend> FusedExchange<B> {
                 )
             })
             .collect();
-        Ok((
-            out,
-            names,
+        Ok(FusedExchange {
+            sets: out,
             status,
-            descriptors,
-            peers,
-            backend.create_marker()?,
-        ))
+            names,
+            rank,
+            timeout,
+            last: backend.create_marker()?,
+            _descriptors: descriptors,
+            _peers: peers,
+            _control: control,
+        })
     }
 
     /// The device addresses of set `set`'s descriptors, one per field, and their host copies.
