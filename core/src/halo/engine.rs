@@ -176,7 +176,7 @@ pub enum Payload {
 struct Memory<B: Backend> {
     /// Fused mode's tables and the neighbours' fields it opened: dropped first (the
     /// neighbours' mappings before our memory).
-    fused: Option<crate::halo::fused_exchange::FusedExchange<B>>,
+    fused: Option<Box<crate::halo::fused_exchange::FusedExchange<B>>>,
     /// The NCCL communicator of NCCL messages: destroyed first (its last operations are done
     /// once the kernels are), taken and aborted when the exchange fails.
     nccl: Option<nccl::NcclLinks>,
@@ -429,14 +429,14 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
             sets,
             self.options.timeout,
         )?;
-        self.memory.fused = Some(fused);
+        self.memory.fused = Some(Box::new(fused));
         Ok(())
     }
 
     fn fused(&self) -> Result<&crate::halo::fused_exchange::FusedExchange<B>> {
         self.memory
             .fused
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| Error::Usage("fused mode was not set up: call fuse first".into()))
     }
 
