@@ -15,7 +15,9 @@
 
 #![allow(unsafe_code)] // the application's stores through the descriptors' raw addresses
 
-use std::process::{Command, ExitCode};
+mod common;
+
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use haloport::core::domain::{DomainSpec, ElemType};
@@ -34,35 +36,7 @@ fn main() -> ExitCode {
     if std::env::var_os(CHILD).is_some() {
         return child();
     }
-    // A test runner listing tests (`--list`, as cargo-nextest does before running any) gets
-    // none: the scenarios run when the program runs, not while runners list side by side.
-    if std::env::args().any(|a| a == "--list") {
-        return ExitCode::SUCCESS;
-    }
-    let me = std::env::current_exe().expect("the test's own path");
-    let mut failed = false;
-    for np in ["1", "2", "4"] {
-        let output = Command::new("timeout")
-            .args(["120", "mpirun", "--oversubscribe", "-np", np, "-x", CHILD])
-            .arg(&me)
-            .env(CHILD, "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .output()
-            .expect("mpirun runs (see README: ci/setup.sh)");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let passed = stdout.matches("rank passed").count();
-        if !output.status.success() || passed != np.parse::<usize>().unwrap_or(0) {
-            eprintln!("-np {np}: {}\n{stdout}\n{stderr}", output.status);
-            failed = true;
-        }
-    }
-    if failed {
-        return ExitCode::FAILURE;
-    }
-    println!("fused_mpi: every scenario passed on 1, 2 and 4 ranks");
-    ExitCode::SUCCESS
+    common::scenarios::run_parent("fused_mpi", CHILD, &[1, 2, 4], &[])
 }
 
 fn child() -> ExitCode {

@@ -21,7 +21,9 @@
 
 #![allow(unsafe_code)] // a raw MPI_Comm, as a C or Fortran caller hands it over
 
-use std::process::{Command, ExitCode};
+mod common;
+
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use haloport::core::backend::{download_bytes, upload_bytes};
@@ -43,44 +45,12 @@ fn main() -> ExitCode {
     if std::env::var_os(CHILD).is_some() {
         return child();
     }
-    // A test runner listing tests (`--list`, as cargo-nextest does before running any) gets
-    // none: the scenarios run when the program runs, not while runners list side by side.
-    if std::env::args().any(|a| a == "--list") {
-        return ExitCode::SUCCESS;
-    }
-    // The parent: this very program under mpirun, with a bound on the whole job.
-    let me = std::env::current_exe().expect("the test's own path");
-    let mut failed = false;
-    for np in ["2", "3"] {
-        let output = Command::new("timeout")
-            .args(["120", "mpirun", "--oversubscribe", "-np", np, "-x", CHILD])
-            .arg(&me)
-            .env(CHILD, "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("HALOPORT_IPC_RANKS_PER_NODE", "2")
-            .output()
-            .expect("mpirun runs (see README: ci/setup.sh)");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        print!("{stdout}");
-        eprint!("{stderr}");
-        let n: usize = np.parse().expect("a number");
-        let passed = stdout.matches("rank passed").count();
-        if !output.status.success() || passed != n {
-            eprintln!(
-                "library_mpi -np {np}: {passed} of {n} ranks passed ({})",
-                output.status
-            );
-            failed = true;
-        }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        println!("library_mpi: every scenario passed on 2 and 3 ranks");
-        ExitCode::SUCCESS
-    }
+    common::scenarios::run_parent(
+        "library_mpi",
+        CHILD,
+        &[2, 3],
+        &[("HALOPORT_IPC_RANKS_PER_NODE", "2")],
+    )
 }
 
 fn child() -> ExitCode {

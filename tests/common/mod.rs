@@ -8,6 +8,7 @@
 pub mod halos;
 pub mod nccl;
 pub mod nodes;
+pub mod scenarios;
 
 use std::path::Path;
 use std::process::{Command, Output};
