@@ -812,7 +812,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         if let InFlight::Finished { pending: true, .. } = self.in_flight {
             self.unpack_done();
         }
-        self.check_status()
+        self.check_status()?;
+        // Fused mode's last signal, and any of its waits that gave up.
+        match self.memory.fused.as_deref() {
+            Some(fused) => fused.wait(self.backend),
+            None => Ok(()),
+        }
     }
 
     /// Waits (bounded) for every kernel the exchange queued: the last pack, and the last

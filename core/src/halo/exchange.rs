@@ -402,8 +402,9 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] (the same on every rank) for a neighbour of another route,
-    /// fields that do not fit the declaration or were not allocated by the library, or sets of
-    /// different sizes; [`Error::Usage`] when already fused; backend and MPI errors.
+    /// fields that do not fit the declaration or were not allocated by the library, sets of
+    /// different sizes, or ranks that gave different numbers of sets; [`Error::Usage`] when
+    /// already fused; backend and MPI errors.
     pub fn fuse(&mut self, sets: &[&[&Field<B>]]) -> Result<()> {
         let _current = self.engine.backend().enter()?;
         let checked: Result<()> = sets.iter().try_for_each(|set| self.check_fields(set));
@@ -411,6 +412,47 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             crate::collective::agree(self.engine.comm(), "checking fused mode's fields", checked);
         checked?;
         self.engine.fuse_fields(&self.plan, sets)
+    }
+
+    /// [`Self::fuse`] on fields the library allocates: `sets` sets of the declaration's fields
+    /// (each [`Field::alloc_field`], zeroed), allocated on every rank and agreed on before
+    /// fused mode is set up with them. Returns them set by set, each in the declaration's
+    /// order: the application computes in them, and they must outlive the exchange (the
+    /// neighbours store into them until [`Self::close`]). What the C ABI and the Python package
+    /// call, whose callers cannot hand over memory the library allocated otherwise. Collective
+    /// over the exchange's ranks.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for 0 sets; an allocation that fails on some rank (its error
+    /// there, [`Error::OtherRank`] on the others); as [`Self::fuse`].
+    pub fn fuse_alloc(&mut self, sets: usize) -> Result<Vec<Vec<Field<B>>>> {
+        let _current = self.engine.backend().enter()?;
+        let backend = self.engine.backend();
+        let plan = &self.plan;
+        let allocated = if sets == 0 {
+            Err(Error::InvalidInput(
+                "fused mode takes one or more sets of fields: 0 sets were asked".into(),
+            ))
+        } else {
+            (0..sets)
+                .map(|_| {
+                    (0..plan.spec.fields as usize)
+                        .map(|k| Field::alloc_field(backend, plan, k))
+                        .collect::<Result<Vec<_>>>()
+                })
+                .collect::<Result<Vec<_>>>()
+        };
+        let fields = agree(
+            self.engine.comm(),
+            "allocating fused mode's fields",
+            allocated,
+        )?;
+        {
+            let refs: Vec<Vec<&Field<B>>> = fields.iter().map(|s| s.iter().collect()).collect();
+            let sets: Vec<&[&Field<B>]> = refs.iter().map(Vec::as_slice).collect();
+            self.fuse(&sets)?;
+        }
+        Ok(fields)
     }
 
     /// Before a step's kernels store set `set`'s boundary cells into the neighbours' halos:
@@ -464,7 +506,8 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     }
 
     /// Waits until the kernels of the last exchange completed, on whichever streams they ran,
-    /// and reports what their GPU-side waits ended in. Afterwards the fields it used may be
+    /// and reports what their GPU-side waits ended in (in fused mode, the last
+    /// [`Self::fused_start`] or [`Self::fused_finish`] too). Afterwards the fields it used may be
     /// freed (the contract of [`Field::adopt`]).
     ///
     /// # Errors

@@ -148,6 +148,19 @@ impl<B: Backend> FusedExchange<B> {
         let all = all_gather(comm, Ok(told), |r, msg| {
             Error::InvalidInput(format!("rank {r} could not set fused mode up: {msg}"))
         })?;
+        // Every rank computes the same verdict from the same handles: no rank opens memory
+        // that a neighbour with fewer sets never exported.
+        let fields = sets[0].len();
+        if let Some(other) = all.iter().find(|t| t.handles.len() != all[0].handles.len()) {
+            let sets_of = |t: &Told| (t.handles.len() - 1) / fields;
+            return Err(Error::InvalidInput(format!(
+                "the ranks fused different numbers of sets: rank {} gave {}, rank {} gave {}; every rank must give the same",
+                all[0].rank,
+                sets_of(&all[0]),
+                other.rank,
+                sets_of(other)
+            )));
+        }
         let built = Self::build(backend, rank, plan, sets, &all, control, timeout);
         let fused = agree(comm, "building fused mode's tables", built)?;
         // Every rank's control block zeroed before any rank signals into it.
