@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The C ABI as a user gets it: install the library as the README says (CMake, into a prefix),
-# build the C and Fortran examples and the C error-path and routes tests against the installed
-# library through pkg-config, build the C example once more through the CMake package, and run
-# them under mpirun -np 1, 2 and 4 (the error and routes tests on 2 ranks). Each example
-# verifies its result against one rank computing the whole grid and exits non-zero otherwise.
+# build the C and Fortran examples and the C error-path, routes and fused-mode tests against the
+# installed library through pkg-config, build the C example once more through the CMake package,
+# and run them under mpirun -np 1, 2 and 4 (the error, routes and fused-mode tests on 2 ranks).
+# Each example verifies its result against one rank computing the whole grid and exits non-zero
+# otherwise.
 #
 # usage: ci/capi-test.sh [PREFIX]   (default build/prefix). Extra CMake options for the
 # library's build come from HALOPORT_CMAKE_ARGS (the test suite reuses its own cargo build).
@@ -29,6 +30,7 @@ mpicc -std=c99 -O2 -Wall -Wextra -Werror examples/c/jacobi.c $(pkg-config --cfla
 mpicc -std=c99 -O2 -Wall -Wextra -Werror -pthread capi/tests/c/errors.c $(pkg-config --cflags --libs haloport) -o "$build/c-errors"
 mpicc -std=c99 -O2 -Wall -Wextra -Werror capi/tests/c/routes.c $(pkg-config --cflags --libs haloport) -o "$build/c-routes"
 mpicc -std=c99 -O2 -Wall -Wextra -Werror capi/tests/c/never_freed.c $(pkg-config --cflags --libs haloport) -o "$build/c-never-freed"
+mpicc -std=c11 -O2 -Wall -Wextra -Werror capi/tests/c/fused.c $(pkg-config --cflags --libs haloport) -o "$build/c-fused"
 # The header from C++ too (extern "C", no C-only constructs; MPI's own C++ bindings left
 # out, whose casts warn).
 echo '#include <haloport.h>
@@ -49,6 +51,7 @@ done
 run 2 "$build/cmake-consumer/jacobi"
 run 2 "$build/c-errors"
 run 2 "$build/c-routes"
+run 2 "$build/c-fused"
 run 2 "$build/f-api"
 # A program that never frees its handles ends with MPI_Finalize: exit 0 on every rank, and
 # haloport says what it left to the process's exit.

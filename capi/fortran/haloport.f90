@@ -53,6 +53,7 @@ module haloport
         haloport_exchange_local, haloport_exchange_allocation, haloport_exchange_process_grid, &
         haloport_exchange_field_bytes, haloport_exchange_neighbour_count, haloport_exchange_neighbour, &
         haloport_exchange_route
+    public :: haloport_exchange_fuse, haloport_exchange_fused_start, haloport_exchange_fused_finish
     public :: haloport_version_number, haloport_version_text, haloport_backends_text, &
         haloport_status_text, haloport_error_message
 
@@ -79,6 +80,14 @@ module haloport
     end interface
     interface haloport_exchange_replay
         module procedure replay_ptr, replay_int
+    end interface
+    !> Fused mode: set counts from 0; descriptors(F) receives one device address per field, for
+    !> the application's own kernels (CUDA Fortran: type(c_ptr) to a haloport_fused there).
+    interface haloport_exchange_fused_start
+        module procedure fused_start_ptr, fused_start_int
+    end interface
+    interface haloport_exchange_fused_finish
+        module procedure fused_finish_ptr, fused_finish_int
     end interface
 
     interface
@@ -247,6 +256,29 @@ module haloport
             import :: c_int, c_ptr
             type(c_ptr), value :: graph
         end function
+        !> Collective: allocates sets x F fields (F: the domain's fields) through the library and
+        !> writes their device addresses to fields(sets * F), set by set; they live until
+        !> haloport_exchange_free (c_f_pointer gives Fortran arrays over them on the host backend).
+        integer(c_int) function haloport_exchange_fuse(exchange, sets, fields) &
+                bind(c, name="haloport_exchange_fuse")
+            import :: c_int, c_size_t, c_ptr
+            type(c_ptr), value :: exchange
+            integer(c_size_t), value :: sets
+            type(c_ptr), intent(out) :: fields(*)
+        end function
+        integer(c_int) function c_exchange_fused_start(exchange, set, stream, descriptors) &
+                bind(c, name="haloport_exchange_fused_start")
+            import :: c_int, c_size_t, c_ptr
+            type(c_ptr), value :: exchange, stream
+            integer(c_size_t), value :: set
+            type(c_ptr), intent(out) :: descriptors(*)
+        end function
+        integer(c_int) function c_exchange_fused_finish(exchange, set, stream) &
+                bind(c, name="haloport_exchange_fused_finish")
+            import :: c_int, c_size_t, c_ptr
+            type(c_ptr), value :: exchange, stream
+            integer(c_size_t), value :: set
+        end function
         integer(c_int) function haloport_exchange_local(exchange, local, origin) &
                 bind(c, name="haloport_exchange_local")
             import :: c_int, c_int64_t, c_ptr
@@ -325,6 +357,31 @@ contains
         integer, intent(in) :: comm
         type(c_ptr), intent(out) :: out
         status = haloport_exchange_new_f(backend, int(comm, c_int), domain, options, out)
+    end function
+
+    integer(c_int) function fused_start_ptr(exchange, set, stream, descriptors) result(status)
+        type(c_ptr), intent(in) :: exchange, stream
+        integer(c_size_t), intent(in) :: set
+        type(c_ptr), intent(out) :: descriptors(*)
+        status = c_exchange_fused_start(exchange, set, stream, descriptors)
+    end function
+    integer(c_int) function fused_start_int(exchange, set, stream, descriptors) result(status)
+        type(c_ptr), intent(in) :: exchange
+        integer(c_size_t), intent(in) :: set
+        integer(c_intptr_t), intent(in) :: stream
+        type(c_ptr), intent(out) :: descriptors(*)
+        status = c_exchange_fused_start(exchange, set, transfer(stream, c_null_ptr), descriptors)
+    end function
+    integer(c_int) function fused_finish_ptr(exchange, set, stream) result(status)
+        type(c_ptr), intent(in) :: exchange, stream
+        integer(c_size_t), intent(in) :: set
+        status = c_exchange_fused_finish(exchange, set, stream)
+    end function
+    integer(c_int) function fused_finish_int(exchange, set, stream) result(status)
+        type(c_ptr), intent(in) :: exchange
+        integer(c_size_t), intent(in) :: set
+        integer(c_intptr_t), intent(in) :: stream
+        status = c_exchange_fused_finish(exchange, set, transfer(stream, c_null_ptr))
     end function
 
     integer(c_int) function start_ptr(exchange, fields, count, stream) result(status)

@@ -20,6 +20,10 @@
  *   cudaStream_t or hipStream_t; NULL is the default stream; ignored on the host backend) and
  *   fields (the caller's device memory; host memory on the host backend), which must stay
  *   alive until haloport_exchange_wait or haloport_exchange_exchange returned.
+ * - Fused mode (haloport_exchange_fuse): the library allocates the fields, which it maps into the
+ *   neighbours; they live until haloport_exchange_free. The application's kernels store into
+ *   the neighbours' halos through haloport_device.h (included here), which is also a CUDA and
+ *   HIP header.
  * - Arrays of three are x, y, z; x varies fastest in memory.
  * - The names are the Rust API's: an exchange's whole step is haloport_exchange_exchange, its
  *   part of the grid local/origin, its allocation alloc/halo_lo/halo_hi/pad, the application's
@@ -38,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mpi.h>
+#include "haloport_device.h"
 #if defined(__GNUC__) || defined(__clang__)
 #define HALOPORT_DEPRECATED(note) __attribute__((deprecated(note)))
 #else
@@ -614,6 +619,83 @@ enum haloport_status haloport_exchange_route(const struct haloport_exchange *exc
                                              enum haloport_locality *locality,
                                              enum haloport_link *link,
                                              const char **why);
+
+/**
+ * Fused mode (see `haloport_device.h`): allocates `sets` sets of the domain's fields through
+ * the library, zeroed, maps them into the neighbours and builds one descriptor per field and
+ * set; writes the fields' device addresses to `fields_out`, set by set (`fields_out[s * F +
+ * f]` is field `f` of set `s`, `F` the domain's number of fields), which must hold `sets * F`
+ * pointers. Each field is the whole allocation (`haloport_exchange_field_bytes`), laid out as
+ * `haloport_exchange_allocation` says. The fields belong to the exchange and stay allocated
+ * until `haloport_exchange_free` (the neighbours store into them until then): compute in them,
+ * never free them. Afterwards each step that writes set `s` calls
+ * `haloport_exchange_fused_start` before its kernels store into the neighbours' halos and
+ * `haloport_exchange_fused_finish` after. Ordinary exchanges of the same fields stay allowed
+ * (`haloport_exchange_exchange`, e.g. once before the first step).
+ *
+ * Collective: every rank calls it with the same `sets`. Every neighbour must be device-direct
+ * or this rank itself (transport `ipc` with every rank on one node), and the fields' cells of
+ * one 4- or 8-byte element. A NULL `exchange` or `fields_out` returns at once, before the
+ * collective: pass valid pointers on every rank.
+ *
+ * Errors, the same on every rank: `HALOPORT_STATUS_INVALID_INPUT` for 0 sets, different
+ * `sets` on different ranks, a neighbour of another route (named), cells of another size;
+ * `HALOPORT_STATUS_USAGE` when already fused; an allocation that fails on one rank returns
+ * its error there and `HALOPORT_STATUS_OTHER_RANK` on the others.
+ */
+enum haloport_status haloport_exchange_fuse(struct haloport_exchange *exchange,
+                                            size_t sets,
+                                            void **fields_out);
+
+/**
+ * Before a step's kernels store set `set`'s boundary cells into the neighbours' halos: queues
+ * on `stream` (a `cudaStream_t` / `hipStream_t`; NULL: the default stream; ignored on the host
+ * backend) this rank's word that it is done reading the halos of set `set` (everything queued
+ * on `stream` before), and a wait, on the device, until every neighbour said the same; then
+ * writes the device address of each field's descriptor (a `const haloport_fused *` for the
+ * kernels, in device memory) to `descriptors_out`, which holds one pointer per field of the
+ * domain. The kernels queued on `stream` afterwards store through them (`haloport_store_f64`,
+ * `haloport_block_done`). The addresses stay the same from step to step and live until
+ * `haloport_exchange_free`. On the host backend it returns once every neighbour is done
+ * reading.
+ *
+ * Errors: `HALOPORT_STATUS_USAGE` before `haloport_exchange_fuse` or for a set it did not
+ * make (`set` counts from 0); `HALOPORT_STATUS_TIMEOUT` naming the neighbour and halo of an
+ * earlier wait that gave up (the exchange must then be built anew).
+ */
+enum haloport_status haloport_exchange_fused_start(struct haloport_exchange *exchange,
+                                                   size_t set,
+                                                   void *stream,
+                                                   const void **descriptors_out);
+
+/**
+ * After a step's kernels stored set `set`'s cells: queues on `stream` (NULL: the default
+ * stream) a wait, on the device, until every cell of every incoming message of the set
+ * arrived; work queued on `stream` afterwards sees this rank's halos of the set filled. On the
+ * host backend it returns once they are filled. A wait that gives up is reported by the next
+ * call (`haloport_exchange_wait` among them) as `HALOPORT_STATUS_TIMEOUT` naming the neighbour
+ * and halo.
+ *
+ * Errors: as `haloport_exchange_fused_start`.
+ */
+enum haloport_status haloport_exchange_fused_finish(struct haloport_exchange *exchange,
+                                                    size_t set,
+                                                    void *stream);
+
+/**
+ * Copies set `set`'s descriptors into `out` (host memory), one per field: `count` must be the
+ * domain's number of fields. On the host backend these are what a CPU code stores through
+ * (`haloport_target`, then an atomic add of the cells to each message's `counter`, as
+ * `haloport_block_done` does); on a GPU they show where each message goes. They stay the same
+ * from step to step.
+ *
+ * Errors: `HALOPORT_STATUS_INVALID_INPUT` when `count` differs from the number of fields;
+ * `HALOPORT_STATUS_USAGE` as for `haloport_exchange_fused_start`.
+ */
+enum haloport_status haloport_exchange_fused_descriptors(const struct haloport_exchange *exchange,
+                                                         size_t set,
+                                                         haloport_fused *out,
+                                                         size_t count);
 
 /**
  * Makes options with the defaults: `mpi`, `base`, a time-out of 10 s, unchecked.

@@ -98,7 +98,7 @@ impl From<Locality> for HaloportLocality {
 
 /// An exchange as C holds it: the exchange, and the texts `haloport_exchange_route` lends out
 /// (alive, at fixed addresses, until the exchange is freed).
-struct CExchange {
+pub(crate) struct CExchange {
     exchange: ForeignExchange,
     /// Each neighbour's route explained, in the plan's order.
     route_why: Vec<CString>,
@@ -137,7 +137,7 @@ thread_local! {
     static GRAPHS: Table<ForeignGraph> = Table::new("graph", AtExit::LeaveAndSay);
 }
 
-const EXCHANGE: Kind<CExchange> = Kind {
+pub(crate) const EXCHANGE: Kind<CExchange> = Kind {
     table: &EXCHANGES,
     name: "exchange",
 };

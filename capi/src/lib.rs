@@ -18,6 +18,7 @@
 mod backend;
 mod domain;
 mod exchange;
+mod fused;
 mod handles;
 mod options;
 mod status;
@@ -26,6 +27,7 @@ mod version;
 pub use backend::*;
 pub use domain::*;
 pub use exchange::*;
+pub use fused::*;
 pub use options::*;
 pub use status::{haloport_last_error, haloport_status_name, HaloportStatus};
 pub use version::*;

@@ -19,13 +19,16 @@
 //! Threading: a [`ForeignExchange`] is used from the thread that made it (its backend's
 //! context is current there); the layers refuse other threads with [`OwnerThread::check`].
 
+use std::any::Any;
 use std::ffi::c_int;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use haloport_core::backend::DeviceInfo;
 use haloport_core::domain::{DomainSpec, HaloPlan, Neighbourhood};
 use haloport_core::halo::{ExchangeGraph, Field, HaloExchange, HaloOptions, Link, RouteChoice};
+use haloport_core::shared::haloport_fused;
 use haloport_core::{Backend, Error, Result};
 
 /// Which dimensions wrap around when a declaration does not say: all three, as the command
@@ -382,6 +385,9 @@ self_cell::self_cell!(
 /// failed), and after `MPI_Finalize` leaks its exchange with one line on standard error: a
 /// foreign program that never frees its exchange still exits cleanly.
 pub struct ForeignExchange {
+    /// Fused mode's fields ([`Self::fuse`]): dropped after the exchange was closed (`Drop`
+    /// closes it first), before the backend.
+    fused: Option<FusedFields>,
     owned: Owned,
     plan: HaloPlan,
     routes: Vec<RouteChoice>,
@@ -433,6 +439,44 @@ impl ForeignGraph {
     }
 }
 
+/// The fields fused mode allocated ([`ForeignExchange::fuse`]): `sets` sets of the
+/// declaration's fields, each the whole allocation of one field (halos and padding included),
+/// zeroed. A share keeps their memory: the exchange holds one until it is closed or dropped
+/// (the neighbours store into them until then), and a layer may hold more (Python's arrays
+/// over them), so the memory goes with the last share. Shares stay on the exchange's thread.
+#[derive(Clone)]
+pub struct FusedFields {
+    /// Set by set, each in the declaration's order.
+    raw: Rc<Vec<Vec<RawField>>>,
+    /// The `Vec<Vec<Field<B>>>` of the exchange's backend, held only to be freed last.
+    _memory: Rc<dyn Any>,
+}
+
+impl FusedFields {
+    fn held<B: Backend + 'static>(sets: Vec<Vec<Field<B>>>) -> FusedFields {
+        let raw = sets
+            .iter()
+            .map(|set| {
+                set.iter()
+                    .map(|f| RawField {
+                        addr: f.device_addr(),
+                        bytes: f.len_bytes(),
+                    })
+                    .collect()
+            })
+            .collect();
+        FusedFields {
+            raw: Rc::new(raw),
+            _memory: Rc::new(sets),
+        }
+    }
+
+    /// The sets, each its fields' addresses and sizes in the declaration's order.
+    pub fn sets(&self) -> &[Vec<RawField>] {
+        &self.raw
+    }
+}
+
 impl Drop for ForeignExchange {
     fn drop(&mut self) {
         let live = self.owned.with_dependent(|_, slot| slot.is_some());
@@ -447,6 +491,8 @@ impl Drop for ForeignExchange {
                     std::mem::forget(exchange);
                 }
             });
+            // The neighbours' mappings of fused mode's fields were never closed either.
+            std::mem::forget(self.fused.take());
             log_line(&format!(
                 "rank {}: an exchange still open after MPI_Finalize is left to the process's exit (free or close it before MPI_Finalize)",
                 self.plan.decomposition.rank
@@ -457,6 +503,9 @@ impl Drop for ForeignExchange {
             .owned
             .with_dependent_mut(|_, slot| slot.take().map_or(Ok(()), Exchange::close))
         {
+            // A neighbour may still store into fused mode's fields: leaked, as the exchange
+            // leaks what it cannot show unused.
+            std::mem::forget(self.fused.take());
             log_line(&format!("closing an exchange that was dropped: {e}"));
         }
     }
@@ -508,6 +557,7 @@ impl ForeignExchange {
         let (plan, routes) =
             set_up.ok_or_else(|| Error::Internal("an exchange set up without a plan".into()))?;
         Ok(ForeignExchange {
+            fused: None,
             owned,
             plan,
             routes,
@@ -623,6 +673,131 @@ impl ForeignExchange {
             })
     }
 
+    /// Fused mode on fields the library allocates, [`HaloExchange::fuse_alloc`]: `sets` sets
+    /// of the declaration's fields, mapped into the neighbours, one descriptor per field and
+    /// set. The exchange keeps a share of the fields until it is closed; the one returned is
+    /// the caller's. Collective.
+    ///
+    /// # Errors
+    /// As [`HaloExchange::fuse_alloc`].
+    pub fn fuse(&mut self, sets: usize) -> Result<FusedFields> {
+        let fields = self.owned.with_dependent_mut(|_, slot| match slot {
+            #[cfg(feature = "host")]
+            Some(Exchange::Host(e, _)) => e.fuse_alloc(sets).map(FusedFields::held),
+            #[cfg(feature = "cuda")]
+            Some(Exchange::Cuda(e)) => e.fuse_alloc(sets).map(FusedFields::held),
+            #[cfg(feature = "hip")]
+            Some(Exchange::Hip(e)) => e.fuse_alloc(sets).map(FusedFields::held),
+            None => Err(closed()),
+        })?;
+        self.fused = Some(fields.clone());
+        Ok(fields)
+    }
+
+    /// The fields [`Self::fuse`] allocated, if it was called.
+    pub fn fused_fields(&self) -> Option<&FusedFields> {
+        self.fused.as_ref()
+    }
+
+    /// [`HaloExchange::fused_start`] on the caller's stream: returns the device addresses of
+    /// set `set`'s descriptors, one per field. On the host backend it returns once every
+    /// neighbour is done reading the halos of the set (or reports the wait that gave up), so
+    /// that the caller's stores on the CPU may follow.
+    ///
+    /// # Errors
+    /// As [`HaloExchange::fused_start`].
+    ///
+    /// # Safety
+    /// As [`Self::start`]'s second promise.
+    pub unsafe fn fused_start(&mut self, set: usize, stream: RawStream) -> Result<Vec<u64>> {
+        // The signal kernel's own wait is bounded by the time-out and names the halo: allow
+        // for it to end first.
+        let deadline = Instant::now() + self.timeout.saturating_mul(2);
+        self.owned
+            .with_dependent_mut(|owner, exchange| match (&**owner, exchange) {
+                #[cfg(feature = "host")]
+                (ForeignBackend::Host(b), Some(Exchange::Host(e, own))) => {
+                    let _ignored_on_the_host = stream;
+                    let descriptors = e.fused_start(set, own)?;
+                    b.stream_synchronize(own, deadline)?;
+                    e.wait()?;
+                    Ok(descriptors)
+                }
+                #[cfg(feature = "cuda")]
+                (ForeignBackend::Cuda(b), Some(Exchange::Cuda(e))) => {
+                    // SAFETY: the stream's contract is this function's.
+                    e.fused_start(set, &unsafe {
+                        haloport_cuda::CudaStream::from_raw(b, stream.0 as _)
+                    })
+                }
+                #[cfg(feature = "hip")]
+                (ForeignBackend::Hip(b), Some(Exchange::Hip(e))) => {
+                    // SAFETY: the stream's contract is this function's.
+                    e.fused_start(set, &unsafe {
+                        haloport_hip::HipStream::from_raw(b, stream.0 as _)
+                    })
+                }
+                #[allow(unreachable_patterns)]
+                _ => Err(closed()),
+            })
+    }
+
+    /// [`HaloExchange::fused_finish`] on the caller's stream. On the host backend it returns
+    /// once every cell of every incoming message of the set arrived (or reports the wait that
+    /// gave up).
+    ///
+    /// # Errors
+    /// As [`HaloExchange::fused_finish`].
+    ///
+    /// # Safety
+    /// As [`Self::start`]'s second promise.
+    pub unsafe fn fused_finish(&mut self, set: usize, stream: RawStream) -> Result<()> {
+        let deadline = Instant::now() + self.timeout.saturating_mul(2);
+        self.owned
+            .with_dependent_mut(|owner, exchange| match (&**owner, exchange) {
+                #[cfg(feature = "host")]
+                (ForeignBackend::Host(b), Some(Exchange::Host(e, own))) => {
+                    let _ignored_on_the_host = stream;
+                    e.fused_finish(set, own)?;
+                    b.stream_synchronize(own, deadline)?;
+                    e.wait()
+                }
+                #[cfg(feature = "cuda")]
+                (ForeignBackend::Cuda(b), Some(Exchange::Cuda(e))) => {
+                    // SAFETY: the stream's contract is this function's.
+                    e.fused_finish(set, &unsafe {
+                        haloport_cuda::CudaStream::from_raw(b, stream.0 as _)
+                    })
+                }
+                #[cfg(feature = "hip")]
+                (ForeignBackend::Hip(b), Some(Exchange::Hip(e))) => {
+                    // SAFETY: the stream's contract is this function's.
+                    e.fused_finish(set, &unsafe {
+                        haloport_hip::HipStream::from_raw(b, stream.0 as _)
+                    })
+                }
+                #[allow(unreachable_patterns)]
+                _ => Err(closed()),
+            })
+    }
+
+    /// [`HaloExchange::fused_descriptors`]: set `set`'s descriptors in host memory, one per
+    /// field (on the host backend, what the caller's CPU code stores through).
+    ///
+    /// # Errors
+    /// As [`HaloExchange::fused_descriptors`].
+    pub fn fused_descriptors(&self, set: usize) -> Result<Vec<haloport_fused>> {
+        self.owned.with_dependent(|_, slot| match slot {
+            #[cfg(feature = "host")]
+            Some(Exchange::Host(e, _)) => e.fused_descriptors(set).map(<[_]>::to_vec),
+            #[cfg(feature = "cuda")]
+            Some(Exchange::Cuda(e)) => e.fused_descriptors(set).map(<[_]>::to_vec),
+            #[cfg(feature = "hip")]
+            Some(Exchange::Hip(e)) => e.fused_descriptors(set).map(<[_]>::to_vec),
+            None => Err(closed()),
+        })
+    }
+
     /// [`HaloExchange::finish`] on the caller's stream (on the host backend: returns once the
     /// halos are filled).
     ///
@@ -721,8 +896,15 @@ impl ForeignExchange {
         }
         // The exchange is taken out of the cell and closed; the backend drops after it, and
         // `drop` finds nothing left to do.
-        self.owned
-            .with_dependent_mut(|_, slot| slot.take().map_or(Err(closed()), Exchange::close))
+        let closed = self
+            .owned
+            .with_dependent_mut(|_, slot| slot.take().map_or(Err(closed()), Exchange::close));
+        if closed.is_err() {
+            // A neighbour may still store into fused mode's fields: leaked, as the exchange
+            // leaks what it cannot show unused.
+            std::mem::forget(self.fused.take());
+        }
+        closed
     }
 
     /// [`HaloExchange::begin_capture`] on the caller's stream: from here until

@@ -1,8 +1,8 @@
 ! The Fortran module's surface on 2 ranks of the host backend, from an mpi_f08 program: the
 ! communicator as type(MPI_Comm), streams as integer(c_intptr_t) (what CUDA Fortran's
 ! integer(cuda_stream_kind) holds) and as type(c_ptr), the allocation read back with its high
-! halos and padding, a routes file and each neighbour's route, status names and the version. Prints one line per check; exits non-zero
-! if any failed.
+! halos and padding, a routes file and each neighbour's route, fused mode's refusals, status
+! names and the version. Prints one line per check; exits non-zero if any failed.
 !
 !   mpif90 api.f90 $(pkg-config --cflags --libs haloport-fortran haloport) -o api && mpirun -np 2 ./api
 program api
@@ -12,6 +12,7 @@ program api
     implicit none
 
     type(c_ptr) :: backend, domain, exchange, graph, options
+    type(c_ptr) :: descriptors(1), fused(2)
     integer(c_int64_t) :: local(3), origin(3), alloc(3), halo_lo(3), halo_hi(3), pad(3)
     integer(c_size_t) :: bytes
     real(c_double), allocatable, target :: u(:)
@@ -66,6 +67,13 @@ program api
         haloport_exchange_begin_capture(exchange, default_stream) == HALOPORT_STATUS_INVALID_INPUT)
     call expect("so there is no graph to end", &
         haloport_exchange_end_capture(exchange, default_stream, graph) == HALOPORT_STATUS_USAGE)
+    call expect("fused_start before fuse", haloport_exchange_fused_start(exchange, 0_c_size_t, default_stream, &
+        descriptors) == HALOPORT_STATUS_USAGE)
+    call expect("fused_finish before fuse", &
+        haloport_exchange_fused_finish(exchange, 0_c_size_t, c_null_ptr) == HALOPORT_STATUS_USAGE)
+    call expect("fuse with host-staged neighbours", &
+        haloport_exchange_fuse(exchange, 2_c_size_t, fused) == HALOPORT_STATUS_INVALID_INPUT)
+    call expect("... naming the route", index(haloport_error_message(), "goes by mpi") > 0)
     call expect("freeing the exchange", haloport_exchange_free(exchange) == HALOPORT_STATUS_OK)
 
     ! A routes file (as haloport tune writes it) putting mpi before ipc within the node.
