@@ -62,6 +62,13 @@ cuda_lib=(.venv/lib/python3*/site-packages/nvidia/cu13/lib)
     -gencode arch=compute_90,"code=[sm_90,compute_90]" examples/cuda/jacobi.cu -Icarry/capi/include \
     -Lcarry/capi/lib -lhaloport -L"${cuda_lib[0]}" $(mpicxx --showme:compile) $(mpicxx --showme:link) \
     -o carry/cuda-jacobi
+# The same for fused mode's example (its boundary kernel stores into the neighbours' halos
+# through haloport_device.h, installed beside haloport.h).
+# shellcheck disable=SC2046
+"${nvcc_bin[0]}" -O2 -fmad=false -gencode arch=compute_80,code=sm_80 \
+    -gencode arch=compute_90,"code=[sm_90,compute_90]" examples/cuda/fused.cu -Icarry/capi/include \
+    -Lcarry/capi/lib -lhaloport -L"${cuda_lib[0]}" $(mpicxx --showme:compile) $(mpicxx --showme:link) \
+    -o carry/cuda-fused
 strip carry/* carry/capi/lib/libhaloport.so.* 2>/dev/null || true
 # The Python package with the cuda feature, an abi3 wheel for bench/gpu-python.sh to install, and
 # the Rust side of its overhead benchmark (python/README.md, bench/python/overhead.py).
