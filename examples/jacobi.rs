@@ -64,6 +64,7 @@ fn solve(world: &mpi::topology::SimpleCommunicator) -> haloport::Result<()> {
         shell_launches: false, // true: the shell's x and y slabs in launches of their own
         // Beside the exchange unless every neighbour is this rank; On, Off to choose.
         overlap: Overlap::Auto,
+        fused: false, // true: the boundary stores the neighbours' halos (device-direct only)
     };
     let run = run_jacobi(&backend, world, &config)?;
     if let Some(fields) = run.gathered {

@@ -169,6 +169,88 @@ HALOPORT_DEVICE void haloport_block_done(const haloport_fused* d, const uint32_t
     }
 }
 
+/* Kernels whose blocks do not store a box of cells (a loop striding over a box's points, say)
+ * count instead: each block keeps its cells per message in shared memory,
+ *
+ *     __shared__ haloport_block_counts counts;
+ *     haloport_counts_begin(&counts);                  // every thread of the block
+ *     ... haloport_store_f64_counted(d, x, y, z, value, &counts); ...
+ *     haloport_counts_done(d, &counts);                // every thread of the block
+ *
+ * and adds them to the neighbours' counts once, at its end. */
+typedef struct haloport_block_counts {
+    unsigned int cells[HALOPORT_FUSED_MESSAGES];
+} haloport_block_counts;
+
+/* The thread's index in its block, and the block's threads. */
+HALOPORT_DEVICE uint32_t haloport_block_thread(void)
+{
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+HALOPORT_DEVICE uint32_t haloport_block_threads(void)
+{
+    return blockDim.x * blockDim.y * blockDim.z;
+}
+
+/* Zeroes the block's counts: every thread of the block calls it (it synchronizes the block). */
+HALOPORT_DEVICE void haloport_counts_begin(haloport_block_counts* c)
+{
+    for (uint32_t m = haloport_block_thread(); m < HALOPORT_FUSED_MESSAGES;
+         m += haloport_block_threads()) {
+        c->cells[m] = 0u;
+    }
+    __syncthreads();
+}
+
+/* haloport_store_f64, counting the cell for each message that takes it. */
+HALOPORT_DEVICE void haloport_store_f64_counted(const haloport_fused* d, uint32_t x, uint32_t y,
+                                                uint32_t z, double value,
+                                                haloport_block_counts* c)
+{
+    uint64_t addr;
+    if (haloport_quiet(d, x, y, z)) {
+        return;
+    }
+    for (uint32_t m = 0; m < d->messages; ++m) {
+        if (haloport_target(d, m, x, y, z, &addr)) {
+            *(double*)addr = value;
+            atomicAdd(&c->cells[m], 1u);
+        }
+    }
+}
+
+/* The same for a 4-byte element. */
+HALOPORT_DEVICE void haloport_store_f32_counted(const haloport_fused* d, uint32_t x, uint32_t y,
+                                                uint32_t z, float value,
+                                                haloport_block_counts* c)
+{
+    uint64_t addr;
+    if (haloport_quiet(d, x, y, z)) {
+        return;
+    }
+    for (uint32_t m = 0; m < d->messages; ++m) {
+        if (haloport_target(d, m, x, y, z, &addr)) {
+            *(float*)addr = value;
+            atomicAdd(&c->cells[m], 1u);
+        }
+    }
+}
+
+/* Adds the block's counts to the neighbours' counts, as haloport_block_done does for a box:
+ * every thread of the block calls it after its stores. */
+HALOPORT_DEVICE void haloport_counts_done(const haloport_fused* d, haloport_block_counts* c)
+{
+    __threadfence_system();
+    __syncthreads();
+    for (uint32_t m = haloport_block_thread(); m < d->messages; m += haloport_block_threads()) {
+        if (c->cells[m] != 0u) {
+            atomicAdd((unsigned long long*)d->message[m].counter,
+                      (unsigned long long)c->cells[m]);
+        }
+    }
+}
+
 #endif /* __CUDACC__ || __HIPCC__ */
 
 #endif /* HALOPORT_DEVICE_H */

@@ -540,6 +540,10 @@ typedef struct hp_stencil_args {
     uint64_t shell;
     uint32_t parity;
     uint32_t shell_capacity;
+    /* Fused mode (hp_stencil_fused only): device address of the out field's descriptor
+     * (haloport_fused, haloport_device.h); each updated cell a neighbour needs is also stored
+     * into its halo, and each block adds its cells to the neighbours' counts. */
+    uint64_t fused;
 } hp_stencil_args;
 
 /* hp_stencil_args.form: MARCH (0, the default) for the full 27-point stencil over one

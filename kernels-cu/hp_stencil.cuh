@@ -970,4 +970,70 @@ extern "C" __global__ void hp_stencil_cells(hp_stencil_args a) {
     }
 }
 
+/* The fused step's boundary (hp_stencil_fused): the point form of hp_stencil27_as, each updated
+ * cell also stored wherever a neighbour's halo takes it (haloport_device.h), counted per
+ * message in the block's shared counts. A block's threads take the box's points a block's
+ * width at a time, so every thread of the block runs the loop as often (the counts synchronize
+ * the block). */
+HP_DEVICE void hp_fused_store(const haloport_fused* d, uint32_t x, uint32_t y, uint32_t z,
+                              double v, haloport_block_counts* c) {
+    haloport_store_f64_counted(d, x, y, z, v, c);
+}
+
+HP_DEVICE void hp_fused_store(const haloport_fused* d, uint32_t x, uint32_t y, uint32_t z,
+                              float v, haloport_block_counts* c) {
+    haloport_store_f32_counted(d, x, y, z, v, c);
+}
+
+template <typename T, bool FULL>
+HP_DEVICE void hp_stencil_fused_as(const hp_stencil_args& a, haloport_block_counts* counts) {
+    const haloport_fused* d = (const haloport_fused*)a.fused;
+    const T* __restrict__ in = (const T*)a.in;
+    T* __restrict__ out = (T*)a.out;
+    const uint64_t ax = a.alloc[0], ay = a.alloc[1];
+    const uint64_t bx = a.end[0] - a.begin[0];
+    const uint64_t by = a.end[1] - a.begin[1];
+    const uint64_t n = bx * by * (a.end[2] - a.begin[2]);
+    const uint32_t shape = FULL ? HP_STENCIL_FULL : a.shape;
+    const T scale = T(1) / T(FULL ? 27u : hp_stencil_count(shape));
+    const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t first = (uint64_t)blockIdx.x * blockDim.x; first < n; first += step) {
+        const uint64_t p = first + threadIdx.x;
+        if (p >= n) continue;
+        const uint64_t rest = p / bx;
+        const uint64_t x = a.begin[0] + p % bx;
+        const uint64_t y = a.begin[1] + rest % by;
+        const uint64_t z = a.begin[2] + rest / by;
+        const uint64_t centre = x + ax * (y + ay * z);
+        const T v =
+            hp_stencil_sum<T, FULL>(in + centre, 1, (int64_t)ax, (int64_t)(ax * ay), shape) *
+            scale;
+        out[centre] = v;
+        hp_fused_store(d, (uint32_t)x, (uint32_t)y, (uint32_t)z, v, counts);
+    }
+}
+
+template <typename T>
+HP_DEVICE void hp_stencil_fused_typed(const hp_stencil_args& a, haloport_block_counts* counts) {
+    if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
+        hp_stencil_fused_as<T, true>(a, counts);
+    } else {
+        hp_stencil_fused_as<T, false>(a, counts);
+    }
+}
+
+/* One component per cell (fused mode's fields); a 1-D grid of any size covers the box. */
+extern "C" __global__ void hp_stencil_fused(hp_stencil_args a) {
+    __shared__ haloport_block_counts counts;
+    if (hp_stencil_box_empty(a) || a.fused == 0u) return;
+    const haloport_fused* d = (const haloport_fused*)a.fused;
+    haloport_counts_begin(&counts);
+    if (a.elem_bytes == 8) {
+        hp_stencil_fused_typed<double>(a, &counts);
+    } else if (a.elem_bytes == 4) {
+        hp_stencil_fused_typed<float>(a, &counts);
+    }
+    haloport_counts_done(d, &counts);
+}
+
 #endif /* HP_STENCIL_CUH */

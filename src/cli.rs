@@ -784,6 +784,12 @@ pub struct StencilArgs {
     /// kernel allows (off). auto: on, unless every neighbour of the rank is the rank itself.
     #[arg(long, value_enum, default_value = "auto")]
     pub overlap: OverlapArg,
+    /// Fused mode: each step's boundary update stores the cells the neighbours need straight
+    /// into their halos (the device API of haloport_device.h), beside the inner box's update;
+    /// no pack or unpack kernel runs. Needs every neighbour device-direct (ipc) or the rank
+    /// itself, and the library's allocations for the fields (--placement library or auto).
+    #[arg(long, conflicts_with_all = ["adopt", "shell_launches"])]
+    pub fused: bool,
     /// Run the stencil on 1, 2, 4, ... ranks of the job and all of them, one after the other:
     /// strong (the same grid every time) or weak (--grid is one rank's part); prints a table of
     /// each count's step, compute alone, exposed exchange and parallel efficiency.

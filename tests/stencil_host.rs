@@ -835,3 +835,66 @@ fn the_scaling_mode_runs_every_rank_count_verified_with_a_table_json_and_plot() 
         job.explain()
     );
 }
+
+#[test]
+fn the_fused_step_agrees_bit_for_bit_with_the_ordinary_exchange_on_1_2_4_and_8_ranks() {
+    // The boundary's update stores the neighbours' halos itself: the same bits as the ordinary
+    // exchange, for halos as wide as the stencil's reach and wider, uneven widths, both
+    // stencils and element types.
+    let uneven = ["--halo-lo", "1,0,2", "--halo-hi", "0,1,2", "--stencil", "7"];
+    for extra in [&[][..], &uneven[..]] {
+        // PROBLEM less its steps.
+        let mut args: Vec<&str> = PROBLEM[..10].to_vec();
+        args.extend_from_slice(extra);
+        args.extend(["--steps", "5", "--transport", "ipc"]);
+        let ordinary = verified_run(2, &args);
+        assert_eq!(ordinary["fused"], false);
+        args.push("--fused");
+        for np in [1, 2, 4, 8] {
+            let fused = verified_run(np, &args);
+            assert_eq!(fused["fused"], true, "{fused}");
+            assert_eq!(fused["checksum"], ordinary["checksum"], "-np {np} {args:?}");
+        }
+    }
+    let f64_args = ["--grid", "16x12x8", "--type", "f64", "--steps", "4"];
+    let ordinary = verified_run(4, &f64_args);
+    let mut fused_args = f64_args.to_vec();
+    fused_args.extend(["--transport", "ipc", "--fused"]);
+    assert_eq!(
+        verified_run(4, &fused_args)["checksum"],
+        ordinary["checksum"]
+    );
+}
+
+#[test]
+fn the_fused_step_refuses_what_it_cannot_run_naming_why() {
+    mpirun(2, &["stencil", "--fused", "--transport", "mpi"]).assert_fails_with(
+        2,
+        "fused mode needs every neighbour device-direct or this rank",
+    );
+    mpirun(
+        2,
+        &[
+            "stencil",
+            "--fused",
+            "--transport",
+            "ipc",
+            "--placement",
+            "tiles",
+        ],
+    )
+    .assert_fails_with(2, "they must be the library's allocations");
+    mpirun(
+        2,
+        &[
+            "stencil",
+            "--fused",
+            "--transport",
+            "ipc",
+            "--overlap",
+            "off",
+        ],
+    )
+    .assert_fails_with(2, "overlap 'off' does not apply");
+    mpirun(2, &["stencil", "--fused", "--adopt"]).assert_fails_with(2, "cannot be used with");
+}

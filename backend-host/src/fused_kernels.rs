@@ -1,9 +1,12 @@
-//! Fused mode's signal kernel (`hp_fused_signal` in `kernels-cu/hp_regions.cuh`) for host
-//! threads: the same words, orderings and time-out rule ([`hp_signal_args`]).
+//! Fused mode's kernels for host threads: the signal kernel (`hp_fused_signal` in
+//! `kernels-cu/hp_regions.cuh`: the same words, orderings and time-out rule,
+//! [`hp_signal_args`]) and the fused step's boundary (`hp_stencil_fused` in
+//! `kernels-cu/hp_stencil.cuh`).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use haloport_core::shared::{hp_signal_args, hp_word_op};
+use haloport_core::halo::fused;
+use haloport_core::shared::{haloport_fused, hp_signal_args, hp_stencil_args, hp_word_op};
 
 use crate::kernels::timer_ns;
 
@@ -52,4 +55,49 @@ pub(crate) unsafe fn run(args: &hp_signal_args) {
     if args.advance != 0 && met && status.load(Ordering::Acquire) == 0 {
         epoch.store(e, Ordering::Release);
     }
+}
+
+/// Runs `hp_stencil_fused`: the stencil over the box (the same bits as its point form), then
+/// each updated cell stored wherever the descriptor sends it, then the box's cells added to
+/// the neighbours' counts (one block: the whole box).
+///
+/// # Safety
+/// As for [`crate::region_kernels::run_stencil`]; `args.fused` addresses a live descriptor
+/// whose targets and counters satisfy [`fused::store_f64`]'s and [`fused::block_done`]'s
+/// contracts.
+pub(crate) unsafe fn run_stencil(args: &hp_stencil_args) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { crate::region_kernels::run_stencil(args) };
+    // SAFETY: the descriptor is live (contract).
+    let d = unsafe { &*(args.fused as *const haloport_fused) };
+    let narrow = |v: [u64; 3]| -> Option<[u32; 3]> {
+        Some([
+            u32::try_from(v[0]).ok()?,
+            u32::try_from(v[1]).ok()?,
+            u32::try_from(v[2]).ok()?,
+        ])
+    };
+    // The descriptor's boxes are 32-bit (fused mode refuses larger arrays).
+    let (Some(lo), Some(hi)) = (narrow(args.begin), narrow(args.end)) else {
+        return;
+    };
+    let [ax, ay, _] = args.alloc;
+    for z in lo[2]..hi[2] {
+        for y in lo[1]..hi[1] {
+            for x in lo[0]..hi[0] {
+                let at = (u64::from(x) + ax * (u64::from(y) + ay * u64::from(z))) as usize;
+                let cell = [x, y, z];
+                // SAFETY: the cell lies in the field (contract), written by the stencil above.
+                unsafe {
+                    match args.elem_bytes {
+                        8 => fused::store_f64(d, cell, (args.out as *const f64).add(at).read()),
+                        4 => fused::store_f32(d, cell, (args.out as *const f32).add(at).read()),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { fused::block_done(d, lo, hi) };
 }

@@ -44,6 +44,7 @@ pub(crate) enum HostLaunch {
     ShellFixup(hp_stencil_args, u32),
     EpochStep(hp_epoch_args),
     FusedSignal(hp_signal_args),
+    StencilFused(hp_stencil_args),
 }
 
 /// Runs a launch to completion.
@@ -92,6 +93,8 @@ pub(crate) unsafe fn run(launch: HostLaunch, dims: LaunchDims) -> Result<(), Str
         },
         // SAFETY: forwarded from this function's contract.
         HostLaunch::FusedSignal(args) => unsafe { crate::fused_kernels::run(&args) },
+        // SAFETY: forwarded from this function's contract.
+        HostLaunch::StencilFused(args) => unsafe { crate::fused_kernels::run_stencil(&args) },
         HostLaunch::EpochStep(args) => {
             // SAFETY: `word` is a live, aligned u64 of device memory (forwarded contract).
             let word = unsafe { &mut *(args.word as *mut u64) };

@@ -318,6 +318,7 @@ impl Backend for HostBackend {
             Launch::StencilShellFixup(args) => HostLaunch::ShellFixup(*args, dims.threads),
             Launch::EpochStep(args) => HostLaunch::EpochStep(*args),
             Launch::FusedSignal(args) => HostLaunch::FusedSignal(*args),
+            Launch::StencilFused(args) => HostLaunch::StencilFused(*args),
             other => {
                 return Err(Error::Unsupported {
                     backend: "host",

@@ -112,6 +112,10 @@ pub(crate) struct StencilResult {
     /// Each step's inner box ran beside its exchange (`--overlap`; false: the exchange,
     /// then the whole interior); older results lack it (they overlapped).
     overlap: bool,
+    /// Fused mode (`--fused`): the boundary's update stored the neighbours' halos, no pack or
+    /// unpack ran; older results lack it.
+    #[serde(default)]
+    fused: bool,
     /// The shell's x and y slabs ran as launches of their own (`--shell-launches`), not in
     /// the inner box's tiles; older results lack it.
     #[serde(default)]
@@ -318,6 +322,7 @@ pub(crate) fn measured<B: Backend>(
             graph: args.graph,
             shell_launches: args.shell_launches,
             overlap: args.overlap.overlap(),
+            fused: args.fused,
         };
         let run = run_jacobi(backend, world, &config)
             .with_context(|| format!("running the stencil on the {} backend", backend.name()))?;
@@ -454,6 +459,7 @@ pub(crate) fn measured<B: Backend>(
             graph: args.graph,
             compute_replayed_steps,
             overlap,
+            fused: args.fused,
             shell_launches: args.shell_launches,
             shell_tiles: shell_tiles.map(|t| ShellTilesRecord {
                 capacity: t.capacity,
@@ -538,7 +544,9 @@ fn print_summary(r: &StencilResult) {
         } else {
             ""
         },
-        if r.overlap {
+        if r.fused {
+            " (fused: the boundary's update stores the neighbours' halos, no pack or unpack)"
+        } else if r.overlap {
             ""
         } else {
             " (no overlap: the exchange, then the whole interior)"

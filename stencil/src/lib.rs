@@ -35,18 +35,22 @@ use haloport_core::error::{Error, Result};
 use haloport_core::halo::{
     resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, RouteChoice,
 };
+use haloport_core::regions::{blocks_for, stencil_points};
 use haloport_core::regions::{lanes_padding, stencil_launch, stencil_reads, Copy3d, ShellTiles};
 use haloport_core::regions::{shell_around, CellBox, HalosIn, STENCIL_THREADS};
 use haloport_core::shared::{
-    hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_HALOS_IN, HP_SHELL_LIST,
+    haloport_fused, hp_stencil_args, HP_SHELL_COUNT, HP_SHELL_FIXUP_BLOCKS, HP_SHELL_HALOS_IN,
+    HP_SHELL_LIST,
 };
 
 mod fields;
+mod fused;
 mod placement;
 mod run;
 
 use fields::{gather, local_initial};
 pub use fields::{initial_value, FieldKind, GlobalFields};
+use fused::FusedSteps;
 use placement::sector_rows_padding;
 pub use placement::{placement, FieldPlacement, RowsPadding, PLACEMENT};
 pub use run::run_jacobi;
@@ -134,6 +138,13 @@ pub struct JacobiConfig {
     pub shell_launches: bool,
     /// Whether each step updates its inner box beside the exchange.
     pub overlap: Overlap,
+    /// Fused mode ([`HaloExchange::fuse`]): each step's boundary update stores the cells the
+    /// neighbours need straight into their halos, beside the inner box's update; no pack or
+    /// unpack runs. One ordinary exchange fills the first step's halos. Every neighbour must be
+    /// device-direct or the rank itself, and the fields the library's allocations
+    /// ([`FieldPlacement::Library`]; [`FieldPlacement::Auto`] resolves to it); the step always
+    /// runs the boundary beside the inner box ([`Overlap::Off`] is refused).
+    pub fused: bool,
 }
 
 /// Whether each step updates its inner box beside the exchange and then the shell
@@ -328,6 +339,8 @@ struct Step<'a, B: Backend> {
     halos_in_joins: &'a [B::Event],
     /// The inner box beside the exchange ([`Overlap`]).
     overlap: bool,
+    /// Fused mode's boxes and sets ([`JacobiConfig::fused`]).
+    fused: Option<&'a FusedSteps>,
 }
 
 /// The fields a step reads and writes.
@@ -344,6 +357,9 @@ impl<B: Backend> Step<'_, B> {
         exchange: &mut HaloExchange<'_, B>,
         (cur, next): StepFields<'_, B>,
     ) -> Result<()> {
+        if let Some(fused) = self.fused {
+            return self.queue_fused(exchange, (cur, next), fused);
+        }
         let cur_refs: Vec<&Field<B>> = cur.iter().collect();
         if !self.overlap {
             // The halos first, then the update with them in.

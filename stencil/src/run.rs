@@ -34,11 +34,16 @@ pub fn run_jacobi<B: Backend>(
             ..hp_stencil_args::default()
         })
         .collect();
+    check_fused(config)?;
     // Known from the plan: a neighbour travels as a local copy exactly where it is this rank.
-    let overlap = config.overlap.overlaps(alone(&plan));
+    // A fused step always runs its boundary beside the inner box.
+    let overlap = config.fused || config.overlap.overlaps(alone(&plan));
     let placements: Vec<FieldPlacement> = launches
         .iter()
-        .map(|kind| config.fields.resolve(kind, d, &inner, overlap))
+        .map(|kind| match config.fused {
+            true => FieldPlacement::Library,
+            false => config.fields.resolve(kind, d, &inner, overlap),
+        })
         .collect();
     // The application's own allocations (`own`) when it adopts its fields: declared before
     // the exchange and the streams, so they are freed after both (the exchange waits for its
@@ -47,9 +52,27 @@ pub fn run_jacobi<B: Backend>(
     let setup_started = Instant::now();
     let mut exchange = HaloExchange::new(backend, comm, &spec, config.options)?;
     let setup_seconds = setup_started.elapsed().as_secs_f64();
+    let fused = if config.fused {
+        let sets: [Vec<&Field<B>>; 2] = [u.iter().collect(), v.iter().collect()];
+        exchange.fuse(&[&sets[0], &sets[1]])?;
+        let quiet = exchange
+            .fused_descriptors(0)?
+            .first()
+            .copied()
+            .unwrap_or_default();
+        let first = |f: &[Field<B>]| f.first().map_or(0, Field::device_addr);
+        Some(FusedSteps::new(d, &inner, &quiet, [first(&u), first(&v)]))
+    } else {
+        None
+    };
     let deadline = || haloport_core::backend::deadline_in(config.options.timeout);
     // Declared before the streams, which are drained before they are freed.
-    let shell_words = alloc_shell_words(backend, comm, &launches, &inner, config)?;
+    let shell_words = if config.fused {
+        // The fused step's inner box leaves its shell to the fused kernel.
+        launches.iter().map(|_| None).collect()
+    } else {
+        alloc_shell_words(backend, comm, &launches, &inner, config)?
+    };
     let in_tiles: Vec<Option<(u64, u32)>> = shell_words
         .iter()
         .map(|w| w.as_ref().map(|(m, capacity)| (m.device_addr(), *capacity)))
@@ -74,7 +97,8 @@ pub fn run_jacobi<B: Backend>(
         .unwrap_or(0);
     // Declared after the fields, so that on any early return they are dropped (and drained of
     // the sweeps queued on them) before the fields are freed.
-    let streams = StepStreams::new(backend, shell.len(), slab_sides)?;
+    let slabs = fused.as_ref().map_or(0, |f| f.shell.len()).max(shell.len());
+    let streams = StepStreams::new(backend, slabs, slab_sides)?;
     let stream = &streams.stream;
     for f in 0..kinds.len() {
         let initial = local_initial(d, kinds[f], f as u32);
@@ -91,6 +115,15 @@ pub fn run_jacobi<B: Backend>(
     let step = streams.step(
         backend, &launches, inner, &shell, &in_tiles, &halos_in, overlap,
     );
+    let step = Step {
+        fused: fused.as_ref(),
+        ..step
+    };
+    if fused.is_some() {
+        // The first step's halos: later steps' come from the step before.
+        let first: Vec<&Field<B>> = u.iter().collect();
+        exchange.exchange(&first, stream)?;
+    }
     // Step s reads u and writes v when s is even, the other way round when odd.
     let pairs = [(&u, &v), (&v, &u)];
     let step_seconds = timed_steps(&step, &mut exchange, comm, config, pairs)?;
@@ -165,6 +198,30 @@ pub fn run_jacobi<B: Backend>(
         setup_seconds,
         gathered,
     })
+}
+
+/// Refuses what fused mode cannot run: fields the application placed (fused mode maps the
+/// library's allocations into the neighbours), and a step without overlap.
+fn check_fused(config: &JacobiConfig) -> Result<()> {
+    if !config.fused {
+        return Ok(());
+    }
+    if !matches!(
+        config.fields,
+        FieldPlacement::Auto | FieldPlacement::Library
+    ) {
+        return Err(Error::InvalidInput(format!(
+            "fused mode maps the fields into the neighbours: they must be the library's allocations (fields 'library' or 'auto', not '{}')",
+            config.fields.name()
+        )));
+    }
+    if config.overlap == Overlap::Off {
+        return Err(Error::InvalidInput(
+            "fused mode updates the boundary beside the inner box: overlap 'off' does not apply"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The declaration of `config` on `comm`'s ranks, refused where the stencil reads halos it
@@ -343,6 +400,7 @@ impl<B: Backend> StepStreams<B> {
             halos_in_side: &self.halos_in_side,
             halos_in_joins: &self.halos_in_joins,
             overlap,
+            fused: None,
         }
     }
 }

@@ -140,6 +140,10 @@ pub enum Kernel {
     /// Fused mode's credits and arrivals ([`hp_signal_args`]): stores words, then waits for
     /// words, bounded; one block.
     FusedSignal,
+    /// The fused step's boundary: the stencil's point form over a box, each updated cell also
+    /// stored into the neighbours' halos through the out field's descriptor
+    /// (`hp_stencil_args::fused`), counted per message and block.
+    StencilFused,
 }
 
 impl Kernel {
@@ -179,6 +183,7 @@ impl Kernel {
             Kernel::StencilShellFixup => "hp_stencil27_shell_fixup",
             Kernel::StencilMarch7 => "hp_stencil7_marching",
             Kernel::FusedSignal => "hp_fused_signal",
+            Kernel::StencilFused => "hp_stencil_fused",
         }
     }
 
@@ -219,13 +224,14 @@ impl Kernel {
             | Kernel::StencilMarch64Shell
             | Kernel::StencilShellReady
             | Kernel::StencilShellFixup
-            | Kernel::StencilMarch7 => KernelUnit::Stencil,
+            | Kernel::StencilMarch7
+            | Kernel::StencilFused => KernelUnit::Stencil,
             _ => KernelUnit::Exchange,
         }
     }
 
     /// Every kernel, for loading modules and checking they are all present.
-    pub const ALL: [Kernel; 33] = [
+    pub const ALL: [Kernel; 34] = [
         Kernel::Pack,
         Kernel::Unpack,
         Kernel::ClockPingPong,
@@ -259,6 +265,7 @@ impl Kernel {
         Kernel::StencilShellFixup,
         Kernel::StencilMarch7,
         Kernel::FusedSignal,
+        Kernel::StencilFused,
     ];
 }
 
@@ -364,6 +371,9 @@ pub enum Launch<'a> {
     StencilShellFixup(&'a hp_stencil_args),
     /// [`Kernel::FusedSignal`]: one block. Its waits depend on other processes' launches.
     FusedSignal(&'a hp_signal_args),
+    /// [`Kernel::StencilFused`]: one component per cell, a descriptor in `fused`; any grid
+    /// covers the box. Its stores reach other processes' memory.
+    StencilFused(&'a hp_stencil_args),
 }
 
 impl Launch<'_> {
@@ -387,7 +397,8 @@ impl Launch<'_> {
             | Launch::StencilMarch32(a)
             | Launch::StencilMarch64Shell(a)
             | Launch::StencilShellReady(a)
-            | Launch::StencilShellFixup(a) => std::ptr::from_ref(*a).cast(),
+            | Launch::StencilShellFixup(a)
+            | Launch::StencilFused(a) => std::ptr::from_ref(*a).cast(),
             Launch::EpochStep(a) => std::ptr::from_ref(*a).cast(),
             Launch::FusedSignal(a) => std::ptr::from_ref(*a).cast(),
         }
@@ -576,13 +587,18 @@ impl Launch<'_> {
                 a.shell, a.parity
             )),
             Launch::StencilShellReady(_) => Ok(()),
+            Launch::StencilFused(a) if a.fused == 0 || a.components > 1 => invalid(format!(
+                "the fused stencil needs a descriptor and one component per cell (descriptor {:#x}, {} components)",
+                a.fused, a.components
+            )),
             Launch::Stencil27(a)
             | Launch::StencilMarching(a)
             | Launch::StencilMarch64(a)
             | Launch::StencilMarch7(a)
             | Launch::StencilMarch32(a)
             | Launch::StencilMarch64Shell(a)
-            | Launch::StencilShellFixup(a) => {
+            | Launch::StencilShellFixup(a)
+            | Launch::StencilFused(a) => {
                 crate::regions::check_stencil(a).or_else(|e| invalid(e.to_string()))?;
                 if a.in_ == 0 || a.out == 0 || a.in_ == a.out {
                     return invalid(format!(
@@ -645,6 +661,7 @@ impl Launch<'_> {
             Launch::StencilShellReady(_) => Kernel::StencilShellReady,
             Launch::StencilShellFixup(_) => Kernel::StencilShellFixup,
             Launch::FusedSignal(_) => Kernel::FusedSignal,
+            Launch::StencilFused(_) => Kernel::StencilFused,
         }
     }
 

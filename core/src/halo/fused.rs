@@ -168,6 +168,17 @@ pub unsafe fn store_f64(d: &haloport_fused, cell: [u32; 3], value: f64) {
     }
 }
 
+/// The host twin of `haloport_store_f32`.
+///
+/// # Safety
+/// As for [`store_f64`].
+pub unsafe fn store_f32(d: &haloport_fused, cell: [u32; 3], value: f32) {
+    for (_, addr) in targets(d, cell) {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { (addr as *mut f32).write_volatile(value) };
+    }
+}
+
 /// The host twin of `haloport_block_done`: after the stores of the cells of `[lo, hi)`, adds
 /// each message's share of them to the neighbour's count (release: the stores before it are
 /// seen by whoever sees the count).

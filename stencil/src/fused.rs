@@ -1,0 +1,114 @@
+//! The fused step (`JacobiConfig::fused`): the boundary's update stores each cell a neighbour
+//! needs straight into the neighbour's halo (`kernels-cu/haloport_device.h`), beside the
+//! interior's update; no pack or unpack runs.
+//!
+//! A step from `cur` into `next`: the inner box on its stream; on the step's stream
+//! `fused_start` of `next`'s set (this rank is done reading `next`'s halos, and waits until
+//! each neighbour is), then the boundary's slabs, each on a side stream, in
+//! [`Launch::StencilFused`]; then `fused_finish` (every cell of `next`'s halos arrived). The
+//! next step reads them.
+
+use super::*;
+
+/// The boxes of a fused step and which fused set each field pair is.
+pub(crate) struct FusedSteps {
+    /// The cells no neighbour needs whose stencil reads no halo: updated as in any step.
+    pub(crate) inner: CellBox,
+    /// The rest of the interior, in slabs, each with the dimension it closes: updated by the
+    /// fused kernel. Halos wider than the stencil's reach make it thicker than the shell.
+    pub(crate) shell: Vec<(usize, CellBox)>,
+    /// The first field's address of each fused set: set 0 holds `u`, set 1 `v`.
+    pub(crate) sets: [u64; 2],
+}
+
+impl FusedSteps {
+    /// The boxes of `d`'s interior around `inner` (the stencil's inner box) less the cells a
+    /// neighbour needs (`quiet`: the descriptor's `quiet_lo` and `quiet_hi`).
+    pub(crate) fn new(
+        d: &Decomposition,
+        inner: &CellBox,
+        quiet: &haloport_fused,
+        sets: [u64; 2],
+    ) -> Self {
+        let interior = interior_box(d);
+        let mut fused_inner: CellBox = std::array::from_fn(|k| {
+            let lo = inner[k][0].max(u64::from(quiet.quiet_lo[k]));
+            let hi = inner[k][1].min(u64::from(quiet.quiet_hi[k]));
+            [lo, hi.max(lo)]
+        });
+        if fused_inner.iter().any(|[lo, hi]| lo >= hi) {
+            fused_inner = [[0, 0]; 3];
+        }
+        FusedSteps {
+            shell: shell_around(&interior, &fused_inner),
+            inner: fused_inner,
+            sets,
+        }
+    }
+
+    /// The fused set the fields `next` form.
+    fn set_of<B: Backend>(&self, next: &[Field<B>]) -> Result<usize> {
+        let first = next.first().map(Field::device_addr);
+        self.sets
+            .iter()
+            .position(|&s| Some(s) == first)
+            .ok_or_else(|| Error::Internal("a fused step's fields are neither set".into()))
+    }
+}
+
+impl<B: Backend> Step<'_, B> {
+    /// Queues one fused step from `cur` into `next` (the module's docs).
+    pub(crate) fn queue_fused(
+        &self,
+        exchange: &mut HaloExchange<'_, B>,
+        (cur, next): StepFields<'_, B>,
+        fused: &FusedSteps,
+    ) -> Result<()> {
+        let set = fused.set_of(next)?;
+        self.fork_inner()?;
+        for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
+            sweep(self.backend, kind, a, b, &fused.inner, self.inner_stream)?;
+        }
+        let descriptors = exchange.fused_start(set, self.stream)?;
+        let slabs: Vec<_> = fused
+            .shell
+            .iter()
+            .filter(|(_, slab)| slab.iter().all(|[lo, hi]| lo < hi))
+            .collect();
+        if slabs.len() > self.side.len() {
+            return Err(Error::Internal("more slabs than side streams".into()));
+        }
+        self.backend.record_event(self.fork, self.stream)?;
+        for ((_, slab), (side, join)) in slabs.iter().zip(self.side.iter().zip(self.joins)) {
+            self.backend.stream_wait_event(side, self.fork)?;
+            for (((a, b), kind), descriptor) in
+                cur.iter().zip(next).zip(self.launches).zip(&descriptors)
+            {
+                let args = hp_stencil_args {
+                    in_: a.device_addr(),
+                    out: b.device_addr(),
+                    begin: slab.map(|[lo, _]| lo),
+                    end: slab.map(|[_, hi]| hi),
+                    fused: *descriptor,
+                    ..*kind
+                };
+                let dims = LaunchDims {
+                    blocks: blocks_for(stencil_points(&args), STENCIL_THREADS, 1),
+                    threads: STENCIL_THREADS,
+                };
+                // SAFETY: as in `sweep`; the descriptor and the neighbours' fields it leads to
+                // live as long as the exchange's fused mode, which outlives the steps.
+                unsafe {
+                    self.backend
+                        .launch(Launch::StencilFused(&args), dims, side)?
+                };
+            }
+            self.backend.record_event(join, side)?;
+        }
+        for join in &self.joins[..slabs.len()] {
+            self.backend.stream_wait_event(self.stream, join)?;
+        }
+        self.join_inner()?;
+        exchange.fused_finish(set, self.stream)
+    }
+}
