@@ -93,7 +93,15 @@ pub fn run<B: Backend>(
             MpiColor::undefined()
         });
         let outcome = match sub {
-            Some(sub) => measured(backend, &sub, args, spec, options).map_err(|e| {
+            Some(sub) => measured(
+                backend,
+                &sub,
+                args,
+                spec,
+                options,
+                &std::cell::OnceCell::new(),
+            )
+            .map_err(|e| {
                 e.downcast::<Error>()
                     .unwrap_or_else(|e| Error::Internal(format!("{e:#}")))
             }),

@@ -240,7 +240,8 @@ impl OnBackend for Stencil<'_> {
         if let Some(mode) = args.scaling {
             return super::scaling::run(backend, world, args, &spec, options, mode);
         }
-        let Some(result) = measured(backend, world, args, spec, options)? else {
+        let reference = std::cell::OnceCell::new();
+        let Some(result) = measured(backend, world, args, spec, options, &reference)? else {
             return Ok(());
         };
         print_summary(&result);
@@ -303,6 +304,7 @@ pub(crate) fn measured<B: Backend>(
     args: &StencilArgs,
     spec: DomainSpec,
     options: HaloOptions,
+    reference: &std::cell::OnceCell<haloport_stencil::GlobalFields>,
 ) -> anyhow::Result<Option<StencilResult>> {
     let world = comm;
     {
@@ -382,9 +384,16 @@ pub(crate) fn measured<B: Backend>(
         let (verified, verification) = if args.no_verify {
             (false, "skipped (--no-verify)".to_owned())
         } else {
-            let reference = run_reference(backend, &config)
-                .context("computing the one-rank reference over the whole grid")?;
-            match gathered.first_difference(&reference) {
+            // Computed once for runs of one problem (a tuning's candidates).
+            let reference = match reference.get() {
+                Some(fields) => fields,
+                None => {
+                    let fields = run_reference(backend, &config)
+                        .context("computing the one-rank reference over the whole grid")?;
+                    reference.get_or_init(|| fields)
+                }
+            };
+            match gathered.first_difference(reference) {
                 None => (
                     true,
                     format!(

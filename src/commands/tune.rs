@@ -143,6 +143,7 @@ impl OnBackend for Tune<'_> {
             args,
             spec,
             measurements: Vec::new(),
+            reference: std::cell::OnceCell::new(),
         };
         let by_capability = RouteOrder::by_capability();
         let first = tuner.measure("auto by capability", base_with(base, by_capability))?;
@@ -216,6 +217,8 @@ struct Tuner<'a, B: Backend> {
     args: &'a TuneArgs,
     spec: DomainSpec,
     measurements: Vec<Measurement>,
+    /// The one-rank result every candidate must match: the same problem each time.
+    reference: std::cell::OnceCell<haloport_stencil::GlobalFields>,
 }
 
 impl<B: Backend> Tuner<'_, B> {
@@ -228,6 +231,7 @@ impl<B: Backend> Tuner<'_, B> {
             &self.args.stencil,
             self.spec.clone(),
             options,
+            &self.reference,
         )
         .with_context(|| format!("tuning: measuring {tried}"))?;
         let mine: Option<Outcome> = result.as_ref().map(outcome);
