@@ -28,7 +28,14 @@
 #ifndef HALOPORT_DEVICE_H
 #define HALOPORT_DEVICE_H
 
+#if defined(__CUDACC_RTC__)
+/* NVRTC (a CuPy RawKernel) has no <stdint.h>: the two widths used here, as NVIDIA's libcu++
+ * defines them for NVRTC. */
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#else
 #include <stdint.h>
+#endif
 
 /* Most messages of one rank: 26 neighbours (faces, edges, corners). */
 #define HALOPORT_FUSED_MESSAGES 26u
