@@ -443,15 +443,30 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
     /// [`crate::halo::HaloExchange::fused_start`].
     pub(crate) fn fused_start(&mut self, set: usize, stream: &B::Stream) -> Result<Vec<u64>> {
         self.usable()?;
+        let capturing = self.fused_capture(stream)?;
         let fused = self.fused()?;
-        fused.start(self.backend, set, stream)?;
+        fused.start(self.backend, set, stream, capturing)?;
         Ok(fused.descriptors(set)?.0.to_vec())
+    }
+
+    /// Whether a fused signal on `stream` is being captured (counted in the capture), refusing
+    /// another stream than the capturing one.
+    fn fused_capture(&mut self, stream: &B::Stream) -> Result<bool> {
+        self.check_capturing_stream(stream)?;
+        Ok(match self.capture.as_mut() {
+            Some(capture) => {
+                capture.fused += 1;
+                true
+            }
+            None => false,
+        })
     }
 
     /// [`crate::halo::HaloExchange::fused_finish`].
     pub(crate) fn fused_finish(&mut self, set: usize, stream: &B::Stream) -> Result<()> {
         self.usable()?;
-        self.fused()?.finish(self.backend, set, stream)
+        let capturing = self.fused_capture(stream)?;
+        self.fused()?.finish(self.backend, set, stream, capturing)
     }
 
     /// [`crate::halo::HaloExchange::fused_descriptors`].

@@ -414,7 +414,15 @@ impl<B: Backend> FusedExchange<B> {
         Ok(())
     }
 
-    fn signal(&self, backend: &B, args: &hp_signal_args, stream: &B::Stream) -> Result<()> {
+    /// Queues one signal launch; `capturing`: into a graph, so no marker is recorded (a
+    /// replay records it, [`Self::mark`]).
+    fn signal(
+        &self,
+        backend: &B,
+        args: &hp_signal_args,
+        stream: &B::Stream,
+        capturing: bool,
+    ) -> Result<()> {
         self.check()?;
         let dims = LaunchDims {
             blocks: 1,
@@ -423,19 +431,40 @@ impl<B: Backend> FusedExchange<B> {
         // SAFETY: the tables, the control blocks and the status words live until `last` is
         // seen complete (Drop waits for it).
         unsafe { backend.launch(Launch::FusedSignal(args), dims, stream)? };
+        if capturing {
+            return Ok(());
+        }
+        self.mark(backend, stream)
+    }
+
+    /// Marks everything queued on `stream` so far as what closing waits for (after a replay
+    /// of captured signal launches).
+    pub(crate) fn mark(&self, backend: &B, stream: &B::Stream) -> Result<()> {
         backend.record_event(&self.last, stream)
     }
 
     /// Queues set `set`'s credits and the wait for the neighbours' on `stream`.
-    pub(crate) fn start(&self, backend: &B, set: usize, stream: &B::Stream) -> Result<()> {
+    pub(crate) fn start(
+        &self,
+        backend: &B,
+        set: usize,
+        stream: &B::Stream,
+        capturing: bool,
+    ) -> Result<()> {
         let s = self.set(set)?;
-        self.signal(backend, &s.start, stream)
+        self.signal(backend, &s.start, stream, capturing)
     }
 
     /// Queues the wait for set `set`'s incoming cells on `stream`, and the epoch's step.
-    pub(crate) fn finish(&self, backend: &B, set: usize, stream: &B::Stream) -> Result<()> {
+    pub(crate) fn finish(
+        &self,
+        backend: &B,
+        set: usize,
+        stream: &B::Stream,
+        capturing: bool,
+    ) -> Result<()> {
         let s = self.set(set)?;
-        self.signal(backend, &s.finish, stream)
+        self.signal(backend, &s.finish, stream, capturing)
     }
 
     /// Waits for the last signal launch (before the memory goes), bounded.

@@ -44,6 +44,9 @@ pub(crate) struct Capture<B: Backend> {
     pub(super) base: B::DeviceMemory,
     /// The fields the captured launches use.
     pub(super) keep: Vec<Arc<FieldMemory<B>>>,
+    /// Fused mode's signal launches captured (their epoch lives in device memory: a replay
+    /// moves it on by itself).
+    pub(super) fused: u64,
 }
 
 /// What a graph's launches use: kept by the graph, and by the exchange while a replay may run.
@@ -132,6 +135,7 @@ impl<B: Backend> MessageExchange<'_, B> {
             in_flight: self.in_flight,
             base,
             keep: Vec::new(),
+            fused: 0,
         });
         Ok(())
     }
@@ -153,7 +157,7 @@ impl<B: Backend> MessageExchange<'_, B> {
             Some(Error::Usage(
                 "the capture ended between start and finish: capture whole exchanges".into(),
             ))
-        } else if exchanges == 0 || exchanges % 2 == 1 {
+        } else if (exchanges == 0 && capture.fused == 0) || exchanges % 2 == 1 {
             Some(Error::Usage(format!(
                 "a graph must hold an even number of exchanges (the receive slots alternate from one exchange to the next); this capture held {exchanges}"
             )))
@@ -211,7 +215,8 @@ impl<B: Backend> MessageExchange<'_, B> {
             ));
         }
         let since = self.epoch - graph.first_epoch;
-        if since % 2 == 1 {
+        // A graph of fused steps alone names no receive slot.
+        if graph.exchanges > 0 && since % 2 == 1 {
             return Err(Error::Usage(format!(
                 "{since} exchanges ran outside this graph since its capture: after an odd number its receive slots no longer line up; run one more exchange, or capture again"
             )));
@@ -248,6 +253,9 @@ impl<B: Backend> MessageExchange<'_, B> {
         self.epoch += graph.exchanges;
         self.backend.record_event(&self.last_pack, stream)?;
         self.backend.record_event(&self.last_unpack, stream)?;
+        if let Some(fused) = self.memory.fused.as_deref() {
+            fused.mark(self.backend, stream)?;
+        }
         self.finished_on(id, Ending::Unpack)
     }
 
