@@ -17,7 +17,13 @@ Arrays are never copied: the exchange reads and writes them in place, through
 ``__array_interface__`` (NumPy) on the host backend and ``__cuda_array_interface__`` or DLPack
 (CuPy, PyTorch, Numba, JAX) on CUDA. Errors are :class:`Error` subclasses (``haloport.errors``).
 The work is done by the Rust library; this package converts and maps errors.
+
+Fused mode (:meth:`Exchange.fuse`): the application's own kernels (a CuPy ``RawKernel``) store
+boundary cells straight into the neighbours' halos through the device header
+``haloport_device.h``, which this package ships in :func:`include_dir`.
 """
+
+import os as _os
 
 # The exception classes first: the extension raises them.
 from .errors import (
@@ -32,14 +38,24 @@ from .errors import (
     UsageError,
     VerificationError,
 )
-from ._native import Domain, Exchange, Graph, Neighbour, __version__, backends
+from ._native import Domain, Exchange, FusedField, Graph, Neighbour, __version__, backends
+
+
+def include_dir() -> str:
+    """The folder holding ``haloport_device.h``, fused mode's device header (CUDA, HIP and C),
+    of this build: give it to the kernel compiler, e.g.
+    ``cupy.RawKernel(code, name, options=("-I" + haloport.include_dir(),))`` with ``code``
+    including ``<haloport_device.h>``."""
+    return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "include")
 
 __all__ = [
     "Domain",
     "Exchange",
+    "FusedField",
     "Graph",
     "Neighbour",
     "backends",
+    "include_dir",
     "__version__",
     "Error",
     "HaloportError",

@@ -4,7 +4,7 @@ import os
 from types import TracebackType
 from typing import Any, List, Literal, Optional, Sequence, Tuple, Type, TypedDict, Union, final
 
-__all__ = ["Domain", "Exchange", "Graph", "Neighbour", "backends", "__version__"]
+__all__ = ["Domain", "Exchange", "FusedField", "Graph", "Neighbour", "backends", "__version__"]
 
 __version__: str
 
@@ -160,6 +160,62 @@ class Graph:
     def exchanges(self) -> int:
         """How many exchanges one replay runs."""
 
+class _FusedMessage(TypedDict):
+    """One neighbour's message of one field (``haloport_fused_message``)."""
+
+    dest: int
+    dest_offset: int
+    dest_stride: _Triple
+    counter: int
+    lo: _Triple
+    hi: _Triple
+
+class _FusedDescriptor(TypedDict):
+    """One field's descriptor (``haloport_fused``), :meth:`Exchange.fused_descriptors`."""
+
+    messages: int
+    elem_bytes: int
+    quiet_lo: _Triple
+    quiet_hi: _Triple
+    message: List[_FusedMessage]
+
+@final
+class FusedField:
+    """One field fused mode allocated (:meth:`Exchange.fuse`): the whole allocation of field
+    :attr:`field` of set :attr:`set` (halos and padding included), in the exchange's device
+    memory, zeroed at first. The array libraries use it in place: ``numpy.asarray(f)`` on the
+    host backend, ``cupy.asarray(f)`` on CUDA, shaped :meth:`Exchange.shape`. The memory stays
+    allocated while this object (or an array over it) lives, also after the exchange was
+    closed."""
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """NumPy's array interface, on the host backend; ``AttributeError`` on a GPU."""
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA array interface, on a GPU backend; ``AttributeError`` on the host."""
+    @property
+    def ptr(self) -> int:
+        """The device address of the allocation's first element."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated."""
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """``(az, ay, ax)``, or ``(az, ay, ax, C)`` for ``C`` components per cell."""
+    @property
+    def dtype(self) -> str:
+        """The element type, as NumPy names it."""
+    @property
+    def set(self) -> int:
+        """The set it belongs to (what :meth:`Exchange.fused_start` takes)."""
+    @property
+    def field(self) -> int:
+        """Its field in the declaration."""
+    @property
+    def device(self) -> int:
+        """The device's ordinal in this process."""
+
 @final
 class Exchange:
     """The halo exchange of one domain's fields over an mpi4py communicator.
@@ -281,6 +337,40 @@ class Exchange:
         graph; nothing captured has run yet."""
     def replay(self, graph: Graph, stream: _StreamLike = None) -> None:
         """Queues one replay of ``graph`` on ``stream``; :meth:`wait` waits for it."""
+    def fuse(self, sets: int) -> List[List[FusedField]]:
+        """Fused mode: allocates ``sets`` sets of the domain's fields through the library
+        (mapped into the neighbours), builds one descriptor per field and set, and returns the
+        fields, a list per set in the declaration's order. A step that writes set ``s`` calls
+        :meth:`fused_start` before its kernels store the set's boundary cells into the
+        neighbours' halos (``haloport_device.h``, in :func:`haloport.include_dir`) and
+        :meth:`fused_finish` after. Collective: every rank gives the same ``sets``. Every
+        neighbour must be device-direct or this rank itself (``transport="ipc"``, one node).
+
+        Raises:
+            InvalidInputError: 0 sets, different numbers of sets on different ranks, a
+                neighbour of another route (named), cells other than one 4- or 8-byte element.
+            UsageError: already fused; the exchange closed.
+            OtherRankError: another rank failed to allocate or set up.
+        """
+    def fused_start(self, set: int, stream: _StreamLike = None) -> List[int]:
+        """Queues on ``stream`` this rank's word that it is done reading set ``set``'s halos
+        and a wait, on the device, for every neighbour's; returns the device address of each
+        field's descriptor (``const haloport_fused*``) for the kernels that follow. ``None``:
+        the default stream. On the host backend it returns once every neighbour is done
+        reading.
+
+        Raises:
+            UsageError: before :meth:`fuse`, a set it did not make, the exchange closed.
+            TimeoutError: an earlier wait that gave up (naming the neighbour and halo).
+        """
+    def fused_finish(self, set: int, stream: _StreamLike = None) -> None:
+        """Queues on ``stream`` a wait, on the device, until every cell of set ``set``'s
+        incoming messages arrived; work queued there afterwards sees the halos filled (on the
+        host backend: when it returns). Raises as :meth:`fused_start`."""
+    def fused_descriptors(self, set: int) -> List[_FusedDescriptor]:
+        """Set ``set``'s descriptors as the device header lays them out, one per field (on
+        the host backend the addresses are this process's memory). Raises as
+        :meth:`fused_start`."""
     def __enter__(self) -> "Exchange": ...
     def __exit__(
         self,

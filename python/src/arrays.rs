@@ -135,6 +135,14 @@ impl Dtype {
         self.bytes
     }
 
+    /// The array interfaces' type string, little-endian: `<f8`, `<u2`, `|b1`.
+    pub fn typestr(self) -> String {
+        match self.kind {
+            b'b' => "|b1".to_owned(),
+            kind => format!("<{}{}", kind as char, self.bytes),
+        }
+    }
+
     /// NumPy's name: `float64`, `uint8`, `bool`.
     pub fn name(self) -> String {
         DTYPES

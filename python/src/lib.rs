@@ -33,8 +33,8 @@ use haloport::core::halo::{HaloOptions, HaloStrategy, RouteChoice, RoutesFile};
 use haloport::core::transport::{GpuAwareMpi, TransportKind};
 use haloport::foreign::{
     built_backends, check_mpi, mpi_finalized, Allocation, BackendKind, ErrorKind, ForeignBackend,
-    ForeignExchange, ForeignGraph, RawField, DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD, DEFAULT_PAD,
-    DEFAULT_PERIODIC,
+    ForeignExchange, ForeignGraph, FusedFields, RawField, DEFAULT_HALO, DEFAULT_NEIGHBOURHOOD,
+    DEFAULT_PAD, DEFAULT_PERIODIC,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
@@ -553,6 +553,178 @@ impl Graph {
     fn __repr__(&self) -> String {
         format!("Graph(exchanges={})", self.exchanges)
     }
+}
+
+/// One field fused mode allocated (`Exchange.fuse`): the whole allocation of field `field` of
+/// set `set` (halos and padding included), in the exchange's device memory, zeroed at first.
+/// It offers the array interface of its backend, so that the array libraries use it in place:
+/// `numpy.asarray(f)` on the host backend (`__array_interface__`), `cupy.asarray(f)` on CUDA
+/// (`__cuda_array_interface__`), each shaped `Exchange.shape(field)`. The memory stays
+/// allocated while this object (or an array over it) lives, also after the exchange was
+/// closed; the neighbours store into its halos between `fused_start` and `fused_finish`.
+#[pyclass(module = "haloport", frozen)]
+struct FusedField {
+    /// A share of every fused field's memory (the exchange's backend's allocations).
+    share: Option<FusedFields>,
+    /// The thread of the exchange that allocated it: the memory is freed only there.
+    thread: std::thread::ThreadId,
+    addr: u64,
+    bytes: usize,
+    shape: Vec<u64>,
+    dtype: arrays::Dtype,
+    backend: BackendKind,
+    device: usize,
+    set: usize,
+    field: usize,
+}
+
+// SAFETY: the share is touched only by `Drop`, which frees it on the thread that allocated it
+// and leaks it elsewhere; the rest is plain data.
+unsafe impl Send for FusedField {}
+// SAFETY: as for `Send`: shared references reach only the plain data.
+unsafe impl Sync for FusedField {}
+
+impl Drop for FusedField {
+    fn drop(&mut self) {
+        if let Some(share) = self.share.take() {
+            if std::thread::current().id() == self.thread {
+                drop(share);
+            } else {
+                haloport::foreign::log_line(
+                    "a FusedField was collected on another thread than the one that built its exchange; its memory is left to the process's exit",
+                );
+                std::mem::forget(share);
+            }
+        }
+    }
+}
+
+impl FusedField {
+    /// The interface dictionary (version 3) both protocols share.
+    fn interface<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("shape", PyTuple::new(py, &self.shape)?)?;
+        d.set_item("typestr", self.dtype.typestr())?;
+        d.set_item("data", (self.addr, false))?;
+        d.set_item("strides", py.None())?;
+        d.set_item("version", 3)?;
+        Ok(d)
+    }
+}
+
+#[pymethods]
+impl FusedField {
+    /// NumPy's array interface, on the host backend (`numpy.asarray(field)`).
+    ///
+    /// Raises:
+    ///     AttributeError: on a GPU backend (use `__cuda_array_interface__`).
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if self.backend != BackendKind::Host {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+                "a field of the {} backend is device memory: use __cuda_array_interface__ (cupy.asarray)",
+                self.backend.name()
+            )));
+        }
+        self.interface(py)
+    }
+
+    /// The CUDA array interface, on a GPU backend (`cupy.asarray(field)`); `stream` is None:
+    /// the memory was zeroed before `fuse` returned.
+    ///
+    /// Raises:
+    ///     AttributeError: on the host backend (use `__array_interface__`).
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if self.backend == BackendKind::Host {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(
+                "a field of the host backend is host memory: use __array_interface__ (numpy.asarray)",
+            ));
+        }
+        let d = self.interface(py)?;
+        d.set_item("stream", py.None())?;
+        Ok(d)
+    }
+
+    /// The device address of the allocation's first element.
+    #[getter]
+    fn ptr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Bytes allocated.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// `(az, ay, ax)`, or `(az, ay, ax, C)` for `C` components per cell.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape)
+    }
+
+    /// The element type, as NumPy names it.
+    #[getter]
+    fn dtype(&self) -> String {
+        self.dtype.name()
+    }
+
+    /// The set it belongs to (what `fused_start` and `fused_finish` take).
+    #[getter]
+    fn set(&self) -> usize {
+        self.set
+    }
+
+    /// Its field in the declaration.
+    #[getter]
+    fn field(&self) -> usize {
+        self.field
+    }
+
+    /// The device's ordinal in this process.
+    #[getter]
+    fn device(&self) -> usize {
+        self.device
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "FusedField(set={}, field={}, shape={}, dtype={:?}, backend={:?})",
+            self.set,
+            self.field,
+            py_text(&self.shape),
+            self.dtype.name(),
+            self.backend.name()
+        )
+    }
+}
+
+/// One descriptor (`haloport_fused`) as a dict, for `Exchange.fused_descriptors`.
+fn descriptor_dict<'py>(
+    py: Python<'py>,
+    d: &haloport::core::shared::haloport_fused,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("messages", d.messages)?;
+    out.set_item("elem_bytes", d.elem_bytes)?;
+    out.set_item("quiet_lo", tuple3(d.quiet_lo))?;
+    out.set_item("quiet_hi", tuple3(d.quiet_hi))?;
+    let messages = d.message[..d.messages as usize]
+        .iter()
+        .map(|m| {
+            let e = PyDict::new(py);
+            e.set_item("dest", m.dest)?;
+            e.set_item("dest_offset", m.dest_offset)?;
+            e.set_item("dest_stride", tuple3(m.dest_stride))?;
+            e.set_item("counter", m.counter)?;
+            e.set_item("lo", tuple3(m.lo))?;
+            e.set_item("hi", tuple3(m.hi))?;
+            Ok(e)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    out.set_item("message", messages)?;
+    Ok(out)
 }
 
 /// Checks that `comm` belongs to the MPI library haloport was built against.
@@ -1228,6 +1400,118 @@ impl Exchange {
         })
     }
 
+    /// Fused mode (the device header `haloport_device.h`, see `include_dir`): allocates
+    /// `sets` sets of the domain's fields through the library (they are mapped into the
+    /// neighbours), builds one descriptor per field and set, and returns the fields, a list
+    /// per set in the declaration's order, as `FusedField` objects the array libraries use in
+    /// place (`cupy.asarray`, `numpy.asarray`). Afterwards a step that writes set `s` calls
+    /// `fused_start(s)` before its kernels store the set's boundary cells into the
+    /// neighbours' halos and `fused_finish(s)` after. Collective: every rank gives the same
+    /// `sets`. Every neighbour must be device-direct or this rank itself
+    /// (`transport="ipc"`, every rank on one node).
+    ///
+    /// Raises:
+    ///     InvalidInputError: 0 sets, different numbers of sets on different ranks, a
+    ///         neighbour of another route (named), cells other than one 4- or 8-byte element.
+    ///     UsageError: already fused; the exchange closed.
+    ///     OtherRankError: another rank failed to allocate or set up.
+    fn fuse(&mut self, py: Python<'_>, sets: usize) -> PyResult<Vec<Vec<Py<FusedField>>>> {
+        let fused = self.unbound(py, |e| e.fuse(sets))?;
+        let thread = std::thread::current().id();
+        fused
+            .sets()
+            .iter()
+            .enumerate()
+            .map(|(s, set)| {
+                set.iter()
+                    .zip(&self.expected)
+                    .enumerate()
+                    .map(|(k, (raw, expected))| {
+                        Py::new(
+                            py,
+                            FusedField {
+                                share: Some(fused.clone()),
+                                thread,
+                                addr: raw.addr,
+                                bytes: raw.bytes,
+                                shape: expected.shape.clone(),
+                                dtype: expected.dtype,
+                                backend: self.backend,
+                                device: self.ordinal,
+                                set: s,
+                                field: k,
+                            },
+                        )
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Before a step's kernels store set `set`'s boundary cells into the neighbours' halos:
+    /// queues on `stream` this rank's word that it is done reading the halos of the set
+    /// (everything queued there before) and a wait, on the device, until every neighbour
+    /// said the same. Returns the device address of each field's descriptor (a
+    /// `const haloport_fused*` for the kernels), in the declaration's order; they stay the
+    /// same from step to step. `stream`: `None` (the default stream), an object with
+    /// `__cuda_stream__`, a CuPy or PyTorch stream, or a raw handle (int). On the host
+    /// backend it returns once every neighbour is done reading.
+    ///
+    /// Raises:
+    ///     UsageError: before `fuse`, a set `fuse` did not make, the exchange closed.
+    ///     TimeoutError: an earlier wait that gave up (naming the neighbour and halo).
+    #[pyo3(signature = (set, stream = None))]
+    fn fused_start(
+        &mut self,
+        py: Python<'_>,
+        set: usize,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<u64>> {
+        let stream = streams::raw_stream(stream, None, self.backend)?;
+        // SAFETY: the stream comes from the caller, alive for the call (the stream's contract
+        // of `start`); the fields are the library's own.
+        self.unbound(py, |e| unsafe { e.fused_start(set, stream) })
+    }
+
+    /// After a step's kernels stored set `set`'s cells: queues on `stream` a wait, on the
+    /// device, until every cell of every incoming message of the set arrived; work queued on
+    /// `stream` afterwards sees this rank's halos of the set filled (on the host backend:
+    /// when it returns). A wait that gives up is reported by the next call (`wait` among them)
+    /// as `TimeoutError` naming the neighbour and halo.
+    ///
+    /// Raises:
+    ///     As `fused_start`.
+    #[pyo3(signature = (set, stream = None))]
+    fn fused_finish(
+        &mut self,
+        py: Python<'_>,
+        set: usize,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let stream = streams::raw_stream(stream, None, self.backend)?;
+        // SAFETY: as in `fused_start`.
+        self.unbound(py, |e| unsafe { e.fused_finish(set, stream) })
+    }
+
+    /// Set `set`'s descriptors as the device header lays them out, one dict per field:
+    /// `{"messages": n, "elem_bytes": 8, "quiet_lo": (x, y, z), "quiet_hi": ..., "message":
+    /// [{"dest": address, "dest_offset": elements, "dest_stride": (1, ax, ax * ay),
+    /// "counter": address, "lo": (x, y, z), "hi": ...}, ...]}`: message `m` takes this rank's
+    /// cells `[lo, hi)` to element `dest_offset + sum((c - lo) * dest_stride)` of the array at
+    /// `dest`, and counts them at `counter` (a uint64). On the host backend the addresses are
+    /// this process's memory.
+    ///
+    /// Raises:
+    ///     As `fused_start`.
+    fn fused_descriptors<'py>(
+        &mut self,
+        py: Python<'py>,
+        set: usize,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let descriptors = self.owned.get(py)?.fused_descriptors(set).py()?;
+        descriptors.iter().map(|d| descriptor_dict(py, d)).collect()
+    }
+
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
@@ -1465,6 +1749,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Exchange>()?;
     m.add_class::<Graph>()?;
     m.add_class::<Neighbour>()?;
+    m.add_class::<FusedField>()?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

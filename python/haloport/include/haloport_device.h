@@ -1,0 +1,1 @@
+../../../kernels-cu/haloport_device.h
