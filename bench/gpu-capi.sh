@@ -3,8 +3,7 @@
 # cudaMalloc'd fields and Cartesian communicator) built here with nvcc and mpicxx against the
 # C ABI installed in DIR/capi (pkg-config), run on 1 rank and on 2 ranks sharing the GPU (mpi,
 # ipc), under compute-sanitizer memcheck, and beside the same solver through the Rust API
-# (DIR/app_kernel: same kernel arithmetic, grid, periodicity and steps); and fused mode's
-# example (examples/cuda/fused.cu) on 1 and 2 ranks, under memcheck and racecheck.
+# (DIR/app_kernel: same kernel arithmetic, grid, periodicity and steps).
 # usage: bench/gpu-capi.sh DIR OUT
 set -uo pipefail
 dir=$(cd "${1:?usage: bench/gpu-capi.sh DIR OUT}" && pwd)
@@ -34,23 +33,12 @@ exe=$out/cuda-jacobi
 log build.txt nvcc -O2 -fmad=false -arch=native "$repo/examples/cuda/jacobi.cu" $flags \
     $(mpicxx --showme:compile) $(mpicxx --showme:link) -o "$exe"
 
-# Fused mode's example (examples/cuda/fused.cu): the boundary kernel stores into the
-# neighbours' halos through haloport_device.h; verified bit for bit, PASS or FAIL.
-fexe=$out/cuda-fused
-# shellcheck disable=SC2046,SC2086
-log build-fused.txt nvcc -O2 -fmad=false -arch=native "$repo/examples/cuda/fused.cu" $flags \
-    $(mpicxx --showme:compile) $(mpicxx --showme:link) -o "$fexe"
-
 grid="--grid 64 48 40 --steps 20"
 big="--grid 512 256 256 --steps 20"
 # Without MPS first: compute-sanitizer does not attach to MPS clients.
 log memcheck-1rank.txt compute-sanitizer --tool memcheck --error-exitcode 9 "$exe" --steps 4
 log memcheck-2ranks-ipc.txt mpirun -np 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$exe" --transport ipc --steps 4
-log fused-memcheck-1rank.txt compute-sanitizer --tool memcheck --error-exitcode 9 "$fexe" --steps 4
-log fused-memcheck-2ranks.txt mpirun -np 2 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$fexe" --steps 4
-log fused-racecheck-1rank.txt compute-sanitizer --tool racecheck --error-exitcode 9 "$fexe" --steps 4
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
@@ -68,11 +56,8 @@ for round in 1 2; do
         log rust-2ranks-ipc-$round.txt mpirun -np 2 $mps "$dir/app_kernel" --backend cuda --transport ipc --grid 64x48x40 --steps 20
         log c-2ranks-ipc-big-$round.txt mpirun -np 2 $mps "$exe" --transport ipc $big
         log rust-2ranks-ipc-big-$round.txt mpirun -np 2 $mps "$dir/app_kernel" --backend cuda --transport ipc --grid 512x256x256 --steps 20
-        log fused-1rank-$round.txt "$fexe" $grid
-        log fused-2ranks-$round.txt mpirun -np 2 $mps "$fexe" $grid
-        log fused-2ranks-big-$round.txt mpirun -np 2 $mps "$fexe" $big
     }
 done
 echo quit | nvidia-cuda-mps-control
-rm -f "$exe" "$fexe"
+rm -f "$exe"
 exit $status

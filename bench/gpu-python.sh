@@ -4,7 +4,8 @@
 # CUDA C++ example (examples/cuda/jacobi.cu, the same 7-point arithmetic, grids and steps;
 # built here with nvcc against carry/capi when both are there), CuPy arrays whose producer
 # stream the exchange must wait for, graph capture and device switching
-# (python/tests/gpu_cupy_streams.py: 1 rank; 2 ranks over ipc and over mpi), PyTorch
+# (python/tests/gpu_cupy_streams.py: 1 rank; 2 ranks over ipc and over mpi), fused mode from
+# CuPy (examples/python/fused_cupy.py: 1 rank; 2 ranks under MPS, verified), PyTorch
 # tensors on a non-default stream (1 rank; 2 ranks over ipc), the time of one exchange() from
 # Python beside the same exchange from Rust (host and CUDA, twice, interleaved;
 # bench/python/overhead.py), and the hand-written CuPy + mpi4py exchange beside haloport's
@@ -58,7 +59,7 @@ run() {
     local name=$1 limit=$2; shift 2
     echo "=== $* (> python/$name.txt)"
     timeout "$limit" "$@" > "$logs/$name.txt" 2>&1 || { echo "FAILED (exit $?): $*"; status=1; }
-    grep -E "jacobi.py|ranks \(|verified|MISMATCH|gpu_cupy_streams.py|gpu_torch_stream.py|overhead|exchange\(\)|Exchange::exchange|handwritten.py|Error|error:" "$logs/$name.txt" | head -n 12
+    grep -E "jacobi.py|fused_cupy.py|PASS|FAIL|ranks \(|verified|MISMATCH|gpu_cupy_streams.py|gpu_torch_stream.py|overhead|exchange\(\)|Exchange::exchange|handwritten.py|Error|error:" "$logs/$name.txt" | head -n 12
 }
 mpi=(mpirun --bind-to none -x PYTHONPATH)
 
@@ -84,6 +85,8 @@ for round in 1 2; do
     run "jacobi-cupy-1rank-big-$round" 200 "${mpi[@]}" -np 1 "$python" examples/python/jacobi.py --backend cuda "${big[@]}"
     [ -n "$cexe" ] && run "jacobi-cuda-c-1rank-big-$round" 200 "${mpi[@]}" -np 1 "$cexe" --grid 512 256 256 --steps 20
 done
+# Fused mode from CuPy (a RawKernel including haloport_device.h from haloport.include_dir()).
+run fused-cupy-1rank 150 "${mpi[@]}" -np 1 "$python" examples/python/fused_cupy.py
 run cupy-streams-1rank 120 "${mpi[@]}" -np 1 "$python" python/tests/gpu_cupy_streams.py
 run torch-stream-1rank 120 "${mpi[@]}" -np 1 "$python" python/tests/gpu_torch_stream.py
 for round in 1 2; do
@@ -103,6 +106,8 @@ run jacobi-cupy-2ranks-ipc 150 "${mpi[@]}" -np 2 "$python" examples/python/jacob
 [ -n "$cexe" ] && run jacobi-cuda-c-2ranks-ipc 150 "${mpi[@]}" -np 2 "$cexe" --transport ipc --grid 512 256 256 --steps 20
 run jacobi-cupy-2ranks-mpi 150 "${mpi[@]}" -np 2 "$python" examples/python/jacobi.py --backend cuda --transport mpi "${big[@]}"
 [ -n "$cexe" ] && run jacobi-cuda-c-2ranks-mpi 150 "${mpi[@]}" -np 2 "$cexe" --transport mpi --grid 512 256 256 --steps 20
+run fused-cupy-2ranks 150 "${mpi[@]}" -np 2 "$python" examples/python/fused_cupy.py
+run fused-cupy-2ranks-big 200 "${mpi[@]}" -np 2 "$python" examples/python/fused_cupy.py --grid 512x256x256
 run cupy-streams-2ranks-ipc 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_cupy_streams.py --transport ipc
 run cupy-streams-2ranks-mpi 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_cupy_streams.py --transport mpi
 run torch-stream-2ranks-ipc 120 "${mpi[@]}" -np 2 "$python" python/tests/gpu_torch_stream.py --transport ipc
