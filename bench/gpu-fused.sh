@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Fused mode on one GPU: the stencil whose boundary update stores the neighbours' halos
 # (`haloport stencil --fused`), its CUDA C++ example (examples/cuda/fused.cu, through the C
-# ABI), and the HIP backend running the same kernels through haloport's HIP-on-CUDA layer.
+# ABI), its CuPy example (examples/python/fused_cupy.py), and the HIP backend running the same
+# kernels through haloport's HIP-on-CUDA layer.
 # Builds nothing: DIR is what ci/build-gpu-carry.sh made. In order:
 #   1. without MPS (compute-sanitizer does not attach to MPS clients): memcheck of the fused
 #      stencil on 1 and 2 ranks, racecheck on 2 ranks; memcheck and racecheck of the example on
 #      2 ranks;
 #   2. MPS started, 2 ranks sharing the GPU: the fused stencil verified over f32 and f64, the
-#      7-point stencil with wider halos, --graph; the example on 1 and 2 ranks;
+#      7-point stencil with wider halos, --graph; the examples on 1 and 2 ranks;
 #   3. speed, 2 ranks of 512x256x256 f64 (ipc), interleaved twice: the ordinary exchange and
 #      fused mode, plain and --graph; then the HIP backend beside CUDA from one binary, fused.
 # Every log and result under OUT; a summary at the end. usage: bench/gpu-fused.sh DIR OUT
@@ -74,6 +75,18 @@ step verify-1rank 120 "${mpi[@]}" -np 1 "$hp" stencil --fused --grid 128x96x64 -
     --json "$out/verify-1rank.json"
 step example-1rank 120 "${mpi[@]}" -np 1 "$dir/cuda-fused" --steps 20
 step example-2ranks 120 "${mpi[@]}" -np 2 "$dir/cuda-fused" --steps 20
+# The CuPy example (examples/python/fused_cupy.py) from the wheel, unpacked into a folder of
+# its own on PYTHONPATH.
+wheel=$(ls "$dir"/haloport-*.whl 2>/dev/null | head -n1)
+if [ -n "$wheel" ]; then
+    site="$out/site"
+    python3 -m zipfile -e "$wheel" "$site"
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    repo=$(cd "$(dirname "$0")/.." && pwd)
+    step cupy-1rank 150 "${mpi[@]}" -x PYTHONPATH -np 1 python3 "$repo/examples/python/fused_cupy.py"
+    step cupy-2ranks 150 "${mpi[@]}" -x PYTHONPATH -np 2 python3 "$repo/examples/python/fused_cupy.py"
+    rm -rf "$site"
+fi
 
 # 3. Speed: 2 x 512x256x256 f64, the ordinary exchange and fused mode interleaved.
 big=(--transport ipc --grid 1024x256x256 --procs 2x1x1 --type f64 --steps 100
