@@ -11,10 +11,13 @@
 #      7-point stencil with wider halos, --graph; the examples on 1 and 2 ranks;
 #   3. speed, 2 ranks of 512x256x256 f64 (ipc), interleaved twice: the ordinary exchange and
 #      fused mode, plain and --graph; then the HIP backend beside CUDA from one binary, fused.
-# Every log and result under OUT; a summary at the end. usage: bench/gpu-fused.sh DIR OUT
+# Every log and result under OUT; a summary at the end. PARTS: all (the default), checks (1 and 2)
+# or speed (3), so that each fits one call of a time-limited machine.
+# usage: bench/gpu-fused.sh DIR OUT [PARTS]
 set -uo pipefail
-dir=$(cd "${1:?usage: bench/gpu-fused.sh DIR OUT}" && pwd)
-out=${2:?usage: bench/gpu-fused.sh DIR OUT}
+dir=$(cd "${1:?usage: bench/gpu-fused.sh DIR OUT [PARTS]}" && pwd)
+out=${2:?usage: bench/gpu-fused.sh DIR OUT [PARTS]}
+parts=${3:-all}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 hp="$dir/haloport"
@@ -42,7 +45,11 @@ for link in libhaloport.so libhaloport.so.0.1; do
 done
 small=(--grid 48x40x32 --steps 4 --exchange-reps 2)
 
+checks() { [ "$parts" = all ] || [ "$parts" = checks ]; }
+speed() { [ "$parts" = all ] || [ "$parts" = speed ]; }
+
 # 1. Sanitizers, no MPS.
+if checks; then
 sanitize=(compute-sanitizer --error-exitcode 9)
 step memcheck-stencil-1rank 180 "${mpi[@]}" -np 1 "${sanitize[@]}" --tool memcheck "$hp" \
     stencil --fused "${small[@]}"
@@ -55,6 +62,8 @@ step memcheck-example-2ranks 180 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool memch
 step racecheck-example-2ranks 180 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool racecheck \
     "$dir/cuda-fused" --steps 4
 
+fi
+
 # 2. MPS: two ranks share the GPU.
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe-fused CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log-fused
 mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
@@ -62,6 +71,7 @@ mps=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia-cu
 "$mps" -d && echo "MPS started ($mps)" || { echo "MPS did not start"; status=1; failed+=("mps"); }
 trap 'echo quit | "$mps" 2>/dev/null' EXIT
 mpi+=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
+if checks; then
 for type in f32 f64; do
     step "verify-$type" 120 "${mpi[@]}" -np 2 "$hp" stencil --fused --transport ipc \
         --grid 192x96x80 --type "$type" --fields 2 --steps 10 --json "$out/verify-$type.json"
@@ -88,7 +98,10 @@ if [ -n "$wheel" ]; then
     rm -rf "$site"
 fi
 
+fi
+
 # 3. Speed: 2 x 512x256x256 f64, the ordinary exchange and fused mode interleaved.
+if speed; then
 big=(--transport ipc --grid 1024x256x256 --procs 2x1x1 --type f64 --steps 100
     --exchange-reps 20)
 for round in 1 2; do
@@ -112,6 +125,7 @@ if [ -x "$dir/haloport-hipnv" ]; then
                 --fused "${big[@]}" --json "$out/$name.json"
         done
     done
+fi
 fi
 
 echo
