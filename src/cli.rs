@@ -786,8 +786,9 @@ pub struct StencilArgs {
     pub overlap: OverlapArg,
     /// Fused mode: each step's boundary update stores the cells the neighbours need straight
     /// into their halos (the device API of haloport_device.h), beside the inner box's update;
-    /// no pack or unpack kernel runs. Needs every neighbour device-direct (ipc) or the rank
-    /// itself, and the library's allocations for the fields (--placement library or auto).
+    /// no pack or unpack kernel runs for neighbours that are device-direct (ipc) or the rank
+    /// itself; the others get an ordinary exchange once the boundary is written. Needs the
+    /// library's allocations for the fields (--placement library or auto).
     #[arg(long, conflicts_with_all = ["adopt", "shell_launches"])]
     pub fused: bool,
     /// Run the stencil on 1, 2, 4, ... ranks of the job and all of them, one after the other:

@@ -633,9 +633,10 @@ enum haloport_status haloport_exchange_route(const struct haloport_exchange *exc
  * `haloport_exchange_fused_finish` after. Ordinary exchanges of the same fields stay allowed
  * (`haloport_exchange_exchange`, e.g. once before the first step).
  *
- * Collective: every rank calls it with the same `sets`. Every neighbour must be device-direct
- * or this rank itself (transport `ipc` with every rank on one node), and the fields' cells of
- * one 4- or 8-byte element. A NULL `exchange` or `fields_out` returns at once, before the
+ * Collective: every rank calls it with the same `sets`. The descriptors lead to the
+ * neighbours that are device-direct or this rank itself; the others (another node, or a route
+ * chosen otherwise) are served by an ordinary exchange inside `haloport_exchange_fused_finish`.
+ * The fields' cells must be of one 4- or 8-byte element. A NULL `exchange` or `fields_out` returns at once, before the
  * collective: pass valid pointers on every rank.
  *
  * Errors, the same on every rank: `HALOPORT_STATUS_INVALID_INPUT` for 0 sets, different

@@ -343,8 +343,9 @@ class Exchange:
         fields, a list per set in the declaration's order. A step that writes set ``s`` calls
         :meth:`fused_start` before its kernels store the set's boundary cells into the
         neighbours' halos (``haloport_device.h``, in :func:`haloport.include_dir`) and
-        :meth:`fused_finish` after. Collective: every rank gives the same ``sets``. Every
-        neighbour must be device-direct or this rank itself (``transport="ipc"``, one node).
+        :meth:`fused_finish` after. Collective: every rank gives the same ``sets``. The
+        descriptors lead to the neighbours that are device-direct or this rank itself; the
+        others are served by an ordinary exchange inside :meth:`fused_finish`.
 
         Raises:
             InvalidInputError: 0 sets, different numbers of sets on different ranks, a

@@ -1407,8 +1407,8 @@ impl Exchange {
     /// place (`cupy.asarray`, `numpy.asarray`). Afterwards a step that writes set `s` calls
     /// `fused_start(s)` before its kernels store the set's boundary cells into the
     /// neighbours' halos and `fused_finish(s)` after. Collective: every rank gives the same
-    /// `sets`. Every neighbour must be device-direct or this rank itself
-    /// (`transport="ipc"`, every rank on one node).
+    /// `sets`. The descriptors lead to the neighbours that are device-direct or this rank
+    /// itself; the others are served by an ordinary exchange inside `fused_finish`.
     ///
     /// Raises:
     ///     InvalidInputError: 0 sets, different numbers of sets on different ranks, a

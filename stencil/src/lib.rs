@@ -140,8 +140,9 @@ pub struct JacobiConfig {
     pub overlap: Overlap,
     /// Fused mode ([`HaloExchange::fuse`]): each step's boundary update stores the cells the
     /// neighbours need straight into their halos, beside the inner box's update; no pack or
-    /// unpack runs. One ordinary exchange fills the first step's halos. Every neighbour must be
-    /// device-direct or the rank itself, and the fields the library's allocations
+    /// unpack runs for the neighbours that are device-direct or the rank itself; the others
+    /// get an ordinary exchange once the boundary is written. One ordinary exchange fills the
+    /// first step's halos. The fields must be the library's allocations
     /// ([`FieldPlacement::Library`]; [`FieldPlacement::Auto`] resolves to it); the step always
     /// runs the boundary beside the inner box ([`Overlap::Off`] is refused).
     pub fused: bool,

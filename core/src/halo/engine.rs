@@ -403,6 +403,11 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         &self.choices
     }
 
+    /// The options the exchange was set up with.
+    pub(crate) fn options(&self) -> HaloOptions {
+        self.options
+    }
+
     /// The exchange's own communicator (a duplicate of the one it was set up on).
     pub(crate) fn comm(&self) -> &SimpleCommunicator {
         self.mpi.comm()

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::engine::{ExchangeGraph, MessageExchange, Messages, Payload};
 use super::field::Field;
+use super::fused_unmapped::Unmapped;
 use super::layout::Link;
 use super::setup::RankSetup;
 use crate::backend::Backend;
@@ -230,6 +231,8 @@ pub struct HaloExchange<'b, B: Backend> {
     /// Fields' memory the backend has shown usable (address and length), newest last: each
     /// new address is asked once.
     checked: Vec<(u64, usize)>,
+    /// In fused mode, the ordinary exchange of the neighbours it does not map.
+    unmapped: Option<Box<Unmapped<'b, B>>>,
 }
 
 /// How many field addresses [`HaloExchange`] remembers as checked: the fields of a few table
@@ -329,6 +332,7 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             engine,
             plan,
             checked: Vec::new(),
+            unmapped: None,
         })
     }
 
@@ -395,23 +399,35 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// application's kernels write (a Jacobi code: its two fields, `&[&[&u], &[&v]]`), maps
     /// every field into the neighbours and builds one descriptor per field and set. Afterwards
     /// a step that writes set `s` calls [`Self::fused_start`] before its kernels store into the
-    /// neighbours' halos and [`Self::fused_finish`] after; no pack or unpack runs. Every
-    /// neighbour must be device-direct or this rank (`ipc` on one node), and every field
+    /// neighbours' halos and [`Self::fused_finish`] after; no pack or unpack runs for the
+    /// neighbours that are device-direct or this rank. The others (another node, or a route
+    /// chosen otherwise) are served by an ordinary exchange of their own inside
+    /// [`Self::fused_finish`], once the kernels wrote their cells. Every field must be
     /// allocated by the library ([`Field::alloc`]) with cells of one 4- or 8-byte element.
     /// Collective over the exchange's ranks.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] (the same on every rank) for a neighbour of another route,
-    /// fields that do not fit the declaration or were not allocated by the library, sets of
-    /// different sizes, or ranks that gave different numbers of sets; [`Error::Usage`] when
-    /// already fused; backend and MPI errors.
+    /// [`Error::InvalidInput`] (the same on every rank) for fields that do not fit the
+    /// declaration or were not allocated by the library, sets of different sizes, or ranks
+    /// that gave different numbers of sets; [`Error::Usage`] when already fused; backend and
+    /// MPI errors.
     pub fn fuse(&mut self, sets: &[&[&Field<B>]]) -> Result<()> {
         let _current = self.engine.backend().enter()?;
         let checked: Result<()> = sets.iter().try_for_each(|set| self.check_fields(set));
         let checked =
             crate::collective::agree(self.engine.comm(), "checking fused mode's fields", checked);
         checked?;
-        self.engine.fuse_fields(&self.plan, sets)
+        self.engine.fuse_fields(&self.plan, sets)?;
+        self.unmapped = Unmapped::new(
+            self.engine.backend(),
+            self.engine.comm(),
+            &self.plan,
+            &self.engine.links(),
+            self.engine.options(),
+            sets,
+        )?
+        .map(Box::new);
+        Ok(())
     }
 
     /// [`Self::fuse`] on fields the library allocates: `sets` sets of the declaration's fields
@@ -479,6 +495,9 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// As [`Self::fused_start`].
     pub fn fused_finish(&mut self, set: usize, stream: &B::Stream) -> Result<()> {
         let _current = self.engine.backend().enter()?;
+        if let Some(unmapped) = self.unmapped.as_deref_mut() {
+            unmapped.exchange(set, stream)?;
+        }
         self.engine.fused_finish(set, stream)
     }
 
@@ -515,7 +534,11 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// direction); backend and time-out errors.
     pub fn wait(&mut self) -> Result<()> {
         let _current = self.engine.backend().enter()?;
-        self.engine.wait()
+        self.engine.wait()?;
+        match self.unmapped.as_deref_mut() {
+            Some(unmapped) => unmapped.wait(),
+            None => Ok(()),
+        }
     }
 
     /// Starts capturing `stream` into a graph (a CUDA or HIP graph): until
@@ -534,6 +557,11 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// graphs (host); backend and time-out errors.
     pub fn begin_capture(&mut self, stream: &B::Stream) -> Result<()> {
         let _current = self.engine.backend().enter()?;
+        if let Some(first) = self.unmapped.as_deref().and_then(Unmapped::first) {
+            return Err(Error::InvalidInput(format!(
+                "the fused exchange cannot be captured into a graph: {first}, served by an ordinary exchange that needs the CPU inside fused_finish"
+            )));
+        }
         self.engine.begin_capture(stream)
     }
 
@@ -574,7 +602,11 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
     /// # Errors
     /// Time-out and backend errors of the waits, MPI errors of the barrier.
     pub fn close(mut self) -> Result<()> {
-        self.engine.close()
+        let unmapped = match self.unmapped.as_deref_mut() {
+            Some(unmapped) => unmapped.close(),
+            None => Ok(()),
+        };
+        self.engine.close().and(unmapped)
     }
 
     /// Sets of fields whose region tables are cached, and tables waiting to be freed once no

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::field::Field;
 use super::fused::{descriptor, FusedTarget};
+use super::fused_unmapped::mapped;
 use super::layout::Link;
 use crate::backend::{
     deadline_in, upload_bytes, Backend, Coherence, DeviceMemory, IpcHandle, Launch, LaunchDims,
@@ -83,8 +84,9 @@ pub(crate) struct FusedExchange<B: Backend> {
 }
 
 impl<B: Backend> FusedExchange<B> {
-    /// Sets fused mode up for `sets` of fields on `plan`'s neighbours, every one of which must
-    /// be device-direct or this rank (`links`). Collective over `comm`.
+    /// Sets fused mode up for `sets` of fields on `plan`'s neighbours that `links` maps
+    /// (device-direct or this rank; the others are `fused_unmapped`'s). Collective over
+    /// `comm`.
     pub(crate) fn new(
         backend: &B,
         comm: &SimpleCommunicator,
@@ -96,18 +98,6 @@ impl<B: Backend> FusedExchange<B> {
         let rank = comm.rank();
         let n = plan.neighbours.len();
         let local = (|| {
-            if let Some((i, l)) = links
-                .iter()
-                .enumerate()
-                .find(|(_, l)| !matches!(l, Link::Direct | Link::Local))
-            {
-                return Err(Error::InvalidInput(format!(
-                    "fused mode needs every neighbour device-direct or this rank: the {} halo with rank {} goes by {}",
-                    super::direction_name(plan.neighbours[i].direction),
-                    plan.neighbours[i].rank,
-                    l.name()
-                )));
-            }
             if sets.is_empty()
                 || sets
                     .iter()
@@ -161,7 +151,7 @@ impl<B: Backend> FusedExchange<B> {
                 sets_of(other)
             )));
         }
-        let built = Self::build(backend, rank, plan, sets, &all, control, timeout);
+        let built = Self::build(backend, rank, plan, links, sets, &all, control, timeout);
         let fused = agree(comm, "building fused mode's tables", built)?;
         // Every rank's control block zeroed before any rank signals into it.
         barrier_until(comm, deadline_in(timeout), "after fused mode's set-up")?;
@@ -170,10 +160,12 @@ impl<B: Backend> FusedExchange<B> {
 
     /// Opens the neighbours' memory and builds the descriptors and signal tables, on this
     /// rank alone (`new` agrees on the outcome).
+    #[allow(clippy::too_many_arguments)]
     fn build(
         backend: &B,
         rank: i32,
         plan: &HaloPlan,
+        links: &[Link],
         sets: &[&[&Field<B>]],
         all: &[Told],
         control: B::DeviceMemory,
@@ -192,7 +184,10 @@ impl<B: Backend> FusedExchange<B> {
         // Each distinct neighbour's memory, opened once: (rank, control, fields by set).
         let mut opened: Vec<(i32, u64, Vec<u64>)> = Vec::new();
         let mut peers = Vec::new();
-        for nb in &plan.neighbours {
+        // The neighbours fused mode stores into; the others are served by an ordinary exchange
+        // of their own (`fused_unmapped`).
+        let fused: Vec<bool> = links.iter().map(|&l| mapped(l)).collect();
+        for (nb, _) in plan.neighbours.iter().zip(&fused).filter(|(_, f)| **f) {
             if opened.iter().any(|(r, _, _)| *r == nb.rank) {
                 continue;
             }
@@ -246,7 +241,7 @@ impl<B: Backend> FusedExchange<B> {
             let mut host = Vec::with_capacity(fields);
             for (f, field) in set.iter().enumerate() {
                 let mut targets = Vec::with_capacity(n);
-                for nb in &plan.neighbours {
+                for (nb, _) in plan.neighbours.iter().zip(&fused).filter(|(_, f)| **f) {
                     let (_, peer_control, peer_fields) = of(nb.rank)?;
                     let j = theirs(nb.rank, nb.send_tag, true)?;
                     targets.push(FusedTarget {
@@ -268,7 +263,12 @@ impl<B: Backend> FusedExchange<B> {
             // Start: a credit into each neighbour we receive from; wait for ours.
             let mut ops = Vec::new();
             let mut start_waits = Vec::new();
-            for nb in plan.neighbours.iter().filter(|nb| nb.recv.is_some()) {
+            for (nb, _) in plan
+                .neighbours
+                .iter()
+                .zip(&fused)
+                .filter(|(nb, f)| **f && nb.recv.is_some())
+            {
                 let (_, peer_control, _) = of(nb.rank)?;
                 let k = theirs(nb.rank, nb.recv_tag, false)?;
                 let peer_n = all[nb.rank as usize].neighbours.len();
@@ -279,7 +279,7 @@ impl<B: Backend> FusedExchange<B> {
             }
             let stores = ops.len();
             for (i, nb) in plan.neighbours.iter().enumerate() {
-                if nb.send.is_some() {
+                if fused[i] && nb.send.is_some() {
                     ops.push(hp_word_op {
                         addr: control.device_addr() + credit_word(n, s, i),
                         per_epoch: 1,
@@ -290,7 +290,12 @@ impl<B: Backend> FusedExchange<B> {
             // Finish: every incoming message's cells, of every field.
             let finish_at = ops.len();
             let mut finish_waits = Vec::new();
-            for (i, nb) in plan.neighbours.iter().enumerate() {
+            for (i, nb) in plan
+                .neighbours
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| fused[*i])
+            {
                 if let Some(recv) = nb.recv {
                     ops.push(hp_word_op {
                         addr: control.device_addr() + counter_word(i),

@@ -178,6 +178,19 @@ impl EntryTable {
         self.push(rank, peers);
     }
 
+    /// The table narrowed to the messages between each known rank and the peers `keep` gives
+    /// it (`keep(rank)`): each rank's entries with such a peer, ranks left with none kept
+    /// empty.
+    pub(crate) fn narrowed(&self, keep: impl Fn(i32) -> Vec<i32>) -> EntryTable {
+        let mut out = EntryTable::with_capacity(0, self.ranks.len(), 0);
+        for (rank, entries) in self.iter() {
+            let peers = keep(rank);
+            let kept: Vec<Entry> = entries.iter().filter(|e| peers.contains(&e.peer)).collect();
+            out.push_list(rank, &kept);
+        }
+        out
+    }
+
     /// The entries of `rank`, when known.
     pub fn get(&self, rank: i32) -> Option<RankEntries<'_>> {
         let k = self.ranks.binary_search_by_key(&rank, |&(r, _)| r).ok()?;

@@ -23,6 +23,7 @@ mod exchange;
 mod field;
 pub mod fused;
 pub(crate) mod fused_exchange;
+mod fused_unmapped;
 pub(crate) mod layout;
 pub mod routes;
 mod setup;
