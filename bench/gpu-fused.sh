@@ -81,6 +81,11 @@ step verify-7pt-halo2 120 "${mpi[@]}" -np 2 "$hp" stencil --fused --transport ip
     --json "$out/verify-7pt-halo2.json"
 step verify-graph 120 "${mpi[@]}" -np 2 "$hp" stencil --fused --graph --transport ipc \
     --grid 192x96x80 --steps 10 --json "$out/verify-graph.json"
+# Neighbours of both kinds: 4 ranks as two pretend nodes, ipc within each (stored by the
+# boundary kernel), host-staged MPI between them (an ordinary exchange inside fused_finish).
+HALOPORT_IPC_RANKS_PER_NODE=2 step verify-two-pretend-nodes 120 "${mpi[@]}" \
+    -x HALOPORT_IPC_RANKS_PER_NODE -np 4 "$hp" stencil --fused --transport auto \
+    --grid 256x64x64 --procs 4x1x1 --steps 10 --json "$out/verify-two-pretend-nodes.json"
 step verify-1rank 120 "${mpi[@]}" -np 1 "$hp" stencil --fused --grid 128x96x64 --steps 10 \
     --json "$out/verify-1rank.json"
 step example-1rank 120 "${mpi[@]}" -np 1 "$dir/cuda-fused" --steps 20
