@@ -4,15 +4,16 @@
 # ABI), its CuPy example (examples/python/fused_cupy.py), and the HIP backend running the same
 # kernels through haloport's HIP-on-CUDA layer.
 # Builds nothing: DIR is what ci/build-gpu-carry.sh made. In order:
-#   1. without MPS (compute-sanitizer does not attach to MPS clients): memcheck of the fused
-#      stencil on 1 and 2 ranks, racecheck on 2 ranks; memcheck and racecheck of the example on
-#      2 ranks;
-#   2. MPS started, 2 ranks sharing the GPU: the fused stencil verified over f32 and f64, the
-#      7-point stencil with wider halos, --graph; the examples on 1 and 2 ranks;
-#   3. speed, 2 ranks of 512x256x256 f64 (ipc), interleaved twice: the ordinary exchange and
-#      fused mode, plain and --graph; then the HIP backend beside CUDA from one binary, fused.
-# Every log and result under OUT; a summary at the end. PARTS: all (the default), checks (1 and 2)
-# or speed (3), so that each fits one call of a time-limited machine.
+#   1. MPS started, 2 ranks sharing the GPU: the fused stencil verified over f32 and f64, the
+#      7-point stencil with wider halos, --graph, neighbours of both kinds; the examples on 1
+#      and 2 ranks;
+#   2. speed, 2 ranks of 512x256x256 f64 (ipc), interleaved twice: the ordinary exchange and
+#      fused mode, plain and --graph; then the HIP backend beside CUDA from one binary, fused;
+#   3. MPS stopped (compute-sanitizer does not attach to MPS clients): memcheck of the fused
+#      stencil on 1 and 2 ranks, racecheck on 2 ranks; memcheck and racecheck of the example
+#      on 2 ranks.
+# Every log and result under OUT; a summary at the end. PARTS: all (the default), checks (1 and 3)
+# or speed (2), so that each fits one call of a time-limited machine.
 # usage: bench/gpu-fused.sh DIR OUT [PARTS]
 set -uo pipefail
 dir=$(cd "${1:?usage: bench/gpu-fused.sh DIR OUT [PARTS]}" && pwd)
@@ -48,23 +49,7 @@ small=(--grid 48x40x32 --steps 4 --exchange-reps 2)
 checks() { [ "$parts" = all ] || [ "$parts" = checks ]; }
 speed() { [ "$parts" = all ] || [ "$parts" = speed ]; }
 
-# 1. Sanitizers, no MPS.
-if checks; then
-sanitize=(compute-sanitizer --error-exitcode 9)
-step memcheck-stencil-1rank 180 "${mpi[@]}" -np 1 "${sanitize[@]}" --tool memcheck "$hp" \
-    stencil --fused "${small[@]}"
-step memcheck-stencil-2ranks 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool memcheck "$hp" \
-    stencil --fused --transport ipc "${small[@]}"
-step racecheck-stencil-2ranks 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool racecheck "$hp" \
-    stencil --fused --transport ipc "${small[@]}"
-step memcheck-example-2ranks 180 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool memcheck \
-    "$dir/cuda-fused" --steps 4
-step racecheck-example-2ranks 180 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool racecheck \
-    "$dir/cuda-fused" --steps 4
-
-fi
-
-# 2. MPS: two ranks share the GPU.
+# 1. MPS: two ranks share the GPU.
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe-fused CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log-fused
 mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
 mps=$(command -v nvidia-cuda-mps-control || echo /usr/local/nvidia/bin/nvidia-cuda-mps-control)
@@ -105,7 +90,7 @@ fi
 
 fi
 
-# 3. Speed: 2 x 512x256x256 f64, the ordinary exchange and fused mode interleaved.
+# 2. Speed: 2 x 512x256x256 f64, the ordinary exchange and fused mode interleaved.
 if speed; then
 big=(--transport ipc --grid 1024x256x256 --procs 2x1x1 --type f64 --steps 100
     --exchange-reps 20)
@@ -131,6 +116,27 @@ if [ -x "$dir/haloport-hipnv" ]; then
         done
     done
 fi
+fi
+
+echo quit | "$mps" 2>/dev/null
+trap - EXIT
+sleep 2
+unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+mpi=(mpirun --allow-run-as-root -x LD_LIBRARY_PATH -x HALOPORT_REQUIRE_GPU)
+# 3. Sanitizers, MPS stopped (compute-sanitizer does not attach to MPS clients).
+if checks; then
+sanitize=(compute-sanitizer --error-exitcode 9)
+step memcheck-stencil-1rank 180 "${mpi[@]}" -np 1 "${sanitize[@]}" --tool memcheck "$hp" \
+    stencil --fused "${small[@]}"
+step memcheck-stencil-2ranks 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool memcheck "$hp" \
+    stencil --fused --transport ipc "${small[@]}"
+step racecheck-stencil-2ranks 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool racecheck "$hp" \
+    stencil --fused --transport ipc "${small[@]}"
+step memcheck-example-2ranks 180 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool memcheck \
+    "$dir/cuda-fused" --steps 4
+step racecheck-example-2ranks 180 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool racecheck \
+    "$dir/cuda-fused" --steps 4
+
 fi
 
 echo
