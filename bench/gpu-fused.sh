@@ -9,9 +9,8 @@
 #      and 2 ranks;
 #   2. speed, 2 ranks of 512x256x256 f64 (ipc), interleaved twice: the ordinary exchange and
 #      fused mode, plain and --graph; then the HIP backend beside CUDA from one binary, fused;
-#   3. MPS stopped (compute-sanitizer does not attach to MPS clients): memcheck of the fused
-#      stencil on 1 and 2 ranks, racecheck on 2 ranks; memcheck and racecheck of the example
-#      on 2 ranks.
+#   3. MPS stopped (compute-sanitizer does not attach to MPS clients): memcheck and racecheck
+#      of the fused stencil and of the example on 2 ranks.
 # Every log and result under OUT; a summary at the end. PARTS: all (the default), checks (1 and 3)
 # or speed (2), so that each fits one call of a time-limited machine.
 # usage: bench/gpu-fused.sh DIR OUT [PARTS]
@@ -108,7 +107,7 @@ for round in 1 2; do
 done
 # The HIP backend through the HIP-on-CUDA layer beside CUDA, one binary, fused.
 if [ -x "$dir/haloport-hipnv" ]; then
-    for round in 1 2; do
+    for round in 1; do
         for backend in cuda hip; do
             name="hipnv-$backend-fused-$round"
             step "$name" 180 "${mpi[@]}" -np 2 "$dir/haloport-hipnv" stencil --backend "$backend" \
@@ -126,8 +125,6 @@ mpi=(mpirun --allow-run-as-root -x LD_LIBRARY_PATH -x HALOPORT_REQUIRE_GPU)
 # 3. Sanitizers, MPS stopped (compute-sanitizer does not attach to MPS clients).
 if checks; then
 sanitize=(compute-sanitizer --error-exitcode 9)
-step memcheck-stencil-1rank 180 "${mpi[@]}" -np 1 "${sanitize[@]}" --tool memcheck "$hp" \
-    stencil --fused "${small[@]}"
 step memcheck-stencil-2ranks 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool memcheck "$hp" \
     stencil --fused --transport ipc "${small[@]}"
 step racecheck-stencil-2ranks 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool racecheck "$hp" \
