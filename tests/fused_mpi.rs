@@ -7,9 +7,10 @@
 //!
 //! - steps alternating two sets of two f64 fields: each step writes its set's interior and,
 //!   through the descriptors, the neighbours' halos; after `fused_finish` every halo cell the
-//!   plan receives holds its global cell's value for that step and field;
-//! - fused mode refused on every rank for host-staged neighbours, and calls before `fuse` or
-//!   for a set that does not exist are usage errors;
+//!   plan receives holds its global cell's value for that step and field; over ipc (every
+//!   neighbour stored into) and over host-staged MPI (every neighbour served by the ordinary
+//!   exchange inside `fused_finish`);
+//! - calls before `fuse` or for a set that does not exist are usage errors;
 //! - a rank that leaves out its stores ends its neighbours' waits with a time-out naming the
 //!   halo, reported by their next call (2 ranks).
 
@@ -186,13 +187,22 @@ fn halos_right(
 }
 
 fn steps(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String> {
+    steps_over(backend, world, TransportKind::Ipc)?;
+    steps_over(backend, world, TransportKind::Mpi)
+}
+
+fn steps_over(
+    backend: &HostBackend,
+    world: &SimpleCommunicator,
+    transport: TransportKind,
+) -> Result<(), String> {
     let spec = spec(2);
-    let e = |e: Error| e.to_string();
+    let e = |e: Error| format!("over {transport}: {e}");
     let mut exchange = HaloExchange::new(
         backend,
         world,
         &spec,
-        options(TransportKind::Ipc, Duration::from_secs(10)),
+        options(transport, Duration::from_secs(10)),
     )
     .map_err(e)?;
     let alloc =
@@ -211,7 +221,7 @@ fn steps(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), String
         let set = (n % 2) as usize;
         let fields = if set == 0 { &u } else { &v };
         step(backend, &mut exchange, fields, set, n, true).map_err(e)?;
-        halos_right(&exchange, fields, n)?;
+        halos_right(&exchange, fields, n).map_err(|m| format!("over {transport}: {m}"))?;
     }
     exchange.close().map_err(e)
 }
@@ -231,19 +241,10 @@ fn refusals(backend: &HostBackend, world: &SimpleCommunicator) -> Result<(), Str
         other => return Err(format!("fused_start before fuse: {other:?}")),
     }
     let u = Field::alloc_field(backend, mpi.plan(), 0).map_err(|e| e.to_string())?;
-    let fused = mpi.fuse(&[&[&u]]);
-    // One rank alone has only itself as neighbour, which fused mode serves.
-    if world.size() > 1 {
-        match fused {
-            Err(Error::InvalidInput(m)) if m.contains("goes by mpi") => {}
-            other => return Err(format!("fuse over host-staged MPI: {other:?}")),
-        }
-    } else {
-        fused.map_err(|e| e.to_string())?;
-        match mpi.fused_start(3, &stream) {
-            Err(Error::Usage(m)) if m.contains("fused set 3 does not exist") => {}
-            other => return Err(format!("fused_start of set 3: {other:?}")),
-        }
+    mpi.fuse(&[&[&u]]).map_err(|e| e.to_string())?;
+    match mpi.fused_start(3, &stream) {
+        Err(Error::Usage(m)) if m.contains("fused set 3 does not exist") => {}
+        other => return Err(format!("fused_start of set 3: {other:?}")),
     }
     drop(mpi);
     Ok(())
