@@ -150,9 +150,9 @@ def test_fused_mode_refusals(comm):
     with pytest.raises(haloport.UsageError, match="closed"):
         ex.fused_start(0)
     if SIZE > 1:
+        # Host-staged neighbours are served by an ordinary exchange inside fused_finish.
         with haloport.Exchange(comm, domain, transport="mpi") as staged:
-            with pytest.raises(haloport.InvalidInputError, match="goes by mpi"):
-                staged.fuse(2)
+            assert len(staged.fuse(2)) == 2
 
 
 def test_the_device_header_ships_with_the_package():
