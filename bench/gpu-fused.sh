@@ -91,9 +91,9 @@ fi
 
 # 2. Speed: 2 x 512x256x256 f64, the ordinary exchange and fused mode interleaved.
 if speed; then
-big=(--transport ipc --grid 1024x256x256 --procs 2x1x1 --type f64 --steps 100
+big=(--transport ipc --grid 1024x256x256 --procs 2x1x1 --type f64 --steps 60
     --exchange-reps 20)
-for round in 1 2; do
+for round in $(seq 1 "${ROUNDS:-2}"); do
     for mode in ordinary fused; do
         for graph in plain graph; do
             flags=()
