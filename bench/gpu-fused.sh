@@ -106,7 +106,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     done
 done
 # The HIP backend through the HIP-on-CUDA layer beside CUDA, one binary, fused.
-if [ -x "$dir/haloport-hipnv" ]; then
+if [ -x "$dir/haloport-hipnv" ] && [ "${HIPNV:-1}" = 1 ]; then
     for round in 1; do
         for backend in cuda hip; do
             name="hipnv-$backend-fused-$round"
