@@ -438,6 +438,12 @@ impl<'b, B: Backend> MessageExchange<'b, B> {
         Ok(())
     }
 
+    /// Leaves fused mode (its set-up failed after [`Self::fuse_fields`]): its memory goes
+    /// before any signal was queued.
+    pub(crate) fn unfuse(&mut self) {
+        self.memory.fused = None;
+    }
+
     fn fused(&self) -> Result<&crate::halo::fused_exchange::FusedExchange<B>> {
         self.memory
             .fused

@@ -418,16 +418,24 @@ impl<'b, B: Backend> HaloExchange<'b, B> {
             crate::collective::agree(self.engine.comm(), "checking fused mode's fields", checked);
         checked?;
         self.engine.fuse_fields(&self.plan, sets)?;
-        self.unmapped = Unmapped::new(
+        match Unmapped::new(
             self.engine.backend(),
             self.engine.comm(),
             &self.plan,
             &self.engine.links(),
             self.engine.options(),
             sets,
-        )?
-        .map(Box::new);
-        Ok(())
+        ) {
+            Ok(unmapped) => {
+                self.unmapped = unmapped.map(Box::new);
+                Ok(())
+            }
+            Err(e) => {
+                // Not fused after all: the caller may try again.
+                self.engine.unfuse();
+                Err(e)
+            }
+        }
     }
 
     /// [`Self::fuse`] on fields the library allocates: `sets` sets of the declaration's fields
