@@ -23,22 +23,9 @@
 #define SETS 2
 #define STEPS 6
 
-static int rank, size, failures, checks;
+#include "checks.h"
 
-static void check(const char *name, int ok, const char *seen) {
-    checks++;
-    if (!ok) failures++;
-    if (rank == 0 || !ok) printf("rank %d: %s - %s%s%s\n", rank, ok ? "ok" : "FAIL", name, ok ? "" : ": ", ok ? "" : seen);
-}
-
-/* The call returned `want` and the last error contains `fragment` (NULL: any message). */
-static void expect(const char *name, haloport_status got, haloport_status want, const char *fragment) {
-    const char *message = haloport_last_error();
-    char seen[1024];
-    snprintf(seen, sizeof seen, "%s (%s)", haloport_status_name(got), got == HALOPORT_STATUS_OK ? "" : message);
-    check(name, got == want && (want == HALOPORT_STATUS_OK || fragment == NULL || strstr(message, fragment) != NULL),
-          seen);
-}
+static int size;
 
 static const uint64_t grid[3] = {12, 10, 8};
 static const int32_t periodic[3] = {1, 1, 0};

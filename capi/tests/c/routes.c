@@ -15,23 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int rank, failures, checks;
-
-/* `ok` held; otherwise the check failed, with what was seen. */
-static void check(const char *name, int ok, const char *seen) {
-    checks++;
-    if (!ok) failures++;
-    if (rank == 0 || !ok) printf("rank %d: %s - %s%s%s\n", rank, ok ? "ok" : "FAIL", name, ok ? "" : ": ", ok ? "" : seen);
-}
-
-/* The call returned `want` and the last error contains `fragment` (NULL: any message). */
-static void expect(const char *name, haloport_status got, haloport_status want, const char *fragment) {
-    const char *message = haloport_last_error();
-    char seen[1024];
-    snprintf(seen, sizeof seen, "%s (%s)", haloport_status_name(got), got == HALOPORT_STATUS_OK ? "" : message);
-    check(name, got == want && (want == HALOPORT_STATUS_OK || fragment == NULL || strstr(message, fragment) != NULL),
-          seen);
-}
+#include "checks.h"
 
 /* The last error contains `fragment`. */
 static void said(const char *name, const char *fragment) {
