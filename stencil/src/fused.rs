@@ -78,9 +78,9 @@ impl<B: Backend> Step<'_, B> {
         if slabs.len() > self.side.len() {
             return Err(Error::Internal("more slabs than side streams".into()));
         }
-        self.backend.record_event(self.fork, self.stream)?;
-        for ((_, slab), (side, join)) in slabs.iter().zip(self.side.iter().zip(self.joins)) {
-            self.backend.stream_wait_event(side, self.fork)?;
+        let lanes = self.side.iter().zip(self.joins);
+        self.fan_out(lanes.take(slabs.len()), |i, side| {
+            let (_, slab) = slabs[i];
             for (((a, b), kind), descriptor) in
                 cur.iter().zip(next).zip(self.launches).zip(&descriptors)
             {
@@ -103,11 +103,8 @@ impl<B: Backend> Step<'_, B> {
                         .launch(Launch::StencilFused(&args), dims, side)?
                 };
             }
-            self.backend.record_event(join, side)?;
-        }
-        for join in &self.joins[..slabs.len()] {
-            self.backend.stream_wait_event(self.stream, join)?;
-        }
+            Ok(())
+        })?;
         self.join_inner()?;
         exchange.fused_finish(set, self.stream)
     }

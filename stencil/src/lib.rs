@@ -578,18 +578,38 @@ impl<B: Backend> Step<'_, B> {
             }
         }
         queues.retain(|(_, _, sweeps)| !sweeps.is_empty());
-        if queues.is_empty() {
+        let lanes = queues.iter().map(|(side, join, _)| (*side, *join));
+        self.fan_out(lanes, |i, side| {
+            for (a, b, kind, slab) in &queues[i].2 {
+                sweep(self.backend, kind, a, b, slab, side)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs `queue(i, side)` for the i-th of `lanes` (a side stream and its marker) on that
+    /// stream, after everything queued on the step's stream so far; the step's stream then
+    /// waits for every lane, so the lanes run side by side (also inside a captured graph,
+    /// where the markers become its edges). No lanes: nothing is queued.
+    fn fan_out<'s>(
+        &self,
+        lanes: impl IntoIterator<Item = (&'s B::Stream, &'s B::Event)>,
+        mut queue: impl FnMut(usize, &B::Stream) -> Result<()>,
+    ) -> Result<()>
+    where
+        B: 's,
+    {
+        let lanes: Vec<_> = lanes.into_iter().collect();
+        if lanes.is_empty() {
             return Ok(());
         }
         self.backend.record_event(self.fork, self.stream)?;
-        for (side, join, sweeps) in &queues {
+        for (i, (side, join)) in lanes.iter().enumerate() {
             self.backend.stream_wait_event(side, self.fork)?;
-            for (a, b, kind, slab) in sweeps {
-                sweep(self.backend, kind, a, b, slab, side)?;
-            }
+            queue(i, side)?;
             self.backend.record_event(join, side)?;
         }
-        for (_, join, _) in &queues {
+        for (_, join) in &lanes {
             self.backend.stream_wait_event(self.stream, join)?;
         }
         Ok(())
