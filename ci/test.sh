@@ -11,10 +11,12 @@ cd "$(dirname "$0")/.."
 if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-# The AMD kernels for two targets, not the six a release build compiles for: gfx90a (wave64,
-# the CDNA family's) and gfx1030 (wave32, RDNA's). Each target costs about a minute of hipcc
-# per build here; every kernel in every code object and its scratch are checked for both.
+# The kernels for fewer targets than a default build's, since each costs about a minute of
+# the compiler here: AMD's gfx90a (wave64, the CDNA family's) and gfx1030 (wave32, RDNA's), and
+# NVIDIA's sm_90 with its PTX (the sources have no per-architecture code). Every kernel in every
+# image, and the AMD kernels' scratch, are checked for each.
 export HALOPORT_HIP_ARCHS="${HALOPORT_HIP_ARCHS:-gfx90a;gfx1030}"
+export HALOPORT_CUDA_ARCHS="${HALOPORT_CUDA_ARCHS:-90}"
 # Each part's start, with the seconds spent so far: CI must end within 30 minutes.
 part() { echo "ci/test.sh: $1 (after ${SECONDS} s)"; }
 part "formatting and clippy"
