@@ -4,7 +4,8 @@
 //!
 //! A step from `cur` into `next`: the inner box on its stream; on the step's stream
 //! `fused_start` of `next`'s set (this rank is done reading `next`'s halos, and waits until
-//! each neighbour is), then the boundary's slabs, each on a side stream, in
+//! each neighbour is), then the boundary's slabs, each on a side stream as urgent as the
+//! step's (what the neighbours wait for; the inner box's stream is not), in
 //! [`Launch::StencilFused`]; then `fused_finish` (every cell of `next`'s halos arrived). The
 //! next step reads them.
 

@@ -98,7 +98,7 @@ pub fn run_jacobi<B: Backend>(
     // Declared after the fields, so that on any early return they are dropped (and drained of
     // the sweeps queued on them) before the fields are freed.
     let slabs = fused.as_ref().map_or(0, |f| f.shell.len()).max(shell.len());
-    let streams = StepStreams::new(backend, slabs, slab_sides)?;
+    let streams = StepStreams::new(backend, slabs, slab_sides, config.fused)?;
     let stream = &streams.stream;
     for f in 0..kinds.len() {
         let initial = local_initial(d, kinds[f], f as u32);
@@ -334,7 +334,9 @@ fn alloc_shell_words<B: Backend>(
 
 /// The streams and markers a step runs on. The step's stream carries the exchange, urgent;
 /// the inner box has a stream of its own, and each of the shell's slabs too (alone, a thin
-/// slab fills few of the device's SMs).
+/// slab fills few of the device's SMs). In fused mode the slabs are the exchange (their stores
+/// are what the neighbours wait for), so their streams are urgent too: their blocks take SMs as
+/// the inner box's free them instead of queueing behind all of them.
 struct StepStreams<B: Backend> {
     stream: B::Stream,
     inner_stream: B::Stream,
@@ -348,11 +350,17 @@ struct StepStreams<B: Backend> {
 }
 
 impl<B: Backend> StepStreams<B> {
-    /// Streams for `slabs` shell slabs and `slab_sides` slabs of an update without the
-    /// exchange.
-    fn new(backend: &B, slabs: usize, slab_sides: usize) -> Result<Self> {
+    /// Streams for `slabs` shell slabs (urgent where `urgent_slabs`) and `slab_sides` slabs
+    /// of an update without the exchange.
+    fn new(backend: &B, slabs: usize, slab_sides: usize, urgent_slabs: bool) -> Result<Self> {
         let streams = |n: usize| -> Result<Vec<B::Stream>> {
             (0..n).map(|_| backend.create_stream()).collect()
+        };
+        let slab_streams = |n: usize| -> Result<Vec<B::Stream>> {
+            match urgent_slabs {
+                true => (0..n).map(|_| backend.create_urgent_stream()).collect(),
+                false => streams(n),
+            }
         };
         let markers = |n: usize| -> Result<Vec<B::Event>> {
             (0..n).map(|_| backend.create_marker()).collect()
@@ -362,7 +370,7 @@ impl<B: Backend> StepStreams<B> {
             inner_stream: backend.create_stream()?,
             inner_fork: backend.create_marker()?,
             inner_join: backend.create_marker()?,
-            side: streams(slabs)?,
+            side: slab_streams(slabs)?,
             fork: backend.create_marker()?,
             joins: markers(slabs)?,
             halos_in_side: streams(slab_sides)?,
