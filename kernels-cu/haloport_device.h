@@ -10,14 +10,19 @@
  *
  *     __global__ void boundary(const haloport_fused* out, const double* u, double* v, ...)
  *     {
- *         ... compute v[i] for cell (x, y, z) ...
+ *         __shared__ haloport_box_targets targets;
+ *         haloport_box_begin(out, block_lo, block_hi, &targets); // every thread of the block
+ *         ... compute v[i] for cell (x, y, z) of [block_lo, block_hi) ...
  *         v[i] = value;
- *         haloport_store_f64(out, x, y, z, value);      // into every neighbour that needs it
- *         haloport_block_done(out, block_lo, block_hi); // every thread of the block calls it
+ *         haloport_box_store_f64(&targets, x, y, z, value);    // into every neighbour needing it
+ *         haloport_box_done(&targets);                         // every thread of the block
  *     }
  *
  * Indices are those of the field's allocated array (halos included, x innermost); a block
- * reports the box [block_lo, block_hi) of cells it stored (each cell once, from one block).
+ * stores the box [block_lo, block_hi) of cells (each cell once, from one block). The box form
+ * looks the messages up once per block, so a cell tests only the one or few its box feeds;
+ * haloport_store_f64 with haloport_block_done (or the counted stores, for blocks whose cells
+ * are no box) test all of them per cell.
  * The library waits on the receiving side until every cell of every message arrived (a count
  * per message in the receiver's memory) and, before a step's stores, until each neighbour is
  * done reading the halo they overwrite: the kernel itself never waits.
@@ -92,19 +97,26 @@ HALOPORT_DEVICE int haloport_quiet(const haloport_fused* d, uint32_t x, uint32_t
     return haloport_in_box(d->quiet_lo, d->quiet_hi, x, y, z);
 }
 
-/* Whether message m takes cell (x, y, z), and if so the byte address it goes to (*addr). */
-HALOPORT_DEVICE int haloport_target(const haloport_fused* d, uint32_t m, uint32_t x, uint32_t y,
-                                    uint32_t z, uint64_t* addr)
+/* Whether message e (of elements of elem_bytes) takes cell (x, y, z), and if so the byte
+ * address it goes to (*addr). */
+HALOPORT_DEVICE int haloport_message_target(const haloport_fused_message* e, uint32_t elem_bytes,
+                                            uint32_t x, uint32_t y, uint32_t z, uint64_t* addr)
 {
-    const haloport_fused_message* e = &d->message[m];
     if (!haloport_in_box(e->lo, e->hi, x, y, z)) {
         return 0;
     }
     uint64_t at = e->dest_offset + (uint64_t)(x - e->lo[0]) * e->dest_stride[0] +
                   (uint64_t)(y - e->lo[1]) * e->dest_stride[1] +
                   (uint64_t)(z - e->lo[2]) * e->dest_stride[2];
-    *addr = e->dest + at * d->elem_bytes;
+    *addr = e->dest + at * elem_bytes;
     return 1;
+}
+
+/* Whether message m takes cell (x, y, z), and if so the byte address it goes to (*addr). */
+HALOPORT_DEVICE int haloport_target(const haloport_fused* d, uint32_t m, uint32_t x, uint32_t y,
+                                    uint32_t z, uint64_t* addr)
+{
+    return haloport_message_target(&d->message[m], d->elem_bytes, x, y, z, addr);
 }
 
 /* Cells of [lo, hi) that message m carries (the box's overlap with the message's cells). */
@@ -156,23 +168,113 @@ HALOPORT_DEVICE void haloport_store_f32(const haloport_fused* d, uint32_t x, uin
     }
 }
 
+/* The thread's index in its block, and the block's threads. */
+HALOPORT_DEVICE uint32_t haloport_block_thread(void)
+{
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+HALOPORT_DEVICE uint32_t haloport_block_threads(void)
+{
+    return blockDim.x * blockDim.y * blockDim.z;
+}
+
+/* Adds `cells` to a neighbour's count at `counter`, releasing at system scope (the stores may
+ * cross to another GPU) every store of the block that a __syncthreads() ordered before it: a
+ * release is cumulative. One release per message and block, not a fence per thread: a
+ * sequentially consistent fence (__threadfence_system) per thread serializes the launch. */
+HALOPORT_DEVICE void haloport_release_add(uint64_t counter, uint64_t cells)
+{
+#if defined(__HIPCC__)
+    __hip_atomic_fetch_add((unsigned long long*)counter, (unsigned long long)cells,
+                           __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+#else
+    asm volatile("fence.acq_rel.sys;\n\tred.relaxed.sys.add.u64 [%0], %1;"
+                 :
+                 : "l"(counter), "l"(cells)
+                 : "memory");
+#endif
+}
+
 /* Reports the cells of [lo, hi) this block stored to each message: every thread of the block
- * calls it after its stores (it synchronizes the block). Each thread's stores are fenced at
- * system scope (they may cross to another GPU), then one thread adds each message's cells to
- * the neighbour's count: when a count reaches its whole, the neighbour's wait ends. */
+ * calls it after its stores (it synchronizes the block), and the block's threads add each
+ * message's cells to the neighbour's count: when a count reaches its whole, the neighbour's
+ * wait ends. */
 HALOPORT_DEVICE void haloport_block_done(const haloport_fused* d, const uint32_t lo[3],
                                          const uint32_t hi[3])
 {
-    __threadfence_system();
     __syncthreads();
-    if (threadIdx.x != 0 || threadIdx.y != 0 || threadIdx.z != 0) {
-        return;
-    }
-    for (uint32_t m = 0; m < d->messages; ++m) {
+    for (uint32_t m = haloport_block_thread(); m < d->messages; m += haloport_block_threads()) {
         uint64_t cells = haloport_box_cells(d, m, lo, hi);
         if (cells != 0) {
-            atomicAdd((unsigned long long*)d->message[m].counter, (unsigned long long)cells);
+            haloport_release_add(d->message[m].counter, cells);
         }
+    }
+}
+
+/* The messages a block's box of cells feeds, with the box's cells in each: gathered once per
+ * block (haloport_box_begin, in shared memory), so that each cell tests only these. */
+typedef struct haloport_box_targets {
+    uint32_t count;
+    uint32_t elem_bytes;
+    uint64_t cells[HALOPORT_FUSED_MESSAGES];
+    haloport_fused_message message[HALOPORT_FUSED_MESSAGES];
+} haloport_box_targets;
+
+/* Gathers into `t` the messages that the box [lo, hi) feeds: every thread of the block calls
+ * it with the same box, before storing any of its cells (it synchronizes the block). */
+HALOPORT_DEVICE void haloport_box_begin(const haloport_fused* d, const uint32_t lo[3],
+                                        const uint32_t hi[3], haloport_box_targets* t)
+{
+    /* The block's earlier use of `t` (haloport_box_done) is over. */
+    __syncthreads();
+    if (haloport_block_thread() == 0) {
+        t->count = 0u;
+        t->elem_bytes = d->elem_bytes;
+    }
+    __syncthreads();
+    for (uint32_t m = haloport_block_thread(); m < d->messages; m += haloport_block_threads()) {
+        uint64_t cells = haloport_box_cells(d, m, lo, hi);
+        if (cells != 0) {
+            uint32_t j = atomicAdd(&t->count, 1u);
+            t->cells[j] = cells;
+            t->message[j] = d->message[m];
+        }
+    }
+    __syncthreads();
+}
+
+/* Stores `value` (one element of the field) wherever cell (x, y, z) of the box goes. */
+HALOPORT_DEVICE void haloport_box_store_f64(const haloport_box_targets* t, uint32_t x,
+                                            uint32_t y, uint32_t z, double value)
+{
+    uint64_t addr;
+    for (uint32_t j = 0; j < t->count; ++j) {
+        if (haloport_message_target(&t->message[j], t->elem_bytes, x, y, z, &addr)) {
+            *(double*)addr = value;
+        }
+    }
+}
+
+/* The same for a 4-byte element. */
+HALOPORT_DEVICE void haloport_box_store_f32(const haloport_box_targets* t, uint32_t x,
+                                            uint32_t y, uint32_t z, float value)
+{
+    uint64_t addr;
+    for (uint32_t j = 0; j < t->count; ++j) {
+        if (haloport_message_target(&t->message[j], t->elem_bytes, x, y, z, &addr)) {
+            *(float*)addr = value;
+        }
+    }
+}
+
+/* Reports the box's cells to each message it feeds, as haloport_block_done does: every thread
+ * of the block calls it after its stores. */
+HALOPORT_DEVICE void haloport_box_done(const haloport_box_targets* t)
+{
+    __syncthreads();
+    for (uint32_t j = haloport_block_thread(); j < t->count; j += haloport_block_threads()) {
+        haloport_release_add(t->message[j].counter, t->cells[j]);
     }
 }
 
@@ -188,17 +290,6 @@ HALOPORT_DEVICE void haloport_block_done(const haloport_fused* d, const uint32_t
 typedef struct haloport_block_counts {
     unsigned int cells[HALOPORT_FUSED_MESSAGES];
 } haloport_block_counts;
-
-/* The thread's index in its block, and the block's threads. */
-HALOPORT_DEVICE uint32_t haloport_block_thread(void)
-{
-    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-}
-
-HALOPORT_DEVICE uint32_t haloport_block_threads(void)
-{
-    return blockDim.x * blockDim.y * blockDim.z;
-}
 
 /* Zeroes the block's counts: every thread of the block calls it (it synchronizes the block). */
 HALOPORT_DEVICE void haloport_counts_begin(haloport_block_counts* c)
@@ -248,12 +339,10 @@ HALOPORT_DEVICE void haloport_store_f32_counted(const haloport_fused* d, uint32_
  * every thread of the block calls it after its stores. */
 HALOPORT_DEVICE void haloport_counts_done(const haloport_fused* d, haloport_block_counts* c)
 {
-    __threadfence_system();
     __syncthreads();
     for (uint32_t m = haloport_block_thread(); m < d->messages; m += haloport_block_threads()) {
         if (c->cells[m] != 0u) {
-            atomicAdd((unsigned long long*)d->message[m].counter,
-                      (unsigned long long)c->cells[m]);
+            haloport_release_add(d->message[m].counter, (uint64_t)c->cells[m]);
         }
     }
 }

@@ -970,70 +970,93 @@ extern "C" __global__ void hp_stencil_cells(hp_stencil_args a) {
     }
 }
 
-/* The fused step's boundary (hp_stencil_fused): the point form of hp_stencil27_as, each updated
- * cell also stored wherever a neighbour's halo takes it (haloport_device.h), counted per
- * message in the block's shared counts. A block's threads take the box's points a block's
- * width at a time, so every thread of the block runs the loop as often (the counts synchronize
- * the block). */
-HP_DEVICE void hp_fused_store(const haloport_fused* d, uint32_t x, uint32_t y, uint32_t z,
-                              double v, haloport_block_counts* c) {
-    haloport_store_f64_counted(d, x, y, z, v, c);
+/* The fused step's boundary (hp_stencil_fused): the point form of hp_stencil27_as over the
+ * box in tiles, a block's tile at a time; each updated cell also stored wherever a neighbour's
+ * halo takes it, through the messages the tile feeds (haloport_box_begin: one or a few, looked
+ * up once per tile), and the tile's cells reported per message (haloport_box_done). */
+HP_DEVICE void hp_fused_store(const haloport_box_targets* t, uint32_t x, uint32_t y, uint32_t z,
+                              double v) {
+    haloport_box_store_f64(t, x, y, z, v);
 }
 
-HP_DEVICE void hp_fused_store(const haloport_fused* d, uint32_t x, uint32_t y, uint32_t z,
-                              float v, haloport_block_counts* c) {
-    haloport_store_f32_counted(d, x, y, z, v, c);
+HP_DEVICE void hp_fused_store(const haloport_box_targets* t, uint32_t x, uint32_t y, uint32_t z,
+                              float v) {
+    haloport_box_store_f32(t, x, y, z, v);
+}
+
+/* A fused launch's tile: per dimension, innermost first, the largest power of two the box's
+ * extent needs that the block's threads left still allow (a z slab of 512 x 256 cells takes
+ * tiles of 256 x 1 x 1, an x slab one cell thick 1 x 256 x 1). */
+HP_DEVICE void hp_fused_tile(const uint64_t extent[3], uint32_t threads, uint32_t tile[3]) {
+    uint32_t left = threads;
+    for (int k = 0; k < 3; ++k) {
+        uint32_t t = 1u;
+        while ((uint64_t)t < extent[k] && 2u * t <= left) t *= 2u;
+        tile[k] = t;
+        left /= t;
+    }
 }
 
 template <typename T, bool FULL>
-HP_DEVICE void hp_stencil_fused_as(const hp_stencil_args& a, haloport_block_counts* counts) {
+HP_DEVICE void hp_stencil_fused_as(const hp_stencil_args& a, haloport_box_targets* targets) {
     const haloport_fused* d = (const haloport_fused*)a.fused;
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
     const uint64_t ax = a.alloc[0], ay = a.alloc[1];
-    const uint64_t bx = a.end[0] - a.begin[0];
-    const uint64_t by = a.end[1] - a.begin[1];
-    const uint64_t n = bx * by * (a.end[2] - a.begin[2]);
     const uint32_t shape = FULL ? HP_STENCIL_FULL : a.shape;
     const T scale = T(1) / T(FULL ? 27u : hp_stencil_count(shape));
-    const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t first = (uint64_t)blockIdx.x * blockDim.x; first < n; first += step) {
-        const uint64_t p = first + threadIdx.x;
-        if (p >= n) continue;
-        const uint64_t rest = p / bx;
-        const uint64_t x = a.begin[0] + p % bx;
-        const uint64_t y = a.begin[1] + rest % by;
-        const uint64_t z = a.begin[2] + rest / by;
-        const uint64_t centre = x + ax * (y + ay * z);
-        const T v =
-            hp_stencil_sum<T, FULL>(in + centre, 1, (int64_t)ax, (int64_t)(ax * ay), shape) *
-            scale;
-        out[centre] = v;
-        hp_fused_store(d, (uint32_t)x, (uint32_t)y, (uint32_t)z, v, counts);
+    uint64_t extent[3], tiles[3];
+    uint32_t tile[3];
+    for (int k = 0; k < 3; ++k) extent[k] = a.end[k] - a.begin[k];
+    hp_fused_tile(extent, blockDim.x, tile);
+    for (int k = 0; k < 3; ++k) tiles[k] = (extent[k] + tile[k] - 1u) / tile[k];
+    const uint64_t all = tiles[0] * tiles[1] * tiles[2];
+    /* The thread's cell in its tile; threads past the tile's cells only join the block's
+     * synchronization. */
+    const uint32_t ox = threadIdx.x % tile[0];
+    const uint32_t oy = (threadIdx.x / tile[0]) % tile[1];
+    const uint32_t oz = threadIdx.x / (tile[0] * tile[1]);
+    for (uint64_t b = blockIdx.x; b < all; b += gridDim.x) {
+        const uint64_t at[3] = {b % tiles[0], (b / tiles[0]) % tiles[1], b / (tiles[0] * tiles[1])};
+        uint32_t lo[3], hi[3];
+        for (int k = 0; k < 3; ++k) {
+            const uint64_t first = a.begin[k] + at[k] * tile[k];
+            lo[k] = (uint32_t)first;
+            hi[k] = (uint32_t)(first + tile[k] < a.end[k] ? first + tile[k] : a.end[k]);
+        }
+        haloport_box_begin(d, lo, hi, targets);
+        const uint32_t x = lo[0] + ox, y = lo[1] + oy, z = lo[2] + oz;
+        if (oz < tile[2] && x < hi[0] && y < hi[1] && z < hi[2]) {
+            const uint64_t centre = x + ax * (y + ay * (uint64_t)z);
+            const T v =
+                hp_stencil_sum<T, FULL>(in + centre, 1, (int64_t)ax, (int64_t)(ax * ay), shape) *
+                scale;
+            out[centre] = v;
+            hp_fused_store(targets, x, y, z, v);
+        }
+        haloport_box_done(targets);
     }
 }
 
 template <typename T>
-HP_DEVICE void hp_stencil_fused_typed(const hp_stencil_args& a, haloport_block_counts* counts) {
+HP_DEVICE void hp_stencil_fused_typed(const hp_stencil_args& a, haloport_box_targets* targets) {
     if (a.shape == 0u || a.shape == HP_STENCIL_FULL) {
-        hp_stencil_fused_as<T, true>(a, counts);
+        hp_stencil_fused_as<T, true>(a, targets);
     } else {
-        hp_stencil_fused_as<T, false>(a, counts);
+        hp_stencil_fused_as<T, false>(a, targets);
     }
 }
 
-/* One component per cell (fused mode's fields); a 1-D grid of any size covers the box. */
+/* One component per cell (fused mode's fields, whose indices fit 32 bits); a 1-D grid of any
+ * size covers the box. */
 extern "C" __global__ void hp_stencil_fused(hp_stencil_args a) {
-    __shared__ haloport_block_counts counts;
+    __shared__ haloport_box_targets targets;
     if (hp_stencil_box_empty(a) || a.fused == 0u) return;
-    const haloport_fused* d = (const haloport_fused*)a.fused;
-    haloport_counts_begin(&counts);
     if (a.elem_bytes == 8) {
-        hp_stencil_fused_typed<double>(a, &counts);
+        hp_stencil_fused_typed<double>(a, &targets);
     } else if (a.elem_bytes == 4) {
-        hp_stencil_fused_typed<float>(a, &counts);
+        hp_stencil_fused_typed<float>(a, &targets);
     }
-    haloport_counts_done(d, &counts);
 }
 
 #endif /* HP_STENCIL_CUH */

@@ -58,13 +58,13 @@ pub(crate) unsafe fn run(args: &hp_signal_args) {
 }
 
 /// Runs `hp_stencil_fused`: the stencil over the box (the same bits as its point form), then
-/// each updated cell stored wherever the descriptor sends it, then the box's cells added to
-/// the neighbours' counts (one block: the whole box).
+/// each updated cell stored wherever the box's messages send it, then the box's cells added to
+/// the neighbours' counts (one block: the whole box, in the header's box form).
 ///
 /// # Safety
 /// As for [`crate::region_kernels::run_stencil`]; `args.fused` addresses a live descriptor
-/// whose targets and counters satisfy [`fused::store_f64`]'s and [`fused::block_done`]'s
-/// contracts.
+/// whose targets and counters are live memory of this process that nothing else writes
+/// meanwhile, the counters accessed only atomically ([`fused::box_done`]).
 pub(crate) unsafe fn run_stencil(args: &hp_stencil_args) {
     // SAFETY: forwarded from this function's contract.
     unsafe { crate::region_kernels::run_stencil(args) };
@@ -82,22 +82,26 @@ pub(crate) unsafe fn run_stencil(args: &hp_stencil_args) {
         return;
     };
     let [ax, ay, _] = args.alloc;
+    let targets = fused::box_targets(d, lo, hi);
+    let bytes = args.elem_bytes as usize;
     for z in lo[2]..hi[2] {
         for y in lo[1]..hi[1] {
             for x in lo[0]..hi[0] {
                 let at = (u64::from(x) + ax * (u64::from(y) + ay * u64::from(z))) as usize;
-                let cell = [x, y, z];
-                // SAFETY: the cell lies in the field (contract), written by the stencil above.
-                unsafe {
-                    match args.elem_bytes {
-                        8 => fused::store_f64(d, cell, (args.out as *const f64).add(at).read()),
-                        4 => fused::store_f32(d, cell, (args.out as *const f32).add(at).read()),
-                        _ => {}
+                for addr in fused::box_cell_targets(d, &targets, [x, y, z]) {
+                    // SAFETY: the cell lies in the field (contract), written by the stencil
+                    // above; the target is live memory nothing else writes (contract).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            (args.out as *const u8).add(at * bytes),
+                            addr as *mut u8,
+                            bytes,
+                        );
                     }
                 }
             }
         }
     }
     // SAFETY: forwarded from this function's contract.
-    unsafe { fused::block_done(d, lo, hi) };
+    unsafe { fused::box_done(d, &targets) };
 }

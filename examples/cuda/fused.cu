@@ -5,8 +5,9 @@
  * mapped into the neighbours) and signals around the application's kernels:
  *
  *   haloport_exchange_fused_start(v)     the neighbours are done reading v's halos
- *   boundary kernel: v = stencil(u)      + haloport_store_f64 into the neighbours' halos of v
- *                                        + haloport_block_done per block (the box it stored)
+ *   boundary kernel: v = stencil(u)      + haloport_box_store_f64 into the neighbours' halos
+ *                                          of v, through the messages its block's box feeds
+ *                                          (haloport_box_begin), + haloport_box_done
  *   interior kernel: v = stencil(u)      (cells no neighbour needs)
  *   haloport_exchange_fused_finish(v)    every cell of v's halos arrived
  *
@@ -62,16 +63,18 @@ __device__ __forceinline__ double stencil(const double *u, long long c, long lon
  * the neighbours' halos; then every thread of the block reports the tile's cells. */
 __global__ void boundary(const haloport_fused *out, const Tile *tiles, const double *u, double *v,
                          long long ax, long long ay) {
+    __shared__ haloport_box_targets targets;
     const Tile t = tiles[blockIdx.x];
+    haloport_box_begin(out, t.lo, t.hi, &targets);
     uint32_t ex = t.hi[0] - t.lo[0], ey = t.hi[1] - t.lo[1], ez = t.hi[2] - t.lo[2];
     for (uint32_t i = threadIdx.x; i < ex * ey * ez; i += blockDim.x) {
         uint32_t x = t.lo[0] + i % ex, y = t.lo[1] + (i / ex) % ey, z = t.lo[2] + i / (ex * ey);
         long long c = x + ax * (y + ay * (long long)z);
         double value = stencil(u, c, ax, ax * ay);
         v[c] = value;
-        haloport_store_f64(out, x, y, z, value);
+        haloport_box_store_f64(&targets, x, y, z, value);
     }
-    haloport_block_done(out, t.lo, t.hi);
+    haloport_box_done(&targets);
 }
 
 /* The cells inside the boundary layer: one thread each; no neighbour needs them. */

@@ -128,6 +128,18 @@ fn in_box(lo: &[u32; 3], hi: &[u32; 3], cell: [u32; 3]) -> bool {
     (0..3).all(|k| cell[k] >= lo[k] && cell[k] < hi[k])
 }
 
+/// The byte address message `e` (of elements of `elem_bytes`) sends `cell` to, if it takes
+/// it, as `haloport_message_target` answers on the device.
+fn message_target(e: &haloport_fused_message, elem_bytes: u32, cell: [u32; 3]) -> Option<u64> {
+    in_box(&e.lo, &e.hi, cell).then(|| {
+        let at = e.dest_offset
+            + (0..3)
+                .map(|k| u64::from(cell[k] - e.lo[k]) * e.dest_stride[k])
+                .sum::<u64>();
+        e.dest + at * u64::from(elem_bytes)
+    })
+}
+
 /// Where `cell` goes: `(message, byte address)` for each message that takes it, as
 /// `haloport_quiet` and `haloport_target` answer on the device.
 pub fn targets(d: &haloport_fused, cell: [u32; 3]) -> impl Iterator<Item = (usize, u64)> + '_ {
@@ -135,14 +147,28 @@ pub fn targets(d: &haloport_fused, cell: [u32; 3]) -> impl Iterator<Item = (usiz
     d.message[..if quiet { 0 } else { d.messages as usize }]
         .iter()
         .enumerate()
-        .filter(move |(_, e)| in_box(&e.lo, &e.hi, cell))
-        .map(move |(m, e)| {
-            let at = e.dest_offset
-                + (0..3)
-                    .map(|k| u64::from(cell[k] - e.lo[k]) * e.dest_stride[k])
-                    .sum::<u64>();
-            (m, e.dest + at * u64::from(d.elem_bytes))
-        })
+        .filter_map(move |(m, e)| Some((m, message_target(e, d.elem_bytes, cell)?)))
+}
+
+/// The messages the box `[lo, hi)` feeds, each with the box's cells in it, as
+/// `haloport_box_begin` gathers them (in message order; the device's order may differ).
+pub fn box_targets(d: &haloport_fused, lo: [u32; 3], hi: [u32; 3]) -> Vec<(usize, u64)> {
+    (0..d.messages as usize)
+        .map(|m| (m, box_cells(d, m, lo, hi)))
+        .filter(|&(_, cells)| cells != 0)
+        .collect()
+}
+
+/// Where `cell` of a box goes among the box's `targets` ([`box_targets`]), as
+/// `haloport_box_store_f64` answers: the byte addresses.
+pub fn box_cell_targets<'a>(
+    d: &'a haloport_fused,
+    targets: &'a [(usize, u64)],
+    cell: [u32; 3],
+) -> impl Iterator<Item = u64> + 'a {
+    targets
+        .iter()
+        .filter_map(move |&(m, _)| message_target(&d.message[m], d.elem_bytes, cell))
 }
 
 /// Cells of `[lo, hi)` that message `m` carries, as `haloport_box_cells` answers.
@@ -187,14 +213,21 @@ pub unsafe fn store_f32(d: &haloport_fused, cell: [u32; 3], value: f32) {
 /// Each message's counter is a live, 8-byte aligned u64 of this process's memory, accessed
 /// only atomically meanwhile.
 pub unsafe fn block_done(d: &haloport_fused, lo: [u32; 3], hi: [u32; 3]) {
-    for m in 0..d.messages as usize {
-        let cells = box_cells(d, m, lo, hi);
-        if cells != 0 {
-            // SAFETY: forwarded from this function's contract.
-            let counter =
-                unsafe { std::sync::atomic::AtomicU64::from_ptr(d.message[m].counter as *mut u64) };
-            counter.fetch_add(cells, std::sync::atomic::Ordering::AcqRel);
-        }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { box_done(d, &box_targets(d, lo, hi)) };
+}
+
+/// The host twin of `haloport_box_done`: adds each of a box's `targets` ([`box_targets`]) to
+/// the neighbour's count, as [`block_done`] does.
+///
+/// # Safety
+/// As for [`block_done`].
+pub unsafe fn box_done(d: &haloport_fused, targets: &[(usize, u64)]) {
+    for &(m, cells) in targets {
+        // SAFETY: forwarded from this function's contract.
+        let counter =
+            unsafe { std::sync::atomic::AtomicU64::from_ptr(d.message[m].counter as *mut u64) };
+        counter.fetch_add(cells, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -331,6 +364,60 @@ mod tests {
             );
         }
         check(&spec([16, 6, 6], ([3, 1, 2], [2, 3, 1]), [true; 3]), 4);
+    }
+
+    /// A box's targets send each of its cells where the whole descriptor does, and count per
+    /// message the cells of the box that message takes.
+    #[test]
+    fn a_box_targets_its_cells_as_the_whole_descriptor_does() {
+        let all = descriptors(&spec([10, 9, 8], ([1, 2, 1], [2, 1, 1]), [true; 3]), 4);
+        let (plan, d) = &all[0];
+        let alloc = plan
+            .decomposition
+            .alloc
+            .map(|a| u32::try_from(a).expect("small"));
+        let mut fed = 0;
+        for tile in [[4, 1, 1], [2, 4, 1], [1, 8, 2], [3, 3, 3]] {
+            for_each_tile(alloc, tile, |lo, hi| {
+                let box_targets = box_targets(d, lo, hi);
+                let mut counted = vec![0; d.messages as usize];
+                for_each_cell(lo, hi, |cell| {
+                    let whole: Vec<u64> = targets(d, cell).map(|(_, a)| a).collect();
+                    let from_box: Vec<u64> = box_cell_targets(d, &box_targets, cell).collect();
+                    assert_eq!(from_box, whole, "cell {cell:?} of box {lo:?}..{hi:?}");
+                    for (m, _) in targets(d, cell) {
+                        counted[m] += 1;
+                    }
+                });
+                for (m, &cells) in counted.iter().enumerate() {
+                    let listed = box_targets.iter().find(|&&(t, _)| t == m).map(|&(_, c)| c);
+                    assert_eq!(listed.unwrap_or(0), cells, "message {m} of {lo:?}..{hi:?}");
+                }
+                fed += usize::from(!box_targets.is_empty());
+            });
+        }
+        assert!(fed > 0, "no box fed a message");
+    }
+
+    fn for_each_tile(alloc: [u32; 3], tile: [u32; 3], mut f: impl FnMut([u32; 3], [u32; 3])) {
+        for z in (0..alloc[2]).step_by(tile[2] as usize) {
+            for y in (0..alloc[1]).step_by(tile[1] as usize) {
+                for x in (0..alloc[0]).step_by(tile[0] as usize) {
+                    let lo = [x, y, z];
+                    f(lo, std::array::from_fn(|k| (lo[k] + tile[k]).min(alloc[k])));
+                }
+            }
+        }
+    }
+
+    fn for_each_cell(lo: [u32; 3], hi: [u32; 3], mut f: impl FnMut([u32; 3])) {
+        for z in lo[2]..hi[2] {
+            for y in lo[1]..hi[1] {
+                for x in lo[0]..hi[0] {
+                    f([x, y, z]);
+                }
+            }
+        }
     }
 
     #[test]
