@@ -984,18 +984,14 @@ HP_DEVICE void hp_fused_store(const haloport_box_targets* t, uint32_t x, uint32_
     haloport_box_store_f32(t, x, y, z, v);
 }
 
-/* A fused launch's tile: per dimension, innermost first, the smallest power of two covering
- * the box's extent, at most 32 in x (a warp's row: whole sectors) and 16 in y, and as many as
- * the block's threads left still allow. The tile's rows share their neighbours' loads in L1
- * in y and z: a z slab of 512 x 256 cells takes tiles of 32 x 8 x 1, a y slab 32 x 1 x 8, an
- * x slab one cell thick 1 x 16 x 16 (a line of 256 cells along y left each row's z
- * neighbours to other blocks). */
+/* A fused launch's tile: per dimension, innermost first, the largest power of two the box's
+ * extent needs that the block's threads left still allow (a z slab of 512 x 256 cells takes
+ * tiles of 256 x 1 x 1, an x slab one cell thick 1 x 256 x 1). */
 HP_DEVICE void hp_fused_tile(const uint64_t extent[3], uint32_t threads, uint32_t tile[3]) {
-    const uint32_t most[3] = {32u, 16u, threads};
     uint32_t left = threads;
     for (int k = 0; k < 3; ++k) {
         uint32_t t = 1u;
-        while ((uint64_t)t < extent[k] && 2u * t <= left && 2u * t <= most[k]) t *= 2u;
+        while ((uint64_t)t < extent[k] && 2u * t <= left) t *= 2u;
         tile[k] = t;
         left /= t;
     }

@@ -2,16 +2,12 @@
 //! needs straight into the neighbour's halo (`kernels-cu/haloport_device.h`), beside the
 //! interior's update; no pack or unpack runs.
 //!
-//! A step from `cur` into `next`: on the step's stream `fused_start` of `next`'s set (this
-//! rank is done reading `next`'s halos, and waits until each neighbour is); after it the
-//! boundary's slabs, each on a side stream as urgent as the step's (what the neighbours wait
-//! for), in [`Launch::StencilFused`], and the inner box on its stream of ordinary priority; then
-//! `fused_finish` (every cell of `next`'s halos arrived). The next step reads them.
-//!
-//! The inner box waits for `fused_start` too, so that the slabs' blocks, urgent and ready at
-//! the same moment, take the SMs first. Queued beside the signal, the inner box's first wave
-//! of blocks filled the device before the signal ran, and the slabs, and with them the
-//! neighbours, waited for that wave to end.
+//! A step from `cur` into `next`: the inner box on its stream; on the step's stream
+//! `fused_start` of `next`'s set (this rank is done reading `next`'s halos, and waits until
+//! each neighbour is), then the boundary's slabs, each on a side stream as urgent as the
+//! step's (what the neighbours wait for; the inner box's stream is not), in
+//! [`Launch::StencilFused`]; then `fused_finish` (every cell of `next`'s halos arrived). The
+//! next step reads them.
 
 use super::*;
 
@@ -70,8 +66,11 @@ impl<B: Backend> Step<'_, B> {
         fused: &FusedSteps,
     ) -> Result<()> {
         let set = fused.set_of(next)?;
-        let descriptors = exchange.fused_start(set, self.stream)?;
         self.fork_inner()?;
+        for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
+            sweep(self.backend, kind, a, b, &fused.inner, self.inner_stream)?;
+        }
+        let descriptors = exchange.fused_start(set, self.stream)?;
         let slabs: Vec<_> = fused
             .shell
             .iter()
@@ -107,9 +106,6 @@ impl<B: Backend> Step<'_, B> {
             }
             Ok(())
         })?;
-        for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-            sweep(self.backend, kind, a, b, &fused.inner, self.inner_stream)?;
-        }
         self.join_inner()?;
         exchange.fused_finish(set, self.stream)
     }
