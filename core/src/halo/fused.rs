@@ -290,22 +290,16 @@ mod tests {
         let mut written: BTreeMap<(i32, u64), [i64; 3]> = BTreeMap::new();
         for (plan, d) in &all {
             let me = &plan.decomposition;
-            let [ax, ay, az] = me.alloc.map(|a| u32::try_from(a).expect("small"));
-            for z in 0..az {
-                for y in 0..ay {
-                    for x in 0..ax {
-                        let cell = [x, y, z];
-                        let hits: Vec<(usize, u64)> = targets(d, cell).collect();
-                        for (_, addr) in hits {
-                            let rank = i32::try_from((addr >> 32) - 1).expect("a rank");
-                            let element = (addr & 0xffff_ffff) / 8;
-                            let source = global(me, cell.map(u64::from));
-                            let twice = written.insert((rank, element), source);
-                            assert!(twice.is_none(), "rank {rank} element {element} twice");
-                        }
-                    }
+            let alloc = me.alloc.map(|a| u32::try_from(a).expect("small"));
+            for_each_cell([0; 3], alloc, |cell| {
+                for (_, addr) in targets(d, cell) {
+                    let rank = i32::try_from((addr >> 32) - 1).expect("a rank");
+                    let element = (addr & 0xffff_ffff) / 8;
+                    let source = global(me, cell.map(u64::from));
+                    let twice = written.insert((rank, element), source);
+                    assert!(twice.is_none(), "rank {rank} element {element} twice");
                 }
-            }
+            });
         }
         // What the ordinary exchange receives, cell by cell, is what was written.
         let mut expected = 0;
@@ -366,16 +360,24 @@ mod tests {
         check(&spec([16, 6, 6], ([3, 1, 2], [2, 3, 1]), [true; 3]), 4);
     }
 
-    /// A box's targets send each of its cells where the whole descriptor does, and count per
-    /// message the cells of the box that message takes.
-    #[test]
-    fn a_box_targets_its_cells_as_the_whole_descriptor_does() {
+    /// Rank 0's descriptor and allocated extents among 4 ranks of a periodic 10x9x8 grid with
+    /// uneven halos.
+    fn uneven_rank_of_four() -> (haloport_fused, [u32; 3]) {
         let all = descriptors(&spec([10, 9, 8], ([1, 2, 1], [2, 1, 1]), [true; 3]), 4);
         let (plan, d) = &all[0];
         let alloc = plan
             .decomposition
             .alloc
             .map(|a| u32::try_from(a).expect("small"));
+        (*d, alloc)
+    }
+
+    /// A box's targets send each of its cells where the whole descriptor does, and count per
+    /// message the cells of the box that message takes.
+    #[test]
+    fn a_box_targets_its_cells_as_the_whole_descriptor_does() {
+        let (descriptor, alloc) = uneven_rank_of_four();
+        let d = &descriptor;
         let mut fed = 0;
         for tile in [[4, 1, 1], [2, 4, 1], [1, 8, 2], [3, 3, 3]] {
             for_each_tile(alloc, tile, |lo, hi| {
@@ -422,12 +424,8 @@ mod tests {
 
     #[test]
     fn boxes_count_the_cells_each_message_carries() {
-        let all = descriptors(&spec([10, 9, 8], ([1, 2, 1], [2, 1, 1]), [true; 3]), 4);
-        let (plan, d) = &all[0];
-        let alloc = plan
-            .decomposition
-            .alloc
-            .map(|a| u32::try_from(a).expect("small"));
+        let (descriptor, alloc) = uneven_rank_of_four();
+        let d = &descriptor;
         for m in 0..d.messages as usize {
             let e = &d.message[m];
             let whole: u64 = (0..3).map(|k| u64::from(e.hi[k] - e.lo[k])).product();
