@@ -10,7 +10,8 @@
 #   2. speed, 2 ranks of 512x256x256 f64 (ipc), interleaved twice: the ordinary exchange and
 #      fused mode, plain and --graph; then the HIP backend beside CUDA from one binary, fused;
 #   3. MPS stopped (compute-sanitizer does not attach to MPS clients): memcheck and racecheck
-#      of the fused stencil and of the example on 2 ranks.
+#      of the fused stencil (f64: one launch over the interior; f32: slabs) and of the example
+#      on 2 ranks.
 # Every log and result under OUT; a summary at the end. PARTS: all (the default), checks (1 and 3)
 # or speed (2), so that each fits one call of a time-limited machine.
 # usage: bench/gpu-fused.sh DIR OUT [PARTS]
@@ -43,7 +44,8 @@ nvidia-smi -L | tee "$out/nvidia-smi.txt"
 for link in libhaloport.so libhaloport.so.0.1; do
     [ -e "$dir/capi/lib/$link" ] || ln -sf libhaloport.so.0.1.0 "$dir/capi/lib/$link"
 done
-small=(--grid 48x40x32 --steps 4 --exchange-reps 2)
+# f64 parts of 32 x 40 x 32: the fused step is one launch over the interior (march tiles).
+small=(--grid 64x40x32 --procs 2x1x1 --steps 4 --exchange-reps 2)
 
 checks() { [ "$parts" = all ] || [ "$parts" = checks ]; }
 speed() { [ "$parts" = all ] || [ "$parts" = speed ]; }
@@ -73,7 +75,7 @@ HALOPORT_IPC_RANKS_PER_NODE=2 step verify-two-pretend-nodes 120 "${mpi[@]}" \
     -x HALOPORT_IPC_RANKS_PER_NODE -np 4 "$hp" stencil --backend cuda --fused --transport ipc \
     --grid 256x64x64 --procs 4x1x1 --steps 10 --json "$out/verify-two-pretend-nodes.json"
 step verify-1rank 120 "${mpi[@]}" -np 1 "$hp" stencil --backend cuda --fused --grid 128x96x64 \
-    --steps 10 --json "$out/verify-1rank.json"
+    --periodic xyz --steps 10 --json "$out/verify-1rank.json"
 step example-1rank 120 "${mpi[@]}" -np 1 "$dir/cuda-fused" --steps 20
 step example-2ranks 120 "${mpi[@]}" -np 2 "$dir/cuda-fused" --steps 20
 # The CuPy example (examples/python/fused_cupy.py) from the wheel, unpacked into a folder of
@@ -131,6 +133,11 @@ step memcheck-stencil-2ranks 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool memch
     stencil --backend cuda --fused --transport ipc "${small[@]}"
 step racecheck-stencil-2ranks 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool racecheck "$hp" \
     stencil --backend cuda --fused --transport ipc "${small[@]}"
+# f32: the inner box and the boundary's slabs in the point form.
+for tool in memcheck racecheck; do
+    step "$tool-stencil-f32-2ranks" 300 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool "$tool" "$hp" \
+        stencil --backend cuda --fused --transport ipc --type f32 "${small[@]}"
+done
 step memcheck-example-2ranks 180 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool memcheck \
     "$dir/cuda-fused" --steps 4
 step racecheck-example-2ranks 180 "${mpi[@]}" -np 2 "${sanitize[@]}" --tool racecheck \

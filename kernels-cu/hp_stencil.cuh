@@ -190,6 +190,34 @@ struct hp_march_part {
     }
 };
 
+/* Fused mode's store of an updated cell wherever the neighbours' halos take it (the box's
+ * messages, haloport_box_begin), by element size. */
+HP_DEVICE void hp_fused_store(const haloport_box_targets* t, uint32_t x, uint32_t y, uint32_t z,
+                              double v) {
+    haloport_box_store_f64(t, x, y, z, v);
+}
+
+HP_DEVICE void hp_fused_store(const haloport_box_targets* t, uint32_t x, uint32_t y, uint32_t z,
+                              float v) {
+    haloport_box_store_f32(t, x, y, z, v);
+}
+
+/* A fused march tile's box (hp_stencil27_march with FUSED): width x rows x depth cells from
+ * begin + (ox, oy) at plane z0, cut at the box's end; every thread of the block calls it
+ * (haloport_box_begin). */
+HP_DEVICE void hp_march_box_begin(const hp_stencil_args& a, const haloport_fused* d, uint64_t ox,
+                                  uint64_t oy, uint64_t z0, uint64_t width, uint64_t rows,
+                                  uint64_t depth, haloport_box_targets* t) {
+    const uint64_t first[3] = {a.begin[0] + ox, a.begin[1] + oy, z0};
+    const uint64_t size[3] = {width, rows, depth};
+    uint32_t lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = (uint32_t)first[k];
+        hi[k] = (uint32_t)(first[k] + size[k] < a.end[k] ? first[k] + size[k] : a.end[k]);
+    }
+    haloport_box_begin(d, lo, hi, t);
+}
+
 /* The full 27-point stencil over one component, marching in z (HP_STENCIL_FORM_MARCH): tiles of
  * HP_MARCH_X * COLS x (blockDim.x / HP_MARCH_X * ROWS) x DEPTH points, a block per tile,
  * blocks striding over tiles. A thread owns ROWS rows of the columns x, x + 32, ... (COLS of
@@ -218,8 +246,9 @@ HP_DEVICE void hp_march_prefetch(const T* q, int64_t ax, const int (&at)[COLS], 
     }
 }
 
-template <typename T, int ROWS, int DEPTH, int COLS, int PF>
-HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
+template <typename T, int ROWS, int DEPTH, int COLS, int PF, bool FUSED = false>
+HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a,
+                                  haloport_box_targets* targets = nullptr) {
     const T* __restrict__ in = (const T*)a.in;
     T* __restrict__ out = (T*)a.out;
     const int64_t ax = (int64_t)a.alloc[0];
@@ -237,14 +266,18 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
         const uint64_t rest = t / tiles_x;
         const uint64_t x = a.begin[0] + (t % tiles_x) * width + tx;
         const uint64_t y = a.begin[1] + (rest % tiles_y) * rows + ty * ROWS;
-        if (x >= a.end[0] || y >= a.end[1]) continue;
+        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
+        const bool owns = x < a.end[0] && y < a.end[1];
+        if (!FUSED && !owns) continue;
+        if (FUSED) hp_march_box_begin(a, (const haloport_fused*)a.fused, t % tiles_x * width,
+                                      rest % tiles_y * rows, z0, width, rows, DEPTH, targets);
+        if (owns) {
         /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. */
         const int cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
         int at[COLS];
 #pragma unroll
         for (int c = 0; c < COLS; ++c) at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
         const int live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
-        const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
         const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
         const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
         T* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
@@ -272,14 +305,20 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a) {
 #pragma unroll
                 for (int i = 0; i < ROWS; ++i) {
                     if (c < cols && i < live) {
-                        o[c * (int)HP_MARCH_X + i * ax] =
-                            ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                        const T v = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                        o[c * (int)HP_MARCH_X + i * ax] = v;
+                        if (FUSED) {
+                            hp_fused_store(targets, (uint32_t)x + c * HP_MARCH_X,
+                                           (uint32_t)y + i, (uint32_t)z0 + z, v);
+                        }
                     }
                     lo[c][i] = mid[c][i];
                     mid[c][i] = hi[c][i];
                 }
             }
         }
+        }
+        if (FUSED) haloport_box_done(targets);
     }
 }
 
@@ -970,23 +1009,10 @@ extern "C" __global__ void hp_stencil_cells(hp_stencil_args a) {
     }
 }
 
-/* The fused step's boundary (hp_stencil_fused): the point form of hp_stencil27_as over the
- * box in tiles, a block's tile at a time; each updated cell also stored wherever a neighbour's
- * halo takes it, through the messages the tile feeds (haloport_box_begin: one or a few, looked
- * up once per tile), and the tile's cells reported per message (haloport_box_done). */
-HP_DEVICE void hp_fused_store(const haloport_box_targets* t, uint32_t x, uint32_t y, uint32_t z,
-                              double v) {
-    haloport_box_store_f64(t, x, y, z, v);
-}
-
-HP_DEVICE void hp_fused_store(const haloport_box_targets* t, uint32_t x, uint32_t y, uint32_t z,
-                              float v) {
-    haloport_box_store_f32(t, x, y, z, v);
-}
-
-/* A fused launch's tile: per dimension, innermost first, the largest power of two the box's
- * extent needs that the block's threads left still allow (a z slab of 512 x 256 cells takes
- * tiles of 256 x 1 x 1, an x slab one cell thick 1 x 256 x 1). */
+/* A fused launch's tile in the point form: per dimension, innermost first, the largest power
+ * of two the box's extent needs that the block's threads left still allow (a z slab of 512 x
+ * 256 cells takes tiles of 256 x 1 x 1, an x slab one cell thick 1 x 256 x 1); the host
+ * launches a block per tile (haloport_core::regions::fused_tiles). */
 HP_DEVICE void hp_fused_tile(const uint64_t extent[3], uint32_t threads, uint32_t tile[3]) {
     uint32_t left = threads;
     for (int k = 0; k < 3; ++k) {
@@ -997,6 +1023,10 @@ HP_DEVICE void hp_fused_tile(const uint64_t extent[3], uint32_t threads, uint32_
     }
 }
 
+/* The fused step's update in the point form: hp_stencil27_as's sums over the box in tiles, a
+ * block's tile at a time; each updated cell also stored wherever a neighbour's halo takes it,
+ * through the messages the tile feeds (haloport_box_begin: one or a few, looked up once per
+ * tile), and the tile's cells reported per message (haloport_box_done). */
 template <typename T, bool FULL>
 HP_DEVICE void hp_stencil_fused_as(const hp_stencil_args& a, haloport_box_targets* targets) {
     const haloport_fused* d = (const haloport_fused*)a.fused;
@@ -1047,12 +1077,26 @@ HP_DEVICE void hp_stencil_fused_typed(const hp_stencil_args& a, haloport_box_tar
     }
 }
 
-/* One component per cell (fused mode's fields, whose indices fit 32 bits); a 1-D grid of any
- * size covers the box. */
-extern "C" __global__ void hp_stencil_fused(hp_stencil_args a) {
+/* Whether a fused launch takes the march form's f64 tiles (hp_stencil27_march64's, each tile
+ * a box of haloport_box_begin): the full stencil over f64 in a box that marches
+ * (haloport_core::regions::fused_marches). */
+HP_DEVICE bool hp_fused_marches(const hp_stencil_args& a) {
+    return a.elem_bytes == 8u && (a.shape == 0u || a.shape == HP_STENCIL_FULL) &&
+           a.components <= 1u && blockDim.x <= HP_MARCHING_MAX_THREADS && hp_stencil_marches(a);
+}
+
+/* The fused step's update (fused mode's fields: one component per cell, indices that fit 32
+ * bits): f64 boxes that march in hp_stencil27_march64's tiles and its floor of resident
+ * blocks, a block per tile (a whole interior in one launch); any other box in the point form,
+ * a 1-D grid of any size covering it. */
+extern "C" __global__ void __launch_bounds__(HP_MARCHING_MAX_THREADS, HP_MARCH64_MIN_BLOCKS)
+    hp_stencil_fused(hp_stencil_args a) {
     __shared__ haloport_box_targets targets;
     if (hp_stencil_box_empty(a) || a.fused == 0u) return;
-    if (a.elem_bytes == 8) {
+    if (hp_fused_marches(a)) {
+        hp_stencil27_march<double, HP_MARCH64_ROWS, HP_MARCH64_Z, HP_MARCH64_COLS,
+                           (int)HP_MARCH_PREFETCH, true>(a, &targets);
+    } else if (a.elem_bytes == 8) {
         hp_stencil_fused_typed<double>(a, &targets);
     } else if (a.elem_bytes == 4) {
         hp_stencil_fused_typed<float>(a, &targets);

@@ -853,6 +853,8 @@ fn the_fused_step_agrees_bit_for_bit_with_the_ordinary_exchange_on_1_2_4_and_8_r
         for np in [1, 2, 4, 8] {
             let fused = verified_run(np, &args);
             assert_eq!(fused["fused"], true, "{fused}");
+            // f32 and the 7-point stencil: the inner box and the boundary's slabs.
+            assert_eq!(fused["fused_update"], "slabs", "{fused}");
             assert_eq!(fused["checksum"], ordinary["checksum"], "-np {np} {args:?}");
         }
     }
@@ -864,6 +866,32 @@ fn the_fused_step_agrees_bit_for_bit_with_the_ordinary_exchange_on_1_2_4_and_8_r
         verified_run(4, &fused_args)["checksum"],
         ordinary["checksum"]
     );
+}
+
+#[test]
+fn the_fused_step_over_the_whole_interior_agrees_with_the_ordinary_exchange() {
+    // f64 parts of at least 32 x 4 cells march in tiles: a fused step is one launch over the
+    // interior, its boundary tiles storing into the neighbours (edges and corners across the
+    // periodic wrap too).
+    let args = [
+        "--grid",
+        "64x8x6",
+        "--type",
+        "f64",
+        "--periodic",
+        "xyz",
+        "--steps",
+        "4",
+    ];
+    let ordinary = verified_run(2, &args);
+    assert!(ordinary.get("fused_update").is_none(), "{ordinary}");
+    for (np, procs) in [(1, "1x1x1"), (2, "2x1x1"), (4, "2x2x1")] {
+        let mut fused_args = args.to_vec();
+        fused_args.extend(["--transport", "ipc", "--fused", "--procs", procs]);
+        let fused = verified_run(np, &fused_args);
+        assert_eq!(fused["fused_update"], "interior", "-np {np}: {fused}");
+        assert_eq!(fused["checksum"], ordinary["checksum"], "-np {np}");
+    }
 }
 
 #[test]

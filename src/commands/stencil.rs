@@ -116,6 +116,11 @@ pub(crate) struct StencilResult {
     /// unpack ran; older results lack it.
     #[serde(default)]
     fused: bool,
+    /// How rank 0's fused steps updated the interior: `interior` (one launch over it per
+    /// field, in the march form's f64 tiles) or `slabs` (the inner box, and the boundary's
+    /// slabs beside it in the point form); absent outside fused mode (and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fused_update: Option<String>,
     /// The shell's x and y slabs ran as launches of their own (`--shell-launches`), not in
     /// the inner box's tiles; older results lack it.
     #[serde(default)]
@@ -469,6 +474,7 @@ pub(crate) fn measured<B: Backend>(
             compute_replayed_steps,
             overlap,
             fused: args.fused,
+            fused_update: run.fused_update.map(|f| f.name().to_owned()),
             shell_launches: args.shell_launches,
             shell_tiles: shell_tiles.map(|t| ShellTilesRecord {
                 capacity: t.capacity,
@@ -580,6 +586,15 @@ fn print_summary(r: &StencilResult) {
     );
     if let Some(kernel) = r.inner_kernel {
         println!("  inner box: {kernel} (rank 0)");
+    }
+    match r.fused_update.as_deref() {
+        Some("interior") => println!(
+            "  fused update: one launch over the interior per field, in f64 march tiles (rank 0)"
+        ),
+        Some(_) => println!(
+            "  fused update: the inner box, and the boundary's slabs beside it in the point form (rank 0)"
+        ),
+        None => {}
     }
     if let Some(hint) = lanes_hint(r) {
         println!("  hint: {hint}");

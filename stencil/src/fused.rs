@@ -1,13 +1,18 @@
-//! The fused step (`JacobiConfig::fused`): the boundary's update stores each cell a neighbour
-//! needs straight into the neighbour's halo (`kernels-cu/haloport_device.h`), beside the
-//! interior's update; no pack or unpack runs.
+//! The fused step (`JacobiConfig::fused`): the update stores each cell a neighbour needs
+//! straight into the neighbour's halo (`kernels-cu/haloport_device.h`); no pack or unpack
+//! runs.
 //!
-//! A step from `cur` into `next`: the inner box on its stream; on the step's stream
-//! `fused_start` of `next`'s set (this rank is done reading `next`'s halos, and waits until
-//! each neighbour is), then the boundary's slabs, each on a side stream as urgent as the
-//! step's (what the neighbours wait for; the inner box's stream is not), in
-//! [`Launch::StencilFused`]; then `fused_finish` (every cell of `next`'s halos arrived). The
-//! next step reads them.
+//! A step from `cur` into `next`: on the step's stream `fused_start` of `next`'s set (this
+//! rank is done reading `next`'s halos, and waits until each neighbour is); the update; then
+//! `fused_finish` (every cell of `next`'s halos arrived). The next step reads them. Where the
+//! whole interior marches in f64 tiles ([`fused_marches`]), the update is one launch over it
+//! per field, its boundary tiles storing into the neighbours as they go. Otherwise the inner
+//! box runs on its own stream and the boundary's slabs, each on a side stream as urgent as the
+//! step's, in the point form ([`Launch::StencilFused`]).
+//!
+//! One launch over the interior: the two ranks sharing a GPU in a trace each ran their inner
+//! box alone (a block scheduler fills the device with one box before the next), so slabs
+//! queued beside it waited for it, and the neighbour with them.
 
 use super::*;
 
@@ -20,18 +25,39 @@ pub(crate) struct FusedSteps {
     pub(crate) shell: Vec<(usize, CellBox)>,
     /// The first field's address of each fused set: set 0 holds `u`, set 1 `v`.
     pub(crate) sets: [u64; 2],
+    /// The interior, where every field's update of it marches in f64 tiles: the step is then
+    /// one launch over it per field (`inner` and `shell` empty).
+    pub(crate) whole: Option<CellBox>,
 }
 
 impl FusedSteps {
-    /// The boxes of `d`'s interior around `inner` (the stencil's inner box) less the cells a
-    /// neighbour needs (`quiet`: the descriptor's `quiet_lo` and `quiet_hi`).
+    /// The whole interior of `d` when each of `launches` (a field's update) marches over it
+    /// in f64 tiles; else the boxes of the interior around `inner` (the stencil's inner box)
+    /// less the cells a neighbour needs (`quiet`: the descriptor's `quiet_lo` and `quiet_hi`).
     pub(crate) fn new(
         d: &Decomposition,
         inner: &CellBox,
         quiet: &haloport_fused,
         sets: [u64; 2],
+        launches: &[hp_stencil_args],
     ) -> Self {
         let interior = interior_box(d);
+        let marches = |kind: &hp_stencil_args| {
+            let args = hp_stencil_args {
+                begin: interior.map(|[lo, _]| lo),
+                end: interior.map(|[_, hi]| hi),
+                ..*kind
+            };
+            fused_marches(&args, STENCIL_THREADS)
+        };
+        if !launches.is_empty() && launches.iter().all(marches) {
+            return FusedSteps {
+                inner: [[0, 0]; 3],
+                shell: Vec::new(),
+                sets,
+                whole: Some(interior),
+            };
+        }
         let mut fused_inner: CellBox = std::array::from_fn(|k| {
             let lo = inner[k][0].max(u64::from(quiet.quiet_lo[k]));
             let hi = inner[k][1].min(u64::from(quiet.quiet_hi[k]));
@@ -44,6 +70,7 @@ impl FusedSteps {
             shell: shell_around(&interior, &fused_inner),
             inner: fused_inner,
             sets,
+            whole: None,
         }
     }
 
@@ -66,6 +93,22 @@ impl<B: Backend> Step<'_, B> {
         fused: &FusedSteps,
     ) -> Result<()> {
         let set = fused.set_of(next)?;
+        if let Some(interior) = fused.whole {
+            let descriptors = exchange.fused_start(set, self.stream)?;
+            for (((a, b), kind), descriptor) in
+                cur.iter().zip(next).zip(self.launches).zip(&descriptors)
+            {
+                fused_launch(
+                    self.backend,
+                    kind,
+                    (a, b),
+                    &interior,
+                    *descriptor,
+                    self.stream,
+                )?;
+            }
+            return exchange.fused_finish(set, self.stream);
+        }
         self.fork_inner()?;
         for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
             sweep(self.backend, kind, a, b, &fused.inner, self.inner_stream)?;
@@ -85,28 +128,35 @@ impl<B: Backend> Step<'_, B> {
             for (((a, b), kind), descriptor) in
                 cur.iter().zip(next).zip(self.launches).zip(&descriptors)
             {
-                let args = hp_stencil_args {
-                    in_: a.device_addr(),
-                    out: b.device_addr(),
-                    begin: slab.map(|[lo, _]| lo),
-                    end: slab.map(|[_, hi]| hi),
-                    fused: *descriptor,
-                    ..*kind
-                };
-                let dims = LaunchDims {
-                    blocks: blocks_for(stencil_points(&args), STENCIL_THREADS, 1),
-                    threads: STENCIL_THREADS,
-                };
-                // SAFETY: as in `sweep`; the descriptor and the neighbours' fields it leads to
-                // live as long as the exchange's fused mode, which outlives the steps.
-                unsafe {
-                    self.backend
-                        .launch(Launch::StencilFused(&args), dims, side)?
-                };
+                fused_launch(self.backend, kind, (a, b), slab, *descriptor, side)?;
             }
             Ok(())
         })?;
         self.join_inner()?;
         exchange.fused_finish(set, self.stream)
     }
+}
+
+/// Queues the fused update of `cell_box` from `a` into `b` on `stream`, storing through
+/// `descriptor` ([`fused_dims`]: a block per tile).
+fn fused_launch<B: Backend>(
+    backend: &B,
+    kind: &hp_stencil_args,
+    (a, b): (&Field<B>, &Field<B>),
+    cell_box: &CellBox,
+    descriptor: u64,
+    stream: &B::Stream,
+) -> Result<()> {
+    let args = hp_stencil_args {
+        in_: a.device_addr(),
+        out: b.device_addr(),
+        begin: cell_box.map(|[lo, _]| lo),
+        end: cell_box.map(|[_, hi]| hi),
+        fused: descriptor,
+        ..*kind
+    };
+    let dims = fused_dims(&args, STENCIL_THREADS);
+    // SAFETY: as in `sweep`; the descriptor and the neighbours' fields it leads to live as long
+    // as the exchange's fused mode, which outlives the steps.
+    unsafe { backend.launch(Launch::StencilFused(&args), dims, stream) }
 }

@@ -35,7 +35,7 @@ use haloport_core::error::{Error, Result};
 use haloport_core::halo::{
     resolve_procs, ExchangeGraph, Field, HaloExchange, HaloOptions, RouteChoice,
 };
-use haloport_core::regions::{blocks_for, stencil_points};
+use haloport_core::regions::{fused_dims, fused_marches};
 use haloport_core::regions::{lanes_padding, stencil_launch, stencil_reads, Copy3d, ShellTiles};
 use haloport_core::regions::{shell_around, CellBox, HalosIn, STENCIL_THREADS};
 use haloport_core::shared::{
@@ -168,6 +168,27 @@ pub enum Overlap {
     Off,
 }
 
+/// How a fused step updates the interior ([`JacobiConfig::fused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FusedUpdate {
+    /// One launch over the whole interior per field, in the march form's f64 tiles, the
+    /// boundary tiles storing into the neighbours' halos.
+    Interior,
+    /// The inner box on a stream of its own, and the boundary's slabs beside it in the point
+    /// form, storing into the neighbours' halos.
+    Slabs,
+}
+
+impl FusedUpdate {
+    /// Its name in results: `interior` or `slabs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FusedUpdate::Interior => "interior",
+            FusedUpdate::Slabs => "slabs",
+        }
+    }
+}
+
 impl Overlap {
     /// Whether a rank overlaps its steps; `alone`: every neighbour of the rank is the rank
     /// itself, or it has none ([`alone`]).
@@ -206,6 +227,8 @@ pub struct JacobiRun {
     /// The kernel that updates this rank's inner box of the first field (`None` where the
     /// box is empty): which tiles the step's bulk runs in.
     pub inner_kernel: Option<Kernel>,
+    /// How this rank's fused steps updated the interior; `None` outside fused mode.
+    pub fused_update: Option<FusedUpdate>,
     /// The padding after each row that would give that box its faster form: rows of whole
     /// sectors where the field would then be placed for its interior
     /// ([`FieldPlacement::Auto`]), else the f32 lanes of 4 points

@@ -61,7 +61,13 @@ pub fn run_jacobi<B: Backend>(
             .copied()
             .unwrap_or_default();
         let first = |f: &[Field<B>]| f.first().map_or(0, Field::device_addr);
-        Some(FusedSteps::new(d, &inner, &quiet, [first(&u), first(&v)]))
+        Some(FusedSteps::new(
+            d,
+            &inner,
+            &quiet,
+            [first(&u), first(&v)],
+            &launches,
+        ))
     } else {
         None
     };
@@ -187,6 +193,10 @@ pub fn run_jacobi<B: Backend>(
         one_launch,
         shell_tiles,
         inner_kernel,
+        fused_update: fused.as_ref().map(|f| match f.whole {
+            Some(_) => FusedUpdate::Interior,
+            None => FusedUpdate::Slabs,
+        }),
         inner_rows_padding,
         step_seconds,
         exchange_seconds,

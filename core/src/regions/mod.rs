@@ -1148,6 +1148,48 @@ mod tests {
         .is_err());
     }
 
+    /// A fused launch's tiles: powers of two within the block, as wide as the box or the
+    /// threads left allow, innermost first, and enough of them to cover the box.
+    #[test]
+    fn fused_tiles_cover_the_box_innermost_first() {
+        let slab = |begin: [u64; 3], end: [u64; 3]| hp_stencil_args {
+            begin,
+            end,
+            ..hp_stencil_args::default()
+        };
+        // A 512 x 256 x 256 part's z slab and x slab, and a box narrower than a block.
+        assert_eq!(
+            fused_tiles(&slab([1, 1, 1], [511, 255, 2]), 256),
+            ([256, 1, 1], 508)
+        );
+        assert_eq!(
+            fused_tiles(&slab([1, 1, 1], [2, 255, 255]), 256),
+            ([1, 256, 1], 254)
+        );
+        assert_eq!(
+            fused_tiles(&slab([0, 0, 0], [3, 5, 40]), 256),
+            ([4, 8, 8], 5)
+        );
+        assert_eq!(fused_tiles(&slab([4, 4, 4], [4, 9, 9]), 256).1, 0);
+        for (end, threads) in [([7, 3, 100], 64), ([33, 17, 2], 256), ([1000, 1, 1], 128)] {
+            let args = slab([0; 3], end);
+            let (tile, tiles) = fused_tiles(&args, threads);
+            assert!(tile.iter().all(|t| t.is_power_of_two()), "{tile:?}");
+            assert!(
+                tile.iter().product::<u64>() <= u64::from(threads),
+                "{tile:?}"
+            );
+            let covered: u64 = (0..3).map(|k| end[k].div_ceil(tile[k])).product();
+            assert_eq!(tiles, covered, "{end:?}");
+            // A dimension stops short of its extent only where doubling it would not fit.
+            let mut left = u64::from(threads);
+            for k in 0..3 {
+                assert!(tile[k] >= end[k] || 2 * tile[k] > left, "{end:?}: {tile:?}");
+                left /= tile[k];
+            }
+        }
+    }
+
     #[test]
     fn shell_tiles_cover_the_x_and_y_slabs_once() {
         let args = hp_stencil_args {

@@ -400,6 +400,55 @@ pub fn stencil_blocks(args: &hp_stencil_args, threads: u32) -> u32 {
     )
 }
 
+/// Whether [`Kernel::StencilFused`](crate::Kernel::StencilFused) walks `args`'s box in the
+/// march form's f64 tiles (those of [`Kernel::StencilMarch64`](crate::Kernel::StencilMarch64),
+/// each tile one box of the device API's box form): the full stencil over one component of
+/// 8-byte elements, `threads` a block as [`stencil_marching`] takes them, a box that marches
+/// in tiles (the kernels' `hp_fused_marches`). Other boxes take the point form's tiles
+/// ([`fused_tiles`]).
+pub fn fused_marches(args: &hp_stencil_args, threads: u32) -> bool {
+    args.elem_bytes == 8 && stencil_marching(args, threads) && stencil_marches(args, threads)
+}
+
+/// The grid of a [`Kernel::StencilFused`](crate::Kernel::StencilFused) launch over `args`'s
+/// box with `threads` a block: a block per tile of the form it takes ([`fused_marches`]), at
+/// least one; past `u32::MAX` blocks the kernel strides.
+pub fn fused_dims(args: &hp_stencil_args, threads: u32) -> LaunchDims {
+    let blocks = if fused_marches(args, threads) {
+        march_tiles(
+            args,
+            threads,
+            shared::HP_MARCH64_ROWS,
+            shared::HP_MARCH64_COLS,
+            shared::HP_MARCH64_Z,
+        )
+    } else {
+        u32::try_from(fused_tiles(args, threads).1.max(1)).unwrap_or(u32::MAX)
+    };
+    LaunchDims { blocks, threads }
+}
+
+/// The tile a block of [`Kernel::StencilFused`](crate::Kernel::StencilFused) takes with
+/// `threads` threads, and how many tiles cover `args`'s box: per dimension, innermost first,
+/// the largest power of two the box's extent needs that the threads left allow (the kernel's
+/// `hp_fused_tile`). A grid of one block per tile runs each tile in the first pass: a block
+/// left with two tiles doubles the launch's time, which for a thin slab is one pass.
+pub fn fused_tiles(args: &hp_stencil_args, threads: u32) -> ([u64; 3], u64) {
+    let mut left = u64::from(threads.max(1));
+    let mut tile = [1u64; 3];
+    for (k, t) in tile.iter_mut().enumerate() {
+        let extent = args.end[k].saturating_sub(args.begin[k]);
+        while *t < extent && 2 * *t <= left {
+            *t *= 2;
+        }
+        left /= *t;
+    }
+    let tiles = (0..3)
+        .map(|k| args.end[k].saturating_sub(args.begin[k]).div_ceil(tile[k]))
+        .product();
+    (tile, tiles)
+}
+
 /// A stencil's shape (`hp_stencil_args.shape`) with 0 read as the full 27-point stencil.
 pub fn stencil_shape(shape: u32) -> u32 {
     if shape == 0 {
