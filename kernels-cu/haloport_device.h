@@ -11,11 +11,12 @@
  *     __global__ void boundary(const haloport_fused* out, const double* u, double* v, ...)
  *     {
  *         __shared__ haloport_box_targets targets;
- *         haloport_box_begin(out, block_lo, block_hi, &targets); // every thread of the block
+ *         int feeds = !haloport_box_quiet(out, block_lo, block_hi); // the same in every thread
+ *         if (feeds) haloport_box_begin(out, block_lo, block_hi, &targets); // whole block
  *         ... compute v[i] for cell (x, y, z) of [block_lo, block_hi) ...
  *         v[i] = value;
- *         haloport_box_store_f64(&targets, x, y, z, value);    // into every neighbour needing it
- *         haloport_box_done(&targets);                         // every thread of the block
+ *         if (feeds) haloport_box_store_f64(&targets, x, y, z, value); // every neighbour's halo
+ *         if (feeds) haloport_box_done(&targets);                      // whole block
  *     }
  *
  * Indices are those of the field's allocated array (halos included, x innermost); a block
@@ -134,6 +135,21 @@ HALOPORT_DEVICE uint64_t haloport_box_cells(const haloport_fused* d, uint32_t m,
         cells *= (uint64_t)(b - a);
     }
     return cells;
+}
+
+/* Whether no message takes any cell of the box [lo, hi): it lies in the quiet cells. A block
+ * whose box is quiet may skip haloport_box_begin, its stores and haloport_box_done (its threads
+ * all pass the same box, so they agree and no barrier is left half-met): most blocks of a kernel
+ * over the whole interior then run as they would without fused mode. */
+HALOPORT_DEVICE int haloport_box_quiet(const haloport_fused* d, const uint32_t lo[3],
+                                       const uint32_t hi[3])
+{
+    for (int k = 0; k < 3; ++k) {
+        if (lo[k] < d->quiet_lo[k] || hi[k] > d->quiet_hi[k]) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 #if defined(__CUDACC__) || defined(__HIPCC__)

@@ -202,10 +202,19 @@ HP_DEVICE void hp_fused_store(const haloport_box_targets* t, uint32_t x, uint32_
     haloport_box_store_f32(t, x, y, z, v);
 }
 
+/* Begins a fused tile's box [lo, hi) (every thread of the block, with the same box): false, and
+ * no barrier, where the box is quiet (no neighbour needs a cell of it: the tile stores and
+ * reports nothing); else its messages gathered into `t` (haloport_box_begin), true. */
+HP_DEVICE bool hp_fused_box_begin(const haloport_fused* d, const uint32_t lo[3],
+                                  const uint32_t hi[3], haloport_box_targets* t) {
+    if (haloport_box_quiet(d, lo, hi)) return false;
+    haloport_box_begin(d, lo, hi, t);
+    return true;
+}
+
 /* A fused march tile's box (hp_stencil27_march with FUSED): width x rows x depth cells from
- * begin + (ox, oy) at plane z0, cut at the box's end; every thread of the block calls it
- * (haloport_box_begin). */
-HP_DEVICE void hp_march_box_begin(const hp_stencil_args& a, const haloport_fused* d, uint64_t ox,
+ * begin + (ox, oy) at plane z0, cut at the box's end; begun as hp_fused_box_begin does. */
+HP_DEVICE bool hp_march_box_begin(const hp_stencil_args& a, const haloport_fused* d, uint64_t ox,
                                   uint64_t oy, uint64_t z0, uint64_t width, uint64_t rows,
                                   uint64_t depth, haloport_box_targets* t) {
     const uint64_t first[3] = {a.begin[0] + ox, a.begin[1] + oy, z0};
@@ -215,7 +224,7 @@ HP_DEVICE void hp_march_box_begin(const hp_stencil_args& a, const haloport_fused
         lo[k] = (uint32_t)first[k];
         hi[k] = (uint32_t)(first[k] + size[k] < a.end[k] ? first[k] + size[k] : a.end[k]);
     }
-    haloport_box_begin(d, lo, hi, t);
+    return hp_fused_box_begin(d, lo, hi, t);
 }
 
 /* The full 27-point stencil over one component, marching in z (HP_STENCIL_FORM_MARCH): tiles of
@@ -269,8 +278,10 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a,
         const uint64_t z0 = a.begin[2] + (rest / tiles_y) * DEPTH;
         const bool owns = x < a.end[0] && y < a.end[1];
         if (!FUSED && !owns) continue;
-        if (FUSED) hp_march_box_begin(a, (const haloport_fused*)a.fused, t % tiles_x * width,
-                                      rest % tiles_y * rows, z0, width, rows, DEPTH, targets);
+        /* Fused: the tile's box, begun unless quiet (the same answer in every thread). */
+        const bool feeds =
+            FUSED && hp_march_box_begin(a, (const haloport_fused*)a.fused, t % tiles_x * width,
+                                        rest % tiles_y * rows, z0, width, rows, DEPTH, targets);
         if (owns) {
         /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. */
         const int cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
@@ -307,7 +318,7 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a,
                     if (c < cols && i < live) {
                         const T v = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
                         o[c * (int)HP_MARCH_X + i * ax] = v;
-                        if (FUSED) {
+                        if (FUSED && feeds) {
                             hp_fused_store(targets, (uint32_t)x + c * HP_MARCH_X,
                                            (uint32_t)y + i, (uint32_t)z0 + z, v);
                         }
@@ -318,7 +329,7 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a,
             }
         }
         }
-        if (FUSED) haloport_box_done(targets);
+        if (FUSED && feeds) haloport_box_done(targets);
     }
 }
 
@@ -1054,7 +1065,7 @@ HP_DEVICE void hp_stencil_fused_as(const hp_stencil_args& a, haloport_box_target
             lo[k] = (uint32_t)first;
             hi[k] = (uint32_t)(first + tile[k] < a.end[k] ? first + tile[k] : a.end[k]);
         }
-        haloport_box_begin(d, lo, hi, targets);
+        const bool feeds = hp_fused_box_begin(d, lo, hi, targets);
         const uint32_t x = lo[0] + ox, y = lo[1] + oy, z = lo[2] + oz;
         if (oz < tile[2] && x < hi[0] && y < hi[1] && z < hi[2]) {
             const uint64_t centre = x + ax * (y + ay * (uint64_t)z);
@@ -1062,9 +1073,9 @@ HP_DEVICE void hp_stencil_fused_as(const hp_stencil_args& a, haloport_box_target
                 hp_stencil_sum<T, FULL>(in + centre, 1, (int64_t)ax, (int64_t)(ax * ay), shape) *
                 scale;
             out[centre] = v;
-            hp_fused_store(targets, x, y, z, v);
+            if (feeds) hp_fused_store(targets, x, y, z, v);
         }
-        haloport_box_done(targets);
+        if (feeds) haloport_box_done(targets);
     }
 }
 

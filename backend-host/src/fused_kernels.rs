@@ -81,6 +81,10 @@ pub(crate) unsafe fn run_stencil(args: &hp_stencil_args) {
     let (Some(lo), Some(hi)) = (narrow(args.begin), narrow(args.end)) else {
         return;
     };
+    // As the device skips a quiet tile: nothing to store or report.
+    if fused::box_quiet(d, lo, hi) {
+        return;
+    }
     let [ax, ay, _] = args.alloc;
     let targets = fused::box_targets(d, lo, hi);
     let bytes = args.elem_bytes as usize;

@@ -159,6 +159,12 @@ pub fn box_targets(d: &haloport_fused, lo: [u32; 3], hi: [u32; 3]) -> Vec<(usize
         .collect()
 }
 
+/// Whether no message takes any cell of the box `[lo, hi)` (it lies in the quiet cells), as
+/// `haloport_box_quiet` answers: a block with such a box stores and reports nothing.
+pub fn box_quiet(d: &haloport_fused, lo: [u32; 3], hi: [u32; 3]) -> bool {
+    (0..3).all(|k| lo[k] >= d.quiet_lo[k] && hi[k] <= d.quiet_hi[k])
+}
+
 /// Where `cell` of a box goes among the box's `targets` ([`box_targets`]), as
 /// `haloport_box_store_f64` answers: the byte addresses.
 pub fn box_cell_targets<'a>(
@@ -399,6 +405,34 @@ mod tests {
             });
         }
         assert!(fed > 0, "no box fed a message");
+    }
+
+    /// A quiet box feeds no message (the kernels skip it without a barrier), on both ranks of
+    /// a grid periodic in y only; tiles of either kind occur.
+    #[test]
+    fn a_quiet_box_feeds_no_message() {
+        let all = descriptors(
+            &spec([40, 12, 10], ([1; 3], [1; 3]), [false, true, false]),
+            2,
+        );
+        for (plan, d) in &all {
+            let alloc = plan
+                .decomposition
+                .alloc
+                .map(|a| u32::try_from(a).expect("small"));
+            let (mut quiet, mut fed) = (0, 0);
+            for tile in [[4, 2, 2], [8, 1, 3]] {
+                for_each_tile(alloc, tile, |lo, hi| {
+                    let feeds = !box_targets(d, lo, hi).is_empty();
+                    if box_quiet(d, lo, hi) {
+                        assert!(!feeds, "quiet box {lo:?}..{hi:?} feeds");
+                        quiet += 1;
+                    }
+                    fed += usize::from(feeds);
+                });
+            }
+            assert!(quiet > 0 && fed > 0, "quiet {quiet}, fed {fed}");
+        }
     }
 
     fn for_each_tile(alloc: [u32; 3], tile: [u32; 3], mut f: impl FnMut([u32; 3], [u32; 3])) {
