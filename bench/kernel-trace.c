@@ -1,5 +1,7 @@
 /* A CUPTI injection library (CUDA_INJECTION64_PATH): every kernel's start and end on the
- * GPU's clock, its stream and name, one line each, into $KERNEL_TRACE_DIR/trace.<pid>. */
+ * GPU's clock (ns), its stream, grid and name, one line each, into
+ * $KERNEL_TRACE_DIR/trace.<pid>. KERNEL_T: the newest kernel record the CUPTI header defines
+ * (CUpti_ActivityKernel10 in CUDA 13.0). Build and use: bench/README.md. */
 #include <cupti.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,8 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
     free(buffer);
 }
 
-static void flush(void) { cuptiActivityFlushAll(1); }
+/* At exit: the records still buffered (nothing is left to report a failure to). */
+static void flush(void) { (void)cuptiActivityFlushAll(1); }
 
 int InitializeInjection(void) {
     char path[512];
