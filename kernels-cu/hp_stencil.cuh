@@ -243,7 +243,13 @@ HP_DEVICE bool hp_march_box_begin(const hp_stencil_args& a, const haloport_fused
  *
  * With PF > 0, each thread asks L2 for its rows of the plane PF ahead of the one it loads
  * (hp_march_prefetch): the loads in flight then no longer depend on how many warps the
- * registers let an SM hold (HP_MARCH_PREFETCH in haloport_shared.h). */
+ * registers let an SM hold (HP_MARCH_PREFETCH in haloport_shared.h).
+ *
+ * FUSED (hp_stencil_fused): each tile is one box of the device API's box form (`targets`, in
+ * shared memory). A tile a neighbour needs gathers the messages it feeds, stores each of its
+ * cells into them too and reports its cells at its end; a quiet tile (haloport_box_quiet)
+ * does neither, and meets no barrier. A thread without a point in a tile stays for its
+ * barriers instead of moving on. */
 template <typename T, int ROWS, int COLS>
 HP_DEVICE void hp_march_prefetch(const T* q, int64_t ax, const int (&at)[COLS], int live) {
 #pragma unroll
@@ -283,51 +289,51 @@ HP_DEVICE void hp_stencil27_march(const hp_stencil_args& a,
             FUSED && hp_march_box_begin(a, (const haloport_fused*)a.fused, t % tiles_x * width,
                                         rest % tiles_y * rows, z0, width, rows, DEPTH, targets);
         if (owns) {
-        /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. */
-        const int cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
-        int at[COLS];
+            /* Column c (x + 32 c) lies in the box for c < cols; the others read column x. */
+            const int cols = (int)((a.end[0] - x + HP_MARCH_X - 1) / HP_MARCH_X);
+            int at[COLS];
 #pragma unroll
-        for (int c = 0; c < COLS; ++c) at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
-        const int live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
-        const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
-        const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
-        T* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
-        /* The planes the first PF steps load (planes past the tile's last are never asked
-         * for). */
+            for (int c = 0; c < COLS; ++c) at[c] = c < cols ? c * (int)HP_MARCH_X : 0;
+            const int live = a.end[1] - y < (uint64_t)ROWS ? (int)(a.end[1] - y) : ROWS;
+            const int depth = a.end[2] - z0 < (uint64_t)DEPTH ? (int)(a.end[2] - z0) : DEPTH;
+            const T* q = in + (x + a.alloc[0] * (y + a.alloc[1] * (z0 - 1)));
+            T* o = out + (x + a.alloc[0] * (y + a.alloc[1] * z0));
+            /* The planes the first PF steps load (planes past the tile's last are never asked
+             * for). */
 #pragma unroll
-        for (int d = 2; d < 2 + PF; ++d) {
-            if (d <= depth) hp_march_prefetch<T, ROWS, COLS>(q + d * plane, ax, at, live);
-        }
-        T lo[COLS][ROWS], mid[COLS][ROWS], hi[COLS][ROWS];
-#pragma unroll
-        for (int c = 0; c < COLS; ++c) {
-            hp_march_plane(lo[c], q + at[c], ax, live);
-            hp_march_plane(mid[c], q + at[c] + plane, ax, live);
-        }
-        q += 2 * plane;
-        for (int z = 0; z < depth; ++z, q += plane, o += plane) {
-            if (PF > 0 && z + 1 + PF <= depth) {
-                hp_march_prefetch<T, ROWS, COLS>(q + PF * plane, ax, at, live);
+            for (int d = 2; d < 2 + PF; ++d) {
+                if (d <= depth) hp_march_prefetch<T, ROWS, COLS>(q + d * plane, ax, at, live);
             }
-#pragma unroll
-            for (int c = 0; c < COLS; ++c) hp_march_plane(hi[c], q + at[c], ax, live);
+            T lo[COLS][ROWS], mid[COLS][ROWS], hi[COLS][ROWS];
 #pragma unroll
             for (int c = 0; c < COLS; ++c) {
+                hp_march_plane(lo[c], q + at[c], ax, live);
+                hp_march_plane(mid[c], q + at[c] + plane, ax, live);
+            }
+            q += 2 * plane;
+            for (int z = 0; z < depth; ++z, q += plane, o += plane) {
+                if (PF > 0 && z + 1 + PF <= depth) {
+                    hp_march_prefetch<T, ROWS, COLS>(q + PF * plane, ax, at, live);
+                }
 #pragma unroll
-                for (int i = 0; i < ROWS; ++i) {
-                    if (c < cols && i < live) {
-                        const T v = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
-                        o[c * (int)HP_MARCH_X + i * ax] = v;
-                        if (FUSED && feeds) {
-                            hp_fused_store(targets, (uint32_t)x + c * HP_MARCH_X,
-                                           (uint32_t)y + i, (uint32_t)z0 + z, v);
+                for (int c = 0; c < COLS; ++c) hp_march_plane(hi[c], q + at[c], ax, live);
+#pragma unroll
+                for (int c = 0; c < COLS; ++c) {
+#pragma unroll
+                    for (int i = 0; i < ROWS; ++i) {
+                        if (c < cols && i < live) {
+                            const T v = ((lo[c][i] + mid[c][i]) + hi[c][i]) * scale;
+                            o[c * (int)HP_MARCH_X + i * ax] = v;
+                            if (FUSED && feeds) {
+                                hp_fused_store(targets, (uint32_t)x + c * HP_MARCH_X,
+                                               (uint32_t)y + i, (uint32_t)z0 + z, v);
+                            }
                         }
+                        lo[c][i] = mid[c][i];
+                        mid[c][i] = hi[c][i];
                     }
-                    lo[c][i] = mid[c][i];
-                    mid[c][i] = hi[c][i];
                 }
             }
-        }
         }
         if (FUSED && feeds) haloport_box_done(targets);
     }

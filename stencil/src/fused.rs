@@ -10,9 +10,10 @@
 //! box runs on its own stream and the boundary's slabs, each on a side stream as urgent as the
 //! step's, in the point form ([`Launch::StencilFused`]).
 //!
-//! One launch over the interior: the two ranks sharing a GPU in a trace each ran their inner
-//! box alone (a block scheduler fills the device with one box before the next), so slabs
-//! queued beside it waited for it, and the neighbour with them.
+//! Why one launch where it can: in kernel traces of two ranks sharing a GPU, a launch that
+//! fills the device held it until its last wave was dispatched, priorities notwithstanding, so
+//! the slabs the neighbour waits for ran after both ranks' inner boxes
+//! (`docs/fused.md#the-stencils-fused-step-haloport-stencil---fused`).
 
 use super::*;
 
