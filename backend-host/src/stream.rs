@@ -69,11 +69,12 @@ fn sticky(error: &Option<String>) -> Result<()> {
     }
 }
 
-fn timeout(since: Instant, what: &str) -> Error {
+/// A time-out of a wait that began at `since` with `deadline` (its limit, not its overshoot).
+fn timeout(since: Instant, deadline: Instant, what: &str) -> Error {
     Error::Timeout {
         rank: None,
         what: what.to_owned(),
-        after: since.elapsed(),
+        after: deadline.saturating_duration_since(since),
     }
 }
 
@@ -168,6 +169,7 @@ impl HostStream {
             if now >= deadline {
                 return Err(timeout(
                     since,
+                    deadline,
                     &format!(
                         "waiting for a host stream ({} of {} queued items done)",
                         p.completed, p.submitted
@@ -257,7 +259,7 @@ impl HostEvent {
         while s.recorded && s.reached.is_none() {
             let now = Instant::now();
             if now >= deadline {
-                return Err(timeout(since, "waiting for a host event"));
+                return Err(timeout(since, deadline, "waiting for a host event"));
             }
             s = self
                 .shared

@@ -92,7 +92,7 @@ pub fn ping_pong<B: Backend>(
                         what: format!(
                             "waiting for the clock ping-pong kernel's turn {i} of {count}"
                         ),
-                        after: since.elapsed(),
+                        after: timeout,
                     });
                 }
                 // Spin while a device would answer (microseconds); past that, the "device" may be

@@ -90,7 +90,9 @@ pub enum Error {
         rank: Option<i32>,
         /// What it was waiting for, including the block and state where there is one.
         what: String,
-        /// How long it waited.
+        /// The wait's limit: its time-out, or the time from its start to its deadline (a wait
+        /// ends at its first check past the limit, later on a loaded machine; the limit is
+        /// what the user set and what a report can repeat).
         after: Duration,
     },
 

@@ -385,7 +385,7 @@ impl Communicator {
             if Instant::now() >= deadline {
                 let e = Error::Timeout {
                     waited_for: what.to_string(),
-                    after: since.elapsed(),
+                    after: self.timeout,
                 };
                 return Err(self.fail(e));
             }

@@ -38,7 +38,7 @@ pub fn poll_until(
             return Err(crate::Error::Timeout {
                 rank: None,
                 what: format!("waiting for {what}"),
-                after: since.elapsed(),
+                after: deadline.saturating_duration_since(since),
             });
         }
         std::hint::spin_loop();

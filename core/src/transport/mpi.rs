@@ -253,7 +253,7 @@ impl MpiTransport {
                 return Err(Error::Timeout {
                     rank: Some(rank),
                     what: format!("in MPI_Waitall (polled) for {described}"),
-                    after: since.elapsed(),
+                    after: deadline.saturating_duration_since(since),
                 });
             }
             std::hint::spin_loop();
@@ -526,7 +526,7 @@ pub(crate) fn test_until_pausing(
             return Err(Error::Timeout {
                 rank: Some(rank),
                 what: format!("{what}: another rank did not arrive"),
-                after: since.elapsed(),
+                after: deadline.saturating_duration_since(since),
             });
         }
         if pause.is_zero() {
@@ -605,7 +605,7 @@ impl HostTransport for MpiTransport {
                 return Err(Error::Timeout {
                     rank: Some(rank),
                     what: format!("in MPI_Send (polled) of block {block} to rank {dest}"),
-                    after: since.elapsed(),
+                    after: deadline.saturating_duration_since(since),
                 });
             }
             std::hint::spin_loop();

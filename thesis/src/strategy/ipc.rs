@@ -356,7 +356,7 @@ impl<'b, B: Backend> IpcExchange<'b, B> {
                 return Err(self.abort_kernels(Error::Timeout {
                     rank: Some(rank),
                     what,
-                    after: since.elapsed(),
+                    after: limit,
                 }));
             }
             std::hint::spin_loop();

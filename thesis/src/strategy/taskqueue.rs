@@ -348,7 +348,7 @@ impl<B: Backend, T: HostTransport> Taskqueue<'_, B, T> {
                         "in the taskqueue event loop ({processed} of {expected} events): {}",
                         self.stuck_report()
                     ),
-                    after: last_event.elapsed(),
+                    after: timeout,
                 });
             }
         }

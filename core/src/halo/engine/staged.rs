@@ -40,7 +40,11 @@ impl<B: Backend> MessageExchange<'_, B> {
             }
             waiting = still;
             if !waiting.is_empty() && Instant::now() >= deadline {
-                return Err(self.stuck("packed on the device", &waiting, since));
+                return Err(self.stuck(
+                    "packed on the device",
+                    &waiting,
+                    deadline.saturating_duration_since(since),
+                ));
             }
             std::hint::spin_loop();
         }
@@ -68,15 +72,24 @@ impl<B: Backend> MessageExchange<'_, B> {
                             != self.epoch
                     })
                     .collect();
-                return Err(self.stuck("received", &pending, since));
+                return Err(self.stuck(
+                    "received",
+                    &pending,
+                    deadline.saturating_duration_since(since),
+                ));
             }
             std::hint::spin_loop();
         }
         Ok(())
     }
 
-    /// A time-out naming the messages that were not `what` in time.
-    pub(super) fn stuck(&self, what: &str, messages: &[usize], since: Instant) -> Error {
+    /// A time-out after `limit` naming the messages that were not `what` in time.
+    pub(super) fn stuck(
+        &self,
+        what: &str,
+        messages: &[usize],
+        limit: std::time::Duration,
+    ) -> Error {
         let named: Vec<String> = messages
             .iter()
             .map(|&i| {
@@ -90,7 +103,7 @@ impl<B: Backend> MessageExchange<'_, B> {
                 "in the halo exchange: host-staged messages not {what}: {}",
                 named.join(", ")
             ),
-            after: since.elapsed(),
+            after: limit,
         }
     }
 
