@@ -55,7 +55,7 @@ pub enum Error {
     Timeout {
         /// What was waited for, e.g. "ncclCommInitRankConfig (rank 0 of 2) to connect".
         waited_for: String,
-        /// How long.
+        /// The time-out that passed (the communicator's).
         after: Duration,
     },
     /// Other ranks failed a collective set-up step this rank passed (or also failed); the
