@@ -17,18 +17,27 @@
 
 use super::*;
 
+/// The boxes a fused step updates.
+enum FusedBoxes {
+    /// The interior, where every field's update of it marches in f64 tiles: one launch over it
+    /// per field.
+    Interior(CellBox),
+    /// Otherwise: the inner box and the slabs around it.
+    Slabs {
+        /// The cells no neighbour needs whose stencil reads no halo: updated as in any step.
+        inner: CellBox,
+        /// The rest of the interior, in slabs, each with the dimension it closes: updated by
+        /// the fused kernel. Halos wider than the stencil's reach make it thicker than the
+        /// shell.
+        shell: Vec<(usize, CellBox)>,
+    },
+}
+
 /// The boxes of a fused step and which fused set each field pair is.
 pub(crate) struct FusedSteps {
-    /// The cells no neighbour needs whose stencil reads no halo: updated as in any step.
-    pub(crate) inner: CellBox,
-    /// The rest of the interior, in slabs, each with the dimension it closes: updated by the
-    /// fused kernel. Halos wider than the stencil's reach make it thicker than the shell.
-    pub(crate) shell: Vec<(usize, CellBox)>,
+    boxes: FusedBoxes,
     /// The first field's address of each fused set: set 0 holds `u`, set 1 `v`.
     pub(crate) sets: [u64; 2],
-    /// The interior, where every field's update of it marches in f64 tiles: the step is then
-    /// one launch over it per field (`inner` and `shell` empty).
-    pub(crate) whole: Option<CellBox>,
 }
 
 impl FusedSteps {
@@ -53,10 +62,8 @@ impl FusedSteps {
         };
         if !launches.is_empty() && launches.iter().all(marches) {
             return FusedSteps {
-                inner: [[0, 0]; 3],
-                shell: Vec::new(),
+                boxes: FusedBoxes::Interior(interior),
                 sets,
-                whole: Some(interior),
             };
         }
         let mut fused_inner: CellBox = std::array::from_fn(|k| {
@@ -68,10 +75,27 @@ impl FusedSteps {
             fused_inner = [[0, 0]; 3];
         }
         FusedSteps {
-            shell: shell_around(&interior, &fused_inner),
-            inner: fused_inner,
+            boxes: FusedBoxes::Slabs {
+                shell: shell_around(&interior, &fused_inner),
+                inner: fused_inner,
+            },
             sets,
-            whole: None,
+        }
+    }
+
+    /// How its steps update the interior.
+    pub(crate) fn update(&self) -> FusedUpdate {
+        match self.boxes {
+            FusedBoxes::Interior(_) => FusedUpdate::Interior,
+            FusedBoxes::Slabs { .. } => FusedUpdate::Slabs,
+        }
+    }
+
+    /// The side streams its slabs take.
+    pub(crate) fn slabs(&self) -> usize {
+        match &self.boxes {
+            FusedBoxes::Interior(_) => 0,
+            FusedBoxes::Slabs { shell, .. } => shell.len(),
         }
     }
 
@@ -94,29 +118,20 @@ impl<B: Backend> Step<'_, B> {
         fused: &FusedSteps,
     ) -> Result<()> {
         let set = fused.set_of(next)?;
-        if let Some(interior) = fused.whole {
-            let descriptors = exchange.fused_start(set, self.stream)?;
-            for (((a, b), kind), descriptor) in
-                cur.iter().zip(next).zip(self.launches).zip(&descriptors)
-            {
-                fused_launch(
-                    self.backend,
-                    kind,
-                    (a, b),
-                    &interior,
-                    *descriptor,
-                    self.stream,
-                )?;
+        let (inner, shell) = match &fused.boxes {
+            FusedBoxes::Interior(interior) => {
+                let descriptors = exchange.fused_start(set, self.stream)?;
+                self.fused_update((cur, next), &descriptors, interior, self.stream)?;
+                return exchange.fused_finish(set, self.stream);
             }
-            return exchange.fused_finish(set, self.stream);
-        }
+            FusedBoxes::Slabs { inner, shell } => (inner, shell),
+        };
         self.fork_inner()?;
         for ((a, b), kind) in cur.iter().zip(next).zip(self.launches) {
-            sweep(self.backend, kind, a, b, &fused.inner, self.inner_stream)?;
+            sweep(self.backend, kind, a, b, inner, self.inner_stream)?;
         }
         let descriptors = exchange.fused_start(set, self.stream)?;
-        let slabs: Vec<_> = fused
-            .shell
+        let slabs: Vec<_> = shell
             .iter()
             .filter(|(_, slab)| slab.iter().all(|[lo, hi]| lo < hi))
             .collect();
@@ -126,38 +141,40 @@ impl<B: Backend> Step<'_, B> {
         let lanes = self.side.iter().zip(self.joins);
         self.fan_out(lanes.take(slabs.len()), |i, side| {
             let (_, slab) = slabs[i];
-            for (((a, b), kind), descriptor) in
-                cur.iter().zip(next).zip(self.launches).zip(&descriptors)
-            {
-                fused_launch(self.backend, kind, (a, b), slab, *descriptor, side)?;
-            }
-            Ok(())
+            self.fused_update((cur, next), &descriptors, slab, side)
         })?;
         self.join_inner()?;
         exchange.fused_finish(set, self.stream)
     }
-}
 
-/// Queues the fused update of `cell_box` from `a` into `b` on `stream`, storing through
-/// `descriptor` ([`fused_dims`]: a block per tile).
-fn fused_launch<B: Backend>(
-    backend: &B,
-    kind: &hp_stencil_args,
-    (a, b): (&Field<B>, &Field<B>),
-    cell_box: &CellBox,
-    descriptor: u64,
-    stream: &B::Stream,
-) -> Result<()> {
-    let args = hp_stencil_args {
-        in_: a.device_addr(),
-        out: b.device_addr(),
-        begin: cell_box.map(|[lo, _]| lo),
-        end: cell_box.map(|[_, hi]| hi),
-        fused: descriptor,
-        ..*kind
-    };
-    let dims = fused_dims(&args, STENCIL_THREADS);
-    // SAFETY: as in `sweep`; the descriptor and the neighbours' fields it leads to live as long
-    // as the exchange's fused mode, which outlives the steps.
-    unsafe { backend.launch(Launch::StencilFused(&args), dims, stream) }
+    /// Queues the fused update of `cell_box` of each field pair on `stream`, storing through
+    /// the field's descriptor ([`fused_dims`]: a block per tile).
+    fn fused_update(
+        &self,
+        (cur, next): StepFields<'_, B>,
+        descriptors: &[u64],
+        cell_box: &CellBox,
+        stream: &B::Stream,
+    ) -> Result<()> {
+        for (((a, b), kind), &descriptor) in
+            cur.iter().zip(next).zip(self.launches).zip(descriptors)
+        {
+            let args = hp_stencil_args {
+                in_: a.device_addr(),
+                out: b.device_addr(),
+                begin: cell_box.map(|[lo, _]| lo),
+                end: cell_box.map(|[_, hi]| hi),
+                fused: descriptor,
+                ..*kind
+            };
+            let dims = fused_dims(&args, STENCIL_THREADS);
+            // SAFETY: as in `sweep`; the descriptor and the neighbours' fields it leads to live
+            // as long as the exchange's fused mode, which outlives the steps.
+            unsafe {
+                self.backend
+                    .launch(Launch::StencilFused(&args), dims, stream)?
+            };
+        }
+        Ok(())
+    }
 }

@@ -103,7 +103,7 @@ pub fn run_jacobi<B: Backend>(
         .unwrap_or(0);
     // Declared after the fields, so that on any early return they are dropped (and drained of
     // the sweeps queued on them) before the fields are freed.
-    let slabs = fused.as_ref().map_or(0, |f| f.shell.len()).max(shell.len());
+    let slabs = fused.as_ref().map_or(0, FusedSteps::slabs).max(shell.len());
     let streams = StepStreams::new(backend, slabs, slab_sides, config.fused)?;
     let stream = &streams.stream;
     for f in 0..kinds.len() {
@@ -193,10 +193,7 @@ pub fn run_jacobi<B: Backend>(
         one_launch,
         shell_tiles,
         inner_kernel,
-        fused_update: fused.as_ref().map(|f| match f.whole {
-            Some(_) => FusedUpdate::Interior,
-            None => FusedUpdate::Slabs,
-        }),
+        fused_update: fused.as_ref().map(FusedSteps::update),
         inner_rows_padding,
         step_seconds,
         exchange_seconds,
